@@ -1,0 +1,353 @@
+"""In-text citation markers, a document's reference list, and the links between them.
+
+Loaders of unstructured formats (txt, md, html, pdf, docx) call these three steps:
+
+1. `split_references` takes the trailing "References" section off the body and parses its entries:
+   numbered entries ("[1] ...", "1. ...", "1) ...") get the number as key; author-year entries get
+   surname + year ("lee2021"), and a repeated key gets a letter ("lee2021b", "lee2021c", ...).
+2. `find_markers` finds numeric ("[3]", "[2-5]", "[1, 3-4]") and author-year ("(Lee et al., 2021)",
+   "Lee and Kim (2020)") markers in a paragraph.
+3. `link_citations` sets each paragraph's `citations` to the bibliography keys its markers resolve to.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from citewise.index.document import BibEntry, Paragraph
+
+logger = logging.getLogger(__name__)
+
+MAX_RANGE = 50
+"""A numeric range such as "[2-5]" expands to at most this many keys."""
+
+MAX_CITATION_NUMBER = 999
+"""Bracketed numbers above this (years such as "[2021]") are not citations."""
+
+_DASHES = "-\u2010\u2011\u2012\u2013\u2014"
+_NUMERIC = re.compile(rf"\[(\s*\d+(?:\s*[{_DASHES}]\s*\d+)?(?:\s*[,;]\s*\d+(?:\s*[{_DASHES}]\s*\d+)?)*\s*)\]")
+_RANGE = re.compile(rf"(\d+)\s*[{_DASHES}]\s*(\d+)")
+
+# A surname: a capitalised word, optionally after particles ("van der Berg") and with hyphens or apostrophes.
+_SURNAME = r"(?:(?:van|von|der|den|de|da|del|di|du|la|le)\s+)*[A-Z\u00c0-\u00de][\w'\u2019\-]*"
+_YEAR = r"(?:19|20)\d{2}[a-z]?"
+_AND = r"\s+(?:and|&)\s+"
+# The first author's surname (group 1), then "et al.", "and X", or "X, Y, and Z".
+_AUTHORS = rf"({_SURNAME})(?:\s+et\s+al\.?|{_AND}{_SURNAME}|(?:,\s*{_SURNAME})*,?{_AND}{_SURNAME})?"
+_LEAD_IN = r"(?:(?:e\.g\.|i\.e\.|see(?:\s+also)?|cf\.)\s*,?\s*)?"
+_CITE_PART = re.compile(rf"^{_LEAD_IN}{_AUTHORS},?\s+({_YEAR}(?:\s*,\s*{_YEAR})*)$")
+_BRACKETED = re.compile(r"[(\[]([^()\[\]]{4,300})[)\]]")
+_NARRATIVE = re.compile(rf"\b{_AUTHORS}\s+\(({_YEAR}(?:\s*[,;]\s*{_YEAR})*)\)")
+_YEAR_IN_TEXT = re.compile(rf"\b({_YEAR})\b")
+_NOT_SURNAMES = frozenset(
+    "january february march april may june july august september october november december "
+    "in on at by for from since until during table figure fig section eq equation chapter appendix "
+    "see also the this that".split()
+)
+
+_REF_HEADING = re.compile(
+    r"^(?:(?:\d+(?:\.\d+)*|[IVXLC]+|[A-Z])[.)]?\s+)?"
+    r"(?:references(?:\s+cited)?|bibliography|works\s+cited|literature(?:\s+cited)?|reference\s+list)\s*:?$",
+    re.IGNORECASE,
+)
+_NUMBERED_START = re.compile(r"(?<!\S)(?:\[(\d{1,3})\]|(\d{1,3})[.)])(?=\s)")
+_AUTHOR_ENTRY_START = re.compile(rf"^\s*(?:{_SURNAME}\s*,\s*(?:[A-Z]|{_SURNAME})|(?:[A-Z]\.\s*)+{_SURNAME})")
+_ENTRY_SURNAME = re.compile(rf"^\s*(?:[A-Z]\.(?:\s*-?\s*[A-Z]\.)*\s*)?({_SURNAME})")
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One in-text citation marker.
+
+    Attributes:
+        start: offset of the marker's first character in the text.
+        end: offset just past its last character.
+        text: the marker as written ("[2-4]", "(Lee et al., 2021)").
+        kind: "numeric" for bracketed numbers, "author_year" for name-and-year citations.
+        keys: the bibliography keys it names, in order ("2", "3", "4" or "lee2021").
+    """
+
+    start: int
+    end: int
+    text: str
+    kind: Literal["numeric", "author_year"]
+    keys: tuple[str, ...]
+
+
+def find_markers(text: str) -> list[Marker]:
+    """Return the citation markers in `text`, in order of appearance, without overlaps.
+
+    Numeric markers are bracketed numbers, lists and ranges ("[3]", "[3, 9]", "[2-5]", "[1,3-4]"); a
+    bracket right after an identifier character ("x[0]") or holding a number above
+    `MAX_CITATION_NUMBER` ("[2021]") is not a citation. Author-year markers are parenthetical
+    ("(Lee et al., 2021)", "(Lee & Kim 2020; Park, 2019a)") or narrative ("Lee et al. (2021)"); their
+    keys are the lower-cased first surname, without accents or punctuation, followed by the year.
+    """
+    found = [*_numeric_markers(text), *_bracketed_author_year(text), *_narrative_markers(text)]
+    found.sort(key=lambda marker: (marker.start, -marker.end))
+    markers: list[Marker] = []
+    for marker in found:
+        if not markers or marker.start >= markers[-1].end:
+            markers.append(marker)
+    return markers
+
+
+def author_year_key(surname: str, year: str) -> str:
+    """Key for a surname and a year: ("Lee", "2021a") -> "lee2021a", ("van Dam", "") -> "vandam"."""
+    return _fold(surname) + year.lower()
+
+
+def split_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], dict[str, BibEntry]]:
+    """Take the reference list off a document body and parse its entries.
+
+    The reference list is the last section headed References, Bibliography, Works Cited or Literature (any
+    case, optionally numbered, e.g. "7 References"); a paragraph whose whole text is such a heading also
+    starts one, running to the end of its section. Sections after it (appendices) stay in the body.
+    Numbered entries ("[1] ...", "1. ...", "1) ...") are keyed by their number and may arrive as one blob
+    of text, as PDFs give them; otherwise each paragraph or line that starts like "Surname, I." or
+    "I. Surname" starts an author-year entry keyed surname + year (see `author_year_key`); a key already
+    taken gets the next letter ("lee2021b"). When nothing parses as an entry the paragraphs are returned
+    unchanged with an empty bibliography.
+
+    Args:
+        paragraphs: the document's paragraphs in reading order.
+
+    Returns:
+        The body paragraphs (everything but the reference list) and the bibliography by key.
+    """
+    span = _reference_span(paragraphs)
+    if span is None:
+        return list(paragraphs), {}
+    start, end, skip_first = span
+    entries = paragraphs[start + skip_first : end]
+    bibliography = _parse_entries([p.text for p in entries])
+    if not bibliography:
+        logger.debug("a references section was found but no entry in it could be parsed")
+        return list(paragraphs), {}
+    return [*paragraphs[:start], *paragraphs[end:]], bibliography
+
+
+def link_citations(paragraphs: Iterable[Paragraph], bibliography: dict[str, BibEntry]) -> list[Paragraph]:
+    """Return the paragraphs with `citations` set to the bibliography keys their markers resolve to.
+
+    A key resolves when it is in the bibliography. An author-year key that is not ("lee2021" against
+    numbered entries) also resolves to the first entry whose text starts with the surname and contains the
+    year. Keys that resolve to nothing are dropped; each key appears once, in order of first mention.
+    """
+    resolver = _Resolver(bibliography)
+    linked = []
+    for paragraph in paragraphs:
+        keys: dict[str, None] = {}
+        for marker in find_markers(paragraph.text):
+            for key in marker.keys:
+                resolved = resolver.resolve(key, marker.kind)
+                if resolved is not None:
+                    keys.setdefault(resolved)
+        linked.append(replace(paragraph, citations=tuple(keys)))
+    return linked
+
+
+def is_reference_heading(text: str) -> bool:
+    """Whether `text` is a reference-list heading ("References", "7. Bibliography", "WORKS CITED")."""
+    return bool(_REF_HEADING.match(text.strip()))
+
+
+# --- markers -------------------------------------------------------------------------------------------
+
+
+def _numeric_markers(text: str) -> Iterable[Marker]:
+    for match in _NUMERIC.finditer(text):
+        if match.start() > 0 and _is_identifier_char(text[match.start() - 1]):
+            continue
+        keys = _expand_numbers(match.group(1))
+        if keys:
+            yield Marker(match.start(), match.end(), match.group(0), "numeric", keys)
+
+
+def _expand_numbers(body: str) -> tuple[str, ...]:
+    keys: list[str] = []
+    for part in re.split(r"[,;]", body):
+        part = part.strip()
+        ranged = _RANGE.fullmatch(part)
+        first, last = (int(ranged.group(1)), int(ranged.group(2))) if ranged else (int(part), int(part))
+        if not 1 <= first <= MAX_CITATION_NUMBER or not 1 <= last <= MAX_CITATION_NUMBER:
+            return ()
+        numbers = range(first, min(last, first + MAX_RANGE - 1) + 1) if last >= first else (first, last)
+        keys.extend(str(number) for number in numbers)
+    return tuple(dict.fromkeys(keys))
+
+
+def _bracketed_author_year(text: str) -> Iterable[Marker]:
+    for match in _BRACKETED.finditer(text):
+        keys: list[str] = []
+        for part in match.group(1).split(";"):
+            cited = _CITE_PART.match(part.strip())
+            if cited and _plausible_surname(cited.group(1)):
+                years = re.split(r"\s*,\s*", cited.group(2))
+                keys.extend(author_year_key(cited.group(1), year) for year in years)
+        if keys:
+            unique = tuple(dict.fromkeys(keys))
+            yield Marker(match.start(), match.end(), match.group(0), "author_year", unique)
+
+
+def _narrative_markers(text: str) -> Iterable[Marker]:
+    for match in _NARRATIVE.finditer(text):
+        if not _plausible_surname(match.group(1)):
+            continue
+        years = re.split(r"\s*[,;]\s*", match.group(2))
+        keys = tuple(dict.fromkeys(author_year_key(match.group(1), year) for year in years))
+        yield Marker(match.start(), match.end(), match.group(0), "author_year", keys)
+
+
+def _plausible_surname(surname: str) -> bool:
+    return surname.lower() not in _NOT_SURNAMES and len(_fold(surname)) > 1
+
+
+def _is_identifier_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _fold(text: str) -> str:
+    """Lower-case ASCII letters only: "Müller-Lüdenscheidt" -> "mullerludenscheidt"."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z]", "", ascii_text.lower())
+
+
+# --- reference list ------------------------------------------------------------------------------------
+
+
+def _reference_span(paragraphs: Sequence[Paragraph]) -> tuple[int, int, int] | None:
+    """(start, end, 1 if the first paragraph is the heading itself else 0) of the last reference list."""
+    for index in range(len(paragraphs) - 1, -1, -1):
+        paragraph = paragraphs[index]
+        if is_reference_heading(paragraph.text):
+            return index, _section_end(paragraphs, index), 1
+        if _is_reference_section(paragraph.section):
+            start = index
+            while start > 0 and paragraphs[start - 1].section == paragraph.section:
+                start -= 1
+            return start, _section_end(paragraphs, start), 0
+    return None
+
+
+def _is_reference_section(section: str) -> bool:
+    return bool(section) and any(is_reference_heading(part) for part in section.split(" > "))
+
+
+def _section_end(paragraphs: Sequence[Paragraph], start: int) -> int:
+    end = start + 1
+    while end < len(paragraphs) and paragraphs[end].section == paragraphs[start].section:
+        end += 1
+    return end
+
+
+def _parse_entries(texts: list[str]) -> dict[str, BibEntry]:
+    texts = [text.strip() for text in texts if text.strip()]
+    if not texts:
+        return {}
+    if _NUMBERED_START.match(texts[0]):
+        return _numbered_entries("\n".join(texts))
+    return _author_year_entries(texts)
+
+
+def _numbered_entries(blob: str) -> dict[str, BibEntry]:
+    """Split a numbered reference list into entries keyed by their number.
+
+    Entries start a line, with numbers that go up. When a list is run together on lines (as PDFs often give
+    it), an entry may also start mid-line if it has the next number and follows the end of the previous
+    entry ("... 2020. 2. Jones" or "... 2020. [2] Jones"); that reading is used only when it finds more
+    entries, so "vol. 2." inside an entry of a one-entry-per-line list does not split it.
+    """
+    starts = _numbered_starts(blob, mid_line=False)
+    run_together = _numbered_starts(blob, mid_line=True)
+    if len(run_together) > len(starts):
+        starts = run_together
+    bibliography: dict[str, BibEntry] = {}
+    for index, (_, text_start, key) in enumerate(starts):
+        text_end = starts[index + 1][0] if index + 1 < len(starts) else len(blob)
+        text = " ".join(blob[text_start:text_end].split())
+        if text and key not in bibliography:
+            bibliography[key] = BibEntry(key=key, text=text)
+    return bibliography
+
+
+def _numbered_starts(blob: str, *, mid_line: bool) -> list[tuple[int, int, str]]:
+    """(marker start, text start, key) of each entry start; numbers only ever go up."""
+    starts: list[tuple[int, int, str]] = []
+    for match in _NUMBERED_START.finditer(blob):
+        number = int(match.group(1) or match.group(2))
+        if not starts:
+            if match.start() == 0:
+                starts.append((match.start(), match.end(), str(number)))
+            continue
+        last = int(starts[-1][2])
+        at_line_start = blob[match.start() - 1] == "\n"
+        after_entry = match.group(1) is not None or blob[: match.start()].rstrip()[-1:] in ".)]"
+        if (at_line_start and number > last) or (mid_line and number == last + 1 and after_entry):
+            starts.append((match.start(), match.end(), str(number)))
+    return starts
+
+
+def _author_year_entries(texts: list[str]) -> dict[str, BibEntry]:
+    """One entry per paragraph or line that starts like an author list; other lines continue the entry."""
+    entries: list[str] = []
+    for text in texts:
+        for position, line in enumerate(text.splitlines()):
+            line = line.strip()
+            if not line:
+                continue
+            # a paragraph starts an entry unless it plainly continues one (a PDF line cut mid-entry)
+            starts_entry = bool(_AUTHOR_ENTRY_START.match(line)) or (position == 0 and not line[0].islower())
+            if starts_entry or not entries:
+                entries.append(line)
+            else:
+                entries[-1] = f"{entries[-1]} {line}"
+    bibliography: dict[str, BibEntry] = {}
+    for index, entry in enumerate(entries, start=1):
+        key = _unique_key(_entry_key(entry) or str(index), bibliography)
+        bibliography[key] = BibEntry(key=key, text=" ".join(entry.split()))
+    return bibliography
+
+
+def _entry_key(entry: str) -> str:
+    surname = _ENTRY_SURNAME.match(entry)
+    year = _YEAR_IN_TEXT.search(entry)
+    if surname is None or not _fold(surname.group(1)):
+        return ""
+    return author_year_key(surname.group(1), year.group(1) if year else "")
+
+
+def _unique_key(key: str, taken: dict[str, BibEntry]) -> str:
+    if key not in taken:
+        return key
+    for letter in "bcdefghijklmnopqrstuvwxyz":
+        if f"{key}{letter}" not in taken:
+            return f"{key}{letter}"
+    return f"{key}-{len(taken)}"
+
+
+class _Resolver:
+    """Resolves marker keys against a bibliography (exact key, or surname + year in the entry text)."""
+
+    def __init__(self, bibliography: dict[str, BibEntry]) -> None:
+        self.bibliography = bibliography
+        self.folded = [(key, _fold(entry.text[:80]), entry.text) for key, entry in bibliography.items()]
+
+    def resolve(self, key: str, kind: str) -> str | None:
+        if key in self.bibliography:
+            return key
+        if kind != "author_year":
+            return None
+        match = re.fullmatch(r"([a-z]+)((?:19|20)\d{2})([a-z]?)", key)
+        if match is None:
+            return None
+        surname, year, letter = match.groups()
+        candidates = [k for k, folded, text in self.folded if folded.startswith(surname) and year in text]
+        exact = [k for k in candidates if f"{year}{letter}" in self.bibliography[k].text] if letter else []
+        chosen = exact or candidates
+        return chosen[0] if chosen else None

@@ -1,0 +1,324 @@
+"""The document store: SQLite, the source of truth of an index.
+
+It holds files, documents, paragraphs, bibliographies, chunks and their vectors. A document and all its
+chunks are written in one transaction, so an interrupted ingest never leaves a half-stored document. Every
+committed change bumps `generation`; the derived stores (Chroma, BM25) record the generation they mirror and
+are brought up to date from here when they lag (see `citewise.index.store`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from citewise.index.chunking import ChunkedDocument
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, sha256 TEXT NOT NULL, size INTEGER NOT NULL, documents INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY, file TEXT NOT NULL, key TEXT NOT NULL, title TEXT NOT NULL,
+    metadata TEXT NOT NULL, added_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS documents_file ON documents(file);
+CREATE TABLE IF NOT EXISTS paragraphs (
+    id TEXT PRIMARY KEY, doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL, section TEXT NOT NULL, text TEXT NOT NULL, citations TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS paragraphs_doc ON paragraphs(doc_id, seq);
+CREATE TABLE IF NOT EXISTS bibliography (
+    doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, key TEXT NOT NULL, text TEXT NOT NULL,
+    PRIMARY KEY (doc_id, key)
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id TEXT PRIMARY KEY, doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    paragraph_id TEXT NOT NULL, seq INTEGER NOT NULL, text TEXT NOT NULL,
+    start INTEGER NOT NULL, end INTEGER NOT NULL, vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, seq);
+"""
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """A stored chunk with what a search hit needs to show about it."""
+
+    id: str
+    doc_id: str
+    paragraph_id: str
+    seq: int
+    text: str
+    title: str
+    section: str
+
+
+@dataclass(frozen=True)
+class ParagraphRecord:
+    """A stored paragraph and the bibliography keys it cites."""
+
+    id: str
+    doc_id: str
+    seq: int
+    section: str
+    text: str
+    citations: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """A stored document (without its body)."""
+
+    id: str
+    file: str
+    key: str
+    title: str
+    metadata: dict[str, Any]
+
+
+def paragraph_id(doc_id: str, seq: int) -> str:
+    """The id of a document's `seq`-th paragraph."""
+    return f"{doc_id}:p{seq}"
+
+
+class DocStore:
+    """SQLite store of documents, paragraphs, bibliography and chunks (with their vectors)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(_SCHEMA)
+        if self.get_meta("schema") is None:
+            self.set_meta("schema", SCHEMA_VERSION)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: committed with a new generation, or rolled back on any error or interrupt."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+            self.db.execute(
+                "INSERT INTO meta VALUES ('generation', '1') "
+                "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+            )
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    # meta -----------------------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """A stored setting, or None."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a setting (its own transaction; does not bump the generation)."""
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    @property
+    def generation(self) -> int:
+        """Bumped by every committed change to documents or chunks."""
+        return int(self.get_meta("generation") or 0)
+
+    # files ----------------------------------------------------------------------------------------------
+    def file_sha(self, path: str) -> str | None:
+        """The content hash recorded when `path` was last ingested completely, or None."""
+        row = self.db.execute("SELECT sha256 FROM files WHERE path = ?", (path,)).fetchone()
+        return row[0] if row else None
+
+    def mark_file(self, path: str, sha256: str, size: int) -> None:
+        """Record that every document of `path` (at this content hash) is stored."""
+        with self.transaction() as db:
+            count = db.execute("SELECT COUNT(*) FROM documents WHERE file = ?", (path,)).fetchone()[0]
+            db.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)", (path, sha256, size, count))
+
+    def files(self) -> list[str]:
+        """Every file with documents in the index."""
+        rows = self.db.execute("SELECT DISTINCT file FROM documents UNION SELECT path FROM files")
+        return sorted(r[0] for r in rows)
+
+    # documents ------------------------------------------------------------------------------------------
+    def document_ids(self, file: str | None = None) -> set[str]:
+        """Ids of all documents, or of those from one file."""
+        if file is None:
+            rows = self.db.execute("SELECT id FROM documents")
+        else:
+            rows = self.db.execute("SELECT id FROM documents WHERE file = ?", (file,))
+        return {r[0] for r in rows}
+
+    def document_files(self, ids: Iterable[str]) -> dict[str, str]:
+        """The file each of the given stored document ids came from."""
+        ids = list(ids)
+        found: dict[str, str] = {}
+        for batch in _batches(ids, 900):
+            marks = ",".join("?" * len(batch))
+            for doc_id, file in self.db.execute(
+                f"SELECT id, file FROM documents WHERE id IN ({marks})", batch
+            ):
+                found[doc_id] = file
+        return found
+
+    def add(self, chunked: Sequence[ChunkedDocument], file: str) -> None:
+        """Store documents with their paragraphs, bibliography and chunks, all in one transaction."""
+        now = time.time()
+        with self.transaction() as db:
+            for item in chunked:
+                doc = item.document
+                doc_id = doc.id
+                db.execute(
+                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
+                    (doc_id, file, doc.key, doc.title, json.dumps(doc.metadata, ensure_ascii=False), now),
+                )
+                db.executemany(
+                    "INSERT INTO paragraphs VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        (paragraph_id(doc_id, i), doc_id, i, p.section, p.text, json.dumps(list(p.citations)))
+                        for i, p in enumerate(doc.paragraphs)
+                    ],
+                )
+                db.executemany(
+                    "INSERT INTO bibliography VALUES (?, ?, ?)",
+                    [(doc_id, b.key, b.text) for b in doc.bibliography.values()],
+                )
+                db.executemany(
+                    "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            c.id,
+                            doc_id,
+                            paragraph_id(doc_id, c.paragraph),
+                            c.seq,
+                            c.text,
+                            c.start,
+                            c.end,
+                            np.asarray(v, dtype=np.float32).tobytes(),
+                        )
+                        for c, v in zip(item.chunks, item.vectors, strict=True)
+                    ],
+                )
+
+    def delete_documents(self, ids: Iterable[str], forget_file: str | None = None) -> list[str]:
+        """Delete documents (and, by cascade, their paragraphs, bibliography and chunks); return chunk ids.
+
+        With `forget_file`, that file's record goes in the same transaction.
+        """
+        ids = list(ids)
+        removed: list[str] = []
+        with self.transaction() as db:
+            for batch in _batches(ids, 900):
+                marks = ",".join("?" * len(batch))
+                removed += [
+                    r[0] for r in db.execute(f"SELECT id FROM chunks WHERE doc_id IN ({marks})", batch)
+                ]
+                db.execute(f"DELETE FROM documents WHERE id IN ({marks})", batch)
+            if forget_file is not None:
+                db.execute("DELETE FROM files WHERE path = ?", (forget_file,))
+        return removed
+
+    def forget_file(self, path: str) -> list[str]:
+        """Delete every document of a file and the file record; return the deleted chunk ids."""
+        return self.delete_documents(self.document_ids(path), forget_file=path)
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        """One stored document, or None."""
+        row = self.db.execute(
+            "SELECT id, file, key, title, metadata FROM documents WHERE id = ?", (doc_id,)
+        ).fetchone()
+        return DocumentRecord(row[0], row[1], row[2], row[3], json.loads(row[4])) if row else None
+
+    def paragraphs(self, doc_id: str) -> list[ParagraphRecord]:
+        """A document's paragraphs in reading order."""
+        rows = self.db.execute(
+            "SELECT id, doc_id, seq, section, text, citations FROM paragraphs WHERE doc_id = ? ORDER BY seq",
+            (doc_id,),
+        )
+        return [ParagraphRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5]))) for r in rows]
+
+    def paragraph(self, paragraph_id: str) -> ParagraphRecord | None:
+        """One paragraph by id, or None."""
+        r = self.db.execute(
+            "SELECT id, doc_id, seq, section, text, citations FROM paragraphs WHERE id = ?", (paragraph_id,)
+        ).fetchone()
+        return ParagraphRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5]))) if r else None
+
+    def bibliography(self, doc_id: str) -> dict[str, str]:
+        """A document's reference list, key -> entry text."""
+        rows = self.db.execute("SELECT key, text FROM bibliography WHERE doc_id = ?", (doc_id,))
+        return dict(rows.fetchall())
+
+    # chunks ---------------------------------------------------------------------------------------------
+    def chunk_ids(self) -> list[str]:
+        """Every chunk id, in a stable order."""
+        return [r[0] for r in self.db.execute("SELECT id FROM chunks ORDER BY rowid")]
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
+        """Chunk records (with title and section) for the given ids."""
+        found: dict[str, ChunkRecord] = {}
+        for batch in _batches(list(ids), 900):
+            marks = ",".join("?" * len(batch))
+            rows = self.db.execute(
+                "SELECT c.id, c.doc_id, c.paragraph_id, c.seq, c.text, d.title, p.section FROM chunks c "
+                "JOIN documents d ON d.id = c.doc_id JOIN paragraphs p ON p.id = c.paragraph_id "
+                f"WHERE c.id IN ({marks})",
+                batch,
+            )
+            for r in rows:
+                found[r[0]] = ChunkRecord(*r)
+        return found
+
+    def vectors(self, ids: Sequence[str], dim: int) -> np.ndarray:
+        """The stored vectors of the given chunk ids, one row each, in the given order."""
+        by_id: dict[str, bytes] = {}
+        for batch in _batches(list(ids), 900):
+            marks = ",".join("?" * len(batch))
+            by_id.update(self.db.execute(f"SELECT id, vector FROM chunks WHERE id IN ({marks})", batch))
+        matrix = np.zeros((len(ids), dim), dtype=np.float32)
+        for i, chunk_id in enumerate(ids):
+            matrix[i] = np.frombuffer(by_id[chunk_id], dtype=np.float32)
+        return matrix
+
+    def iter_chunks(self, batch_size: int = 5000) -> Iterator[list[tuple[str, str, str, str, str, bytes]]]:
+        """All chunks in batches: (id, doc_id, paragraph_id, title, text, vector bytes)."""
+        cursor = self.db.execute(
+            "SELECT c.id, c.doc_id, c.paragraph_id, d.title, c.text, c.vector FROM chunks c "
+            "JOIN documents d ON d.id = c.doc_id ORDER BY c.rowid"
+        )
+        while rows := cursor.fetchmany(batch_size):
+            yield rows
+
+    def iter_paragraphs(self) -> Iterator[tuple[str, str, str]]:
+        """All paragraphs: (id, document title, text)."""
+        yield from self.db.execute(
+            "SELECT p.id, d.title, p.text FROM paragraphs p JOIN documents d ON d.id = p.doc_id ORDER BY p.rowid"
+        )
+
+    def counts(self) -> dict[str, int]:
+        """How many files, documents, paragraphs, bibliography entries and chunks are stored."""
+        count = {}
+        for table in ("files", "documents", "paragraphs", "bibliography", "chunks"):
+            count[table] = self.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+        return count
+
+
+def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

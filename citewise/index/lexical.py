@@ -1,0 +1,99 @@
+"""The lexical stores: bm25s indexes (of chunks, and of paragraphs) persisted next to the document store.
+
+bm25s cannot add to a built index, so it is rebuilt from the document store whenever the store's generation
+moved on. Each build goes to a fresh folder; a small pointer file, replaced atomically, names the current one,
+so an interrupted build leaves the previous index in place and readers never see a half-written one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+
+logger = logging.getLogger(__name__)
+
+
+class LexicalIndex:
+    """BM25 (Lucene variant, k1=1.5, b=0.75), English stemming and stopwords, over chunks or paragraphs."""
+
+    def __init__(self, root: Path, name: str = "bm25", k1: float = 1.5, b: float = 0.75) -> None:
+        self.root = root
+        self.name = name
+        self.pointer = root / f"{name}.json"
+        self.k1, self.b = k1, b
+        self.stemmer = Stemmer.Stemmer("english")
+        self.generation = -1
+        self.ids: list[str] = []
+        self.parents: list[str] = []
+        self.position: dict[str, int] = {}
+        self._retriever: bm25s.BM25 | None = None
+        self._load()
+
+    def _load(self) -> None:
+        if not self.pointer.exists():
+            return
+        state = json.loads(self.pointer.read_text())
+        folder = self.root / state["dir"]
+        self.ids = json.loads((folder / "ids.json").read_text())
+        parents = folder / "parents.json"
+        self.parents = json.loads(parents.read_text()) if parents.exists() else []
+        self.position = {key: i for i, key in enumerate(self.ids)}
+        self._retriever = bm25s.BM25.load(folder, mmap=False, show_progress=False) if self.ids else None
+        self.generation = int(state["generation"])
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+        """Lower-case, drop English stopwords, stem."""
+        return bm25s.tokenize(
+            list(texts), stopwords="en", stemmer=self.stemmer, return_ids=False, show_progress=False
+        )
+
+    def build(
+        self, ids: Sequence[str], texts: Sequence[str], generation: int, parents: Sequence[str] = ()
+    ) -> None:
+        """Index the given texts afresh (with each one's parent id, if any) and switch to it atomically."""
+        folder = self.root / f"{self.name}-{generation}-{os.getpid()}"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        retriever = None
+        if ids:
+            retriever = bm25s.BM25(k1=self.k1, b=self.b)
+            tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=self.stemmer, show_progress=False)
+            retriever.index(tokens, show_progress=False)
+            retriever.save(folder, show_progress=False)
+        (folder / "ids.json").write_text(json.dumps(list(ids)))
+        (folder / "parents.json").write_text(json.dumps(list(parents)))
+        tmp = self.pointer.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"dir": folder.name, "generation": generation}))
+        os.replace(tmp, self.pointer)
+        for old in self.root.glob(f"{self.name}-*"):
+            if old != folder:
+                shutil.rmtree(old, ignore_errors=True)
+        self.ids, self.parents, self._retriever, self.generation = (
+            list(ids),
+            list(parents),
+            retriever,
+            generation,
+        )
+        self.position = {key: i for i, key in enumerate(self.ids)}
+        logger.debug("bm25 rebuilt: %d chunks, generation %d", len(ids), generation)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def score_all(self, query: str) -> np.ndarray:
+        """The BM25 score of every indexed text for a query, in `ids` order (zeros when nothing matches)."""
+        if self._retriever is None:
+            return np.zeros(len(self.ids), dtype=np.float32)
+        tokens = self.tokenize([query])[0]
+        known = [t for t in tokens if t in self._retriever.vocab_dict]
+        if not known:
+            return np.zeros(len(self.ids), dtype=np.float32)
+        return np.asarray(self._retriever.get_scores(known), dtype=np.float32)

@@ -1,0 +1,682 @@
+"""Turn files into `Document`s: plain text, Markdown, HTML, PDF, DOCX, and JSONL (BEIR or unarXive).
+
+`load_path` picks a loader by suffix; `iter_files` expands directories. Every loader keeps the section of each
+paragraph. The unstructured formats (txt, md, html, pdf, docx) then go through `citations.split_references`
+and `citations.link_citations`, so their documents carry a bibliography and paragraphs linked to it; the
+unarXive layout comes with both already resolved. Anything that cannot become a document raises `LoadError`
+whose message is the reason alone (callers print it next to the path).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import logging
+import os
+import re
+import statistics
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from citewise.index.citations import is_reference_heading, link_citations, split_references
+from citewise.index.document import BibEntry, Document, LoadError, Paragraph
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED_SUFFIXES: tuple[str, ...] = (".docx", ".htm", ".html", ".jsonl", ".md", ".pdf", ".txt")
+"""File suffixes `load_path` understands (compared case-insensitively)."""
+
+_KNOWN_HEADINGS = frozenset(
+    {
+        "abstract", "introduction", "background", "related work", "related works", "method", "methods",
+        "methodology", "materials and methods", "experiments", "experimental setup", "evaluation", "results",
+        "discussion", "conclusion", "conclusions", "summary", "limitations", "future work", "acknowledgments",
+        "acknowledgements", "appendix", "references", "bibliography", "works cited", "literature",
+    }
+)  # fmt: skip
+_NUMBER_PREFIX = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-Z]\.)\s+")
+_NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.)\s+[A-Z]")
+_LIST_ITEM = re.compile(r"^(?:[-*+\u2022\u25aa\u25cf]|\d{1,3}[.)]|\[\d{1,3}\])\s")
+_UNDERLINE = re.compile(r"^(?:=+|-+)$")
+_SENTENCE_END = re.compile(r"[.!?:][\"'\u201d\u2019)\]]*$")
+
+
+def iter_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Expand the given paths into the files to load.
+
+    A directory is walked recursively, in sorted order, keeping files with a supported suffix and skipping
+    hidden files and directories (names starting with "."). A path that is not a directory is returned as
+    given, whatever its suffix, so that `load_path` can say why it cannot be loaded. Duplicates are dropped.
+    """
+    files: dict[Path, None] = {}
+    for entry in paths:
+        path = Path(entry)
+        if path.is_dir():
+            files.update(dict.fromkeys(_walk(path)))
+        else:
+            files.setdefault(path)
+    return list(files)
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for directory, subdirectories, names in os.walk(root):
+        subdirectories[:] = sorted(name for name in subdirectories if not name.startswith("."))
+        for name in sorted(names):
+            if not name.startswith(".") and Path(name).suffix.lower() in SUPPORTED_SUFFIXES:
+                yield Path(directory) / name
+
+
+def load_path(path: Path) -> list[Document]:
+    """Load one file into documents (one for most formats, one per record for JSONL).
+
+    Raises:
+        LoadError: the suffix is not supported, the file is missing, unreadable, not valid UTF-8, corrupt,
+            empty or holds no text, or a JSONL line is malformed (the message gives the line number).
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    loader = _LOADERS.get(suffix)
+    if loader is None:
+        raise LoadError(
+            f"unsupported file type {suffix or '(no suffix)'!r}; supported: {', '.join(SUPPORTED_SUFFIXES)}"
+        )
+    if path.is_dir():
+        raise LoadError("is a directory")
+    if not path.exists():
+        raise LoadError("no such file")
+    documents = loader(path)
+    logger.debug("loaded %d document(s) from %s", len(documents), path)
+    return documents
+
+
+# --- shared helpers ------------------------------------------------------------------------------------
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise LoadError(f"unreadable: {error.strerror or error}") from error
+    if not data.strip():
+        raise LoadError("empty file")
+    return data
+
+
+def _read_text(path: Path) -> str:
+    data = _read_bytes(path)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise LoadError(f"not UTF-8 text (invalid byte at offset {error.start})") from error
+    if not text.strip():
+        raise LoadError("empty file")
+    return text
+
+
+def _finish(
+    path: Path, title: str, paragraphs: list[Paragraph], metadata: dict[str, Any] | None = None
+) -> list[Document]:
+    """Split off the reference list, link citations, and wrap the result as the file's one document."""
+    paragraphs = [p for p in paragraphs if p.text.strip()]
+    if not paragraphs:
+        raise LoadError("no text")
+    body, bibliography = split_references(paragraphs)
+    if not body:
+        raise LoadError("no text besides a reference list")
+    body = link_citations(body, bibliography)
+    title = title.strip() or path.stem
+    return [
+        Document(
+            title=title, source=str(path), paragraphs=body, bibliography=bibliography, metadata=metadata or {}
+        )
+    ]
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _join_lines(lines: Iterable[str], *, keep_lines: bool = False) -> str:
+    """Unwrap hard-wrapped lines into one paragraph, keeping list items (with `keep_lines`, every line)."""
+    out: list[str] = []
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        if out and not keep_lines and not _LIST_ITEM.match(line):
+            out[-1] = f"{out[-1]} {line}"
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _looks_like_heading(line: str, *, strict: bool = False) -> bool:
+    """Whether a line reads as a section heading ("2. Methods", "References", "RESULTS").
+
+    Loose (plain text, where the line stands alone in its block): also any short capitalised line without
+    final punctuation. Strict (PDF lines, where every line is short): only numbered headings, the usual
+    section names, and short all-capitals lines.
+    """
+    line = line.strip()
+    if not line or len(line) > 80 or not any(char.isalpha() for char in line):
+        return False
+    if is_reference_heading(line) or _NUMBER_PREFIX.sub("", line).lower().rstrip(":") in _KNOWN_HEADINGS:
+        return True
+    if line[-1] in ".,;:!?)]" or _LIST_ITEM.match(line):
+        return False
+    words = len(line.split())
+    if _NUMBERED_HEADING.match(line):
+        return words <= (10 if strict else 12)
+    if strict:
+        return words <= 6 and line.isupper() and sum(char.isalpha() for char in line) >= 4
+    return words <= 6 and line[0].isupper()
+
+
+def _looks_like_title(line: str) -> bool:
+    line = line.strip()
+    return (
+        0 < len(line) <= 150
+        and len(line.split()) <= 20
+        and line[-1] not in ".,;:"
+        and not _looks_like_heading(line, strict=True)
+        and not _LIST_ITEM.match(line)
+    )
+
+
+class _SectionPath:
+    """Nested headings joined as "Methods > Data": a heading replaces those at its level and below."""
+
+    def __init__(self) -> None:
+        self._stack: list[tuple[int, str]] = []
+
+    def enter(self, level: int, heading: str) -> str:
+        while self._stack and self._stack[-1][0] >= level:
+            self._stack.pop()
+        if heading:
+            self._stack.append((level, heading))
+        return self.current
+
+    @property
+    def current(self) -> str:
+        return " > ".join(heading for _, heading in self._stack)
+
+
+# --- plain text ----------------------------------------------------------------------------------------
+
+
+def _load_txt(path: Path) -> list[Document]:
+    blocks = [block.splitlines() for block in re.split(r"\n[ \t]*\n", _read_text(path).strip())]
+    title = path.stem
+    first = [line for line in blocks[0] if line.strip()]
+    underlined = len(first) == 2 and bool(_UNDERLINE.match(first[1].strip()))
+    if (len(first) == 1 or underlined) and _looks_like_title(first[0]):
+        title = _collapse(first[0])
+        blocks = blocks[1:]
+    paragraphs: list[Paragraph] = []
+    section = ""
+    for block in blocks:
+        lines = [line for line in block if line.strip()]
+        if len(lines) == 2 and _UNDERLINE.match(lines[1].strip()):
+            lines = lines[:1]
+        if len(lines) == 1 and _looks_like_heading(lines[0]):
+            section = _collapse(lines[0])
+            continue
+        paragraphs.append(Paragraph(_join_lines(lines, keep_lines=is_reference_heading(section)), section))
+    return _finish(path, title, paragraphs)
+
+
+# --- Markdown ------------------------------------------------------------------------------------------
+
+_ATX = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_RULE = re.compile(r"^ {0,3}(?:(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,})$")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:\s+\S+")
+_MD_INLINE = [
+    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    (re.compile(r"\[([^\]]+)\]\([^)]*\)"), r"\1"),
+    (re.compile(r"\[([^\]]+)\]\[[^\]]*\]"), r"\1"),
+    (re.compile(r"`([^`]+)`"), r"\1"),
+    (re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1"), r"\2"),
+    (re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])"), r"\1"),
+    (re.compile(r"(?<![\w_])_(?=\S)([^_]+?)(?<=\S)_(?![\w_])"), r"\1"),
+    (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), r"\1"),
+    (re.compile(r"<!--.*?-->|</?[A-Za-z][^<>]*>"), ""),
+]
+
+
+def _strip_markdown(text: str) -> str:
+    for pattern, replacement in _MD_INLINE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _load_md(path: Path) -> list[Document]:
+    lines = _read_text(path).splitlines()
+    title, lines = _front_matter(lines)
+    paragraphs: list[Paragraph] = []
+    sections = _SectionPath()
+    block: list[str] = []
+
+    def flush() -> None:
+        in_references = is_reference_heading(sections.current.rsplit(" > ", 1)[-1])
+        text = _strip_markdown(_join_lines(block, keep_lines=in_references))
+        if text.strip():
+            paragraphs.append(Paragraph(text, sections.current))
+        block.clear()
+
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        fence = _FENCE.match(line)
+        if fence:
+            flush()
+            code, index = _code_block(lines, index, fence.group(1))
+            if code.strip():
+                paragraphs.append(Paragraph(code, sections.current))
+            continue
+        heading = _ATX.match(line)
+        if heading:
+            flush()
+            text = _collapse(_strip_markdown(heading.group(2)))
+            if len(heading.group(1)) == 1 and not title:
+                title = text
+            else:
+                sections.enter(len(heading.group(1)), text)
+        elif not line.strip() or _RULE.match(line):
+            flush()
+        elif not _TABLE_RULE.match(line) and not _LINK_DEFINITION.match(line):
+            block.append(re.sub(r"^\s{0,3}>\s?", "", line))
+    flush()
+    return _finish(path, title, paragraphs)
+
+
+def _front_matter(lines: list[str]) -> tuple[str, list[str]]:
+    """Drop a YAML front-matter block; return its `title:` if it has one."""
+    if not lines or lines[0].strip() != "---":
+        return "", lines
+    for end in range(1, len(lines)):
+        if lines[end].strip() in ("---", "..."):
+            titles = [re.match(r"title:\s*(.+)", line) for line in lines[1:end]]
+            title = next((m.group(1).strip().strip("\"'") for m in titles if m), "")
+            return title, lines[end + 1 :]
+    return "", lines
+
+
+def _code_block(lines: list[str], index: int, fence: str) -> tuple[str, int]:
+    """The code up to the closing fence (or the end of the file), and the index after it."""
+    code = []
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if line.strip().startswith(fence[0] * len(fence)) and not line.strip().strip(fence[0]):
+            break
+        code.append(line)
+    return "\n".join(code), index
+
+
+# --- HTML ----------------------------------------------------------------------------------------------
+
+_HTML_DROP = ("script", "style", "nav", "noscript", "template", "svg", "iframe")
+_HTML_BLOCKS = ("p", "li", "blockquote", "pre", "figcaption", "dt", "dd")
+_HTML_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+def _load_html(path: Path) -> list[Document]:
+    from bs4 import BeautifulSoup
+
+    data = _read_bytes(path)
+    soup = BeautifulSoup(data, "html.parser")
+    for tag in soup(_HTML_DROP):
+        tag.decompose()
+    for br in soup("br"):
+        br.replace_with("\n")
+    for block in soup([*_HTML_BLOCKS, *_HTML_HEADINGS, "div", "tr", "td", "th", "table", "section"]):
+        block.insert_after("\n")  # so that adjacent blocks do not run together in get_text()
+    for sup in soup("sup"):
+        sup.insert_before(" ")  # "word<sup>[1]</sup>" is a citation, not an index
+    numbers = {id(item): n for ol in soup("ol") for n, item in _numbered_items(ol)}
+    page_title = soup.title.get_text() if soup.title else ""
+    first_h1 = soup.find("h1")
+    title = _collapse(page_title) or (_collapse(first_h1.get_text()) if first_h1 else "")
+    paragraphs: list[Paragraph] = []
+    sections = _SectionPath()
+    title_heading_seen = False
+    for element in soup.find_all([*_HTML_HEADINGS, *_HTML_BLOCKS]):
+        if element.find_parent(_HTML_BLOCKS) is not None:
+            continue
+        if element.name in _HTML_HEADINGS:
+            text = _collapse(element.get_text())
+            if element.name == "h1" and text == title and not title_heading_seen:
+                title_heading_seen = True
+                continue
+            sections.enter(int(element.name[1]), text)
+            continue
+        text = element.get_text() if element.name == "pre" else _collapse(element.get_text())
+        if id(element) in numbers:
+            text = f"{numbers[id(element)]}. {text}"
+        paragraphs.append(Paragraph(text.strip("\n"), sections.current))
+    if not any(p.text.strip() for p in paragraphs):
+        body = soup.body or soup
+        paragraphs = [Paragraph(_collapse(line)) for line in body.get_text("\n").splitlines() if line.strip()]
+    return _finish(path, title, paragraphs)
+
+
+def _numbered_items(ol: Any) -> Iterator[tuple[int, Any]]:
+    """Each direct <li> of an <ol> with the number a browser would show before it."""
+    try:
+        start = int(ol.get("start", 1))
+    except ValueError:
+        start = 1
+    return zip(itertools.count(start), ol.find_all("li", recursive=False), strict=False)
+
+
+# --- PDF -----------------------------------------------------------------------------------------------
+
+
+def _load_pdf(path: Path) -> list[Document]:
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    data = _read_bytes(path)
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise LoadError("encrypted PDF (needs a password)")
+        pages = list(reader.pages)
+        info = reader.metadata
+    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, OSError) as error:
+        raise LoadError(f"corrupt or unreadable PDF ({error})") from error
+    lines: list[str] = []
+    for number, page in enumerate(pages, start=1):
+        try:
+            text = page.extract_text() or ""
+        except (PyPdfError, ValueError, KeyError, TypeError, AttributeError) as error:
+            logger.warning("%s: page %d: text extraction failed: %s", path, number, error)
+            continue
+        lines.extend(line for line in text.splitlines() if not line.strip().isdigit())
+        lines.append("")
+    if not any(line.strip() for line in lines):
+        raise LoadError("no extractable text (scanned PDF?)")
+    title, lines = _pdf_title(info, lines)
+    return _finish(path, title, _pdf_paragraphs(lines), {"pages": len(pages)})
+
+
+def _pdf_title(info: Any, lines: list[str]) -> tuple[str, list[str]]:
+    """The title (PDF metadata, else a first line that reads like one) and the lines without a title line."""
+    title = _collapse(str(info.title)) if info is not None and info.title else ""
+    junk = title.lower() in ("untitled", "title") or title.startswith("Microsoft Word - ")
+    if junk or re.search(r"\.(?:docx?|pdf|tex|dvi)$", title, re.IGNORECASE):
+        title = ""
+    first = next(index for index, line in enumerate(lines) if line.strip())
+    first_line = _collapse(lines[first])
+    if not title and _looks_like_title(first_line) and len(first_line.split()) >= 2:
+        title = first_line
+    if first_line.lower() == title.lower():
+        lines = [*lines[:first], "", *lines[first + 1 :]]
+    return title, lines
+
+
+def _pdf_paragraphs(lines: list[str]) -> list[Paragraph]:
+    """Rebuild paragraphs from extracted lines.
+
+    A paragraph ends at a blank line, an indented line, a list or reference entry ("[3] ...", "• ..."), a
+    heading, or a line ending a sentence that is shorter than the usual line (the last line of a paragraph)
+    when the next starts with a capital. A heading is a line that looks like one (`_looks_like_heading`,
+    strict) and follows the end of a sentence or a short line. Wrapped words are re-joined ("exam-" + "ple"
+    -> "example"); lines under a references heading stay separate lines for `split_references`.
+    """
+    widths = [len(line.strip()) for line in lines if len(line.strip()) >= 20]
+    typical = statistics.median(widths) if len(widths) >= 5 else None
+    paragraphs: list[Paragraph] = []
+    section, text, previous, previous_indent = "", "", "", 0
+
+    def flush() -> None:
+        nonlocal text
+        if text.strip():
+            paragraphs.append(Paragraph(text.strip(), section))
+        text = ""
+
+    for raw in lines:
+        line = raw.strip()
+        indent = len(raw) - len(raw.lstrip())
+        if not line:
+            flush()
+            previous = ""
+            continue
+        short_previous = typical is not None and len(previous) < 0.7 * typical
+        at_boundary = not text or short_previous or bool(_SENTENCE_END.search(previous))
+        if at_boundary and _looks_like_heading(line, strict=True):
+            flush()
+            section, previous = _collapse(line), ""
+            continue
+        if text and _breaks_paragraph(previous, line, indent > previous_indent + 1, typical):
+            flush()
+        if text.endswith("-") and len(text) > 1 and text[-2].isalpha() and line[0].islower():
+            text = text[:-1] + line
+        else:
+            # reference entries keep their lines: split_references tells entries apart by how lines start
+            separator = "\n" if is_reference_heading(section) else " "
+            text = f"{text}{separator}{line}" if text else line
+        previous, previous_indent = line, indent
+    flush()
+    return paragraphs
+
+
+def _breaks_paragraph(previous: str, line: str, indented: bool, typical: float | None) -> bool:
+    if indented or re.match(r"^(?:\[\d{1,3}\]|[\u2022\u25aa\u25cf])\s", line):
+        return True
+    if not _SENTENCE_END.search(previous):
+        return False
+    if re.match(r"^\d{1,3}[.)]\s", line):
+        return True
+    short = typical is None or len(previous) < 0.85 * typical
+    return short and line.lstrip("\"'\u201c\u2018(")[:1].isupper()
+
+
+# --- DOCX ----------------------------------------------------------------------------------------------
+
+
+def _load_docx(path: Path) -> list[Document]:
+    import docx
+    from docx.opc.exceptions import PackageNotFoundError
+    from docx.table import Table
+    from lxml import etree
+
+    data = _read_bytes(path)
+    try:
+        document = docx.Document(io.BytesIO(data))
+        blocks = list(document.iter_inner_content())
+    except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, etree.LxmlError) as error:
+        raise LoadError(f"corrupt or unreadable DOCX ({error or type(error).__name__})") from error
+    title = ""
+    paragraphs: list[Paragraph] = []
+    sections = _SectionPath()
+    for block in blocks:
+        if isinstance(block, Table):
+            paragraphs.extend(Paragraph(row, sections.current) for row in _table_rows(block))
+            continue
+        text = block.text.strip()
+        style = block.style.name if block.style is not None else ""
+        heading = re.fullmatch(r"Heading (\d)", style or "")
+        if style == "Title" and not title:
+            title = _collapse(text)
+        elif heading and text:
+            sections.enter(int(heading.group(1)), _collapse(text))
+        elif text:
+            paragraphs.append(Paragraph(text, sections.current))
+    title = title or _collapse(document.core_properties.title or "")
+    return _finish(path, title, paragraphs)
+
+
+def _table_rows(table: Any) -> Iterator[str]:
+    for row in table.rows:
+        cells = list(dict.fromkeys(_collapse(cell.text) for cell in row.cells))
+        text = " | ".join(cell for cell in cells if cell)
+        if text:
+            yield text
+
+
+# --- JSONL: BEIR and unarXive --------------------------------------------------------------------------
+
+
+def _load_jsonl(path: Path) -> list[Document]:
+    records = _jsonl_records(path)
+    first = next(records, None)
+    if first is None:
+        raise LoadError("empty file")
+    build = _jsonl_layout(*first)
+    documents = []
+    for line_number, record in itertools.chain([first], records):
+        document = build(record, path, line_number)
+        if document is not None:
+            documents.append(document)
+    if not documents:
+        raise LoadError("no record has any text")
+    return documents
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line, streamed."""
+    try:
+        handle = path.open("rb")
+    except OSError as error:
+        raise LoadError(f"unreadable: {error.strerror or error}") from error
+    with handle:
+        for line_number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw.decode("utf-8").strip().lstrip("\ufeff"))
+            except UnicodeDecodeError as error:
+                raise LoadError(f"line {line_number}: not UTF-8 text") from error
+            except json.JSONDecodeError as error:
+                raise LoadError(
+                    f"line {line_number}: malformed JSON ({error.msg}, column {error.colno})"
+                ) from error
+            if not isinstance(record, dict):
+                raise LoadError(f"line {line_number}: expected a JSON object, got {type(record).__name__}")
+            yield line_number, record
+
+
+_Builder = Callable[[dict[str, Any], Path, int], Document | None]
+
+
+def _jsonl_layout(line_number: int, record: dict[str, Any]) -> _Builder:
+    if "body_text" in record and "metadata" in record:
+        return _unarxive_document
+    if "_id" in record and "text" in record:
+        return _beir_document
+    raise LoadError(
+        f"line {line_number}: unknown JSONL layout (expected BEIR {{_id, title, text}} or unarXive "
+        "{paper_id, metadata, body_text, bib_entries})"
+    )
+
+
+def _beir_document(record: dict[str, Any], path: Path, line_number: int) -> Document | None:
+    if "_id" not in record or not isinstance(record.get("text"), str):
+        raise LoadError(f"line {line_number}: not a BEIR record (needs '_id' and a string 'text')")
+    key = str(record["_id"])
+    text = record["text"].strip()
+    if not text:
+        logger.warning("%s: line %d: record %s has no text; skipped", path, line_number, key)
+        return None
+    title = _collapse(str(record.get("title") or "")) or key
+    return Document(
+        title=title, source=str(path), paragraphs=[Paragraph(text)], key=key, metadata={"beir_id": key}
+    )
+
+
+_UNARXIVE_MARKER = re.compile(r"\{\{(\w+):([^{}]*)\}\}")
+_ONLY_PLACEHOLDERS = re.compile(r"\[(?:formula|figure|table|\d+|\?)\]")
+
+
+def _unarxive_document(record: dict[str, Any], path: Path, line_number: int) -> Document | None:
+    try:
+        return _unarxive_paper(record, path)
+    except (KeyError, TypeError, AttributeError) as error:
+        raise LoadError(
+            f"line {line_number}: malformed unarXive record ({type(error).__name__}: {error})"
+        ) from error
+
+
+def _unarxive_paper(record: dict[str, Any], path: Path) -> Document | None:
+    """One paper: the abstract, then the body in "1 Introduction"-style sections; bib_entries in order."""
+    meta = record["metadata"]
+    paper_id = str(record.get("paper_id") or meta.get("id"))
+    raw_bib = record.get("bib_entries") or {}
+    bibliography = {
+        key: BibEntry(key=key, text=_collapse(str(entry.get("bib_entry_raw") or "")))
+        for key, entry in raw_bib.items()
+    }
+    numbers = {key: position for position, key in enumerate(bibliography, start=1)}
+    paragraphs = []
+    abstract = record.get("abstract")
+    abstract_text = abstract.get("text", "") if isinstance(abstract, dict) else meta.get("abstract") or ""
+    if abstract_text.strip():
+        text, cites = _unarxive_text(_collapse(abstract_text), numbers)
+        paragraphs.append(Paragraph(text, "Abstract", cites))
+    for entry in record["body_text"]:
+        text, cites = _unarxive_text(entry.get("text") or "", numbers)
+        if re.search(r"[^\W\d_]", _ONLY_PLACEHOLDERS.sub("", text)):
+            paragraphs.append(Paragraph(text, _unarxive_section(entry, numbers), cites))
+    if not paragraphs:
+        logger.warning("%s: paper %s has no text; skipped", path, paper_id)
+        return None
+    metadata = {
+        "arxiv_id": paper_id,
+        "authors": _collapse(meta.get("authors") or ""),
+        "license": meta.get("license"),
+        "categories": meta.get("categories"),
+        "discipline": record.get("discipline"),
+    }
+    return Document(
+        title=_collapse(meta.get("title") or "") or paper_id,
+        source=str(path),
+        paragraphs=paragraphs,
+        key=paper_id,
+        bibliography=bibliography,
+        metadata={name: value for name, value in metadata.items() if value},
+    )
+
+
+def _unarxive_text(text: str, numbers: dict[str, int]) -> tuple[str, tuple[str, ...]]:
+    """Readable text ("[n]" for citations, "[formula]", "[figure]", "[table]") and the cite ids in order."""
+    cites: dict[str, None] = {}
+
+    def replace(match: re.Match[str]) -> str:
+        kind, ref = match.group(1), match.group(2).strip()
+        if kind != "cite":
+            return f"[{kind}]"
+        if ref not in numbers:
+            return "[?]"
+        cites.setdefault(ref)
+        return f"[{numbers[ref]}]"
+
+    readable = _UNARXIVE_MARKER.sub(replace, text)
+    lines = (_collapse(line) for line in readable.splitlines())
+    return "\n".join(line for line in lines if line), tuple(cites)
+
+
+def _unarxive_section(entry: dict[str, Any], numbers: dict[str, int]) -> str:
+    name, _ = _unarxive_text(str(entry.get("section") or ""), numbers)
+    number = str(entry.get("sec_number") or "").strip()
+    name = _collapse(name)
+    if number and not number.startswith("-"):
+        return f"{number} {name}".strip()
+    return name
+
+
+_LOADERS: dict[str, Callable[[Path], list[Document]]] = {
+    ".txt": _load_txt,
+    ".md": _load_md,
+    ".html": _load_html,
+    ".htm": _load_html,
+    ".pdf": _load_pdf,
+    ".docx": _load_docx,
+    ".jsonl": _load_jsonl,
+}

@@ -1,0 +1,99 @@
+"""The vector store: a Chroma collection, embedded (PersistentClient) or on a server (HttpClient).
+
+Chroma mirrors the document store: chunk ids, vectors, texts and a little metadata. It is written after the
+document store commits, and reconciled by id when it lags (an interrupted ingest): what the document store
+has and Chroma lacks is added from the stored vectors (no re-embedding), what it no longer has is deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from urllib.parse import urlparse
+
+import chromadb
+import numpy as np
+from chromadb.config import Settings
+
+from citewise.index.embeddings import ChromaEmbedding, Embedder
+
+logger = logging.getLogger(__name__)
+
+COLLECTION = "citewise_chunks"
+
+
+def make_client(root: Path, url: str | None) -> chromadb.ClientAPI:
+    """An embedded client under `root`, or an HTTP client to the Chroma server at `url`."""
+    settings = Settings(anonymized_telemetry=False)
+    if not url:
+        return chromadb.PersistentClient(path=str(root / "chroma"), settings=settings)
+    parsed = urlparse(url if "://" in url else f"http://{url}")
+    if not parsed.hostname:
+        raise ValueError(f"not a Chroma server URL: {url!r} (expected e.g. http://127.0.0.1:8000)")
+    port = parsed.port or (443 if parsed.scheme == "https" else 8000)
+    return chromadb.HttpClient(
+        host=parsed.hostname, port=port, ssl=parsed.scheme == "https", settings=settings
+    )
+
+
+class VectorIndex:
+    """Chunk vectors in Chroma with cosine distance (HNSW)."""
+
+    def __init__(self, client: chromadb.ClientAPI, embedder: Embedder, collection: str = COLLECTION) -> None:
+        self.client = client
+        self.collection = client.get_or_create_collection(
+            collection,
+            embedding_function=ChromaEmbedding(embedder),  # type: ignore[arg-type]
+            configuration={"hnsw": {"space": "cosine", "ef_construction": 200, "ef_search": 200}},
+            metadata={"embedding_model": embedder.name},
+        )
+        self.batch = max(1, min(5000, client.get_max_batch_size()))
+
+    def ids(self) -> set[str]:
+        """Every chunk id in the collection."""
+        found: set[str] = set()
+        offset = 0
+        while True:
+            page = self.collection.get(include=[], limit=10000, offset=offset)
+            found.update(page["ids"])
+            if len(page["ids"]) < 10000:
+                return found
+            offset += 10000
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        vectors: np.ndarray,
+        texts: Sequence[str],
+        metadatas: Sequence[dict[str, str | int]],
+    ) -> None:
+        """Add or replace chunks, in batches Chroma accepts."""
+        for i in range(0, len(ids), self.batch):
+            j = i + self.batch
+            self.collection.upsert(
+                ids=list(ids[i:j]),
+                embeddings=vectors[i:j],
+                documents=list(texts[i:j]),
+                metadatas=list(metadatas[i:j]),  # type: ignore[arg-type]
+            )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Delete chunks by id (missing ids are ignored)."""
+        for i in range(0, len(ids), self.batch):
+            self.collection.delete(ids=list(ids[i : i + self.batch]))
+
+    def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The k nearest chunks as (id, cosine similarity), best first."""
+        count = self.collection.count()
+        if count == 0:
+            return []
+        result = self.collection.query(
+            query_embeddings=[vector.astype(np.float32)], n_results=min(k, count), include=["distances"]
+        )
+        distances = result["distances"][0] if result["distances"] else []
+        return [(chunk_id, 1.0 - float(d)) for chunk_id, d in zip(result["ids"][0], distances, strict=True)]
+
+    def count(self) -> int:
+        """How many chunks the collection holds."""
+        return self.collection.count()

@@ -1,0 +1,246 @@
+"""In-text citation markers, reference-list parsing and citation linking."""
+
+from __future__ import annotations
+
+import pytest
+
+from citewise.index.citations import (
+    MAX_RANGE,
+    Marker,
+    author_year_key,
+    find_markers,
+    is_reference_heading,
+    link_citations,
+    split_references,
+)
+from citewise.index.document import BibEntry, Paragraph
+
+
+def keys_of(text: str) -> list[tuple[str, ...]]:
+    return [marker.keys for marker in find_markers(text)]
+
+
+# --- numeric markers -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        ("as shown [3].", ("3",)),
+        ("see [2-5] here", ("2", "3", "4", "5")),
+        ("see [2\u20135] here", ("2", "3", "4", "5")),
+        ("both [3, 9] agree", ("3", "9")),
+        ("mixed [1,3-4] list", ("1", "3", "4")),
+        ("repeats [2, 2] once", ("2",)),
+    ],
+)
+def test_numeric_markers_expand_to_keys(text: str, keys: tuple[str, ...]) -> None:
+    markers = find_markers(text)
+    assert len(markers) == 1
+    marker = markers[0]
+    assert marker.kind == "numeric"
+    assert marker.keys == keys
+    assert text[marker.start : marker.end] == marker.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the value [formula] and [figure] and [table]",
+        "published [2021] and [1999]",
+        "code x[0] + arr_1[2] + m[3, 4]",
+        "empty [] and [a] and [0]",
+    ],
+)
+def test_things_that_are_not_numeric_citations(text: str) -> None:
+    assert find_markers(text) == []
+
+
+def test_ranges_are_capped() -> None:
+    (marker,) = find_markers("a huge range [1-200] here")
+    assert len(marker.keys) == MAX_RANGE
+    assert marker.keys[0] == "1" and marker.keys[-1] == str(MAX_RANGE)
+
+
+def test_markers_come_in_order_with_offsets() -> None:
+    text = "First [2], then (Lee et al., 2021), finally [1, 4]."
+    markers = find_markers(text)
+    assert [m.text for m in markers] == ["[2]", "(Lee et al., 2021)", "[1, 4]"]
+    assert [m.kind for m in markers] == ["numeric", "author_year", "numeric"]
+    assert all(text[m.start : m.end] == m.text for m in markers)
+    assert markers == sorted(markers, key=lambda m: m.start)
+
+
+# --- author-year markers -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "keys"),
+    [
+        ("as argued (Lee et al., 2021).", [("lee2021",)]),
+        ("as argued (Lee and Kim, 2020).", [("lee2020",)]),
+        ("as argued (Lee & Kim 2020; Park, 2019a).", [("lee2020", "park2019a")]),
+        ("Lee et al. (2021) argued", [("lee2021",)]),
+        ("Lee and Kim (2020) argued", [("lee2020",)]),
+        ("van der Berg (2019, 2020) argued", [("vanderberg2019", "vanderberg2020")]),
+        ("as argued (see Müller, 2018)", [("muller2018",)]),
+        ("as argued (e.g., Smith, Jones, and Lee, 2020)", [("smith2020",)]),
+        ("as argued [Park et al., 2017b]", [("park2017b",)]),
+    ],
+)
+def test_author_year_markers(text: str, keys: list[tuple[str, ...]]) -> None:
+    markers = find_markers(text)
+    assert [m.keys for m in markers] == keys
+    assert all(m.kind == "author_year" for m in markers)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "released (January 2020) and (in 2019)",
+        "a remark (which matters, 2021 times)",
+        "see Table (2021) and the year 2020",
+    ],
+)
+def test_parentheses_that_are_not_author_year_citations(text: str) -> None:
+    assert find_markers(text) == []
+
+
+def test_author_year_key() -> None:
+    assert author_year_key("Lee", "2021a") == "lee2021a"
+    assert author_year_key("O'Neil-Smith", "2020") == "oneilsmith2020"
+
+
+def test_marker_is_frozen() -> None:
+    marker = Marker(0, 3, "[1]", "numeric", ("1",))
+    with pytest.raises(AttributeError):
+        marker.start = 2  # type: ignore[misc]
+
+
+# --- reference lists -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "References",
+        "REFERENCES",
+        "7 References",
+        "7. Bibliography",
+        "Works Cited",
+        "Literature",
+        "References:",
+    ],
+)
+def test_reference_headings(heading: str) -> None:
+    assert is_reference_heading(heading)
+
+
+@pytest.mark.parametrize("heading", ["Related Literature", "References to prior work", "Introduction", ""])
+def test_not_reference_headings(heading: str) -> None:
+    assert not is_reference_heading(heading)
+
+
+def test_split_numbered_references_by_section() -> None:
+    paragraphs = [
+        Paragraph("Body cites [1] and [2].", "1 Introduction"),
+        Paragraph("[1] A. Smith. Citing sources. 2020.", "References"),
+        Paragraph("[2] B. Jones. Retrieval. 2019.", "References"),
+    ]
+    body, bibliography = split_references(paragraphs)
+    assert body == paragraphs[:1]
+    assert bibliography == {
+        "1": BibEntry("1", "A. Smith. Citing sources. 2020."),
+        "2": BibEntry("2", "B. Jones. Retrieval. 2019."),
+    }
+
+
+def test_split_references_blob_from_a_pdf() -> None:
+    blob = "[1] A. Smith. Citing sources. 2020. [2] B. Jones. Retrieval at\nscale. 2019. [3] C. Doe. 2018."
+    body, bibliography = split_references([Paragraph("Text.", "Intro"), Paragraph(blob, "8 REFERENCES")])
+    assert [p.text for p in body] == ["Text."]
+    assert list(bibliography) == ["1", "2", "3"]
+    assert bibliography["2"].text == "B. Jones. Retrieval at scale. 2019."
+
+
+def test_dotted_numbers_inside_an_entry_do_not_start_a_new_one() -> None:
+    lines = "1. Smith, A. Title. Journal, vol. 2. pp. 3-4, 2020.\n2. Jones, B. Other. 2019.\n3) Doe, C. 2018."
+    _, bibliography = split_references([Paragraph(lines, "References")])
+    assert bibliography["1"].text == "Smith, A. Title. Journal, vol. 2. pp. 3-4, 2020."
+    assert bibliography["2"].text == "Jones, B. Other. 2019."
+    assert bibliography["3"].text == "Doe, C. 2018."
+
+
+def test_split_author_year_references_with_wrapped_lines_and_duplicates() -> None:
+    entries = (
+        "Lee, J., Park, S. 2021. Grounded answers.\n  Journal of Retrieval, 12(3).\n"
+        "Lee, J. 2021. Another one.\nPark, S. (2019a). Names and years."
+    )
+    body, bibliography = split_references([Paragraph("Body."), Paragraph(entries, "Works Cited")])
+    assert [p.text for p in body] == ["Body."]
+    assert list(bibliography) == ["lee2021", "lee2021b", "park2019a"]
+    assert (
+        bibliography["lee2021"].text
+        == "Lee, J., Park, S. 2021. Grounded answers. Journal of Retrieval, 12(3)."
+    )
+    assert bibliography["lee2021b"].text == "Lee, J. 2021. Another one."
+
+
+def test_heading_as_paragraph_text_and_appendix_after_references() -> None:
+    paragraphs = [
+        Paragraph("Body [1].", "Main"),
+        Paragraph("References", "Main"),
+        Paragraph("[1] A. Smith. 2020.", "Main"),
+        Paragraph("Extra material.", "Appendix A"),
+    ]
+    body, bibliography = split_references(paragraphs)
+    assert [p.text for p in body] == ["Body [1].", "Extra material."]
+    assert list(bibliography) == ["1"]
+
+
+def test_no_reference_section_leaves_paragraphs_alone() -> None:
+    paragraphs = [Paragraph("Body [1].", "Intro"), Paragraph("[1] looks like an entry", "Notes")]
+    body, bibliography = split_references(paragraphs)
+    assert body == paragraphs
+    assert bibliography == {}
+
+
+def test_the_last_reference_section_is_used() -> None:
+    paragraphs = [
+        Paragraph("[1] first list.", "References"),
+        Paragraph("Body [1].", "Discussion"),
+        Paragraph("[1] second list. 2020.", "References"),
+    ]
+    body, bibliography = split_references(paragraphs)
+    assert [p.text for p in body] == ["[1] first list.", "Body [1]."]
+    assert bibliography["1"].text == "second list. 2020."
+
+
+# --- linking -------------------------------------------------------------------------------------------
+
+
+def test_link_numeric_citations_drops_unknown_keys_and_duplicates() -> None:
+    bibliography = {key: BibEntry(key, f"entry {key}") for key in ("1", "2", "3")}
+    paragraphs = [Paragraph("See [3] and [1-2], then [3] again and [9].", "S"), Paragraph("No markers.", "S")]
+    linked = link_citations(paragraphs, bibliography)
+    assert linked[0].citations == ("3", "1", "2")
+    assert linked[1].citations == ()
+    assert linked[0].text == paragraphs[0].text and linked[0].section == "S"
+
+
+def test_link_author_year_by_key_and_by_surname_and_year() -> None:
+    bibliography = {
+        "lee2021": BibEntry("lee2021", "Lee, J. 2021. Grounded answers."),
+        "7": BibEntry("7", "Park, S. and Kim, H. Names and years. 2019."),
+        "8": BibEntry("8", "Park, S. Other work. 2019b."),
+    }
+    (linked,) = link_citations(
+        [Paragraph("Known (Lee et al., 2021); Park and Kim (2019); (Park, 2019b); (Ghost, 2001).")],
+        bibliography,
+    )
+    assert linked.citations == ("lee2021", "7", "8")
+
+
+def test_link_citations_replaces_existing_citations() -> None:
+    (linked,) = link_citations([Paragraph("Nothing cited.", "", ("old",))], {"old": BibEntry("old", "x")})
+    assert linked.citations == ()
