@@ -1,0 +1,1 @@
+"""Graph wiring: the query graph and the index graph (langgraph.json points here)."""

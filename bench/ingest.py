@@ -1,0 +1,153 @@
+"""Ingest throughput: the whole pipeline against a bare loop that only embeds the same chunks, one run.
+
+Variants, each in its own process (so peak memory is its own):
+  pipeline-pooled  citewise ingest with chunk vectors pooled from sentence vectors (the default)
+  pipeline-embed   citewise ingest that embeds every chunk text again after chunking
+  bare-embed       only `embedder.embed` over the chunk texts the pooled pipeline produced, same batches
+Reports documents/s, chunks/s, peak RSS, and the share of wall time spent inside the embedding model.
+
+    python bench/ingest.py --corpus ../shared/data/scifact/corpus.jsonl --out bench/results/ingest-scifact.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import machine, print_table, save  # noqa: E402
+
+from citewise.index import ChunkingConfig, Index  # noqa: E402
+from citewise.index.chunking import chunk_input  # noqa: E402
+from citewise.index.embeddings import MiniLMEmbedder  # noqa: E402
+
+
+class TimedEmbedder(MiniLMEmbedder):
+    """MiniLM that adds up the seconds spent inside the model."""
+
+    seconds = 0.0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        started = time.perf_counter()
+        try:
+            return super().embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def worker(variant: str, corpus: Path, index_dir: Path, source: Path | None) -> dict[str, float]:
+    embedder = TimedEmbedder()
+    embedder.embed(["warm up the model"])
+    embedder.seconds = 0.0
+    if variant.startswith("pipeline"):
+        chunking = ChunkingConfig(vectors="embed" if variant == "pipeline-embed" else "pooled")
+        index = Index.open(index_dir, chunking=chunking, embedder=embedder)
+        started = time.perf_counter()
+        report = index.ingest([corpus])
+        wall = time.perf_counter() - started
+        documents, chunks = report.documents_added, report.chunks_added
+    else:
+        index = Index.open(source, embedder=embedder)
+        rows = [r for batch in index.docstore.iter_chunks() for r in batch]
+        by_doc: dict[str, list[str]] = {}
+        for _, doc_id, _, title, text, _ in rows:
+            by_doc.setdefault(doc_id, []).append(chunk_input(title, text, index.chunking))
+        groups = list(by_doc.values())
+        started = time.perf_counter()
+        for i in range(0, len(groups), 64):  # the pipeline's batch of 64 documents
+            embedder.embed([text for group in groups[i : i + 64] for text in group])
+        wall = time.perf_counter() - started
+        documents, chunks = len(groups), len(rows)
+    return {
+        "seconds": wall,
+        "documents": documents,
+        "chunks": chunks,
+        "documents_per_s": documents / wall,
+        "chunks_per_s": chunks / wall,
+        "embed_seconds": embedder.seconds,
+        "embed_share": embedder.seconds / wall,
+        "peak_rss_mb": peak_mb(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--corpus", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--limit", type=int, default=0, help="only the first N documents of the corpus")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--index", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker, args.corpus, args.index, args.source)))
+        return
+
+    scratch = Path(tempfile.mkdtemp(prefix="citewise-ingest-"))
+    corpus = args.corpus
+    if args.limit:
+        corpus = scratch / "corpus.jsonl"
+        with args.corpus.open() as src, corpus.open("w") as dst:
+            for _, line in zip(range(args.limit), src, strict=False):
+                dst.write(line)
+    results = {}
+    try:
+        for variant in ("pipeline-pooled", "pipeline-embed", "bare-embed"):
+            command = [
+                sys.executable,
+                __file__,
+                "--worker",
+                variant,
+                "--corpus",
+                str(corpus),
+                "--index",
+                str(scratch / variant),
+                "--source",
+                str(scratch / "pipeline-pooled"),
+            ]
+            output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            results[variant] = json.loads(output.strip().splitlines()[-1])
+            print(variant, results[variant], flush=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    bare = results["bare-embed"]["seconds"]
+    for result in results.values():
+        result["x_bare_embed"] = result["seconds"] / bare
+    print()
+    print_table(
+        [{"variant": k, **v} for k, v in results.items()],
+        [
+            "variant",
+            "seconds",
+            "documents_per_s",
+            "chunks_per_s",
+            "embed_share",
+            "peak_rss_mb",
+            "x_bare_embed",
+        ],
+    )
+    if args.out:
+        save(
+            args.out,
+            {"variants": results, "corpus": str(args.corpus), "limit": args.limit, "machine": machine()},
+        )
+
+
+if __name__ == "__main__":
+    main()

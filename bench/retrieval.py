@@ -1,0 +1,151 @@
+"""Retrieval quality and latency of citewise's index on a BEIR-layout data set (or HotpotQA).
+
+Runs bm25, dense, hybrid (alpha 0.3 / 0.5 / 0.7, min-max fusion) and RRF side by side over one index, and
+plus two ablations without the paragraph-level BM25, and
+reports nDCG@10, Recall@10, Recall@100 and MRR@10 (ranx) at document level (a document scores as its best
+chunk), plus p50 / p95 latency of a product-sized search (k=10) per mode.
+
+    python bench/retrieval.py --corpus ../shared/data/scifact/corpus.jsonl \
+        --queries ../shared/data/scifact/queries.train.jsonl --qrels ../shared/data/scifact/qrels/train.tsv \
+        --index bench/.cache/scifact --out bench/results/retrieval-scifact.json
+    python bench/retrieval.py --hotpotqa ../shared/data/hotpotqa --index bench/.cache/hotpotqa \
+        --out bench/results/retrieval-hotpotqa.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ranx import Qrels, Run, evaluate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import hotpotqa_as_beir, machine, percentiles, print_table, read_qrels, read_queries, save  # noqa: E402
+
+from citewise.index import ChunkingConfig, Index  # noqa: E402
+
+RUNS: dict[str, dict[str, Any]] = {
+    "bm25": {"mode": "bm25"},
+    "dense": {"mode": "dense"},
+    "hybrid-0.3": {"mode": "hybrid", "alpha": 0.3},
+    "hybrid-0.5": {"mode": "hybrid", "alpha": 0.5},
+    "hybrid-0.7": {"mode": "hybrid", "alpha": 0.7},
+    "rrf": {"mode": "hybrid", "fusion": "rrf"},
+    # ablations: lexical score from the chunk alone, without its paragraph's BM25
+    "bm25-chunk-only": {"mode": "bm25", "paragraph_weight": 0.0},
+    "hybrid-0.5-chunk-only": {"mode": "hybrid", "alpha": 0.5, "paragraph_weight": 0.0},
+}
+
+
+def document_ranking(
+    index: Index, query: str, depth: int, chunk_depth: int, **kwargs: Any
+) -> dict[str, float]:
+    """Documents ranked by their best chunk: {beir id: score}, `depth` documents at most."""
+    hits = index.search(query, k=chunk_depth, candidates=chunk_depth, **kwargs)
+    ranking: dict[str, float] = {}
+    keys = _beir_keys(index, [h.doc_id for h in hits])
+    for hit in hits:
+        key = keys[hit.doc_id]
+        if key not in ranking:
+            ranking[key] = float(len(hits) - hit.rank + 1)  # rank-preserving positive score
+            if len(ranking) == depth:
+                break
+    return ranking
+
+
+_KEYS: dict[str, str] = {}
+
+
+def _beir_keys(index: Index, doc_ids: list[str]) -> dict[str, str]:
+    missing = [d for d in set(doc_ids) if d not in _KEYS]
+    for doc_id in missing:
+        record = index.document(doc_id)
+        _KEYS[doc_id] = record.key if record else doc_id
+    return {d: _KEYS[d] for d in doc_ids}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--corpus", type=Path)
+    parser.add_argument("--queries", type=Path)
+    parser.add_argument("--qrels", type=Path)
+    parser.add_argument("--hotpotqa", type=Path, help="HotpotQA folder (questions.json, corpus.json)")
+    parser.add_argument("--index", type=Path, required=True, help="built when absent, reused otherwise")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--threshold", type=float, default=0.8)
+    parser.add_argument("--max-chars", type=int, default=500)
+    parser.add_argument("--min-chars", type=int, default=0)
+    parser.add_argument("--vectors", choices=["pooled", "embed"], default="pooled")
+    parser.add_argument("--no-title-context", action="store_true")
+    parser.add_argument(
+        "--chunk-depth", type=int, default=1000, help="chunks retrieved per query for doc ranking"
+    )
+    parser.add_argument("--limit", type=int, default=0, help="evaluate only the first N queries")
+    parser.add_argument("--latency-queries", type=int, default=200)
+    args = parser.parse_args()
+
+    if args.hotpotqa:
+        corpus, queries, qrels = hotpotqa_as_beir(args.hotpotqa, args.index.parent / "hotpotqa-corpus.jsonl")
+        metrics = ["recall@2", "recall@5", "ndcg@10", "recall@10", "mrr@10"]
+    else:
+        if not (args.corpus and args.queries and args.qrels):
+            parser.error("give --corpus, --queries and --qrels (or --hotpotqa)")
+        corpus, queries, qrels = args.corpus, read_queries(args.queries), read_qrels(args.qrels)
+        metrics = ["ndcg@10", "recall@10", "recall@100", "mrr@10"]
+    query_ids = [q for q in queries if q in qrels]
+    if args.limit:
+        query_ids = query_ids[: args.limit]
+
+    chunking = ChunkingConfig(
+        args.threshold, args.max_chars, args.min_chars, args.vectors, not args.no_title_context
+    )
+    index = Index.open(args.index, chunking=chunking)
+    build_seconds = None
+    if index.stats().chunks_sqlite == 0:
+        started = time.perf_counter()
+        report = index.ingest([corpus])
+        build_seconds = time.perf_counter() - started
+        print(
+            f"built {args.index}: {report.documents_added} documents, {report.chunks_added} chunks, {build_seconds:.0f}s"
+        )
+    stats = index.stats()
+
+    results: dict[str, dict[str, float]] = {}
+    qrels_ranx = Qrels.from_dict({q: qrels[q] for q in query_ids})
+    for name, kwargs in RUNS.items():
+        run = {q: document_ranking(index, queries[q], 100, args.chunk_depth, **kwargs) for q in query_ids}
+        scores = evaluate(qrels_ranx, Run.from_dict(run), metrics, make_comparable=True)
+        latencies = []
+        for q in query_ids[: args.latency_queries]:
+            started = time.perf_counter()
+            index.search(queries[q], k=10, **kwargs)
+            latencies.append((time.perf_counter() - started) * 1000)
+        p50, p95 = percentiles(latencies)
+        results[name] = {m: float(scores[m]) for m in metrics} | {"p50_ms": p50, "p95_ms": p95}
+        print(f"{name}: " + ", ".join(f"{m} {v:.3f}" for m, v in results[name].items()), flush=True)
+
+    print()
+    print_table([{"run": n, **r} for n, r in results.items()], ["run", *metrics, "p50_ms", "p95_ms"])
+    if args.out:
+        save(
+            args.out,
+            {
+                "runs": results,
+                "queries": len(query_ids),
+                "index": stats.as_dict(),
+                "chunking": chunking.as_dict(),
+                "build_seconds": build_seconds,
+                "chunk_depth": args.chunk_depth,
+                "latency": "k=10, candidates=100 per retriever, redundancy filter 0.9",
+                "machine": machine(),
+            },
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,305 @@
+"""The command line: `citewise ingest`, `remove`, `search` and `stats`.
+
+Typer (on Click) gives typed options, `--help` and usage errors with exit code 2 for free; tqdm draws the
+progress bars on stderr (and stays quiet when stderr is not a terminal).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import textwrap
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from tqdm import tqdm
+
+from citewise.index import ChunkingConfig, Index, IndexOpenError, IngestReport
+
+app = typer.Typer(
+    name="citewise",
+    help="Trustworthy, cited answers from your own documents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+DEFAULT_INDEX = Path(os.environ.get("CITEWISE_INDEX", ".citewise/index"))
+
+IndexOption = Annotated[
+    Path, typer.Option("--index", help="Index directory (env CITEWISE_INDEX).", show_default=True)
+]
+ChromaOption = Annotated[
+    str | None,
+    typer.Option(
+        "--chroma-url", envvar="CITEWISE_CHROMA_URL", help="Use a Chroma server, e.g. http://127.0.0.1:8000."
+    ),
+]
+
+
+class Mode(str, Enum):
+    """Retrieval modes."""
+
+    hybrid = "hybrid"
+    bm25 = "bm25"
+    dense = "dense"
+
+
+class FusionKind(str, Enum):
+    """How hybrid scores are fused."""
+
+    minmax = "minmax"
+    rrf = "rrf"
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
+    return typer.Exit(code)
+
+
+def _open(
+    index: Path, chroma_url: str | None, chunking: ChunkingConfig | None = None, create: bool = True
+) -> Index:
+    try:
+        return Index.open(index, chroma_url=chroma_url, chunking=chunking, create=create)
+    except (IndexOpenError, ValueError) as error:
+        raise _fail(str(error)) from error
+
+
+def _print_report(report: IngestReport, index: Index, verb: str) -> None:
+    for path, reason in report.skipped:
+        typer.secho(f"skipped {path}: {reason}", err=True, fg=typer.colors.YELLOW)
+    stats = index.stats()
+    typer.echo(
+        f"{verb}: {report.files} files ({report.ingested_files} ingested, {report.unchanged_files} unchanged, "
+        f"{len(report.skipped)} skipped); documents +{report.documents_added} -{report.documents_removed}; "
+        f"chunks +{report.chunks_added} -{report.chunks_removed}; {report.seconds:.1f}s"
+    )
+    typer.echo(
+        f"index {index.root}: {stats.documents} documents, {stats.paragraphs} paragraphs, "
+        f"{stats.chunks_sqlite} chunks (chroma {stats.chunks_chroma}, bm25 {stats.chunks_bm25})"
+    )
+
+
+def ingest_paths(index: Index, paths: list[Path], quiet: bool = False) -> IngestReport:
+    """Ingest with progress bars on stderr and the summary printed; used by `ingest` and `--docs`."""
+    progress = None if quiet else (lambda **kw: tqdm(file=sys.stderr, disable=None, leave=False, **kw))
+    try:
+        report = index.ingest(paths, progress=progress)
+    except KeyboardInterrupt:
+        typer.secho(
+            "interrupted: documents committed so far are kept; run the same command again to finish",
+            err=True,
+            fg=typer.colors.YELLOW,
+        )
+        raise typer.Exit(130) from None
+    except IndexOpenError as error:
+        raise _fail(str(error)) from error
+    if not quiet:
+        _print_report(report, index, "ingest")
+    return report
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx .jsonl).")],
+    index: IndexOption = DEFAULT_INDEX,
+    chroma_url: ChromaOption = None,
+    threshold: Annotated[
+        float, typer.Option(help="Semantic chunking: cosine drop that starts a chunk.")
+    ] = 0.8,
+    max_chars: Annotated[int, typer.Option(help="Semantic chunking: largest chunk in characters.")] = 500,
+    min_chars: Annotated[int, typer.Option(help="Semantic chunking: a chunk grows at least to this.")] = 0,
+    reembed: Annotated[
+        bool, typer.Option(help="Embed chunk texts instead of pooling sentence vectors.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or summary.")] = False,
+) -> None:
+    """Add documents to the index (unchanged files are skipped; changed ones replace their old chunks)."""
+    try:
+        chunking = ChunkingConfig(threshold, max_chars, min_chars, "embed" if reembed else "pooled")
+    except ValueError as error:
+        raise _fail(str(error)) from error
+    with _open(index, chroma_url, chunking) as opened:
+        report = ingest_paths(opened, paths, quiet)
+    nothing_done = not report.documents_added and not report.unchanged_files and not report.documents_removed
+    if report.skipped and nothing_done:
+        raise _fail("nothing was ingested", code=1)
+
+
+@app.command()
+def remove(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to delete from the index.")],
+    index: IndexOption = DEFAULT_INDEX,
+    chroma_url: ChromaOption = None,
+) -> None:
+    """Delete every document that came from the given files."""
+    with _open(index, chroma_url, create=False) as opened:
+        try:
+            report = opened.remove(paths)
+        except IndexOpenError as error:
+            raise _fail(str(error)) from error
+        _print_report(report, opened, "remove")
+    if not report.files:
+        raise _fail("nothing matched in the index", code=1)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    index: IndexOption = DEFAULT_INDEX,
+    docs: Annotated[
+        list[Path] | None, typer.Option("--docs", help="Ingest these files first (skipped when unchanged).")
+    ] = None,
+    mode: Annotated[Mode, typer.Option(help="hybrid, bm25 or dense.")] = Mode.hybrid,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, max=1000, help="How many hits.")] = 10,
+    alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Dense weight in hybrid fusion.")] = 0.5,
+    fusion: Annotated[FusionKind, typer.Option(help="minmax (weighted) or rrf.")] = FusionKind.minmax,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    chroma_url: ChromaOption = None,
+) -> None:
+    """Hybrid search: print the best chunks with their BM25, dense and fused scores."""
+    with _open(index, chroma_url, create=bool(docs)) as opened:
+        if docs:
+            ingest_paths(opened, docs, quiet=as_json)
+        if opened.stats().chunks_sqlite == 0:
+            raise _fail(f"index {opened.root} is empty: add documents with `citewise ingest PATH`", code=1)
+        hits = opened.search(query, k=k, mode=mode.value, alpha=alpha, fusion=fusion.value)
+    if as_json:
+        typer.echo(
+            json.dumps({"query": query, "mode": mode.value, "hits": [h.as_dict() for h in hits]}, indent=2)
+        )
+        return
+    if not hits:
+        typer.echo("no hits")
+        return
+    for hit in hits:
+        where = hit.title + (f" > {hit.section}" if hit.section else "")
+        typer.secho(
+            f"{hit.rank:>3}. {hit.score:.3f}  bm25 {hit.bm25:6.2f}  dense {hit.dense:.3f}  {where[:90]}",
+            bold=True,
+        )
+        typer.echo(textwrap.indent(textwrap.fill(hit.text, 100), "     "))
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question to answer from your documents.")],
+    index: IndexOption = DEFAULT_INDEX,
+    docs: Annotated[
+        list[Path] | None, typer.Option("--docs", help="Ingest these files first (skipped when unchanged).")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(envvar="CITEWISE_MODEL", help="Writer as provider/model; none: local mode.")
+    ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(envvar="CITEWISE_JUDGE_MODEL", help="Judge as provider/model (default: --model)."),
+    ] = None,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, max=200, help="Chunks retrieved per query.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    chroma_url: ChromaOption = None,
+) -> None:
+    """Answer a question with citations, references and the evidence table (local mode without a model)."""
+    import asyncio
+
+    from citewise.context import Context
+    from citewise.graph.query import graph
+
+    with _open(index, chroma_url, create=bool(docs)) as opened:
+        if docs:
+            ingest_paths(opened, docs, quiet=as_json)
+        if opened.stats().chunks_sqlite == 0:
+            raise _fail(f"index {opened.root} is empty: add documents with `citewise ingest PATH`", code=1)
+    if not question.strip():
+        raise _fail("the question is empty")
+    context = Context(index_dir=str(index), chroma_url=chroma_url, model=model, judge_model=judge_model, k=k)
+    try:
+        result = asyncio.run(graph.ainvoke({"messages": [("user", question)]}, context=context))
+    except ValueError as error:
+        raise _fail(str(error)) from error
+    payload = {key: result.get(key) for key in OUTPUT_KEYS}
+    if as_json:
+        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    show_answer(payload)
+
+
+OUTPUT_KEYS = (
+    "question",
+    "answer",
+    "mode",
+    "citations",
+    "references",
+    "evidence",
+    "threshold",
+    "usage",
+    "unsupported",
+)
+
+
+def show_answer(result: dict) -> None:
+    """Print an answer for people: the text, references, and a compact evidence table."""
+    mode = "local mode (no LLM configured)" if result["mode"] == "local" else "LLM mode"
+    typer.secho(f"Q: {result['question']}  [{mode}]", bold=True)
+    typer.echo()
+    typer.echo(result["answer"])
+    typer.echo()
+    for citation in result["citations"]:
+        typer.echo(
+            textwrap.fill(
+                f'[{citation["marker"]}] {citation["title"]}: "{citation["text"]}"',
+                110,
+                subsequent_indent="    ",
+            )
+        )
+    references = result["references"]
+    if references["secondary"]:
+        typer.echo()
+        typer.secho("Works cited by these sources:", bold=True)
+        for entry in references["secondary"][:15]:
+            mark = "*" if entry["fine"] else "-"
+            typer.echo(textwrap.fill(f"{mark} {entry['text']}", 110, subsequent_indent="    "))
+        if len(references["secondary"]) > 15:
+            typer.echo(f"  ... and {len(references['secondary']) - 15} more (--json lists all)")
+    typer.echo()
+    typer.secho(f"Evidence (threshold {result['threshold']:g}):", bold=True)
+    for record in result["evidence"][:12]:
+        mark = "kept" if record.get("kept") else "drop"
+        typer.echo(
+            f"  {mark} {record.get('final', 0):5.1f}  {record.get('title', '')[:60]:60}  {record.get('reason', '')}"
+        )
+    if result.get("unsupported"):
+        typer.secho(f"Dropped {len(result['unsupported'])} unsupported sentence(s).", fg=typer.colors.YELLOW)
+
+
+@app.command()
+def stats(
+    index: IndexOption = DEFAULT_INDEX,
+    chroma_url: ChromaOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show what each store holds (documents, paragraphs, chunks in SQLite, Chroma and BM25)."""
+    with _open(index, chroma_url, create=False) as opened:
+        data = opened.stats().as_dict()
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        for key, value in data.items():
+            typer.echo(f"{key:>14}: {value}")
+
+
+def main() -> None:
+    """Entry point with logging set up."""
+    logging.basicConfig(
+        level=os.environ.get("CITEWISE_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s"
+    )
+    app()
+
+
+if __name__ == "__main__":
+    main()

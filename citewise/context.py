@@ -1,0 +1,150 @@
+"""The runtime Context: every setting a run can change. LangGraph Studio shows it as the config form.
+
+Defaults come from the papers (ChunkRAG: alpha 0.5, redundancy 0.9; ScoreRAG: 3 samples, floor 20, summary
+bands) and from the environment for models and stores (`CITEWISE_MODEL`, `CITEWISE_JUDGE_MODEL`,
+`CITEWISE_INDEX`, `CITEWISE_CHROMA_URL`). With no model configured, every node runs its local fallback.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from citewise.prompts import answer, condense, critique, expand, reflect, rewrite, score, verify
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(name) or None
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Settings of one run of the query graph."""
+
+    # stores ---------------------------------------------------------------------------------------------
+    index_dir: str = field(
+        default_factory=lambda: _env("CITEWISE_INDEX") or ".citewise/index",
+        metadata={"description": "The citewise index directory to search."},
+    )
+    chroma_url: str | None = field(
+        default_factory=lambda: _env("CITEWISE_CHROMA_URL"),
+        metadata={"description": "A Chroma server URL; empty for the embedded store."},
+    )
+
+    # models ---------------------------------------------------------------------------------------------
+    model: str | None = field(
+        default_factory=lambda: _env("CITEWISE_MODEL"),
+        metadata={
+            "description": "Writing model as provider/model (openai/gpt-4o-mini, cohere/command-r, "
+            "openai/<name> with OPENAI_BASE_URL for Ollama, vLLM, llama.cpp). Empty: local mode."
+        },
+    )
+    judge_model: str | None = field(
+        default_factory=lambda: _env("CITEWISE_JUDGE_MODEL"),
+        metadata={"description": "Cheaper model for rewriting and judging; defaults to `model`."},
+    )
+    rerank_model: str = field(
+        default="rerank-v3.5",
+        metadata={"description": "Cohere rerank model (used when COHERE_API_KEY is set)."},
+    )
+    judge_temperature: float = field(
+        default=0.7,
+        metadata={"description": "Sampling temperature of the relevance samples (self-consistency)."},
+    )
+    writer_temperature: float = field(default=0.2, metadata={"description": "Temperature of the writer."})
+    timeout_seconds: float = field(default=60.0, metadata={"description": "Per-request timeout."})
+    max_retries: int = field(
+        default=4, metadata={"description": "Retries on 429 / 5xx / timeouts (tenacity)."}
+    )
+    max_concurrency: int = field(default=4, metadata={"description": "LLM requests in flight at once."})
+    structured_output: Literal["json_schema", "function_calling", "json_mode"] = field(
+        default="json_schema",
+        metadata={"description": "First structured-output method to try; falls back to the next ones."},
+    )
+    llm_cache: str | None = field(
+        default_factory=lambda: _env("CITEWISE_LLM_CACHE"),
+        metadata={"description": "Path of an SQLite LLM cache (empty: no cache)."},
+    )
+
+    # retrieval ------------------------------------------------------------------------------------------
+    k: int = field(default=10, metadata={"description": "Chunks retrieved per query."})
+    alpha: float = field(
+        default=0.5, metadata={"description": "Dense weight in hybrid fusion (ChunkRAG: 0.5)."}
+    )
+    fusion: Literal["minmax", "rrf"] = field(default="minmax", metadata={"description": "Hybrid fusion."})
+    redundancy: float = field(
+        default=0.9, metadata={"description": "Drop a chunk this similar to a better one."}
+    )
+    max_sub_queries: int = field(default=2, metadata={"description": "Sub-queries the rewrite may add."})
+    max_candidates: int = field(default=30, metadata={"description": "Candidate chunks scored per pass."})
+
+    # scoring and threshold ------------------------------------------------------------------------------
+    n_samples: int = field(default=3, metadata={"description": "Relevance samples averaged per chunk."})
+    score_batch_size: int = field(default=10, metadata={"description": "Chunks judged per request."})
+    threshold_floor: float = field(
+        default=20.0, metadata={"description": "Never keep below this (ScoreRAG)."}
+    )
+    threshold_spread: float = field(
+        default=0.5, metadata={"description": "Threshold rule: mean + this x standard deviation ..."}
+    )
+    threshold_top_ratio: float = field(
+        default=0.7, metadata={"description": "... but never above this fraction of the best score."}
+    )
+    borderline: float = field(
+        default=15.0, metadata={"description": "The critic re-judges chunks within this of the threshold."}
+    )
+    local_cosine_zero: float = field(
+        default=0.1, metadata={"description": "Local mode: cosine similarity that maps to relevance 0."}
+    )
+    local_cosine_full: float = field(
+        default=0.7, metadata={"description": "Local mode: cosine similarity that maps to relevance 100."}
+    )
+    max_rewrites: int = field(default=2, metadata={"description": "Corrective passes when nothing is kept."})
+
+    # evidence and writing -------------------------------------------------------------------------------
+    max_evidence: int = field(default=8, metadata={"description": "Kept chunks the answer may use."})
+    context_tokens: int = field(
+        default=3000, metadata={"description": "Evidence tokens per writing call (iterative synthesis)."}
+    )
+    drop_unsupported: bool = field(
+        default=True, metadata={"description": "Drop answer sentences no evidence supports (else flag them)."}
+    )
+    local_support: float = field(
+        default=0.35,
+        metadata={"description": "Local verification: content-word overlap that counts as support."},
+    )
+    route: Literal["auto", "direct", "report"] = field(
+        default="auto", metadata={"description": "Force the direct answer or the report path."}
+    )
+
+    # prompts --------------------------------------------------------------------------------------------
+    condense_prompt: str = field(default=condense.PROMPT, metadata={"description": "Standalone question."})
+    rewrite_prompt: str = field(default=rewrite.PROMPT, metadata={"description": "Query rewriting."})
+    score_prompt: str = field(default=score.PROMPT, metadata={"description": "Relevance scoring."})
+    reflect_prompt: str = field(default=reflect.PROMPT, metadata={"description": "Self-reflection."})
+    critique_prompt: str = field(default=critique.PROMPT, metadata={"description": "Critic."})
+    summary_prompt: str = field(default=expand.PROMPT, metadata={"description": "Graded summaries."})
+    answer_prompt: str = field(default=answer.PROMPT, metadata={"description": "Cited answer."})
+    refine_prompt: str = field(default=answer.REFINE_PROMPT, metadata={"description": "Iterative synthesis."})
+    verify_prompt: str = field(default=verify.PROMPT, metadata={"description": "Sentence -> source lines."})
+
+    @property
+    def llm(self) -> bool:
+        """True when a writing model is configured (otherwise every node runs its local fallback)."""
+        return bool(self.model)
+
+    @property
+    def judge(self) -> str | None:
+        """The judging model: `judge_model`, else `model`."""
+        return self.judge_model or self.model
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any] | None) -> Context:
+        """A Context from a plain dict (unknown keys are an error, so typos do not pass silently)."""
+        values = dict(values or {})
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown context settings: {', '.join(unknown)}")
+        return cls(**values)

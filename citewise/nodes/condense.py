@@ -1,0 +1,62 @@
+"""condense: the latest message plus the conversation -> one standalone question."""
+
+from __future__ import annotations
+
+import re
+
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from citewise.context import Context
+from citewise.nodes.shared import last_human, message_text
+from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.state import State
+
+FOLLOW_UP = re.compile(
+    r"\b(it|its|it's|they|them|their|theirs|this|that|these|those|he|she|his|her|there|such|same|former|latter)\b"
+    r"|^\s*(and|but|also|what about|how about|why|so)\b",
+    re.IGNORECASE,
+)
+
+
+def local_condense(history: list[str], question: str) -> str:
+    """Without a model: a follow-up (pronoun or leading 'and/what about') is joined to the previous question."""
+    if history and FOLLOW_UP.search(question):
+        return f"{history[-1]} {question}"
+    return question
+
+
+async def condense(state: State, runtime: Runtime[Context]) -> dict:
+    """Decide the standalone question this turn asks."""
+    messages = state.get("messages", [])
+    question = last_human(messages).strip()
+    if not question:
+        raise ValueError("no question: the conversation has no human message")
+    history = [message_text(m) for m in messages[:-1] if isinstance(m, HumanMessage) or m.type == "human"]
+    judge = runtime.context and _judge(runtime.context)
+    if not history or judge is None:
+        return {"question": local_condense(history, question), "attempt": 0, "mode": _mode(runtime.context)}
+    conversation = "\n".join(f"{m.type}: {message_text(m)}" for m in messages[-8:-1])
+    prompt = render(
+        runtime.context.condense_prompt,
+        data_rule=DATA_RULE,
+        conversation=quote("conversation", conversation),
+        question=quote("question", question),
+    )
+    standalone = await judge.text([SystemMessage(prompt)], stage="condense")
+    return {
+        "question": standalone.strip() or question,
+        "attempt": 0,
+        "mode": "llm",
+        "usage": judge.take_usage(),
+    }
+
+
+def _judge(context: Context):  # noqa: ANN202 - LLM | None, imported lazily to keep local mode light
+    from citewise.nodes.llms import models
+
+    return models(context)[0]
+
+
+def _mode(context: Context | None) -> str:
+    return "llm" if context is not None and context.llm else "local"

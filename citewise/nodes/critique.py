@@ -1,0 +1,75 @@
+"""critique: a critic re-judges the borderline chunks, those near the provisional threshold."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from langchain_core.messages import SystemMessage
+from langgraph.runtime import Runtime
+
+from citewise.context import Context
+from citewise.nodes.llms import models
+from citewise.nodes.reflect import with_scores
+from citewise.nodes.score import batches
+from citewise.nodes.shared import labelled
+from citewise.nodes.threshold import dynamic_threshold, final_score
+from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.state import CriticVerdicts, EvidenceRecord, State
+
+logger = logging.getLogger(__name__)
+
+
+def borderline(records: list[EvidenceRecord], context: Context) -> list[EvidenceRecord]:
+    """Chunks whose score lies within `context.borderline` of the provisional threshold."""
+    scores = [final_score(r) for r in records]
+    cut = dynamic_threshold(
+        scores, context.threshold_floor, context.threshold_spread, context.threshold_top_ratio
+    )
+    return [r for r, s in zip(records, scores, strict=True) if abs(s - cut) <= context.borderline]
+
+
+async def _critique_batch(
+    judge, batch: list[EvidenceRecord], question: str, context: Context
+) -> dict[str, EvidenceRecord]:  # noqa: ANN001
+    labels, evidence = labelled(
+        with_scores(batch, "reflection" if batch[0].get("reflection") is not None else "relevance_mean")
+    )
+    prompt = render(
+        context.critique_prompt,
+        labels=", ".join(labels),
+        data_rule=DATA_RULE,
+        question=quote("question", question),
+        evidence=evidence,
+    )
+    try:
+        samples = await judge.structured(CriticVerdicts, [SystemMessage(prompt)], stage="critique")
+    except Exception as error:  # noqa: BLE001 - provider failed after retries: the reflected score stands
+        logger.warning("critique failed: %s", error)
+        return {r["chunk_id"]: {"flags": [*r.get("flags", []), "critic failed"]} for r in batch}
+    result = samples[0] if samples else None
+    updates: dict[str, EvidenceRecord] = {}
+    for item in result.items if result else []:
+        chunk_id = labels.get(item.id.strip())
+        if chunk_id is not None:
+            updates[chunk_id] = {"critic": float(item.score), "critic_note": item.reason.strip()}
+    return updates
+
+
+async def critique(state: State, runtime: Runtime[Context]) -> dict:
+    """Decide the critic's score for each borderline chunk (the others keep their reflected score)."""
+    context = runtime.context
+    records = list(state.get("candidates", {}).values())
+    judge, _ = models(context)
+    if judge is None:
+        return {"candidates": {r["chunk_id"]: {"critic": None} for r in records}}
+    doubtful = borderline(records, context)
+    if not doubtful:
+        return {}
+    results = await asyncio.gather(
+        *(
+            _critique_batch(judge, b, state["question"], context)
+            for b in batches(doubtful, context.score_batch_size)
+        )
+    )
+    return {"candidates": {k: v for r in results for k, v in r.items()}, "usage": judge.take_usage()}

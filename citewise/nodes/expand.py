@@ -1,0 +1,95 @@
+"""expand: kept chunks -> their paragraphs and documents, with graded summaries by score band.
+
+ScoreRAG maps chunks back to the full source and summarises it at a length that follows its score;
+LLM-Ref keeps the paragraph as the unit of context. A chunk's context here is its paragraph (the
+hierarchy the index keeps). With a model, one request summarises every kept paragraph at its band's
+length; in local mode the summary is extractive: the paragraph's sentences closest to the question, as many
+as the band allows, in reading order.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from langchain_core.messages import SystemMessage
+from langgraph.runtime import Runtime
+
+from citewise.context import Context
+from citewise.index import Index
+from citewise.nodes.llms import models
+from citewise.nodes.shared import in_thread, open_index, sentences
+from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.prompts.expand import band
+from citewise.state import EvidenceRecord, State, Summaries
+
+logger = logging.getLogger(__name__)
+
+
+def paragraph_texts(index: Index, records: list[EvidenceRecord]) -> dict[str, str]:
+    """The paragraph text of each record, by chunk id (the chunk text when the paragraph is gone)."""
+    texts = {}
+    for record in records:
+        paragraph = index.paragraph(record.get("paragraph_id", ""))
+        texts[record["chunk_id"]] = paragraph.text if paragraph else record.get("text", "")
+    return texts
+
+
+def extractive_summary(index: Index, question: str, text: str, count: int) -> str:
+    """The `count` sentences of `text` most similar to the question, in reading order."""
+    parts = sentences(text)
+    if len(parts) <= count:
+        return " ".join(parts)
+    vectors = index.embedder.embed([question, *parts])
+    similarity = vectors[1:] @ vectors[0]
+    best = sorted(np.argsort(-similarity)[:count].tolist())
+    return " ".join(parts[i] for i in best)
+
+
+async def expand(state: State, runtime: Runtime[Context]) -> dict:
+    """Decide the context each kept chunk brings: its paragraph, summarised at its band's length."""
+    context = runtime.context
+    by_id = {r["chunk_id"]: r for r in state.get("evidence", [])}
+    kept = [by_id[c] for c in state.get("kept", []) if c in by_id]
+    if not kept:
+        return {"summaries": {}}
+    index = open_index(context)
+    texts = await in_thread(paragraph_texts, index, kept)
+    judge, _ = models(context)
+    if judge is None:
+        summaries = {}
+        for record in kept:
+            count, _ = band(record.get("final", 0.0))
+            summaries[record["chunk_id"]] = await in_thread(
+                extractive_summary, index, state["question"], texts[record["chunk_id"]], count
+            )
+        return {"summaries": summaries}
+    labels = {f"E{n}": r["chunk_id"] for n, r in enumerate(kept, start=1)}
+    blocks = "\n".join(
+        quote(
+            "evidence",
+            texts[chunk_id],
+            id=label,
+            title=by_id[chunk_id].get("title", ""),
+            length=band(by_id[chunk_id].get("final", 0.0))[1],
+        )
+        for label, chunk_id in labels.items()
+    )
+    prompt = render(
+        context.summary_prompt,
+        labels=", ".join(labels),
+        data_rule=DATA_RULE,
+        question=quote("question", state["question"]),
+        evidence=blocks,
+    )
+    summaries = {chunk_id: texts[chunk_id] for chunk_id in labels.values()}
+    try:
+        samples = await judge.structured(Summaries, [SystemMessage(prompt)], stage="expand")
+        result = samples[0] if samples else None
+        for item in result.items if result else []:
+            chunk_id = labels.get(item.id.strip())
+            if chunk_id is not None and item.summary.strip():
+                summaries[chunk_id] = item.summary.strip()
+    except Exception as error:  # noqa: BLE001 - without summaries the paragraphs themselves are the context
+        logger.warning("summaries failed, using paragraphs: %s", error)
+    return {"summaries": summaries, "usage": judge.take_usage()}

@@ -1,0 +1,78 @@
+"""reflect: self-reflection revisits each relevance score with a one-line justification (ChunkRAG)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from langchain_core.messages import SystemMessage
+from langgraph.runtime import Runtime
+
+from citewise.context import Context
+from citewise.nodes.llms import models
+from citewise.nodes.score import batches
+from citewise.nodes.shared import labelled
+from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.state import EvidenceRecord, Reflections, State
+
+logger = logging.getLogger(__name__)
+
+SKIPPED = "reflection skipped (local mode)"
+
+
+def with_scores(records: list[EvidenceRecord], key: str) -> list[EvidenceRecord]:
+    """Records whose text shows the score under review, so the model sees what it is revisiting."""
+    shown = []
+    for record in records:
+        value = record.get(key)
+        shown.append({**record, "text": f"(current score: {value:g}) {record.get('text', '')}"})
+    return shown
+
+
+async def _reflect_batch(
+    judge, batch: list[EvidenceRecord], question: str, context: Context
+) -> dict[str, EvidenceRecord]:  # noqa: ANN001
+    labels, evidence = labelled(with_scores(batch, "relevance_mean"))
+    prompt = render(
+        context.reflect_prompt,
+        labels=", ".join(labels),
+        data_rule=DATA_RULE,
+        question=quote("question", question),
+        evidence=evidence,
+    )
+    updates: dict[str, EvidenceRecord] = {
+        r["chunk_id"]: {"reflection": None, "flags": [*r.get("flags", []), "reflection missing"]}
+        for r in batch
+    }
+    try:
+        samples = await judge.structured(Reflections, [SystemMessage(prompt)], stage="reflect")
+    except Exception as error:  # noqa: BLE001 - provider failed after retries: keep the relevance scores
+        logger.warning("reflection failed: %s", error)
+        return updates
+    result = samples[0] if samples else None
+    for item in result.items if result else []:
+        chunk_id = labels.get(item.id.strip())
+        if chunk_id is not None:
+            updates[chunk_id] = {
+                "reflection": float(item.score),
+                "reflection_note": item.justification.strip(),
+            }
+    return updates
+
+
+async def reflect(state: State, runtime: Runtime[Context]) -> dict:
+    """Decide each chunk's reflected score and the one line that justifies it."""
+    context = runtime.context
+    records = list(state.get("candidates", {}).values())
+    judge, _ = models(context)
+    if judge is None:
+        return {
+            "candidates": {r["chunk_id"]: {"reflection": None, "reflection_note": SKIPPED} for r in records}
+        }
+    results = await asyncio.gather(
+        *(
+            _reflect_batch(judge, b, state["question"], context)
+            for b in batches(records, context.score_batch_size)
+        )
+    )
+    return {"candidates": {k: v for r in results for k, v in r.items()}, "usage": judge.take_usage()}

@@ -1,0 +1,56 @@
+"""rerank: Cohere rerank when configured, else the score order; then order against lost-in-the-middle."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import TypeVar
+
+from langgraph.runtime import Runtime
+
+from citewise.context import Context
+from citewise.state import EvidenceRecord, State
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def edges_first(ranked: Sequence[T]) -> list[T]:
+    """Put the best items at the start and the end and the weakest in the middle.
+
+    Models use the beginning and end of a long context best ("lost in the middle"), so rank 1 goes first,
+    rank 2 last, rank 3 second, rank 4 second to last, and so on.
+    """
+    front: list[T] = []
+    back: list[T] = []
+    for i, item in enumerate(ranked):
+        (front if i % 2 == 0 else back).append(item)
+    return front + back[::-1]
+
+
+async def rerank(state: State, runtime: Runtime[Context]) -> dict:
+    """Decide which kept chunks the answer sees, and in what order."""
+    context = runtime.context
+    kept: list[EvidenceRecord] = [r for r in state.get("evidence", []) if r.get("kept")]
+    ranked = sorted(kept, key=lambda r: (-r.get("final", 0.0), -r.get("retrieval", 0.0), r["chunk_id"]))
+    flags: dict[str, list[str]] = {}
+    if len(ranked) > 1 and os.environ.get("COHERE_API_KEY"):
+        from citewise.models import reranker
+
+        cohere = reranker(context)
+        if cohere is not None:
+            try:
+                order = await cohere.rerank(state["question"], [r["text"] for r in ranked], top_n=len(ranked))
+                ranked = [ranked[i] for i, _ in order]
+            except Exception as error:  # noqa: BLE001 - rerank is an improvement, not a requirement
+                logger.warning("rerank failed, keeping the score order: %s", error)
+                flags = {r["chunk_id"]: ["rerank failed: score order kept"] for r in ranked}
+    ranked = ranked[: context.max_evidence]
+    ordered = edges_first(ranked)
+    updates = {r["chunk_id"]: {"rank": n} for n, r in enumerate(ordered, start=1)}
+    for chunk_id, extra in flags.items():
+        updates.setdefault(chunk_id, {})["flags"] = extra
+    evidence = [{**r, **updates.get(r["chunk_id"], {"rank": 0})} for r in state.get("evidence", [])]
+    return {"kept": [r["chunk_id"] for r in ordered], "evidence": evidence}

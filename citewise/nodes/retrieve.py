@@ -1,0 +1,60 @@
+"""retrieve: hybrid search for every query, union by chunk, near-duplicates dropped, capped."""
+
+from __future__ import annotations
+
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
+
+from citewise.context import Context
+from citewise.index import Hit, Index
+from citewise.index.fusion import RRF_K, drop_redundant
+from citewise.nodes.shared import in_thread, open_index
+from citewise.state import EvidenceRecord, State
+
+
+def search_all(index: Index, queries: list[str], context: Context) -> dict[str, EvidenceRecord]:
+    """Union of the hits of every query, each chunk with its best retrieval score; redundancy filtered."""
+    best: dict[str, tuple[Hit, str]] = {}
+    for query in queries:
+        for hit in index.search(
+            query, k=context.k, alpha=context.alpha, fusion=context.fusion, redundancy=context.redundancy
+        ):
+            current = best.get(hit.chunk_id)
+            if current is None or retrieval_score(hit, context.fusion) > retrieval_score(
+                current[0], context.fusion
+            ):
+                best[hit.chunk_id] = (hit, query)
+    order = sorted(best, key=lambda chunk_id: (-retrieval_score(best[chunk_id][0], context.fusion), chunk_id))
+    if len(queries) > 1 and order:
+        order = drop_redundant(order, index.docstore.vectors(order, index.embedder.dim), context.redundancy)
+    records: dict[str, EvidenceRecord] = {}
+    for chunk_id in order[: context.max_candidates]:
+        hit, query = best[chunk_id]
+        records[chunk_id] = {
+            "chunk_id": hit.chunk_id,
+            "doc_id": hit.doc_id,
+            "paragraph_id": hit.paragraph_id,
+            "title": hit.title,
+            "section": hit.section,
+            "text": hit.text,
+            "query": query,
+            "retrieval": retrieval_score(hit, context.fusion),
+            "bm25": hit.bm25,
+            "dense": hit.dense,
+            "flags": [],
+        }
+    return records
+
+
+def retrieval_score(hit: Hit, fusion: str) -> float:
+    """The fused score in [0, 1]: min-max fusion already is; RRF is scaled by its largest possible value."""
+    if fusion == "rrf":
+        return min(1.0, hit.score / (2 / (RRF_K + 1)))
+    return hit.score
+
+
+async def retrieve(state: State, runtime: Runtime[Context]) -> dict:
+    """Decide the candidate chunks of this pass."""
+    index = open_index(runtime.context)
+    records = await in_thread(search_all, index, state["queries"], runtime.context)
+    return {"candidates": Overwrite(records)}

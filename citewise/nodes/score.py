@@ -1,0 +1,129 @@
+"""score: relevance 0-100 per chunk, n samples averaged with their spread (ScoreRAG self-consistency).
+
+Many chunks are judged per request and all n samples come from one request where the provider supports
+`n`; batches run concurrently under the run's concurrency cap. In local mode the score is the chunk's
+cosine similarity to the question mapped linearly to 0-100 (Context.local_cosine_zero -> 0,
+local_cosine_full -> 100), an absolute scale, so "nothing relevant" can still be recognised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import statistics
+from collections.abc import Sequence
+
+from langchain_core.messages import SystemMessage
+from langgraph.runtime import Runtime
+
+from citewise.context import Context
+from citewise.index import Index
+from citewise.nodes.llms import models
+from citewise.nodes.shared import in_thread, labelled, open_index
+from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.state import EvidenceRecord, RelevanceScores, State
+
+logger = logging.getLogger(__name__)
+
+
+def local_relevance(similarity: float, context: Context) -> float:
+    """A cosine similarity to the question mapped to 0-100 (clamped)."""
+    low, high = context.local_cosine_zero, context.local_cosine_full
+    value = (similarity - low) / (high - low)
+    return round(100.0 * min(1.0, max(0.0, value)), 1)
+
+
+def question_similarity(index: Index, question: str, records: Sequence[EvidenceRecord]) -> dict[str, float]:
+    """Cosine similarity of each chunk to the question itself (not to the rewritten query that found it)."""
+    ids = [r["chunk_id"] for r in records]
+    if not ids:
+        return {}
+    vectors = index.docstore.vectors(ids, index.embedder.dim)
+    similarity = vectors @ index.embedder.embed([question])[0]
+    return dict(zip(ids, similarity.tolist(), strict=True))
+
+
+def batches(records: Sequence[EvidenceRecord], size: int) -> list[list[EvidenceRecord]]:
+    """Consecutive groups of at most `size` records."""
+    size = max(1, size)
+    return [list(records[i : i + size]) for i in range(0, len(records), size)]
+
+
+def fallback(record: EvidenceRecord, context: Context, why: str) -> EvidenceRecord:
+    """The record scored from retrieval, with a visible flag saying why."""
+    value = local_relevance(record.get("dense", 0.0), context)
+    return {
+        "relevance_mean": value,
+        "relevance_spread": None,
+        "relevance_samples": [],
+        "flags": [*record.get("flags", []), f"{why}: used retrieval score"],
+    }
+
+
+async def _score_batch(
+    judge, batch: list[EvidenceRecord], question: str, context: Context
+) -> dict[str, EvidenceRecord]:  # noqa: ANN001
+    labels, evidence = labelled(batch)
+    prompt = render(
+        context.score_prompt,
+        labels=", ".join(labels),
+        data_rule=DATA_RULE,
+        question=quote("question", question),
+        evidence=evidence,
+    )
+    by_id = {r["chunk_id"]: r for r in batch}
+    try:
+        samples = await judge.structured(
+            RelevanceScores, [SystemMessage(prompt)], stage="score", n=context.n_samples
+        )
+    except Exception as error:  # noqa: BLE001 - provider failed after retries: every chunk falls back, flagged
+        logger.warning("relevance scoring failed: %s", error)
+        return {
+            cid: fallback(r, context, f"judge failed ({type(error).__name__})") for cid, r in by_id.items()
+        }
+    values: dict[str, list[float]] = {cid: [] for cid in by_id}
+    for sample in samples:
+        if sample is None:
+            continue
+        for item in sample.scores:
+            chunk_id = labels.get(item.id.strip())
+            if chunk_id is not None:
+                values[chunk_id].append(float(item.score))
+    updates: dict[str, EvidenceRecord] = {}
+    for chunk_id, record in by_id.items():
+        got = values[chunk_id]
+        if not got:
+            updates[chunk_id] = fallback(record, context, "judge output malformed")
+            continue
+        updates[chunk_id] = {
+            "relevance_mean": round(statistics.fmean(got), 1),
+            "relevance_spread": round(statistics.pstdev(got), 1) if len(got) > 1 else 0.0,
+            "relevance_samples": got,
+        }
+    return updates
+
+
+async def score(state: State, runtime: Runtime[Context]) -> dict:
+    """Decide each candidate's relevance to the question (mean and spread of n samples)."""
+    context = runtime.context
+    records = list(state.get("candidates", {}).values())
+    judge, _ = models(context)
+    if judge is None:
+        similarity = await in_thread(question_similarity, open_index(context), state["question"], records)
+        updates = {
+            chunk_id: {
+                "relevance_mean": local_relevance(value, context),
+                "relevance_spread": 0.0,
+                "relevance_samples": [],
+            }
+            for chunk_id, value in similarity.items()
+        }
+        return {"candidates": updates}
+    results = await asyncio.gather(
+        *(
+            _score_batch(judge, batch, state["question"], context)
+            for batch in batches(records, context.score_batch_size)
+        )
+    )
+    updates = {k: v for result in results for k, v in result.items()}
+    return {"candidates": updates, "usage": judge.take_usage()}

@@ -1,0 +1,92 @@
+"""Structured outputs the judging and writing models must return (pydantic, strict JSON schema friendly).
+
+Evidence is shown to models under short labels ("E1", "E2", ...) and sentences of evidence under
+"E1.2"-style labels, never under stored ids: labels are what models echo back, and the nodes map them to ids.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class RewrittenQuery(BaseModel):
+    """A search-ready rewrite of the question plus sub-queries for its separate parts."""
+
+    query: str = Field(
+        description="The question rewritten for search: specific, self-contained, key terms kept."
+    )
+    sub_queries: list[str] = Field(
+        default_factory=list, description="Up to the requested number of simpler queries for separate parts."
+    )
+
+
+class RelevanceScore(BaseModel):
+    """How relevant one evidence passage is to the question."""
+
+    id: str = Field(description="The evidence label, e.g. E3.")
+    score: int = Field(
+        ge=0, le=100, description="0 = unrelated, 100 = directly and fully answers the question."
+    )
+
+
+class RelevanceScores(BaseModel):
+    """One score per evidence passage shown."""
+
+    scores: list[RelevanceScore]
+
+
+class ReflectionItem(BaseModel):
+    """A revisited relevance score with its one-line justification."""
+
+    id: str = Field(description="The evidence label, e.g. E3.")
+    score: int = Field(ge=0, le=100, description="The revised score, 0-100.")
+    justification: str = Field(description="One line: why this score.")
+
+
+class Reflections(BaseModel):
+    """One revisited score per evidence passage shown."""
+
+    items: list[ReflectionItem]
+
+
+class CriticVerdict(BaseModel):
+    """The critic's independent judgement of a borderline passage."""
+
+    id: str = Field(description="The evidence label, e.g. E3.")
+    score: int = Field(ge=0, le=100, description="The critic's score, 0-100.")
+    reason: str = Field(description="One line: what makes it useful or not for answering.")
+
+
+class CriticVerdicts(BaseModel):
+    """One verdict per borderline passage shown."""
+
+    items: list[CriticVerdict]
+
+
+class SentenceSupport(BaseModel):
+    """Which evidence lines support one answer sentence."""
+
+    sentence: int = Field(description="The 1-based number of the answer sentence.")
+    sources: list[str] = Field(
+        default_factory=list, description="Evidence line labels like E2.1 that support it."
+    )
+    supported: bool = Field(description="True only if the listed lines state what the sentence claims.")
+
+
+class SupportMap(BaseModel):
+    """Support for every answer sentence."""
+
+    sentences: list[SentenceSupport]
+
+
+class Summary(BaseModel):
+    """The graded summary of one source."""
+
+    id: str = Field(description="The evidence label, e.g. E3.")
+    summary: str = Field(description="The summary, no longer than the length asked for this source.")
+
+
+class Summaries(BaseModel):
+    """One summary per source shown."""
+
+    items: list[Summary]
