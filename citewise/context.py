@@ -73,6 +73,9 @@ class Context:
         default=0.5, metadata={"description": "Dense weight in hybrid fusion (ChunkRAG: 0.5)."}
     )
     fusion: Literal["minmax", "rrf"] = field(default="minmax", metadata={"description": "Hybrid fusion."})
+    paragraph_weight: float = field(
+        default=0.5, metadata={"description": "Share of a chunk's BM25 score taken from its whole paragraph."}
+    )
     redundancy: float = field(
         default=0.9, metadata={"description": "Drop a chunk this similar to a better one."}
     )

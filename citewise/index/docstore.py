@@ -21,7 +21,7 @@ import numpy as np
 
 from citewise.index.chunking import ChunkedDocument
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -39,7 +39,8 @@ CREATE TABLE IF NOT EXISTS paragraphs (
 );
 CREATE INDEX IF NOT EXISTS paragraphs_doc ON paragraphs(doc_id, seq);
 CREATE TABLE IF NOT EXISTS bibliography (
-    doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, key TEXT NOT NULL, text TEXT NOT NULL,
+    doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, key TEXT NOT NULL, seq INTEGER NOT NULL,
+    text TEXT NOT NULL,
     PRIMARY KEY (doc_id, key)
 );
 CREATE TABLE IF NOT EXISTS chunks (
@@ -101,9 +102,20 @@ class DocStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(_SCHEMA)
-        if self.get_meta("schema") is None:
+        version = self._stored_schema()
+        if version == "1":  # bibliography gained its order (seq); entries stored before keep order 0
+            self.db.execute("ALTER TABLE bibliography ADD COLUMN seq INTEGER NOT NULL DEFAULT 0")
             self.set_meta("schema", SCHEMA_VERSION)
+        elif version not in (None, SCHEMA_VERSION):
+            raise ValueError(f"{path} has index schema {version}; this citewise reads {SCHEMA_VERSION}")
+        self.db.executescript(_SCHEMA)
+        if version is None:
+            self.set_meta("schema", SCHEMA_VERSION)
+
+    def _stored_schema(self) -> str | None:
+        """The schema version of an existing store (None for a new one)."""
+        has_meta = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+        return self.get_meta("schema") if has_meta else None
 
     def close(self) -> None:
         """Close the connection."""
@@ -196,8 +208,8 @@ class DocStore:
                     ],
                 )
                 db.executemany(
-                    "INSERT INTO bibliography VALUES (?, ?, ?)",
-                    [(doc_id, b.key, b.text) for b in doc.bibliography.values()],
+                    "INSERT INTO bibliography VALUES (?, ?, ?, ?)",
+                    [(doc_id, b.key, i, b.text) for i, b in enumerate(doc.bibliography.values())],
                 )
                 db.executemany(
                     "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -261,8 +273,8 @@ class DocStore:
         return ParagraphRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5]))) if r else None
 
     def bibliography(self, doc_id: str) -> dict[str, str]:
-        """A document's reference list, key -> entry text."""
-        rows = self.db.execute("SELECT key, text FROM bibliography WHERE doc_id = ?", (doc_id,))
+        """A document's reference list, key -> entry text, in the document's order."""
+        rows = self.db.execute("SELECT key, text FROM bibliography WHERE doc_id = ? ORDER BY seq", (doc_id,))
         return dict(rows.fetchall())
 
     # chunks ---------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import sqlite3
 import json
 import logging
 import time
@@ -181,7 +182,10 @@ class Index:
                 raise IndexOpenError(f"no index at {root} (run `citewise ingest PATH --index {root}` first)")
             root.mkdir(parents=True)
         embedder = embedder or default_embedder()
-        docstore = DocStore(root / "docs.sqlite3")
+        try:
+            docstore = DocStore(root / "docs.sqlite3")
+        except (ValueError, sqlite3.DatabaseError) as error:
+            raise IndexOpenError(f"cannot open the document store of {root}: {error}") from error
         chunking = _settle(docstore, "chunking", chunking, ChunkingConfig)
         stored_model = docstore.get_meta("embedding_model")
         if stored_model is None:

@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from citewise.context import Context
 from citewise.index import Index
 from citewise.index.fusion import drop_redundant
-from citewise.nodes.llms import models
+from citewise.nodes import llms
 from citewise.nodes.shared import in_thread, open_index, sentences
 from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.state import EvidenceRecord, State
@@ -105,7 +105,7 @@ async def answer(state: State, runtime: Runtime[Context]) -> dict:
     if not kept:
         draft, labels = no_answer(state)
         return {"draft": draft, "labels": labels}
-    _, writer = models(context)
+    _, writer = llms.models(context)
     if writer is None:
         index = open_index(context)
         draft, labels = await in_thread(extractive_answer, index, state["question"], kept)
@@ -113,7 +113,8 @@ async def answer(state: State, runtime: Runtime[Context]) -> dict:
     blocks = evidence_blocks(kept, state.get("summaries", {}))
     question = quote("question", state["question"])
     draft = ""
-    for n, group in enumerate(pack(blocks, context.context_tokens)):
+    groups = pack(blocks, context.context_tokens)
+    for n, group in enumerate(groups):
         evidence = "\n".join(block for _, _, block in group)
         if n == 0:
             prompt = render(context.answer_prompt, data_rule=DATA_RULE, question=question, evidence=evidence)
@@ -125,7 +126,7 @@ async def answer(state: State, runtime: Runtime[Context]) -> dict:
                 draft=quote("draft", draft),
                 evidence=evidence,
             )
-        draft = (await writer.text([SystemMessage(prompt)], stage="answer")).strip() or draft
+        draft = (await writer.text([SystemMessage(prompt)], stage="answer", stream=n == len(groups) - 1)).strip() or draft
     return {
         "draft": draft,
         "labels": {label: chunk_id for label, chunk_id, _ in blocks},

@@ -8,6 +8,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
+from citewise.nodes import llms
 from citewise.nodes.shared import last_human, message_text
 from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.state import State
@@ -33,7 +34,7 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
     if not question:
         raise ValueError("no question: the conversation has no human message")
     history = [message_text(m) for m in messages[:-1] if isinstance(m, HumanMessage) or m.type == "human"]
-    judge = runtime.context and _judge(runtime.context)
+    judge, _ = llms.models(runtime.context)
     if not history or judge is None:
         return {"question": local_condense(history, question), "attempt": 0, "mode": _mode(runtime.context)}
     conversation = "\n".join(f"{m.type}: {message_text(m)}" for m in messages[-8:-1])
@@ -50,12 +51,6 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
         "mode": "llm",
         "usage": judge.take_usage(),
     }
-
-
-def _judge(context: Context):  # noqa: ANN202 - LLM | None, imported lazily to keep local mode light
-    from citewise.nodes.llms import models
-
-    return models(context)[0]
 
 
 def _mode(context: Context | None) -> str:

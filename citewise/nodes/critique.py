@@ -9,7 +9,7 @@ from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
-from citewise.nodes.llms import models
+from citewise.nodes import llms
 from citewise.nodes.reflect import with_scores
 from citewise.nodes.score import batches
 from citewise.nodes.shared import labelled
@@ -60,7 +60,7 @@ async def critique(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the critic's score for each borderline chunk (the others keep their reflected score)."""
     context = runtime.context
     records = list(state.get("candidates", {}).values())
-    judge, _ = models(context)
+    judge, _ = llms.models(context)
     if judge is None:
         return {"candidates": {r["chunk_id"]: {"critic": None} for r in records}}
     doubtful = borderline(records, context)

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 
 from citewise.context import Context
 from citewise.index import Index
-from citewise.nodes.llms import models
+from citewise.nodes import llms
 from citewise.nodes.shared import in_thread, open_index, sentences
 from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.prompts.expand import band
@@ -55,7 +55,7 @@ async def expand(state: State, runtime: Runtime[Context]) -> dict:
         return {"summaries": {}}
     index = open_index(context)
     texts = await in_thread(paragraph_texts, index, kept)
-    judge, _ = models(context)
+    judge, _ = llms.models(context)
     if judge is None:
         summaries = {}
         for record in kept:

@@ -1,13 +1,18 @@
-"""The judge and writer models of a run, built once per distinct model settings."""
+"""The judge and writer models of a run, built once per event loop and distinct model settings.
+
+The async provider clients belong to the event loop they were first used on, so a new loop (another
+`asyncio.run`, as the terminal chat and benchmarks do) gets its own pair; pairs of closed loops are dropped.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
 from citewise.context import Context
 
-_cache: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+_cache: dict[tuple[Any, ...], tuple[asyncio.AbstractEventLoop | None, tuple[Any, Any]]] = {}
 _lock = threading.Lock()
 
 
@@ -17,7 +22,12 @@ def models(context: Context) -> tuple[Any, Any]:
         return None, None
     from citewise.models import models_for
 
+    try:
+        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
     key = (
+        id(loop),
         context.model,
         context.judge,
         context.judge_temperature,
@@ -29,6 +39,8 @@ def models(context: Context) -> tuple[Any, Any]:
         context.llm_cache,
     )
     with _lock:
+        for stale in [k for k, (owner, _) in _cache.items() if owner is not None and owner.is_closed()]:
+            del _cache[stale]
         if key not in _cache:
-            _cache[key] = models_for(context)
-        return _cache[key]
+            _cache[key] = (loop, models_for(context))
+        return _cache[key][1]

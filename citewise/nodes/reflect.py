@@ -9,7 +9,7 @@ from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
-from citewise.nodes.llms import models
+from citewise.nodes import llms
 from citewise.nodes.score import batches
 from citewise.nodes.shared import labelled
 from citewise.prompts.common import DATA_RULE, quote, render
@@ -64,7 +64,7 @@ async def reflect(state: State, runtime: Runtime[Context]) -> dict:
     """Decide each chunk's reflected score and the one line that justifies it."""
     context = runtime.context
     records = list(state.get("candidates", {}).values())
-    judge, _ = models(context)
+    judge, _ = llms.models(context)
     if judge is None:
         return {
             "candidates": {r["chunk_id"]: {"reflection": None, "reflection_note": SKIPPED} for r in records}

@@ -17,7 +17,10 @@ def search_all(index: Index, queries: list[str], context: Context) -> dict[str, 
     best: dict[str, tuple[Hit, str]] = {}
     for query in queries:
         for hit in index.search(
-            query, k=context.k, alpha=context.alpha, fusion=context.fusion, redundancy=context.redundancy
+            query, k=context.k, alpha=context.alpha,
+            fusion=context.fusion,
+            redundancy=context.redundancy,
+            paragraph_weight=context.paragraph_weight,
         ):
             current = best.get(hit.chunk_id)
             if current is None or retrieval_score(hit, context.fusion) > retrieval_score(

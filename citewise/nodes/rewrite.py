@@ -8,7 +8,7 @@ from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
-from citewise.nodes.llms import models
+from citewise.nodes import llms
 from citewise.nodes.shared import content_words, in_thread, open_index, ordered_unique
 from citewise.prompts import rewrite as prompts
 from citewise.prompts.common import DATA_RULE, quote, render
@@ -52,7 +52,7 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> dict:
     context = runtime.context
     question = state["question"]
     attempt = state.get("attempt", 0)
-    judge, _ = models(context)
+    judge, _ = llms.models(context)
     if judge is None:
         return {"queries": await local_rewrite(question, state, context), "attempt": attempt + 1}
     feedback = ""

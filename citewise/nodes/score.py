@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 
 from citewise.context import Context
 from citewise.index import Index
-from citewise.nodes.llms import models
+from citewise.nodes import llms
 from citewise.nodes.shared import in_thread, labelled, open_index
 from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.state import EvidenceRecord, RelevanceScores, State
@@ -107,7 +107,7 @@ async def score(state: State, runtime: Runtime[Context]) -> dict:
     """Decide each candidate's relevance to the question (mean and spread of n samples)."""
     context = runtime.context
     records = list(state.get("candidates", {}).values())
-    judge, _ = models(context)
+    judge, _ = llms.models(context)
     if judge is None:
         similarity = await in_thread(question_similarity, open_index(context), state["question"], records)
         updates = {

@@ -17,9 +17,10 @@ from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
+from citewise.index.citations import find_markers
 from citewise.nodes.answer import NO_ANSWER
 from citewise.nodes.expand import paragraph_texts
-from citewise.nodes.llms import models
+from citewise.nodes import llms
 from citewise.nodes.shared import in_thread, open_index, overlap, sentences
 from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.state import Citation, State, SupportMap
@@ -57,6 +58,13 @@ def source_lines(labels: dict[str, str], paragraphs: dict[str, str]) -> dict[str
     return lines
 
 
+def soften_source_markers(text: str) -> str:
+    """Rewrite a source's own numeric markers ("[43]") as "(ref. 43)" so they never pass for our citations."""
+    for marker in reversed([m for m in find_markers(text) if m.kind == "numeric"]):
+        text = f"{text[: marker.start]}(ref. {marker.text.strip('[]')}){text[marker.end :]}"
+    return text
+
+
 def local_support(
     sentence: str, cited: list[str], lines: dict[str, tuple[str, str]], minimum: float
 ) -> list[str]:
@@ -80,7 +88,7 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     parts = split_answer(draft)
     support: dict[int, list[str]] = {}
     usage: dict[str, Any] = {}
-    judge, _ = models(context)
+    judge, _ = llms.models(context)
     if judge is not None and lines and parts:
         support, usage = await _llm_support(judge, parts, lines, context)
     else:
@@ -100,7 +108,7 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
         if not cited and lines_for:
             part = f"{part} [{lines_for[0].split('.')[0]}]"
         part = LABEL.sub(lambda m: m.group(0) if m.group(1) in labels else "", part)
-        kept_parts.append(part)
+        kept_parts.append(soften_source_markers(part))
         fine.append({"sentence": LABEL.sub("", part).strip(), "lines": lines_for})
     text, citations, numbering = renumber(kept_parts, labels, by_id, lines, fine)
     for item in fine:

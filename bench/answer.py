@@ -1,0 +1,181 @@
+"""The query graph end to end: LLM calls and tokens per stage, latency against the critical path, local mode.
+
+    python bench/answer.py calls   --index bench/.cache/scifact --queries ../shared/data/scifact/queries.train.jsonl
+    python bench/answer.py latency --index bench/.cache/scifact --queries ../shared/data/scifact/queries.train.jsonl
+    python bench/answer.py local   --index bench/.cache/scifact --queries ../shared/data/scifact/queries.train.jsonl \
+        --hotpotqa ../shared/data/hotpotqa --hotpotqa-index bench/.cache/hotpotqa
+
+`calls` and `latency` run the real graph and the real `openai` client against an OpenAI-compatible server
+on 127.0.0.1 (tests/support/fake_openai.py) that answers every citewise request validly, after a fixed
+delay for `latency`. `calls` counts requests and tokens per stage for 30 candidate chunks and compares them
+with what the papers' per-chunk designs send: 3 samples x 3 stages x 30 chunks, plus one generation.
+`latency` compares each run's wall time with its critical path: per stage, the rounds of requests that must
+follow one another (concurrent batches share a round up to the concurrency cap), times the delay.
+`local` times local mode on SciFact claims and, on HotpotQA, checks whether the gold answer string appears
+in the local answer, against simply returning the top retrieved passage, in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from common import hotpotqa_as_beir, machine, print_table, read_queries, save  # noqa: E402
+
+from citewise.context import Context  # noqa: E402
+from citewise.graph.query import graph  # noqa: E402
+from citewise.index import Index  # noqa: E402
+from citewise.nodes import llms  # noqa: E402
+from tests.support.fake_openai import FakeOpenAI, SchemaResponder  # noqa: E402
+
+CONCURRENT_STAGES = {"score", "reflect", "critique"}
+NAIVE_CALLS = 3 * 3 * 30 + 1
+
+
+async def ask(question: str, context: Context) -> dict[str, Any]:
+    return await graph.ainvoke({"messages": [("user", question)]}, context=context)
+
+
+async def ask_all(questions: list[str], context: Context, timed: bool = False) -> list[dict[str, Any]]:
+    """Answer the questions one after another in one event loop (provider clients belong to a loop)."""
+    results = []
+    for question in questions:
+        started = time.perf_counter()
+        result = await ask(question, context)
+        results.append(result | {"wall_s": time.perf_counter() - started})
+    return results
+
+
+def llm_context(index: Path, **overrides: Any) -> Context:
+    llms._cache.clear()  # a fresh client per server
+    settings = {"index_dir": str(index), "model": "openai/bench-writer", "judge_model": "openai/bench-judge",
+                "k": 30, "max_candidates": 30, "max_retries": 1}
+    return Context(**(settings | overrides))
+
+
+def critical_rounds(usage: dict[str, dict[str, int]], concurrency: int) -> int:
+    """Rounds of requests that must follow one another: concurrent stages share rounds up to the cap."""
+    rounds = 0
+    for stage, spent in usage.items():
+        calls = spent["calls"]
+        rounds += math.ceil(calls / concurrency) if stage in CONCURRENT_STAGES else calls
+    return rounds
+
+
+def run_calls(args: argparse.Namespace) -> None:
+    questions = list(read_queries(args.queries).values())[: args.n]
+    per_stage: dict[str, list[dict[str, int]]] = {}
+    totals, candidates = [], []
+    with FakeOpenAI(SchemaResponder(jitter=5)) as server:
+        os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = server.base_url, "bench"
+        context = llm_context(args.index)
+        results = asyncio.run(ask_all(questions, context))
+        for result in results:
+            candidates.append(len(result["evidence"]))
+            totals.append(sum(u["calls"] for u in result["usage"].values()))
+            for stage, spent in result["usage"].items():
+                per_stage.setdefault(stage, []).append(spent)
+    rows = []
+    for stage, spent in per_stage.items():
+        rows.append({"stage": stage, "calls": statistics.fmean(s["calls"] for s in spent),
+                     "input_tokens": statistics.fmean(s["input_tokens"] for s in spent),
+                     "output_tokens": statistics.fmean(s["output_tokens"] for s in spent)})
+    calls = statistics.fmean(totals)
+    rows.append({"stage": "total", "calls": calls, "input_tokens": sum(r["input_tokens"] for r in rows),
+                 "output_tokens": sum(r["output_tokens"] for r in rows)})
+    print_table(rows, ["stage", "calls", "input_tokens", "output_tokens"])
+    print(f"candidates per question: {statistics.fmean(candidates):.1f}; naive per-chunk design: {NAIVE_CALLS} "
+          f"calls; citewise: {calls:.1f} ({NAIVE_CALLS / calls:.1f}x fewer)")
+    if args.out:
+        save(args.out, {"questions": len(questions), "candidates_mean": statistics.fmean(candidates),
+                        "stages": {r["stage"]: {k: v for k, v in r.items() if k != "stage"} for r in rows},
+                        "naive_calls": NAIVE_CALLS, "calls_mean": calls, "ratio": NAIVE_CALLS / calls,
+                        "machine": machine()})
+
+
+def run_latency(args: argparse.Namespace) -> None:
+    questions = list(read_queries(args.queries).values())[: args.n]
+    rows = []
+    with FakeOpenAI(SchemaResponder(jitter=5), delay=args.delay) as server:
+        os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = server.base_url, "bench"
+        context = llm_context(args.index)
+        results = asyncio.run(ask_all(questions[:1] + questions, context))[1:]  # the first one warms up
+        for result in results:
+            wall = result["wall_s"]
+            rounds = critical_rounds(result["usage"], context.max_concurrency)
+            rows.append({"wall_s": wall, "rounds": rounds, "critical_s": rounds * args.delay,
+                         "ratio": wall / (rounds * args.delay)})
+    print_table(rows, ["wall_s", "rounds", "critical_s", "ratio"])
+    ratio = statistics.median(r["ratio"] for r in rows)
+    print(f"median wall / critical path: {ratio:.2f} (delay {args.delay * 1000:.0f} ms per request)")
+    if args.out:
+        save(args.out, {"delay_s": args.delay, "runs": rows, "median_ratio": ratio,
+                        "median_wall_s": statistics.median(r["wall_s"] for r in rows), "machine": machine()})
+
+
+def normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[^a-z0-9 ]", " ", text.lower())).strip()
+
+
+def run_local(args: argparse.Namespace) -> None:
+    context = Context(index_dir=str(args.index))
+    claims = list(read_queries(args.queries).values())[: args.n]
+    seconds = [r["wall_s"] for r in asyncio.run(ask_all(claims[:1] + claims, context))[1:]]  # 1st warms up
+    p50 = statistics.median(seconds)
+    print(f"local mode, SciFact: p50 {p50:.2f} s per question over {len(claims)} claims "
+          f"(p90 {sorted(seconds)[int(0.9 * len(seconds)) - 1]:.2f} s)")
+    result: dict[str, Any] = {"scifact": {"questions": len(claims), "p50_s": p50, "seconds": seconds}}
+    if args.hotpotqa:
+        import json
+
+        corpus, _, _ = hotpotqa_as_beir(args.hotpotqa, args.hotpotqa_index.parent / "hotpotqa-corpus.jsonl")
+        index = Index.open(args.hotpotqa_index)
+        if index.stats().chunks_sqlite == 0:
+            index.ingest([corpus])
+        questions = json.loads((args.hotpotqa / "questions.json").read_text())
+        hot = Context(index_dir=str(args.hotpotqa_index))
+        answer_hits = top_hits = 0
+        answers = asyncio.run(ask_all([item["question"] for item in questions], hot))
+        for item, result in zip(questions, answers, strict=True):
+            gold = normalise(item["answer"])
+            answer = result["answer"]
+            top = index.search(item["question"], k=1)
+            answer_hits += gold in normalise(answer)
+            top_hits += bool(top) and gold in normalise(top[0].text)
+        n = len(questions)
+        print(f"HotpotQA ({n} questions): gold answer string in the local answer {answer_hits / n:.2f}, "
+              f"in the top retrieved passage {top_hits / n:.2f}")
+        result["hotpotqa"] = {"questions": n, "answer_contains_gold": answer_hits / n,
+                              "top_passage_contains_gold": top_hits / n}
+    if args.out:
+        save(args.out, result | {"machine": machine()})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("part", choices=["calls", "latency", "local"])
+    parser.add_argument("--index", type=Path, required=True)
+    parser.add_argument("--queries", type=Path, required=True)
+    parser.add_argument("--n", type=int, default=0, help="questions (default: calls 10, latency 5, local 50)")
+    parser.add_argument("--delay", type=float, default=0.5)
+    parser.add_argument("--hotpotqa", type=Path)
+    parser.add_argument("--hotpotqa-index", type=Path, default=Path("bench/.cache/hotpotqa"))
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    args.n = args.n or {"calls": 10, "latency": 5, "local": 50}[args.part]
+    {"calls": run_calls, "latency": run_latency, "local": run_local}[args.part](args)
+
+
+if __name__ == "__main__":
+    main()
