@@ -1,8 +1,9 @@
 """The query graph end to end: LLM calls and tokens per stage, latency against the critical path, local mode.
 
-    python bench/answer.py calls   --index bench/.cache/scifact --queries ../shared/data/scifact/queries.train.jsonl
-    python bench/answer.py latency --index bench/.cache/scifact --queries ../shared/data/scifact/queries.train.jsonl
-    python bench/answer.py local   --index bench/.cache/scifact --queries ../shared/data/scifact/queries.train.jsonl \
+    Q=../shared/data/scifact/queries.train.jsonl
+    python bench/answer.py calls   --index bench/.cache/scifact --queries $Q
+    python bench/answer.py latency --index bench/.cache/scifact --queries $Q
+    python bench/answer.py local   --index bench/.cache/scifact --queries $Q \
         --hotpotqa ../shared/data/hotpotqa --hotpotqa-index bench/.cache/hotpotqa
 
 `calls` and `latency` run the real graph and the real `openai` client against an OpenAI-compatible server
@@ -59,8 +60,14 @@ async def ask_all(questions: list[str], context: Context, timed: bool = False) -
 
 def llm_context(index: Path, **overrides: Any) -> Context:
     llms._cache.clear()  # a fresh client per server
-    settings = {"index_dir": str(index), "model": "openai/bench-writer", "judge_model": "openai/bench-judge",
-                "k": 30, "max_candidates": 30, "max_retries": 1}
+    settings = {
+        "index_dir": str(index),
+        "model": "openai/bench-writer",
+        "judge_model": "openai/bench-judge",
+        "k": 30,
+        "max_candidates": 30,
+        "max_retries": 1,
+    }
     return Context(**(settings | overrides))
 
 
@@ -88,20 +95,41 @@ def run_calls(args: argparse.Namespace) -> None:
                 per_stage.setdefault(stage, []).append(spent)
     rows = []
     for stage, spent in per_stage.items():
-        rows.append({"stage": stage, "calls": statistics.fmean(s["calls"] for s in spent),
-                     "input_tokens": statistics.fmean(s["input_tokens"] for s in spent),
-                     "output_tokens": statistics.fmean(s["output_tokens"] for s in spent)})
+        rows.append(
+            {
+                "stage": stage,
+                "calls": statistics.fmean(s["calls"] for s in spent),
+                "input_tokens": statistics.fmean(s["input_tokens"] for s in spent),
+                "output_tokens": statistics.fmean(s["output_tokens"] for s in spent),
+            }
+        )
     calls = statistics.fmean(totals)
-    rows.append({"stage": "total", "calls": calls, "input_tokens": sum(r["input_tokens"] for r in rows),
-                 "output_tokens": sum(r["output_tokens"] for r in rows)})
+    rows.append(
+        {
+            "stage": "total",
+            "calls": calls,
+            "input_tokens": sum(r["input_tokens"] for r in rows),
+            "output_tokens": sum(r["output_tokens"] for r in rows),
+        }
+    )
     print_table(rows, ["stage", "calls", "input_tokens", "output_tokens"])
-    print(f"candidates per question: {statistics.fmean(candidates):.1f}; naive per-chunk design: {NAIVE_CALLS} "
-          f"calls; citewise: {calls:.1f} ({NAIVE_CALLS / calls:.1f}x fewer)")
+    print(
+        f"candidates per question: {statistics.fmean(candidates):.1f}; naive per-chunk design: {NAIVE_CALLS} "
+        f"calls; citewise: {calls:.1f} ({NAIVE_CALLS / calls:.1f}x fewer)"
+    )
     if args.out:
-        save(args.out, {"questions": len(questions), "candidates_mean": statistics.fmean(candidates),
-                        "stages": {r["stage"]: {k: v for k, v in r.items() if k != "stage"} for r in rows},
-                        "naive_calls": NAIVE_CALLS, "calls_mean": calls, "ratio": NAIVE_CALLS / calls,
-                        "machine": machine()})
+        save(
+            args.out,
+            {
+                "questions": len(questions),
+                "candidates_mean": statistics.fmean(candidates),
+                "stages": {r["stage"]: {k: v for k, v in r.items() if k != "stage"} for r in rows},
+                "naive_calls": NAIVE_CALLS,
+                "calls_mean": calls,
+                "ratio": NAIVE_CALLS / calls,
+                "machine": machine(),
+            },
+        )
 
 
 def run_latency(args: argparse.Namespace) -> None:
@@ -114,14 +142,28 @@ def run_latency(args: argparse.Namespace) -> None:
         for result in results:
             wall = result["wall_s"]
             rounds = critical_rounds(result["usage"], context.max_concurrency)
-            rows.append({"wall_s": wall, "rounds": rounds, "critical_s": rounds * args.delay,
-                         "ratio": wall / (rounds * args.delay)})
+            rows.append(
+                {
+                    "wall_s": wall,
+                    "rounds": rounds,
+                    "critical_s": rounds * args.delay,
+                    "ratio": wall / (rounds * args.delay),
+                }
+            )
     print_table(rows, ["wall_s", "rounds", "critical_s", "ratio"])
     ratio = statistics.median(r["ratio"] for r in rows)
     print(f"median wall / critical path: {ratio:.2f} (delay {args.delay * 1000:.0f} ms per request)")
     if args.out:
-        save(args.out, {"delay_s": args.delay, "runs": rows, "median_ratio": ratio,
-                        "median_wall_s": statistics.median(r["wall_s"] for r in rows), "machine": machine()})
+        save(
+            args.out,
+            {
+                "delay_s": args.delay,
+                "runs": rows,
+                "median_ratio": ratio,
+                "median_wall_s": statistics.median(r["wall_s"] for r in rows),
+                "machine": machine(),
+            },
+        )
 
 
 def normalise(text: str) -> str:
@@ -133,8 +175,10 @@ def run_local(args: argparse.Namespace) -> None:
     claims = list(read_queries(args.queries).values())[: args.n]
     seconds = [r["wall_s"] for r in asyncio.run(ask_all(claims[:1] + claims, context))[1:]]  # 1st warms up
     p50 = statistics.median(seconds)
-    print(f"local mode, SciFact: p50 {p50:.2f} s per question over {len(claims)} claims "
-          f"(p90 {sorted(seconds)[int(0.9 * len(seconds)) - 1]:.2f} s)")
+    print(
+        f"local mode, SciFact: p50 {p50:.2f} s per question over {len(claims)} claims "
+        f"(p90 {sorted(seconds)[int(0.9 * len(seconds)) - 1]:.2f} s)"
+    )
     result: dict[str, Any] = {"scifact": {"questions": len(claims), "p50_s": p50, "seconds": seconds}}
     if args.hotpotqa:
         import json
@@ -154,16 +198,23 @@ def run_local(args: argparse.Namespace) -> None:
             answer_hits += gold in normalise(answer)
             top_hits += bool(top) and gold in normalise(top[0].text)
         n = len(questions)
-        print(f"HotpotQA ({n} questions): gold answer string in the local answer {answer_hits / n:.2f}, "
-              f"in the top retrieved passage {top_hits / n:.2f}")
-        result["hotpotqa"] = {"questions": n, "answer_contains_gold": answer_hits / n,
-                              "top_passage_contains_gold": top_hits / n}
+        print(
+            f"HotpotQA ({n} questions): gold answer string in the local answer {answer_hits / n:.2f}, "
+            f"in the top retrieved passage {top_hits / n:.2f}"
+        )
+        result["hotpotqa"] = {
+            "questions": n,
+            "answer_contains_gold": answer_hits / n,
+            "top_passage_contains_gold": top_hits / n,
+        }
     if args.out:
         save(args.out, result | {"machine": machine()})
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("part", choices=["calls", "latency", "local"])
     parser.add_argument("--index", type=Path, required=True)
     parser.add_argument("--queries", type=Path, required=True)

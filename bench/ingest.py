@@ -6,7 +6,8 @@ Variants, each in its own process (so peak memory is its own):
   bare-embed       only `embedder.embed` over the chunk texts the pooled pipeline produced, same batches
 Reports documents/s, chunks/s, peak RSS, and the share of wall time spent inside the embedding model.
 
-    python bench/ingest.py --corpus ../shared/data/scifact/corpus.jsonl --out bench/results/ingest-scifact.json
+    python bench/ingest.py --corpus ../shared/data/scifact/corpus.jsonl \
+        --out bench/results/ingest-scifact.json
 """
 
 from __future__ import annotations

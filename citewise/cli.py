@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 import textwrap
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -41,7 +41,7 @@ ChromaOption = Annotated[
 ]
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     """Retrieval modes."""
 
     hybrid = "hybrid"
@@ -49,7 +49,7 @@ class Mode(str, Enum):
     dense = "dense"
 
 
-class FusionKind(str, Enum):
+class FusionKind(StrEnum):
     """How hybrid scores are fused."""
 
     minmax = "minmax"
@@ -75,7 +75,8 @@ def _print_report(report: IngestReport, index: Index, verb: str) -> None:
         typer.secho(f"skipped {path}: {reason}", err=True, fg=typer.colors.YELLOW)
     stats = index.stats()
     typer.echo(
-        f"{verb}: {report.files} files ({report.ingested_files} ingested, {report.unchanged_files} unchanged, "
+        f"{verb}: {report.files} files ({report.ingested_files} ingested, "
+        f"{report.unchanged_files} unchanged, "
         f"{len(report.skipped)} skipped); documents +{report.documents_added} -{report.documents_removed}; "
         f"chunks +{report.chunks_added} -{report.chunks_removed}; {report.seconds:.1f}s"
     )
@@ -222,24 +223,24 @@ def ask(
         result = asyncio.run(graph.ainvoke({"messages": [("user", question)]}, context=context))
     except ValueError as error:
         raise _fail(str(error)) from error
-    payload = {key: result.get(key) for key in OUTPUT_KEYS}
+    payload = {key: result.get(key, default) for key, default in OUTPUT_KEYS.items()}
     if as_json:
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     show_answer(payload)
 
 
-OUTPUT_KEYS = (
-    "question",
-    "answer",
-    "mode",
-    "citations",
-    "references",
-    "evidence",
-    "threshold",
-    "usage",
-    "unsupported",
-)
+OUTPUT_KEYS: dict[str, object] = {
+    "question": "",
+    "answer": "",
+    "mode": "local",
+    "citations": [],
+    "references": {"primary": [], "secondary": []},
+    "evidence": [],
+    "threshold": None,
+    "usage": {},
+    "unsupported": [],
+}
 
 
 def show_answer(result: dict) -> None:
@@ -271,7 +272,8 @@ def show_answer(result: dict) -> None:
     for record in result["evidence"][:12]:
         mark = "kept" if record.get("kept") else "drop"
         typer.echo(
-            f"  {mark} {record.get('final', 0):5.1f}  {record.get('title', '')[:60]:60}  {record.get('reason', '')}"
+            f"  {mark} {record.get('final', 0):5.1f}  {record.get('title', '')[:60]:60}  "
+            f"{record.get('reason', '')}"
         )
     if result.get("unsupported"):
         typer.secho(f"Dropped {len(result['unsupported'])} unsupported sentence(s).", fg=typer.colors.YELLOW)

@@ -1,5 +1,7 @@
-"""The query graph: condense -> rewrite -> retrieve -> score -> reflect -> critique -> threshold
--> (corrective loop to rewrite) -> rerank -> expand -> route -> answer -> verify -> references.
+"""The query graph, from a conversation to a verified, cited answer.
+
+condense -> rewrite -> retrieve -> score -> reflect -> critique -> threshold -> (corrective loop to
+rewrite) -> rerank -> expand -> route -> answer -> verify -> references.
 """
 
 from __future__ import annotations

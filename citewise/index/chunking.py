@@ -95,8 +95,10 @@ def split_sentences(text: str, max_chars: int) -> list[tuple[int, int]]:
         if not sentence:
             continue
         start = text.find(sentence, position)
-        if start < 0:  # blingfire changed the text; fall back to the running position
+        if start < 0:  # blingfire rewrote characters (e.g. NUL -> space): same length, next non-space
             start = position
+            while start < len(text) and text[start].isspace():
+                start += 1
         end = min(len(text), start + len(sentence))
         spans.extend(_cut_long(text, start, end, max_chars))
         position = end
@@ -187,11 +189,13 @@ def chunk_documents(
                 chunk_id = content_hash(doc_id, str(p), str(seq), chunk_text)
                 chunks.append(Chunk(chunk_id, doc_id, p, seq, chunk_text, start, end))
                 pooled.append(own[group].sum(axis=0))
-        if config.vectors == "embed":
+        if not chunks:
+            chunk_vectors = np.zeros((0, embedder.dim), dtype=np.float32)
+        elif config.vectors == "embed":
             chunk_vectors = embedder.embed([chunk_input(document.title, c.text, config) for c in chunks])
         else:
-            stacked = np.asarray(pooled, dtype=np.float32).reshape(len(chunks), -1)
-            if config.title_context and len(chunks):
+            stacked = np.asarray(pooled, dtype=np.float32)
+            if config.title_context:
                 stacked = stacked + title_vectors[d]
             chunk_vectors = _normalize_rows(stacked)
         results.append(ChunkedDocument(document, chunks, chunk_vectors))

@@ -114,7 +114,9 @@ class DocStore:
 
     def _stored_schema(self) -> str | None:
         """The schema version of an existing store (None for a new one)."""
-        has_meta = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
+        has_meta = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
         return self.get_meta("schema") if has_meta else None
 
     def close(self) -> None:
@@ -320,7 +322,8 @@ class DocStore:
     def iter_paragraphs(self) -> Iterator[tuple[str, str, str]]:
         """All paragraphs: (id, document title, text)."""
         yield from self.db.execute(
-            "SELECT p.id, d.title, p.text FROM paragraphs p JOIN documents d ON d.id = p.doc_id ORDER BY p.rowid"
+            "SELECT p.id, d.title, p.text FROM paragraphs p JOIN documents d ON d.id = p.doc_id "
+            "ORDER BY p.rowid"
         )
 
     def counts(self) -> dict[str, int]:

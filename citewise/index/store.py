@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
-import sqlite3
 import json
 import logging
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -156,6 +156,7 @@ class Index:
         self.chunking = chunking
         self._chroma_key = f"chroma_generation:{chroma_target}"
         self._query_cache: dict[str, np.ndarray] = {}
+        self._query_cache_size = QUERY_CACHE
 
     # opening --------------------------------------------------------------------------------------------
     @classmethod
@@ -505,13 +506,25 @@ class Index:
             if chunk_id in records
         ]
 
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        """Embed many queries in one batch ahead of searching them (evaluation), keeping them all cached."""
+        fresh = [q for q in dict.fromkeys(queries) if q not in self._query_cache]
+        self._query_cache_size = max(self._query_cache_size, len(self._query_cache) + len(fresh))
+        for query, vector in zip(fresh, self.embedder.embed(fresh), strict=True):
+            self._query_cache[query] = vector
+
+    def forget_queries(self) -> None:
+        """Drop remembered query embeddings (so a timing includes the model pass)."""
+        self._query_cache.clear()
+        self._query_cache_size = QUERY_CACHE
+
     def _query_vector(self, query: str) -> np.ndarray:
-        """The query's embedding, remembered for the last few hundred queries (sub-queries and retries repeat)."""
+        """The query's embedding, remembered for recent queries (sub-queries and retries repeat)."""
         vector = self._query_cache.get(query)
         if vector is None:
             vector = self.embedder.embed([query])[0]
             self._query_cache[query] = vector
-            while len(self._query_cache) > QUERY_CACHE:
+            while len(self._query_cache) > self._query_cache_size:
                 self._query_cache.pop(next(iter(self._query_cache)))
         return vector
 

@@ -107,7 +107,7 @@ async def answer(state: State, runtime: Runtime[Context]) -> dict:
         return {"draft": draft, "labels": labels}
     _, writer = llms.models(context)
     if writer is None:
-        index = open_index(context)
+        index = await open_index(context)
         draft, labels = await in_thread(extractive_answer, index, state["question"], kept)
         return {"draft": draft, "labels": labels}
     blocks = evidence_blocks(kept, state.get("summaries", {}))
@@ -126,7 +126,9 @@ async def answer(state: State, runtime: Runtime[Context]) -> dict:
                 draft=quote("draft", draft),
                 evidence=evidence,
             )
-        draft = (await writer.text([SystemMessage(prompt)], stage="answer", stream=n == len(groups) - 1)).strip() or draft
+        draft = (
+            await writer.text([SystemMessage(prompt)], stage="answer", stream=n == len(groups) - 1)
+        ).strip() or draft
     return {
         "draft": draft,
         "labels": {label: chunk_id for label, chunk_id, _ in blocks},

@@ -21,7 +21,7 @@ FOLLOW_UP = re.compile(
 
 
 def local_condense(history: list[str], question: str) -> str:
-    """Without a model: a follow-up (pronoun or leading 'and/what about') is joined to the previous question."""
+    """Without a model: a follow-up (a pronoun, a leading 'and'/'what about') joins the previous question."""
     if history and FOLLOW_UP.search(question):
         return f"{history[-1]} {question}"
     return question

@@ -53,7 +53,7 @@ async def expand(state: State, runtime: Runtime[Context]) -> dict:
     kept = [by_id[c] for c in state.get("kept", []) if c in by_id]
     if not kept:
         return {"summaries": {}}
-    index = open_index(context)
+    index = await open_index(context)
     texts = await in_thread(paragraph_texts, index, kept)
     judge, _ = llms.models(context)
     if judge is None:

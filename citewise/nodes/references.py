@@ -95,7 +95,7 @@ def sources_footer(references: References) -> str:
 
 async def references(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the primary and secondary references of the answer, and reply in the conversation."""
-    index = open_index(runtime.context)
+    index = await open_index(runtime.context)
     refs = await in_thread(build_references, index, state.get("citations", []), state.get("support", []))
     reply = state.get("answer", "") + sources_footer(refs)
     return {"references": refs, "messages": [AIMessage(content=reply)]}

@@ -25,7 +25,10 @@ def with_scores(records: list[EvidenceRecord], key: str) -> list[EvidenceRecord]
     shown = []
     for record in records:
         value = record.get(key)
-        shown.append({**record, "text": f"(current score: {value:g}) {record.get('text', '')}"})
+        if value is None:
+            value = record.get("relevance_mean")
+        score = "n/a" if value is None else f"{value:g}"
+        shown.append({**record, "text": f"(current score: {score}) {record.get('text', '')}"})
     return shown
 
 

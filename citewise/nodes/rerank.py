@@ -46,7 +46,9 @@ async def rerank(state: State, runtime: Runtime[Context]) -> dict:
                 ranked = [ranked[i] for i, _ in order]
             except Exception as error:  # noqa: BLE001 - rerank is an improvement, not a requirement
                 logger.warning("rerank failed, keeping the score order: %s", error)
-                flags = {r["chunk_id"]: ["rerank failed: score order kept"] for r in ranked}
+                flags = {
+                    r["chunk_id"]: [*r.get("flags", []), "rerank failed: score order kept"] for r in ranked
+                }
     ranked = ranked[: context.max_evidence]
     ordered = edges_first(ranked)
     updates = {r["chunk_id"]: {"rank": n} for n, r in enumerate(ordered, start=1)}

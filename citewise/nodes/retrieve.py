@@ -17,7 +17,9 @@ def search_all(index: Index, queries: list[str], context: Context) -> dict[str, 
     best: dict[str, tuple[Hit, str]] = {}
     for query in queries:
         for hit in index.search(
-            query, k=context.k, alpha=context.alpha,
+            query,
+            k=context.k,
+            alpha=context.alpha,
             fusion=context.fusion,
             redundancy=context.redundancy,
             paragraph_weight=context.paragraph_weight,
@@ -58,6 +60,6 @@ def retrieval_score(hit: Hit, fusion: str) -> float:
 
 async def retrieve(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the candidate chunks of this pass."""
-    index = open_index(runtime.context)
+    index = await open_index(runtime.context)
     records = await in_thread(search_all, index, state["queries"], runtime.context)
     return {"candidates": Overwrite(records)}

@@ -30,14 +30,14 @@ def feedback_terms(texts: list[str], exclude: set[str], count: int = PRF_TERMS) 
 
 
 async def local_rewrite(question: str, state: State, context: Context) -> list[str]:
-    """Keywords plus pseudo-relevance feedback from the top BM25 hits (or, correcting, the closest evidence)."""
+    """Keywords plus pseudo-relevance feedback from the top BM25 hits (correcting: the closest evidence)."""
     keywords = keyword_query(question)
     asked = set(content_words(question))
     if state.get("attempt", 0) > 0:
         closest = sorted(state.get("evidence", []), key=lambda r: -r.get("retrieval", 0.0))[:PRF_DOCS]
         texts = [r.get("text", "") for r in closest]
     else:
-        index = open_index(context)
+        index = await open_index(context)
         hits = await in_thread(index.search, keywords or question, PRF_DOCS, "bm25")
         texts = [h.text for h in hits]
     expansion = feedback_terms(texts, asked)

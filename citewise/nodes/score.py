@@ -109,7 +109,9 @@ async def score(state: State, runtime: Runtime[Context]) -> dict:
     records = list(state.get("candidates", {}).values())
     judge, _ = llms.models(context)
     if judge is None:
-        similarity = await in_thread(question_similarity, open_index(context), state["question"], records)
+        similarity = await in_thread(
+            question_similarity, await open_index(context), state["question"], records
+        )
         updates = {
             chunk_id: {
                 "relevance_mean": local_relevance(value, context),

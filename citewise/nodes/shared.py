@@ -20,12 +20,16 @@ _indexes: dict[tuple[str, str | None], Index] = {}
 _lock = threading.Lock()
 
 
-def open_index(context: Context) -> Index:
-    """The index the context names, opened once per process (opening syncs the stores)."""
-    key = (context.index_dir, context.chroma_url)
+async def open_index(context: Context) -> Index:
+    """The index the context names, opened once per process, off the event loop (opening syncs the stores)."""
+    return await asyncio.to_thread(_open_index, context.index_dir, context.chroma_url)
+
+
+def _open_index(index_dir: str, chroma_url: str | None) -> Index:
+    key = (index_dir, chroma_url)
     with _lock:
         if key not in _indexes:
-            _indexes[key] = Index.open(context.index_dir, chroma_url=context.chroma_url, create=False)
+            _indexes[key] = Index.open(index_dir, chroma_url=chroma_url, create=False)
         return _indexes[key]
 
 
@@ -77,7 +81,8 @@ def sentences(text: str) -> list[str]:
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-']+")
 STOPWORDS = frozenset(
-    "a an and are as at be been but by can could did do does for from had has have how i if in into is it its "
+    "a an and are as at be been but by can could did do does for from had has have how i if in into is it "
+    "its "
     "me my not of on or our she so than that the their them then there these they this those to was we were "
     "what when where which who whom why will with would you your about also any more most other some such "
     "only own same very just should now after before between during over under again further once here all "

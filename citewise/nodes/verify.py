@@ -18,9 +18,9 @@ from langgraph.runtime import Runtime
 
 from citewise.context import Context
 from citewise.index.citations import find_markers
+from citewise.nodes import llms
 from citewise.nodes.answer import NO_ANSWER
 from citewise.nodes.expand import paragraph_texts
-from citewise.nodes import llms
 from citewise.nodes.shared import in_thread, open_index, overlap, sentences
 from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.state import Citation, State, SupportMap
@@ -29,8 +29,11 @@ logger = logging.getLogger(__name__)
 
 LABEL = re.compile(r"\[(E\d+)\]")
 TRAILING_LABELS = re.compile(r"([.!?])((?:\s*\[E\d+\])+)")
-NO_CLAIM = re.compile(
-    r"\b(do not|does not|don't|doesn't|cannot|no passage|not (?:enough|sufficient))\b", re.I
+NO_CLAIM = re.compile(r"\b(do not|does not|don't|doesn't|cannot|no|not (?:enough|sufficient))\b", re.I)
+ABOUT_EVIDENCE = re.compile(r"\b(documents?|evidence|sources?|passages?|context|excerpts?)\b", re.I)
+UNVERIFIED = (
+    f"{NO_ANSWER} An answer was drafted from the evidence, but none of its sentences could be verified "
+    "against the source lines, so it is not shown."
 )
 
 
@@ -58,6 +61,13 @@ def source_lines(labels: dict[str, str], paragraphs: dict[str, str]) -> dict[str
     return lines
 
 
+def add_label(sentence: str, label: str) -> str:
+    """Cite `label` at the end of a sentence, before its closing punctuation."""
+    if sentence and sentence[-1] in ".!?":
+        return f"{sentence[:-1]} [{label}]{sentence[-1]}"
+    return f"{sentence} [{label}]"
+
+
 def soften_source_markers(text: str) -> str:
     """Rewrite a source's own numeric markers ("[43]") as "(ref. 43)" so they never pass for our citations."""
     for marker in reversed([m for m in find_markers(text) if m.kind == "numeric"]):
@@ -80,7 +90,7 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     context = runtime.context
     labels = state.get("labels", {})
     draft = state.get("draft", "")
-    index = open_index(context)
+    index = await open_index(context)
     by_id = {r["chunk_id"]: r for r in state.get("evidence", [])}
     records = [by_id[c] for c in labels.values() if c in by_id]
     paragraphs = await in_thread(paragraph_texts, index, records)
@@ -99,17 +109,21 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     for i, part in enumerate(parts):
         cited = [c for c in LABEL.findall(part) if c in labels]
         lines_for = [key for key in support.get(i, []) if key in lines]
-        honest = not cited and (NO_CLAIM.search(part) is not None or part.startswith(NO_ANSWER))
+        about_evidence = NO_CLAIM.search(part) is not None and ABOUT_EVIDENCE.search(part) is not None
+        honest = not cited and (part.startswith(NO_ANSWER) or about_evidence)
         if not lines_for and not honest:
             unsupported.append(LABEL.sub("", part).strip())
             if context.drop_unsupported:
                 continue
             part = f"{part} (unsupported)"
-        if not cited and lines_for:
-            part = f"{part} [{lines_for[0].split('.')[0]}]"
         part = LABEL.sub(lambda m: m.group(0) if m.group(1) in labels else "", part)
+        part = re.sub(r"\s+([.!?,;:])", r"\1", part).strip()
+        if not cited and lines_for:
+            part = add_label(part, lines_for[0].split(".")[0])
         kept_parts.append(soften_source_markers(part))
         fine.append({"sentence": LABEL.sub("", part).strip(), "lines": lines_for})
+    if not kept_parts:
+        kept_parts = [UNVERIFIED]
     text, citations, numbering = renumber(kept_parts, labels, by_id, lines, fine)
     for item in fine:
         item["markers"] = sorted(

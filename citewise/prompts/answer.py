@@ -1,8 +1,9 @@
 """The cited answer, written iteratively so every call fits the context budget (LLM-Ref)."""
 
-PROMPT = """Answer the question using only the evidence below. After every sentence that uses evidence, cite it
-with its label in square brackets, e.g. [E2] or [E1][E3]. Do not cite a label that is not listed. If the
-evidence does not answer part of the question, say so plainly instead of guessing. Be concise and precise.
+PROMPT = """Answer the question using only the evidence below. After every sentence that uses evidence,
+cite it with its label in square brackets, e.g. [E2] or [E1][E3]. Do not cite a label that is not listed.
+If the evidence does not answer part of the question, say so plainly instead of guessing. Be concise and
+precise.
 
 {data_rule}
 
@@ -10,10 +11,11 @@ evidence does not answer part of the question, say so plainly instead of guessin
 
 {evidence}"""
 
-REFINE_PROMPT = """Here is a draft answer to the question, written from earlier evidence, and further evidence.
-Rewrite the draft so it also uses the new evidence where it is relevant: keep every correct, cited sentence
-of the draft with its citations, add or correct sentences from the new evidence citing its labels like [E5],
-and never cite a label that appears neither in the draft nor below. Do not drop supported information.
+REFINE_PROMPT = """Here is a draft answer to the question, written from earlier evidence, and further
+evidence. Rewrite the draft so it also uses the new evidence where it is relevant: keep every correct, cited
+sentence of the draft with its citations, add or correct sentences from the new evidence citing its labels
+like [E5], and never cite a label that appears neither in the draft nor below. Do not drop supported
+information.
 
 {data_rule}
 

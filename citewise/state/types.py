@@ -112,7 +112,7 @@ class References(TypedDict):
     primary: list[dict[str, Any]]
     """One entry per source document used: doc id, title, file, markers that cite it."""
     secondary: list[dict[str, Any]]
-    """One entry per bibliography entry cited inside a used paragraph: doc id, key, text, fine-grained flag."""
+    """One entry per bibliography entry cited in a used paragraph: doc id, key, text, fine-grained flag."""
 
 
 class InputState(TypedDict):

@@ -1,0 +1,145 @@
+"""The graphs served by LangGraph's own dev server, driven through the LangGraph SDK (local mode)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = [
+    {"_id": "tea", "title": "Green tea", "text": "Green tea is made from unoxidised leaves of Camellia sinensis. "
+     "It contains catechins such as EGCG, which are antioxidants."},
+    {"_id": "mars", "title": "Mars rovers", "text": "Perseverance landed in Jezero crater in February 2021. "
+     "It collects rock samples for a future return mission."},
+    {"_id": "bread", "title": "Sourdough", "text": "Sourdough bread rises with a culture of wild yeast and lactic "
+     "acid bacteria. The bacteria give the bread its sour taste."},
+]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A small index and `langgraph dev` serving langgraph.json on a free loopback port."""
+    from citewise.index import Index
+
+    root = tmp_path_factory.mktemp("served")
+    corpus = root / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    with Index.open(root / "index") as index:
+        index.ingest([corpus])
+    executable = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
+    assert executable, "langgraph-cli is not installed (pip install -e '.[test]')"
+    port = free_port()
+    env = os.environ | {
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false",
+    }
+    log = (root / "server.log").open("w")
+    server = subprocess.Popen(
+        [executable, "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload",
+         "--config", str(REPO / "langgraph.json")],
+        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/ok", timeout=2) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"langgraph dev did not come up:\n{(root / 'server.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url, root / "index", corpus
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+        log.close()
+
+
+def test_both_graphs_are_served_with_the_context_form(served):
+    from langgraph_sdk import get_client
+
+    url, _, _ = served
+
+    async def check():
+        client = get_client(url=url)
+        assistants = {a["graph_id"]: a["assistant_id"] for a in await client.assistants.search()}
+        assert set(assistants) == {"citewise", "index"}
+        schemas = await client.assistants.get_schemas(assistants["citewise"])
+        assert list(schemas["input_schema"]["properties"]) == ["messages"]
+        context = schemas["context_schema"]["properties"]
+        for knob in ("index_dir", "model", "k", "alpha", "n_samples", "threshold_floor", "max_rewrites",
+                     "score_prompt"):
+            assert knob in context
+
+    asyncio.run(check())
+
+
+def test_a_question_gets_a_cited_local_answer_through_the_sdk(served):
+    from langgraph_sdk import get_client
+
+    from citewise.index import Index
+
+    url, index_dir, _ = served
+
+    async def ask():
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        return await client.runs.wait(
+            thread["thread_id"], "citewise",
+            input={"messages": [{"role": "user", "content": "Where did Perseverance land?"}]},
+            context={"index_dir": str(index_dir)},
+        )
+
+    result = asyncio.run(ask())
+    assert result["mode"] == "local"
+    assert "Jezero" in result["answer"]
+    assert result["citations"], result["answer"]
+    with Index.open(index_dir) as index:
+        stored = index.chunks([c["chunk_id"] for c in result["citations"]])
+    assert {c["chunk_id"] for c in result["citations"]} <= set(stored)
+    assert result["messages"][-1]["type"] == "ai"
+
+
+def test_the_index_graph_reports_an_unchanged_file(served):
+    from langgraph_sdk import get_client
+
+    url, index_dir, corpus = served
+
+    async def ingest():
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        return await client.runs.wait(
+            thread["thread_id"], "index", input={"paths": [str(corpus)]}, context={"index_dir": str(index_dir)}
+        )
+
+    result = asyncio.run(ingest())
+    assert result["report"]["unchanged_files"] == 1
+    assert result["report"]["documents_added"] == 0
+    assert result["stats"]["documents"] == len(DOCS)
+    assert result["stats"]["consistent"] is True

@@ -1,0 +1,881 @@
+"""An OpenAI-compatible chat server (plus Cohere's v2 rerank) on loopback, scripted by tests and benchmarks.
+
+The real `openai` and `cohere` clients talk to it over HTTP, so retries, timeouts, `n` samples,
+structured-output methods and streaming are exercised the way a provider would exercise them::
+
+    with FakeOpenAI(SchemaResponder(), delay=0.5) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)        # http://127.0.0.1:PORT/v1
+        monkeypatch.setenv("COHERE_BASE_URL", server.root_url)        # cohere.ClientV2 posts to /v2/rerank
+        server.script([Fail(429), {"query": "q", "sub_queries": []}])  # consumed in order, then the responder
+        ...
+        assert server.chat_requests[0].body["n"] == 3
+
+Replies (from the script or the responder, which gets the parsed request body):
+- `str`: the message content; `dict` / `list`: JSON content, or a tool call when the request forces a tool;
+- `ToolCall(name, arguments)`: a tool call; `Choices([...])`: one reply per choice when `n` > 1
+  (any other reply is repeated for every choice);
+- `Fail(status)`: an error response; `Delay(seconds, reply)`: wait, then reply (None: ask the responder);
+- `Hang(seconds)`: answer nothing until the client has given up (or the server stops).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import math
+import re
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "Choices",
+    "Delay",
+    "Fail",
+    "FakeOpenAI",
+    "Hang",
+    "Recorded",
+    "SchemaResponder",
+    "ToolCall",
+    "overlap_score",
+    "prompt_text",
+]
+
+
+# replies ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fail:
+    """Answer with an HTTP error (429 rate limit, 500 server error, 400 bad request, ...)."""
+
+    status: int = 500
+    message: str = "scripted failure"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Wait `seconds`, then send `reply` (None: whatever the responder says)."""
+
+    seconds: float
+    reply: Any = None
+
+
+@dataclass(frozen=True)
+class Hang:
+    """Send nothing for `seconds` (or until the server stops): longer than the client's timeout."""
+
+    seconds: float = 60.0
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call reply: the function name and its arguments (a dict, or a raw string for malformed ones)."""
+
+    name: str
+    arguments: dict[str, Any] | str
+
+
+@dataclass(frozen=True)
+class Choices:
+    """One reply per choice of an `n` > 1 request (cycled when shorter than `n`)."""
+
+    replies: list[Any]
+
+
+@dataclass
+class Recorded:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    started: float
+    """time.monotonic() when the request arrived."""
+    status: int | None = None
+    """The HTTP status answered (None: nothing was sent, e.g. a Hang)."""
+    response: Any = None
+    """The JSON answered (for a stream: the completion the chunks were cut from)."""
+
+    @property
+    def text(self) -> str:
+        """All message text of a chat request (prompts, as the model would read them)."""
+        return prompt_text(self.body if isinstance(self.body, dict) else {})
+
+
+Responder = Callable[[dict[str, Any]], Any]
+
+
+def default_responder(request: dict[str, Any]) -> Any:
+    """Reply "ok" to anything."""
+    return "ok"
+
+
+# the server ---------------------------------------------------------------------------------------------
+
+
+class FakeOpenAI:
+    """A scripted OpenAI-compatible server on 127.0.0.1 (random port) in a daemon thread."""
+
+    def __init__(
+        self,
+        responder: Responder | None = None,
+        *,
+        delay: float = 0.0,
+        reject_json_schema: bool = False,
+        reject_tools: bool = False,
+        reject_json_mode: bool = False,
+        ignore_n: bool = False,
+        model: str = "fake-model",
+    ) -> None:
+        """Configure the server; `start()` (or `with`) runs it.
+
+        Args:
+            responder: Called with the parsed request body when the script is empty (default: "ok").
+            delay: Seconds every chat and rerank request waits before it is answered (benchmarks).
+            reject_json_schema: Answer 400 to `response_format` `json_schema`, as servers without it do.
+            reject_tools: Answer 400 to requests with `tools`.
+            reject_json_mode: Answer 400 to `response_format` `json_object`.
+            ignore_n: Return one choice whatever `n` asks for (as llama.cpp and Ollama do).
+            model: The model name reported by GET /v1/models.
+        """
+        self.responder: Responder = responder or default_responder
+        self.delay = delay
+        self.reject_json_schema = reject_json_schema
+        self.reject_tools = reject_tools
+        self.reject_json_mode = reject_json_mode
+        self.ignore_n = ignore_n
+        self.model = model
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._scripts: dict[str, deque[Any]] = {"chat": deque(), "rerank": deque()}
+        self._requests: list[Recorded] = []
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle --------------------------------------------------------------------------------------
+
+    def start(self) -> FakeOpenAI:
+        """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        handler = type("Handler", (_Handler,), {"fake": self})
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        httpd.daemon_threads = True
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Release hanging requests, stop serving and close the socket."""
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        if self._httpd is None:
+            raise RuntimeError("the fake server is not running")
+        return self._httpd.server_address[1]
+
+    @property
+    def root_url(self) -> str:
+        """http://127.0.0.1:PORT (COHERE_BASE_URL: the cohere client appends /v2/rerank)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """http://127.0.0.1:PORT/v1 (OPENAI_BASE_URL)."""
+        return f"{self.root_url}/v1"
+
+    # scripting and inspection -----------------------------------------------------------------------
+
+    def script(self, replies: Iterable[Any], *, endpoint: str = "chat") -> None:
+        """Queue replies for the next requests of `endpoint` ("chat" or "rerank"), before the responder."""
+        if endpoint not in self._scripts:
+            raise ValueError(f"unknown endpoint {endpoint!r}: use 'chat' or 'rerank'")
+        with self._lock:
+            self._scripts[endpoint].extend(replies)
+
+    @property
+    def scripted_left(self) -> int:
+        """Scripted replies not consumed yet (all endpoints)."""
+        with self._lock:
+            return sum(len(queue) for queue in self._scripts.values())
+
+    @property
+    def requests(self) -> list[Recorded]:
+        """Every request received, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def chat_requests(self) -> list[Recorded]:
+        """The POST /v1/chat/completions requests."""
+        return [r for r in self.requests if r.path.rstrip("/").endswith("/chat/completions")]
+
+    @property
+    def rerank_requests(self) -> list[Recorded]:
+        """The POST /v2/rerank requests."""
+        return [r for r in self.requests if r.path.rstrip("/").endswith("/rerank")]
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being answered right now."""
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests answered at the same time since start (or `reset`)."""
+        with self._lock:
+            return self._max_in_flight
+
+    def reported_usage(self) -> dict[str, int]:
+        """Token usage summed over the chat completions answered (what a client should have counted)."""
+        total = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        for recorded in self.chat_requests:
+            if recorded.status == 200 and isinstance(recorded.response, dict):
+                for key in total:
+                    total[key] += int(recorded.response.get("usage", {}).get(key, 0))
+        return total
+
+    def reset(self) -> None:
+        """Forget recorded requests, scripts and the in-flight maximum."""
+        with self._lock:
+            self._requests.clear()
+            for queue in self._scripts.values():
+                queue.clear()
+            self._max_in_flight = self._in_flight
+
+    # used by the handler ----------------------------------------------------------------------------
+
+    def _record(self, recorded: Recorded) -> None:
+        with self._lock:
+            self._requests.append(recorded)
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _next(self, endpoint: str, body: dict[str, Any]) -> Any:
+        with self._lock:
+            queue = self._scripts[endpoint]
+            if queue:
+                return queue.popleft()
+        if endpoint == "rerank":
+            return None
+        return self.responder(body)
+
+    def _sleep(self, seconds: float) -> bool:
+        """Sleep; False when the server is stopping."""
+        return not self._stopping.wait(seconds) if seconds > 0 else not self._stopping.is_set()
+
+
+# wire format --------------------------------------------------------------------------------------------
+
+
+def _tokens(text: str) -> int:
+    """A rough token count (four characters per token)."""
+    return math.ceil(len(text) / 4) if text else 0
+
+
+def prompt_text(request: dict[str, Any]) -> str:
+    """All the text of a chat request's messages, joined by blank lines."""
+    parts: list[str] = []
+    for message in request.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts.extend(p.get("text", "") for p in content if isinstance(p, dict))
+    return "\n\n".join(parts)
+
+
+def _forced_tool(request: dict[str, Any]) -> str | None:
+    """The function a request forces (tool_choice naming it, or a single tool with tool_choice required)."""
+    tools = request.get("tools") or []
+    choice = request.get("tool_choice")
+    if not tools or choice in ("none", "NONE"):
+        return None
+    if isinstance(choice, dict):
+        return (choice.get("function") or {}).get("name")
+    if choice in ("required", "REQUIRED", "any") or len(tools) == 1:
+        return (tools[0].get("function") or {}).get("name")
+    return None
+
+
+def _message(reply: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """One choice's assistant message for a reply."""
+    tool = _forced_tool(request)
+    if isinstance(reply, dict) and tool:
+        reply = ToolCall(tool, reply)
+    if isinstance(reply, ToolCall):
+        arguments = reply.arguments if isinstance(reply.arguments, str) else json.dumps(reply.arguments)
+        call = {
+            "id": f"call_{uuid.uuid4().hex[:24]}",
+            "type": "function",
+            "function": {"name": reply.name, "arguments": arguments},
+        }
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+    if isinstance(reply, dict | list):
+        return {"role": "assistant", "content": json.dumps(reply)}
+    return {"role": "assistant", "content": str(reply)}
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    text = message.get("content") or ""
+    for call in message.get("tool_calls") or []:
+        text += call["function"]["name"] + call["function"]["arguments"]
+    return text
+
+
+def completion(request: dict[str, Any], replies: list[Any], model: str) -> dict[str, Any]:
+    """A chat.completion object with one choice per reply and usage estimated from text length."""
+    messages = [_message(reply, request) for reply in replies]
+    prompt_tokens = _tokens(prompt_text(request))
+    completion_tokens = sum(_tokens(_message_text(m)) for m in messages)
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model") or model,
+        "system_fingerprint": "fp_fake",
+        "choices": [
+            {
+                "index": i,
+                "message": m,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if m.get("tool_calls") else "stop",
+            }
+            for i, m in enumerate(messages)
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def stream_chunks(request: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chat.completion.chunk objects that stream `body` (a completion), usage last when asked for."""
+    base = {
+        "id": body["id"],
+        "object": "chat.completion.chunk",
+        "created": body["created"],
+        "model": body["model"],
+        "system_fingerprint": body["system_fingerprint"],
+    }
+    chunks: list[dict[str, Any]] = []
+    for choice in body["choices"]:
+        i, message = choice["index"], choice["message"]
+        chunks.append(
+            {
+                **base,
+                "choices": [
+                    {
+                        "index": i,
+                        "delta": {"role": "assistant", "content": ""},
+                        "logprobs": None,
+                        "finish_reason": None,
+                    }
+                ],
+            }
+        )
+        for piece in re.findall(r"\S*\s*", message.get("content") or ""):
+            if piece:
+                chunks.append(
+                    {
+                        **base,
+                        "choices": [
+                            {"index": i, "delta": {"content": piece}, "logprobs": None, "finish_reason": None}
+                        ],
+                    }
+                )
+        for n, call in enumerate(message.get("tool_calls") or []):
+            delta = {
+                "tool_calls": [
+                    {"index": n, "id": call["id"], "type": "function", "function": call["function"]}
+                ]
+            }
+            chunks.append(
+                {**base, "choices": [{"index": i, "delta": delta, "logprobs": None, "finish_reason": None}]}
+            )
+        chunks.append(
+            {
+                **base,
+                "choices": [
+                    {"index": i, "delta": {}, "logprobs": None, "finish_reason": choice["finish_reason"]}
+                ],
+            }
+        )
+    if (request.get("stream_options") or {}).get("include_usage"):
+        chunks.append({**base, "choices": [], "usage": body["usage"]})
+    return chunks
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    "the a an and or of to in on for is are was were be by with what which who how why when where does "
+    "do did it its this that these those as at from into about than then there their them they you your "
+    "not no".split()
+)
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def overlap_score(query: str, text: str) -> float:
+    """Share of the query's content words found in the text (0..1): a deterministic relevance."""
+    query_words = _words(query)
+    if not query_words:
+        return 0.0
+    return len(query_words & _words(text)) / len(query_words)
+
+
+def rerank_response(request: dict[str, Any]) -> dict[str, Any]:
+    """A Cohere v2 rerank response ranking documents by word overlap with the query (ties: input order)."""
+    documents = [d if isinstance(d, str) else json.dumps(d) for d in request.get("documents") or []]
+    scored = [(i, round(overlap_score(request.get("query", ""), d), 6)) for i, d in enumerate(documents)]
+    scored.sort(key=lambda pair: (-pair[1], pair[0]))
+    top_n = request.get("top_n")
+    if isinstance(top_n, int) and top_n > 0:
+        scored = scored[:top_n]
+    return {
+        "id": str(uuid.uuid4()),
+        "results": [{"index": i, "relevance_score": s} for i, s in scored],
+        "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}},
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Serves one connection; `fake` is set on a per-server subclass."""
+
+    protocol_version = "HTTP/1.1"
+    fake: FakeOpenAI
+    current: Recorded | None = None
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+        """Stay quiet."""
+
+    # helpers -----------------------------------------------------------------------------------------
+
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        if self.current is not None:
+            self.current.status, self.current.response = status, payload
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _send_events(self, chunks: list[dict[str, Any]], completion: dict[str, Any]) -> None:
+        if self.current is not None:
+            self.current.status, self.current.response = 200, completion
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for chunk in chunks:
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        self.close_connection = True
+
+    def _fail(self, fail: Fail, endpoint: str) -> None:
+        if endpoint == "rerank":
+            payload: dict[str, Any] = {"message": fail.message}
+        else:
+            kind = {
+                400: "invalid_request_error",
+                401: "authentication_error",
+                404: "not_found_error",
+                429: "rate_limit_error",
+            }.get(fail.status, "server_error")
+            payload = {"error": {"message": fail.message, "type": kind, "param": None, "code": None}}
+        self._send_json(fail.status, payload, fail.headers)
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            return json.loads(raw or b"null")
+        except json.JSONDecodeError:
+            return raw.decode(errors="replace")
+
+    # routes ------------------------------------------------------------------------------------------
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        """GET /v1/models."""
+        self.current = Recorded("GET", self.path, dict(self.headers), None, time.monotonic())
+        self.fake._record(self.current)
+        if self.path.rstrip("/").endswith("/models"):
+            model = {"id": self.fake.model, "object": "model", "created": 0, "owned_by": "citewise-tests"}
+            self._send_json(200, {"object": "list", "data": [model]})
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found_error"}})
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        """POST /v1/chat/completions and /v2/rerank."""
+        body = self._body()
+        self.current = Recorded("POST", self.path, dict(self.headers), body, time.monotonic())
+        self.fake._record(self.current)
+        path = self.path.split("?")[0].rstrip("/")
+        if path.endswith("/chat/completions"):
+            endpoint = "chat"
+        elif path.endswith("/rerank"):
+            endpoint = "rerank"
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found_error"}})
+            return
+        if not isinstance(body, dict):
+            self._fail(Fail(400, "the request body is not a JSON object"), endpoint)
+            return
+        self.fake._enter()
+        try:
+            self._answer(endpoint, body)
+        finally:
+            self.fake._leave()
+
+    def _answer(self, endpoint: str, body: dict[str, Any]) -> None:
+        fake = self.fake
+        if not fake._sleep(fake.delay):
+            self.close_connection = True
+            return
+        if endpoint == "chat" and (rejection := self._rejection(body)):
+            self._fail(Fail(400, rejection), endpoint)
+            return
+        reply = fake._next(endpoint, body)
+        while isinstance(reply, Delay | Hang):
+            if isinstance(reply, Hang):
+                fake._sleep(reply.seconds)
+                self.close_connection = True  # the client has given up: answer nothing
+                return
+            if not fake._sleep(reply.seconds):
+                self.close_connection = True
+                return
+            reply = reply.reply if reply.reply is not None else fake._next(endpoint, body)
+        if isinstance(reply, Fail):
+            self._fail(reply, endpoint)
+            return
+        if endpoint == "rerank":
+            self._send_json(200, reply if isinstance(reply, dict) else rerank_response(body))
+            return
+        n = 1 if fake.ignore_n else max(1, int(body.get("n") or 1))
+        if isinstance(reply, Choices):
+            replies = [reply.replies[i % len(reply.replies)] for i in range(n)]
+        else:
+            replies = [reply] * n
+        payload = completion(body, replies, fake.model)
+        if body.get("stream"):
+            self._send_events(stream_chunks(body, payload), payload)
+        else:
+            self._send_json(200, payload)
+
+    def _rejection(self, body: dict[str, Any]) -> str | None:
+        fake = self.fake
+        kind = (body.get("response_format") or {}).get("type")
+        if fake.reject_json_schema and kind == "json_schema":
+            return "'response_format' of type 'json_schema' is not supported by this server"
+        if fake.reject_json_mode and kind == "json_object":
+            return "'response_format' of type 'json_object' is not supported by this server"
+        if fake.reject_tools and body.get("tools"):
+            return "'tools' are not supported by this server"
+        return None
+
+
+# deterministic answers for citewise's prompts -----------------------------------------------------------
+
+KNOWN_SCHEMAS = ("RelevanceScores", "Reflections", "CriticVerdicts", "SupportMap", "RewrittenQuery")
+
+# innermost tags, evidence with an id: a prompt's prose may mention "<question>" and "<evidence>" tags too
+_EVIDENCE = re.compile(
+    r"<evidence\b([^>]*\bid=\"[^\"]*\"[^>]*)>((?:(?!<evidence\b).)*?)</evidence>", re.DOTALL
+)
+_ATTR_ID = re.compile(r'\bid="([^"]*)"')
+_LABEL = re.compile(r"\bE\d+\b(?!\.\d)")
+_LINE_LABEL = re.compile(r"\bE\d+\.\d+\b")
+_QUESTION = re.compile(r"<question\b[^>]*>((?:(?!<question\b).)*?)</question>", re.DOTALL)
+_COUNT = re.compile(r"\(1 to (\d+)\)")
+_NUMBERED = re.compile(r"^\s*\[?(\d+)[\].):]\s+\S", re.MULTILINE)
+_SCHEMA_NAME = re.compile(r"schema named (\w+)")
+_JSON_BLOCK = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+@dataclass
+class _Prompt:
+    """What a responder reads from a request's prompt."""
+
+    text: str
+    question: str
+    evidence: dict[str, str]
+    labels: list[str]
+    line_labels: list[str]
+
+    @classmethod
+    def read(cls, request: dict[str, Any]) -> _Prompt:
+        text = prompt_text(request)
+        evidence: dict[str, str] = {}
+        for attributes, body in _EVIDENCE.findall(text):
+            found = _ATTR_ID.search(attributes)
+            if found:
+                evidence.setdefault(html.unescape(found.group(1)), html.unescape(body).strip())
+        labels = list(evidence) or _unique(_LABEL.findall(text))
+        question = _QUESTION.search(text)
+        return cls(
+            text=text,
+            question=html.unescape(question.group(1)).strip() if question else "",
+            evidence=evidence,
+            labels=labels,
+            line_labels=_unique(_LINE_LABEL.findall(text)),
+        )
+
+    def sentence_count(self) -> int:
+        found = _COUNT.search(self.text)
+        if found:
+            return int(found.group(1))
+        numbers = [int(n) for n in _NUMBERED.findall(self.text)]
+        return max(numbers, default=1)
+
+
+class SchemaResponder:
+    """Valid, deterministic replies to citewise's structured-output and writing requests.
+
+    It reads the request: a `json_schema` response_format, a forced tool, or (json mode) the schema spelled
+    out in the prompt names the output model; evidence labels (E1, E2, ...), sentence-line labels (E1.2) and
+    the question come from the prompt. Relevance scores are `scores[label]` when given, otherwise the word
+    overlap of the question with the evidence text (x100), or a hash of the label when there is no question.
+    Free-text requests get an answer that quotes and cites the first evidence ("... [E1]."), or the question
+    itself when there is no evidence (a condense call).
+    """
+
+    def __init__(
+        self,
+        *,
+        scores: dict[str, int] | None = None,
+        jitter: int = 0,
+        delay: float = 0.0,
+        answer: str | None = None,
+        supported: bool = True,
+    ) -> None:
+        """Configure the replies.
+
+        Args:
+            scores: Fixed relevance per label (E1 -> 80); others are computed.
+            jitter: Sample i of an n-sample request moves the score by (0, +jitter, -jitter)[i % 3].
+            delay: Seconds each reply waits (a stand-in for model latency in benchmarks).
+            answer: A fixed free-text answer instead of the quoting one.
+            supported: What SupportMap says about every sentence.
+        """
+        self.scores = dict(scores or {})
+        self.jitter = jitter
+        self.delay = delay
+        self.answer = answer
+        self.supported = supported
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        """The reply for one request (wrapped in a Delay when a delay is set)."""
+        reply = self.reply(request)
+        return Delay(self.delay, reply) if self.delay > 0 else reply
+
+    def reply(self, request: dict[str, Any]) -> Any:
+        """The reply, without delay."""
+        prompt = _Prompt.read(request)
+        n = max(1, int(request.get("n") or 1))
+        name, schema, tool = self._target(request, prompt)
+        if name is None and schema is None:
+            return self.answer if self.answer is not None else self.free_text(prompt)
+        objects = [self.build(name, schema or {}, prompt, i) for i in range(n)]
+        replies: list[Any] = [ToolCall(tool, o) for o in objects] if tool else objects
+        return Choices(replies) if n > 1 else replies[0]
+
+    # what is asked -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _target(request: dict[str, Any], prompt: _Prompt) -> tuple[str | None, dict | None, str | None]:
+        """(schema name, JSON schema, tool name when answering with a tool call)."""
+        response_format = request.get("response_format") or {}
+        if response_format.get("type") == "json_schema":
+            spec = response_format.get("json_schema") or {}
+            return spec.get("name"), spec.get("schema"), None
+        tool = _forced_tool(request)
+        if tool:
+            for entry in request.get("tools") or []:
+                function = entry.get("function") or {}
+                if function.get("name") == tool:
+                    return tool, function.get("parameters"), tool
+        if response_format.get("type") in ("json_object", "json_mode"):
+            named = _SCHEMA_NAME.search(prompt.text)
+            name = named.group(1) if named else next((k for k in KNOWN_SCHEMAS if k in prompt.text), None)
+            schema = None
+            for block in _JSON_BLOCK.findall(prompt.text):
+                try:
+                    candidate = json.loads(block)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(candidate, dict) and "properties" in candidate:
+                    schema = candidate
+                    break
+            return name or "object", schema, None
+        return None, None, None
+
+    # values ------------------------------------------------------------------------------------------
+
+    def score(self, label: str, prompt: _Prompt, sample: int = 0) -> int:
+        """The relevance of one label for sample `sample` (0..100)."""
+        if label in self.scores:
+            base = self.scores[label]
+        elif prompt.question and label in prompt.evidence:
+            base = round(100 * overlap_score(prompt.question, prompt.evidence[label]))
+        else:
+            base = int(hashlib.sha256(label.encode()).hexdigest(), 16) % 101
+        offset = (0, self.jitter, -self.jitter)[sample % 3]
+        return max(0, min(100, base + offset))
+
+    def build(self, name: str | None, schema: dict[str, Any], prompt: _Prompt, sample: int = 0) -> Any:
+        """A valid object for a known citewise schema, else one generated from the JSON schema."""
+        labels = prompt.labels
+        if name == "RelevanceScores":
+            return {"scores": [{"id": label, "score": self.score(label, prompt, sample)} for label in labels]}
+        if name == "Reflections":
+            return {
+                "items": [
+                    {
+                        "id": label,
+                        "score": self.score(label, prompt, sample),
+                        "justification": f"Deterministic test reflection for {label}.",
+                    }
+                    for label in labels
+                ]
+            }
+        if name == "CriticVerdicts":
+            return {
+                "items": [
+                    {
+                        "id": label,
+                        "score": self.score(label, prompt, sample),
+                        "reason": f"Deterministic test verdict for {label}.",
+                    }
+                    for label in labels
+                ]
+            }
+        if name == "SupportMap":
+            lines = prompt.line_labels
+            return {
+                "sentences": [
+                    {
+                        "sentence": k,
+                        "sources": [lines[(k - 1) % len(lines)]] if lines and self.supported else [],
+                        "supported": self.supported,
+                    }
+                    for k in range(1, prompt.sentence_count() + 1)
+                ]
+            }
+        if name == "RewrittenQuery":
+            return {"query": prompt.question or "test query", "sub_queries": []}
+        return _instance(schema, schema.get("$defs", {}), prompt, self, sample)
+
+    def free_text(self, prompt: _Prompt) -> str:
+        """Quote and cite the first two evidence passages; else echo the question."""
+        cited = []
+        for label in prompt.labels[:2]:
+            text = prompt.evidence.get(label, "")
+            first = _SENTENCE_END.split(text.strip())[0].rstrip(" .!?") if text.strip() else "It is so"
+            cited.append(f"{first} [{label}].")
+        if cited:
+            return " ".join(cited)
+        if prompt.question:
+            return prompt.question
+        return "This is a test answer."
+
+
+def _instance(
+    schema: dict[str, Any],
+    defs: dict[str, Any],
+    prompt: _Prompt,
+    responder: SchemaResponder,
+    sample: int,
+    key: str = "",
+    label: str | None = None,
+) -> Any:
+    """A value valid for a JSON schema, filled with the prompt's labels where an `id` is asked for."""
+    if "$ref" in schema:
+        schema = defs.get(schema["$ref"].split("/")[-1], {})
+    for union in ("anyOf", "oneOf"):
+        if union in schema:
+            options = [s for s in schema[union] if s.get("type") != "null"] or schema[union]
+            return _instance(options[0], defs, prompt, responder, sample, key, label)
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        return {
+            k: _instance(v, defs, prompt, responder, sample, k, label)
+            for k, v in (schema.get("properties") or {}).items()
+        }
+    if kind == "array":
+        items = schema.get("items") or {}
+        resolved = defs.get(items["$ref"].split("/")[-1], {}) if "$ref" in items else items
+        if "id" in (resolved.get("properties") or {}) and prompt.labels:
+            return [_instance(resolved, defs, prompt, responder, sample, key, lab) for lab in prompt.labels]
+        return [_instance(items, defs, prompt, responder, sample, key, label)]
+    if kind == "string":
+        if key in ("id", "label") and (label or prompt.labels):
+            return label or prompt.labels[0]
+        return f"test {key or 'text'}" + (f" for {label}" if label else "")
+    if kind in ("integer", "number"):
+        if "score" in key and label:
+            return responder.score(label, prompt, sample)
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return True
+    return None
