@@ -6,6 +6,7 @@ progress bars on stderr (and stays quiet when stderr is not a terminal).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -111,20 +112,37 @@ def ingest(
     index: IndexOption = DEFAULT_INDEX,
     chroma_url: ChromaOption = None,
     threshold: Annotated[
-        float, typer.Option(help="Semantic chunking: cosine drop that starts a chunk.")
-    ] = 0.8,
-    max_chars: Annotated[int, typer.Option(help="Semantic chunking: largest chunk in characters.")] = 500,
-    min_chars: Annotated[int, typer.Option(help="Semantic chunking: a chunk grows at least to this.")] = 0,
+        float | None, typer.Option(help="Semantic chunking: cosine drop that starts a chunk [default: 0.8].")
+    ] = None,
+    max_chars: Annotated[
+        int | None, typer.Option(help="Semantic chunking: largest chunk in characters [default: 500].")
+    ] = None,
+    min_chars: Annotated[
+        int | None, typer.Option(help="Semantic chunking: a chunk grows at least to this [default: 0].")
+    ] = None,
     reembed: Annotated[
-        bool, typer.Option(help="Embed chunk texts instead of pooling sentence vectors.")
-    ] = False,
+        bool | None, typer.Option(help="Embed chunk texts instead of pooling sentence vectors.")
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or summary.")] = False,
 ) -> None:
-    """Add documents to the index (unchanged files are skipped; changed ones replace their old chunks)."""
-    try:
-        chunking = ChunkingConfig(threshold, max_chars, min_chars, "embed" if reembed else "pooled")
-    except ValueError as error:
-        raise _fail(str(error)) from error
+    """Add documents to the index (unchanged files are skipped; changed ones replace their old chunks).
+
+    Chunking options apply to a new index; an existing one keeps the settings it was built with, and
+    asking for different ones is refused.
+    """
+    given = {"threshold": threshold, "max_chars": max_chars, "min_chars": min_chars}
+    given |= {"vectors": None if reembed is None else ("embed" if reembed else "pooled")}
+    given = {key: value for key, value in given.items() if value is not None}
+    chunking = None
+    if given:
+        stored = None
+        if (index / "docs.sqlite3").exists():
+            with _open(index, chroma_url, create=False) as existing:
+                stored = existing.chunking
+        try:
+            chunking = dataclasses.replace(stored or ChunkingConfig(), **given)
+        except ValueError as error:
+            raise _fail(str(error)) from error
     with _open(index, chroma_url, chunking) as opened:
         report = ingest_paths(opened, paths, quiet)
     nothing_done = not report.documents_added and not report.unchanged_files and not report.documents_removed

@@ -22,7 +22,9 @@ import re
 import threading
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -403,6 +405,24 @@ def _zero() -> StageUsage:
     return {"calls": 0, "input_tokens": 0, "output_tokens": 0}
 
 
+_node_usage: ContextVar[UsageMeter | None] = ContextVar("citewise_node_usage", default=None)
+
+
+@contextmanager
+def usage_scope() -> Iterator[UsageMeter]:
+    """Count the requests made inside this block (one node run) apart from every other run's.
+
+    Models are shared by the runs of a process, so their own meters mix concurrent runs; inside a scope,
+    `take_usage()` hands out only what this block's requests spent.
+    """
+    meter = UsageMeter()
+    token = _node_usage.set(meter)
+    try:
+        yield meter
+    finally:
+        _node_usage.reset(token)
+
+
 class UsageMeter:
     """Calls and tokens per stage: the total of the run, and what has not been taken by a node yet."""
 
@@ -419,6 +439,9 @@ class UsageMeter:
                 entry["calls"] += calls
                 entry["input_tokens"] += input_tokens
                 entry["output_tokens"] += output_tokens
+        scoped = _node_usage.get()
+        if scoped is not None and scoped is not self:
+            scoped.add(stage, calls=calls, input_tokens=input_tokens, output_tokens=output_tokens)
 
     def usage(self) -> dict[str, StageUsage]:
         """Everything counted so far, per stage."""
@@ -577,7 +600,7 @@ class LLM:
 
     def take_usage(self, stage: str | None = None) -> dict[str, StageUsage]:
         """Usage counted since the last take (of one stage, or all): a node returns it as {"usage": ...}."""
-        return self.meter.take(stage)
+        return (_node_usage.get() or self.meter).take(stage)
 
     async def text(self, messages: Messages, *, stage: str, stream: bool = False) -> str:
         """Free text. `stream=True` only for the answer the user watches; other calls are tagged nostream."""
@@ -894,7 +917,7 @@ class Reranker:
 
     def take_usage(self, stage: str | None = None) -> dict[str, StageUsage]:
         """Rerank calls since the last take."""
-        return self.meter.take(stage)
+        return (_node_usage.get() or self.meter).take(stage)
 
 
 def reranker(context: Context) -> Reranker | None:

@@ -135,7 +135,8 @@ class DocStore:
             )
             self.db.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            if self.db.in_transaction:  # an interrupt can land after COMMIT: then there is nothing to undo
+                self.db.execute("ROLLBACK")
             raise
 
     # meta -----------------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import json
 import logging
 import sqlite3
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -35,7 +36,7 @@ from citewise.index.embeddings import Embedder, default_embedder
 from citewise.index.fusion import drop_redundant, rank, reciprocal_rank_fusion, weighted_fusion
 from citewise.index.lexical import LexicalIndex
 from citewise.index.loaders import iter_files, load_path
-from citewise.index.vectors import VectorIndex, make_client
+from citewise.index.vectors import COLLECTION, VectorIndex, make_client
 
 logger = logging.getLogger(__name__)
 
@@ -196,10 +197,15 @@ class Index:
                 f"index {root} was built with embedding model {stored_model!r}, not {embedder.name!r}"
             )
         client = make_client(root, chroma_url)
+        collection = docstore.get_meta("collection")
+        if collection is None:  # one collection per index, so that indexes can share a Chroma server
+            made_before = docstore.counts()["chunks"] > 0
+            collection = COLLECTION if made_before else f"citewise_{uuid.uuid4().hex[:16]}"
+            docstore.set_meta("collection", collection)
         index = cls(
             root,
             docstore,
-            VectorIndex(client, embedder),
+            VectorIndex(client, embedder, collection),
             LexicalIndex(root),
             embedder,
             chunking,
@@ -222,7 +228,8 @@ class Index:
     def sync(self) -> None:
         """Bring Chroma and BM25 up to the document store's generation (after an interrupted write)."""
         generation = self.docstore.generation
-        if self.docstore.get_meta(self._chroma_key) != str(generation):
+        behind = self.docstore.get_meta(self._chroma_key) != str(generation)
+        if behind or self.vectors.count() != self.docstore.counts()["chunks"]:  # e.g. a server lost its data
             self._reconcile_chroma()
             self.docstore.set_meta(self._chroma_key, str(generation))
         if self.lexical.generation != generation or self.paragraph_lexical.generation != generation:

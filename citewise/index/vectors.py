@@ -21,6 +21,7 @@ from citewise.index.embeddings import ChromaEmbedding, Embedder
 logger = logging.getLogger(__name__)
 
 COLLECTION = "citewise_chunks"
+"""The collection of indexes made before each index got its own name (kept for them)."""
 
 
 def make_client(root: Path, url: str | None) -> chromadb.ClientAPI:

@@ -27,6 +27,7 @@ def local_condense(history: list[str], question: str) -> str:
     return question
 
 
+@llms.metered
 async def condense(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the standalone question this turn asks."""
     messages = state.get("messages", [])

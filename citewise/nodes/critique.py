@@ -56,6 +56,7 @@ async def _critique_batch(
     return updates
 
 
+@llms.metered
 async def critique(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the critic's score for each borderline chunk (the others keep their reflected score)."""
     context = runtime.context

@@ -46,6 +46,7 @@ def extractive_summary(index: Index, question: str, text: str, count: int) -> st
     return " ".join(parts[i] for i in best)
 
 
+@llms.metered
 async def expand(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the context each kept chunk brings: its paragraph, summarised at its band's length."""
     context = runtime.context

@@ -7,8 +7,10 @@ The async provider clients belong to the event loop they were first used on, so 
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from citewise.context import Context
 
@@ -44,3 +46,19 @@ def models(context: Context) -> tuple[Any, Any]:
         if key not in _cache:
             _cache[key] = (loop, models_for(context))
         return _cache[key][1]
+
+
+Node = TypeVar("Node", bound=Callable[..., Awaitable[Any]])
+
+
+def metered(node: Node) -> Node:
+    """Run a node inside its own usage scope, so the usage it reports is only its own requests'."""
+
+    @functools.wraps(node)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        from citewise.models import usage_scope
+
+        with usage_scope():
+            return await node(*args, **kwargs)
+
+    return run  # type: ignore[return-value]

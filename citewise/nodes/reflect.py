@@ -63,6 +63,7 @@ async def _reflect_batch(
     return updates
 
 
+@llms.metered
 async def reflect(state: State, runtime: Runtime[Context]) -> dict:
     """Decide each chunk's reflected score and the one line that justifies it."""
     context = runtime.context

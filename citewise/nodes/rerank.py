@@ -10,6 +10,7 @@ from typing import TypeVar
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
+from citewise.nodes import llms
 from citewise.state import EvidenceRecord, State
 
 logger = logging.getLogger(__name__)
@@ -30,12 +31,14 @@ def edges_first(ranked: Sequence[T]) -> list[T]:
     return front + back[::-1]
 
 
+@llms.metered
 async def rerank(state: State, runtime: Runtime[Context]) -> dict:
     """Decide which kept chunks the answer sees, and in what order."""
     context = runtime.context
     kept: list[EvidenceRecord] = [r for r in state.get("evidence", []) if r.get("kept")]
     ranked = sorted(kept, key=lambda r: (-r.get("final", 0.0), -r.get("retrieval", 0.0), r["chunk_id"]))
     flags: dict[str, list[str]] = {}
+    usage: dict = {}
     if len(ranked) > 1 and os.environ.get("COHERE_API_KEY"):
         from citewise.models import reranker
 
@@ -49,10 +52,12 @@ async def rerank(state: State, runtime: Runtime[Context]) -> dict:
                 flags = {
                     r["chunk_id"]: [*r.get("flags", []), "rerank failed: score order kept"] for r in ranked
                 }
+            usage = cohere.take_usage()
     ranked = ranked[: context.max_evidence]
     ordered = edges_first(ranked)
     updates = {r["chunk_id"]: {"rank": n} for n, r in enumerate(ordered, start=1)}
     for chunk_id, extra in flags.items():
         updates.setdefault(chunk_id, {})["flags"] = extra
     evidence = [{**r, **updates.get(r["chunk_id"], {"rank": 0})} for r in state.get("evidence", [])]
-    return {"kept": [r["chunk_id"] for r in ordered], "evidence": evidence}
+    result = {"kept": [r["chunk_id"] for r in ordered], "evidence": evidence}
+    return {**result, "usage": usage} if usage else result

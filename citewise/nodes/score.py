@@ -103,6 +103,7 @@ async def _score_batch(
     return updates
 
 
+@llms.metered
 async def score(state: State, runtime: Runtime[Context]) -> dict:
     """Decide each candidate's relevance to the question (mean and spread of n samples)."""
     context = runtime.context

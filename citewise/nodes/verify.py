@@ -85,6 +85,7 @@ def local_support(
     return [scored[0][1]] if scored and scored[0][0] >= minimum else []
 
 
+@llms.metered
 async def verify(state: State, runtime: Runtime[Context]) -> dict:
     """Decide which answer sentences stand, which source lines support them, and the final markers."""
     context = runtime.context

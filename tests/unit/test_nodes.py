@@ -417,6 +417,9 @@ async def test_a_rerank_failure_keeps_earlier_flags(monkeypatch: pytest.MonkeyPa
         async def rerank(self, *args: Any, **kwargs: Any) -> list[tuple[int, float]]:
             raise RuntimeError("cohere down")
 
+        def take_usage(self) -> dict:
+            return {}
+
     monkeypatch.setenv("COHERE_API_KEY", "test")
     monkeypatch.setattr(citewise.models, "reranker", lambda context: FailingReranker())
     earlier = "judge failed (OpenAIAPIError): used retrieval score"

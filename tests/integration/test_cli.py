@@ -1,0 +1,258 @@
+"""The command line (`citewise ingest / search / stats / remove`) driven through Typer's CliRunner."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from citewise.cli import app
+from citewise.index import Index
+from citewise.index.embeddings import Embedder
+
+pytestmark = pytest.mark.integration
+
+runner = CliRunner()
+
+
+def run(*args: str | Path) -> Result:
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def write_records(path: Path, records: list[dict[str, str]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def ingested(
+    tmp_path_factory: pytest.TempPathFactory, small_corpus_records: list[dict[str, str]], embedder: Embedder
+) -> Iterator[Path]:
+    """An index directory filled by `citewise ingest`, shared by the tests that only read it."""
+    root = tmp_path_factory.mktemp("cli")
+    corpus = write_records(root / "corpus.jsonl", small_corpus_records)
+    result = run("ingest", corpus, "--index", root / "idx")
+    assert result.exit_code == 0, result.output
+    yield root / "idx"
+
+
+# ingest ----------------------------------------------------------------------------------------------------
+def test_ingest_prints_the_summary_and_exits_0(
+    tmp_path: Path, small_corpus: Path, embedder: Embedder
+) -> None:
+    index = tmp_path / "idx"
+    result = run("ingest", small_corpus, "--index", index)
+    assert result.exit_code == 0, result.output
+    with Index.open(index, embedder=embedder, create=False) as opened:
+        stats = opened.stats()
+    chunks = stats.chunks_sqlite
+    assert stats.documents == 12 and chunks > 0
+    assert re.search(
+        rf"ingest: 1 files \(1 ingested, 0 unchanged, 0 skipped\); documents \+12 -0; chunks \+{chunks} -0; "
+        r"[\d.]+s",
+        result.stdout,
+    ), result.stdout
+    assert (
+        f"index {index}: 12 documents, 12 paragraphs, {chunks} chunks (chroma {chunks}, bm25 {chunks})"
+        in result.stdout
+    )
+    assert "skipped" not in result.stderr
+
+    again = run("ingest", small_corpus, "--index", index)
+    assert again.exit_code == 0, again.output
+    assert "(0 ingested, 1 unchanged, 0 skipped); documents +0 -0; chunks +0 -0" in again.stdout
+
+
+def test_ingest_quiet_prints_nothing(tmp_path: Path, small_corpus: Path) -> None:
+    result = run("ingest", small_corpus, "--index", tmp_path / "idx", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert json.loads(run("stats", "--json", "--index", tmp_path / "idx").stdout)["documents"] == 12
+
+
+def test_ingest_of_only_an_unsupported_file_exits_1(tmp_path: Path) -> None:
+    slides = tmp_path / "slides.pptx"
+    slides.write_bytes(b"PK\x03\x04 not really a presentation")
+    result = run("ingest", slides, "--index", tmp_path / "idx")
+    assert result.exit_code == 1, result.output
+    assert f"skipped {slides}: unsupported file type '.pptx'" in result.stderr
+    assert "error: nothing was ingested" in result.stderr
+    assert "documents +0 -0" in result.stdout
+    stats = json.loads(run("stats", "--json", "--index", tmp_path / "idx").stdout)
+    assert stats["documents"] == stats["chunks_sqlite"] == 0
+
+
+def test_ingest_of_a_missing_path_exits_1(tmp_path: Path) -> None:
+    result = run("ingest", tmp_path / "nowhere.txt", "--index", tmp_path / "idx")
+    assert result.exit_code == 1, result.output
+    assert "no such file or directory" in result.stderr
+    assert "nothing was ingested" in result.stderr
+
+
+def test_ingest_of_a_good_and_a_bad_file_exits_0_and_reports_the_bad_one(
+    tmp_path: Path, small_corpus: Path
+) -> None:
+    empty = tmp_path / "empty.md"
+    empty.write_text("  \n")
+    result = run("ingest", small_corpus, empty, "--index", tmp_path / "idx")
+    assert result.exit_code == 0, result.output
+    assert f"skipped {empty}: empty file" in result.stderr
+    assert "(1 ingested, 0 unchanged, 1 skipped); documents +12 -0" in result.stdout
+
+
+def test_ingest_rejects_bad_chunking_options(tmp_path: Path, small_corpus: Path) -> None:
+    result = run("ingest", small_corpus, "--index", tmp_path / "idx", "--max-chars", "10")
+    assert result.exit_code == 2
+    assert "max_chars must be at least 50" in result.stderr
+    assert not (tmp_path / "idx").exists()
+
+
+def test_ingest_with_other_chunking_on_a_filled_index_exits_2(ingested: Path, small_corpus: Path) -> None:
+    result = run("ingest", small_corpus, "--index", ingested, "--threshold", "0.5")
+    assert result.exit_code == 2
+    assert "was built with chunking" in result.stderr and "new --index directory" in result.stderr
+
+
+def test_adding_files_keeps_the_settings_the_index_was_built_with(tmp_path: Path, small_corpus: Path) -> None:
+    index = tmp_path / "idx"
+    assert run("ingest", small_corpus, "--index", index, "--threshold", "0.5").exit_code == 0
+    more = tmp_path / "kites.txt"
+    more.write_text("Kites fly on the wind at the end of a long line.\n")
+    result = run("ingest", more, "--index", index)
+    assert result.exit_code == 0, result.output
+    assert "documents +1 -0" in result.stdout
+
+
+def test_ingest_while_another_writer_holds_the_lock_exits_2(tmp_path: Path, small_corpus: Path) -> None:
+    index = tmp_path / "idx"
+    index.mkdir()
+    with open(index / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = run("ingest", small_corpus, "--index", index)
+    assert result.exit_code == 2
+    assert "being written by another process" in result.stderr
+
+
+# search ----------------------------------------------------------------------------------------------------
+def test_search_json_has_hits_with_scores(ingested: Path) -> None:
+    result = run("search", "wild yeast sourdough starter", "--json", "--index", ingested)
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["query"] == "wild yeast sourdough starter" and payload["mode"] == "hybrid"
+    hits = payload["hits"]
+    assert 1 <= len(hits) <= 10
+    assert hits[0]["title"] == "Sourdough baking"
+    assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+    for hit in hits:
+        assert {"chunk_id", "doc_id", "paragraph_id", "title", "section", "text"} <= set(hit)
+        assert all(isinstance(hit[key], float) for key in ("bm25", "dense", "score"))
+    assert hits[0]["bm25"] > 0 and hits[0]["dense"] > 0
+
+
+def test_search_json_in_bm25_mode_with_k(ingested: Path) -> None:
+    result = run("search", "Bitcoin miners", "--json", "--mode", "bm25", "-k", "2", "--index", ingested)
+    assert result.exit_code == 0, result.output
+    hits = json.loads(result.stdout)["hits"]
+    assert 1 <= len(hits) <= 2
+    assert hits[0]["title"] == "Bitcoin and the blockchain"
+    assert all(h["score"] == pytest.approx(h["bm25"]) for h in hits)
+
+
+def test_search_prints_ranked_hits_for_people(ingested: Path) -> None:
+    result = run("search", "glaciers and the ice age", "--index", ingested, "-k", "3", "--fusion", "rrf")
+    assert result.exit_code == 0, result.output
+    first = result.stdout.splitlines()[0]
+    assert re.match(r"^\s+1\. [\d.]+\s+bm25\s+[\d.]+\s+dense [\d.-]+\s+Glaciers and ice ages", first), first
+    assert "glacier" in result.stdout.lower()
+
+
+def test_search_with_docs_ingests_first_and_keeps_stdout_json(tmp_path: Path, small_corpus: Path) -> None:
+    index = tmp_path / "idx"
+    result = run("search", "tides and the moon", "--docs", small_corpus, "--json", "--index", index)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["hits"][0]["title"] == "Ocean tides"
+
+
+def test_search_on_a_missing_index_exits_2_with_a_clear_message(tmp_path: Path) -> None:
+    result = run("search", "anything", "--index", tmp_path / "absent")
+    assert result.exit_code == 2
+    assert f"error: no index at {tmp_path / 'absent'}" in result.stderr
+    assert "citewise ingest" in result.stderr
+    assert not (tmp_path / "absent").exists()
+
+
+def test_search_on_an_empty_index_exits_1(tmp_path: Path, small_corpus: Path) -> None:
+    index = tmp_path / "idx"
+    assert run("ingest", small_corpus, "--index", index, "-q").exit_code == 0
+    assert run("remove", small_corpus, "--index", index).exit_code == 0
+    result = run("search", "vaccines", "--index", index)
+    assert result.exit_code == 1
+    assert "is empty" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "mentions"),
+    [
+        (["--mode", "sparse"], "--mode"),
+        (["--fusion", "max"], "--fusion"),
+        (["-k", "0"], "-k"),
+        (["--alpha", "1.5"], "--alpha"),
+    ],
+)
+def test_bad_search_options_exit_2(ingested: Path, args: list[str], mentions: str) -> None:
+    result = run("search", "vaccines", "--index", ingested, *args)
+    assert result.exit_code == 2
+    assert "Invalid value" in result.stderr and mentions in result.stderr
+
+
+# stats -----------------------------------------------------------------------------------------------------
+def test_stats_json_counts_agree(ingested: Path, embedder: Embedder) -> None:
+    result = run("stats", "--json", "--index", ingested)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["documents"] == 12 and data["files"] == 1
+    assert data["chunks_sqlite"] == data["chunks_chroma"] == data["chunks_bm25"] > 0
+    assert data["consistent"] is True
+    with Index.open(ingested, embedder=embedder, create=False) as opened:
+        assert opened.stats().as_dict() == data
+
+
+def test_stats_for_people_and_on_a_missing_index(ingested: Path, tmp_path: Path) -> None:
+    result = run("stats", "--index", ingested)
+    assert result.exit_code == 0
+    assert re.search(r"^\s+documents: 12$", result.stdout, re.MULTILINE)
+    assert re.search(r"^\s+consistent: True$", result.stdout, re.MULTILINE)
+    missing = run("stats", "--index", tmp_path / "absent")
+    assert missing.exit_code == 2 and "no index at" in missing.stderr
+
+
+# remove ----------------------------------------------------------------------------------------------------
+def test_remove_deletes_the_file_from_the_index(tmp_path: Path, small_corpus: Path) -> None:
+    index = tmp_path / "idx"
+    assert run("ingest", small_corpus, "--index", index, "-q").exit_code == 0
+    result = run("remove", small_corpus, "--index", index)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"remove: 1 files .*documents \+0 -12; chunks \+0 -\d+", result.stdout), result.stdout
+    assert f"index {index}: 0 documents, 0 paragraphs, 0 chunks (chroma 0, bm25 0)" in result.stdout
+    data = json.loads(run("stats", "--json", "--index", index).stdout)
+    assert data["documents"] == data["chunks_sqlite"] == data["chunks_chroma"] == data["chunks_bm25"] == 0
+
+
+def test_remove_of_an_unknown_file_exits_1(ingested: Path, tmp_path: Path) -> None:
+    result = run("remove", tmp_path / "never-ingested.txt", "--index", ingested)
+    assert result.exit_code == 1
+    assert "not in the index" in result.stderr
+    assert "nothing matched in the index" in result.stderr
+    assert json.loads(run("stats", "--json", "--index", ingested).stdout)["documents"] == 12
+
+
+def test_remove_on_a_missing_index_exits_2(tmp_path: Path, small_corpus: Path) -> None:
+    result = run("remove", small_corpus, "--index", tmp_path / "absent")
+    assert result.exit_code == 2 and "no index at" in result.stderr
+    assert not (tmp_path / "absent").exists()
