@@ -20,12 +20,24 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [
-    {"_id": "tea", "title": "Green tea", "text": "Green tea is made from unoxidised leaves of Camellia sinensis. "
-     "It contains catechins such as EGCG, which are antioxidants."},
-    {"_id": "mars", "title": "Mars rovers", "text": "Perseverance landed in Jezero crater in February 2021. "
-     "It collects rock samples for a future return mission."},
-    {"_id": "bread", "title": "Sourdough", "text": "Sourdough bread rises with a culture of wild yeast and lactic "
-     "acid bacteria. The bacteria give the bread its sour taste."},
+    {
+        "_id": "tea",
+        "title": "Green tea",
+        "text": "Green tea is made from unoxidised leaves of Camellia sinensis. "
+        "It contains catechins such as EGCG, which are antioxidants.",
+    },
+    {
+        "_id": "mars",
+        "title": "Mars rovers",
+        "text": "Perseverance landed in Jezero crater in February 2021. "
+        "It collects rock samples for a future return mission.",
+    },
+    {
+        "_id": "bread",
+        "title": "Sourdough",
+        "text": "Sourdough bread rises with a culture of wild yeast and lactic "
+        "acid bacteria. The bacteria give the bread its sour taste.",
+    },
 ]
 
 
@@ -49,13 +61,29 @@ def served(tmp_path_factory):
     assert executable, "langgraph-cli is not installed (pip install -e '.[test]')"
     port = free_port()
     env = os.environ | {
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false",
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "true",
+        "LANGSMITH_TRACING": "false",
     }
     log = (root / "server.log").open("w")
     server = subprocess.Popen(
-        [executable, "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload",
-         "--config", str(REPO / "langgraph.json")],
-        cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            executable,
+            "dev",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-browser",
+            "--no-reload",
+            "--config",
+            str(REPO / "langgraph.json"),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -93,8 +121,16 @@ def test_both_graphs_are_served_with_the_context_form(served):
         schemas = await client.assistants.get_schemas(assistants["citewise"])
         assert list(schemas["input_schema"]["properties"]) == ["messages"]
         context = schemas["context_schema"]["properties"]
-        for knob in ("index_dir", "model", "k", "alpha", "n_samples", "threshold_floor", "max_rewrites",
-                     "score_prompt"):
+        for knob in (
+            "index_dir",
+            "model",
+            "k",
+            "alpha",
+            "n_samples",
+            "threshold_floor",
+            "max_rewrites",
+            "score_prompt",
+        ):
             assert knob in context
 
     asyncio.run(check())
@@ -111,7 +147,8 @@ def test_a_question_gets_a_cited_local_answer_through_the_sdk(served):
         client = get_client(url=url)
         thread = await client.threads.create()
         return await client.runs.wait(
-            thread["thread_id"], "citewise",
+            thread["thread_id"],
+            "citewise",
             input={"messages": [{"role": "user", "content": "Where did Perseverance land?"}]},
             context={"index_dir": str(index_dir)},
         )
@@ -135,7 +172,10 @@ def test_the_index_graph_reports_an_unchanged_file(served):
         client = get_client(url=url)
         thread = await client.threads.create()
         return await client.runs.wait(
-            thread["thread_id"], "index", input={"paths": [str(corpus)]}, context={"index_dir": str(index_dir)}
+            thread["thread_id"],
+            "index",
+            input={"paths": [str(corpus)]},
+            context={"index_dir": str(index_dir)},
         )
 
     result = asyncio.run(ingest())

@@ -808,8 +808,8 @@ class SchemaResponder:
                     for label in labels
                 ]
             }
-        if name == "SupportMap":
-            lines = prompt.line_labels
+        if name == "SupportMap":  # cite lines the prompt really shows, not labels its prose mentions
+            lines = [key for key in prompt.evidence if _LINE_LABEL.fullmatch(key)] or prompt.line_labels
             return {
                 "sentences": [
                     {

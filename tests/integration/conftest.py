@@ -1,0 +1,32 @@
+"""Fixtures of the graph integration tests: a fresh index of the small corpus per test module."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from citewise.context import Context
+from citewise.index import Index
+from citewise.index.embeddings import Embedder
+from citewise.nodes.shared import forget_index
+
+
+@pytest.fixture(scope="module")
+def corpus_index(
+    tmp_path_factory: pytest.TempPathFactory, embedder: Embedder, small_corpus_records: list[dict[str, str]]
+) -> Iterator[str]:
+    """The directory of a real index (MiniLM, embedded Chroma, bm25s) of the twelve-document corpus.
+
+    Built once per test module in its own tmp folder; the nodes' cached handle on it is dropped afterwards.
+    """
+    root = tmp_path_factory.mktemp("graph-index")
+    corpus = root / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in small_corpus_records), encoding="utf-8")
+    path = root / "index"
+    with Index.open(path, embedder=embedder) as index:
+        report = index.ingest([corpus])
+        assert report.documents_added == len(small_corpus_records), report
+    yield str(path)
+    forget_index(Context(index_dir=str(path)))

@@ -1,0 +1,135 @@
+"""The whole query graph in local mode (no model) on a real index: MiniLM, embedded Chroma, bm25s."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import MemorySaver
+from typer.testing import CliRunner
+
+from citewise.cli import app
+from citewise.context import Context
+from citewise.graph.query import builder
+from citewise.index import Index
+from citewise.index.embeddings import Embedder
+from citewise.nodes.answer import NO_ANSWER
+from citewise.nodes.reflect import SKIPPED
+
+pytestmark = pytest.mark.integration
+
+MARKER = re.compile(r"\[(\d+)\]")
+ANSWERABLE = "How do vaccines train the immune system?"
+UNANSWERABLE = "Who won the 1998 FIFA World Cup final?"
+
+
+async def ask(context: Context, *questions: str, thread: str = "t") -> list[dict[str, Any]]:
+    """Ask the questions in turn on one conversation thread; the graph's output after each."""
+    graph = builder.compile(checkpointer=MemorySaver())
+    config = {"configurable": {"thread_id": thread}}
+    return [
+        await graph.ainvoke({"messages": [HumanMessage(q)]}, config=config, context=context)
+        for q in questions
+    ]
+
+
+def stored_chunks(index_dir: str, embedder: Embedder, chunk_ids: list[str]) -> dict[str, Any]:
+    """The chunks the index holds under these ids (a separate handle: what any reader would see)."""
+    with Index.open(index_dir, embedder=embedder, create=False) as index:
+        return index.chunks(chunk_ids)
+
+
+def doc_keys(index_dir: str, embedder: Embedder, doc_ids: list[str]) -> list[str]:
+    """The BEIR ids of stored documents."""
+    with Index.open(index_dir, embedder=embedder, create=False) as index:
+        return [index.document(doc_id).key for doc_id in doc_ids]  # type: ignore[union-attr]
+
+
+async def test_an_answerable_question_gets_a_cited_local_answer(
+    corpus_index: str, embedder: Embedder
+) -> None:
+    context = Context(index_dir=corpus_index)
+    (result,) = await ask(context, ANSWERABLE)
+
+    assert result["mode"] == "local"
+    assert result["question"] == ANSWERABLE
+    assert result["answer"].strip() and not result["answer"].startswith(NO_ANSWER)
+    markers = {int(m) for m in MARKER.findall(result["answer"])}
+    citations = {c["marker"]: c for c in result["citations"]}
+    assert markers and markers == set(citations)
+    stored = stored_chunks(corpus_index, embedder, [c["chunk_id"] for c in result["citations"]])
+    assert set(stored) == {c["chunk_id"] for c in result["citations"]}
+    for citation in result["citations"]:
+        assert stored[citation["chunk_id"]].doc_id == citation["doc_id"]
+    assert set(doc_keys(corpus_index, embedder, [c["doc_id"] for c in result["citations"]])) == {"vaccines"}
+
+    assert result["evidence"]
+    for record in result["evidence"]:
+        for key in ("retrieval", "relevance_mean", "final", "kept", "reason"):
+            assert key in record, (key, record)
+        assert 0.0 <= record["retrieval"] <= 1.0
+        assert record["reflection"] is None and record["reflection_note"] == SKIPPED
+        assert record["critic"] is None
+        assert record["reason"].startswith("kept" if record["kept"] else "dropped")
+    kept = [r for r in result["evidence"] if r["kept"]]
+    assert kept and all(r["final"] >= result["threshold"] for r in kept)
+    assert all(r["final"] < result["threshold"] for r in result["evidence"] if not r["kept"])
+    assert {c["chunk_id"] for c in result["citations"]} <= {r["chunk_id"] for r in kept}
+    assert [r["final"] for r in result["evidence"]] == sorted(
+        (r["final"] for r in result["evidence"]), reverse=True
+    )
+
+    assert not result.get("usage")  # no model was called
+    assert [e["title"] for e in result["references"]["primary"]] == ["How vaccines work"]
+    reply = result["messages"][-1]
+    assert isinstance(reply, AIMessage) and reply.content.startswith(result["answer"])
+    assert "Sources:" in reply.content
+
+
+async def test_an_unanswerable_question_gets_the_honest_reply(corpus_index: str, embedder: Embedder) -> None:
+    context = Context(index_dir=corpus_index)
+    (result,) = await ask(context, UNANSWERABLE)
+
+    assert result["mode"] == "local"
+    assert result["answer"].startswith(NO_ANSWER)
+    assert not any(r["kept"] for r in result["evidence"])
+    assert result["threshold"] == context.threshold_floor
+    assert "world cup" not in result["answer"].lower()  # nothing about the question is claimed
+    # the closest evidence is listed and every marker still resolves to a stored chunk
+    citations = {c["marker"]: c for c in result["citations"]}
+    assert {int(m) for m in MARKER.findall(result["answer"])} == set(citations)
+    stored = stored_chunks(corpus_index, embedder, [c["chunk_id"] for c in result["citations"]])
+    assert set(stored) == {c["chunk_id"] for c in result["citations"]}
+
+
+async def test_a_follow_up_question_is_condensed_with_the_first_questions_topic(
+    corpus_index: str, embedder: Embedder
+) -> None:
+    context = Context(index_dir=corpus_index)
+    first, second = await ask(
+        context, "What causes ocean tides?", "and what about their effect on coasts?", thread="follow-up"
+    )
+
+    assert "tides" in first["question"].lower()
+    assert "tides" in second["question"].lower()
+    assert second["question"].endswith("and what about their effect on coasts?")
+    assert [m.type for m in second["messages"]] == ["human", "ai", "human", "ai"]
+    assert "tides" in doc_keys(corpus_index, embedder, [c["doc_id"] for c in second["citations"]])
+
+
+def test_the_cli_prints_the_result_as_json(corpus_index: str) -> None:
+    result = CliRunner().invoke(app, ["ask", ANSWERABLE, "--index", corpus_index, "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+
+    for key in ("answer", "mode", "citations", "references", "evidence", "threshold", "usage"):
+        assert key in payload, key
+    assert set(payload["references"]) == {"primary", "secondary"}
+    assert payload["mode"] == "local"
+    assert payload["answer"] and not payload["answer"].startswith(NO_ANSWER)
+    assert {int(m) for m in MARKER.findall(payload["answer"])} == {c["marker"] for c in payload["citations"]}
+    assert isinstance(payload["threshold"], float)
+    assert payload["evidence"] and all("final" in r for r in payload["evidence"])

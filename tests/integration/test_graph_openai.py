@@ -1,0 +1,299 @@
+"""The whole query graph through the real `openai` client (langchain-openai) against FakeOpenAI on loopback.
+
+The scripted server answers every citewise schema validly (SchemaResponder, with its verification replies
+corrected: see `Responder`); `ScoringScript` replaces the replies to scoring requests to inject rate limits,
+malformed JSON, timeouts and outages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import MemorySaver
+from support.fake_openai import Fail, FakeOpenAI, Hang, Recorded, SchemaResponder
+
+from citewise.context import Context
+from citewise.graph.query import builder
+from citewise.index import Index
+from citewise.index.embeddings import Embedder
+from citewise.nodes import llms
+from citewise.nodes.answer import NO_ANSWER
+
+pytestmark = pytest.mark.integration
+
+MARKER = re.compile(r"\[(\d+)\]")
+QUESTION = "How do vaccines train the immune system?"
+WRITER, JUDGE = "openai/test-model", "openai/test-judge"
+
+
+def schema_of(body: Any) -> str | None:
+    """The structured-output schema a request asks for (json_schema name, or forced tool)."""
+    if not isinstance(body, dict):
+        return None
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") == "json_schema":
+        return (response_format.get("json_schema") or {}).get("name")
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict):
+        return (choice.get("function") or {}).get("name")
+    return None
+
+
+class Responder(SchemaResponder):
+    """SchemaResponder, citing only the evidence lines the verification prompt shows.
+
+    SchemaResponder takes sentence-line labels from the whole prompt text, so the prompt's own example
+    "(like E2.1)" comes first and every sentence is "supported" by a line that does not exist; verification
+    then rightly drops every sentence. The lines are the `<evidence id="E1.2">` blocks.
+    """
+
+    def build(self, name: str | None, schema: dict[str, Any], prompt: Any, sample: int = 0) -> Any:
+        if name == "SupportMap":
+            lines = [label for label in prompt.evidence if "." in label]
+            return {
+                "sentences": [
+                    {
+                        "sentence": k,
+                        "sources": [lines[(k - 1) % len(lines)]] if lines else [],
+                        "supported": True,
+                    }
+                    for k in range(1, prompt.sentence_count() + 1)
+                ]
+            }
+        return super().build(name, schema, prompt, sample)
+
+
+class ScoringScript:
+    """The responder, except that scoring requests get `first` replies in turn (then `rest`, if given)."""
+
+    def __init__(self, first: list[Any] = (), rest: Any = None) -> None:  # type: ignore[assignment]
+        self.base = Responder()
+        self.first = deque(first)
+        self.rest = rest
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        if schema_of(body) == "RelevanceScores":
+            with self._lock:
+                if self.first:
+                    return self.first.popleft()
+            if self.rest is not None:
+                return self.rest
+        return self.base(body)
+
+
+@pytest.fixture
+def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeOpenAI]]:
+    """Start a FakeOpenAI and point the openai client at it; the run's models are built afresh per test."""
+    started: list[FakeOpenAI] = []
+    monkeypatch.setattr(llms, "_cache", {})  # cached LLMs would still talk to an earlier test's server
+    for name in ("COHERE_BASE_URL", "CITEWISE_LLM_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+
+    def start(responder: Any = None, **options: Any) -> FakeOpenAI:
+        server = FakeOpenAI(responder or Responder(), **options).start()
+        started.append(server)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def context(index_dir: str, **settings: Any) -> Context:
+    """LLM mode on the index; one scoring batch per pass (max_candidates 30), so the first scoring request
+    the server records is the one the script answers."""
+    return Context(model=WRITER, judge_model=JUDGE, index_dir=index_dir, score_batch_size=30, **settings)
+
+
+async def ask(ctx: Context, question: str = QUESTION) -> dict[str, Any]:
+    graph = builder.compile(checkpointer=MemorySaver())
+    return await graph.ainvoke(
+        {"messages": [HumanMessage(question)]}, config={"configurable": {"thread_id": "t"}}, context=ctx
+    )
+
+
+def scoring(server: FakeOpenAI) -> list[Recorded]:
+    return [r for r in server.chat_requests if schema_of(r.body) == "RelevanceScores"]
+
+
+def assert_cited_answer(result: dict[str, Any], index_dir: str, embedder: Embedder) -> None:
+    """A real answer whose every marker resolves to a citation of a chunk stored in the index."""
+    assert result["answer"].strip() and not result["answer"].startswith(NO_ANSWER)
+    markers = {int(m) for m in MARKER.findall(result["answer"])}
+    assert markers and markers == {c["marker"] for c in result["citations"]}
+    chunk_ids = [c["chunk_id"] for c in result["citations"]]
+    with Index.open(index_dir, embedder=embedder, create=False) as index:
+        stored = index.chunks(chunk_ids)
+    assert set(stored) == set(chunk_ids)
+    assert set(chunk_ids) <= {r["chunk_id"] for r in result["evidence"] if r["kept"]}
+
+
+def assert_usage_matches_the_server(result: dict[str, Any], server: FakeOpenAI) -> None:
+    """Every request the server saw is counted once, with the tokens it reported."""
+    usage = result["usage"]
+    reported = server.reported_usage()
+    assert sum(u["calls"] for u in usage.values()) == len(server.chat_requests)
+    assert sum(u["input_tokens"] for u in usage.values()) == reported["prompt_tokens"]
+    assert sum(u["output_tokens"] for u in usage.values()) == reported["completion_tokens"]
+    assert usage["score"]["calls"] == len(scoring(server))
+
+
+async def test_llm_mode_end_to_end(
+    serve: Callable[..., FakeOpenAI], corpus_index: str, embedder: Embedder
+) -> None:
+    server = serve()
+    result = await ask(context(corpus_index))
+
+    assert result["mode"] == "llm"
+    for stage in ("rewrite", "score", "reflect", "answer", "verify"):
+        assert result["usage"][stage]["calls"] >= 1, stage
+    assert_usage_matches_the_server(result, server)
+    requests = scoring(server)
+    assert requests and all(r.body["n"] == 3 for r in requests)
+    assert all(r.body["model"] == "test-judge" for r in requests)
+    answers = [r for r in server.chat_requests if schema_of(r.body) is None]
+    assert answers and {r.body["model"] for r in answers} == {"test-model"}  # the writer writes
+    assert all(r.status == 200 for r in server.chat_requests)
+    assert_cited_answer(result, corpus_index, embedder)
+    for record in result["evidence"]:
+        assert len(record["relevance_samples"]) == 3
+        assert record["reflection"] is not None and record["reflection_note"]
+        assert not any("used retrieval score" in flag for flag in record["flags"])
+
+
+async def test_a_rate_limited_scoring_request_is_retried(
+    serve: Callable[..., FakeOpenAI], corpus_index: str, embedder: Embedder
+) -> None:
+    server = serve(ScoringScript([Fail(429, "slow down")]))
+    result = await ask(context(corpus_index, max_retries=2))
+
+    statuses = [r.status for r in scoring(server)]
+    assert statuses[0] == 429 and statuses.count(429) == 1
+    assert result["usage"]["score"]["calls"] == len(statuses)  # the refused call counts too
+    assert result["usage"]["score"]["calls"] == statuses.count(200) + 1
+    assert_usage_matches_the_server(result, server)
+    assert_cited_answer(result, corpus_index, embedder)
+    assert not any("used retrieval score" in f for r in result["evidence"] for f in r["flags"])
+
+
+async def test_malformed_scoring_json_is_asked_for_again(
+    serve: Callable[..., FakeOpenAI], corpus_index: str, embedder: Embedder
+) -> None:
+    server = serve(ScoringScript(['{"scores": [{"id": "E1", "score": 9']))
+    result = await ask(context(corpus_index))
+
+    requests = scoring(server)
+    first = requests[0].response["choices"]
+    assert len(first) == 3 and all(
+        c["message"]["content"].startswith('{"scores": [{"id": "E1"') for c in first
+    )
+    assert requests[1].body["n"] == 3  # the three malformed samples, asked for again in one request
+    assert all(r.status == 200 for r in requests)
+    assert result["usage"]["score"]["calls"] == len(requests)
+    assert_cited_answer(result, corpus_index, embedder)
+    assert not any("malformed" in f for r in result["evidence"] for f in r["flags"])
+    assert all(len(r["relevance_samples"]) == 3 for r in result["evidence"])
+
+
+async def test_scoring_json_still_malformed_after_retries_is_repaired(
+    serve: Callable[..., FakeOpenAI], corpus_index: str, embedder: Embedder
+) -> None:
+    bad = 'Scores: {"scores": [{"id": "E1", "score": 90}, {"id": "E2", "score": 80}'
+    server = serve(ScoringScript([bad, bad, bad]))
+    result = await ask(context(corpus_index))
+
+    requests = scoring(server)
+    repairs = [r for r in requests if "corrected JSON object" in r.text]
+    assert [r.body.get("n") for r in requests[:3]] == [3, 3, 3]
+    assert len(repairs) == 3 and all(r.body.get("n") is None for r in repairs)  # one per sample
+    assert all(bad in r.text for r in repairs)  # the repair sees the broken output, inside <output> tags
+    assert result["usage"]["score"]["calls"] == len(requests)
+    assert any(len(r["relevance_samples"]) == 3 for r in result["evidence"])  # the repaired samples count
+    assert result["answer"].strip()
+
+
+async def test_a_scoring_request_that_times_out_is_retried(
+    serve: Callable[..., FakeOpenAI], corpus_index: str, embedder: Embedder
+) -> None:
+    server = serve(ScoringScript([Hang(10)]))
+    result = await ask(context(corpus_index, timeout_seconds=1, max_retries=1))
+
+    requests = scoring(server)
+    assert requests[0].status is None  # the server never answered it: the client gave up
+    assert requests[1].status == 200 and requests[1].body["n"] == 3
+    assert result["usage"]["score"]["calls"] == len(requests)
+    assert_cited_answer(result, corpus_index, embedder)
+    assert not any("used retrieval score" in f for r in result["evidence"] for f in r["flags"])
+
+
+async def test_an_outage_of_the_judge_falls_back_to_retrieval_scores(
+    serve: Callable[..., FakeOpenAI], corpus_index: str, embedder: Embedder
+) -> None:
+    server = serve(ScoringScript(rest=Fail(500, "judge down")))
+    result = await ask(context(corpus_index, max_retries=1))
+
+    requests = scoring(server)
+    assert requests and all(r.status == 500 for r in requests)
+    assert len(requests) % 2 == 0  # every scoring request was tried twice (max_retries=1)
+    assert result["usage"]["score"] == {"calls": len(requests), "input_tokens": 0, "output_tokens": 0}
+    # the class name is langchain-openai's (OpenAIAPIError, a subclass of openai's InternalServerError)
+    flag = re.compile(r"judge failed \(\w+\): used retrieval score")
+    assert result["evidence"]
+    assert all(any(flag.fullmatch(f) for f in r["flags"]) for r in result["evidence"])
+    assert all(r["relevance_samples"] == [] and r["relevance_spread"] is None for r in result["evidence"])
+    assert_cited_answer(result, corpus_index, embedder)
+
+
+async def test_a_runs_usage_counts_only_its_own_requests(
+    serve: Callable[..., FakeOpenAI], corpus_index: str
+) -> None:
+    server = serve()
+    ctx = context(corpus_index)
+    server.script([Fail(401, "bad key")])  # the first run's rewrite request is refused: that run fails
+    with pytest.raises(Exception, match="bad key"):
+        await ask(ctx)
+    assert len(server.chat_requests) == 1
+
+    result = await ask(ctx)  # the same settings, so the same cached models
+    second_run = server.chat_requests[1:]
+    rewrites = [r for r in second_run if schema_of(r.body) == "RewrittenQuery"]
+    assert len(rewrites) == 1
+    assert result["usage"]["rewrite"]["calls"] == 1
+    assert sum(u["calls"] for u in result["usage"].values()) == len(second_run)
+
+
+async def test_concurrent_runs_each_count_their_own_requests(
+    serve: Callable[..., FakeOpenAI], corpus_index: str
+) -> None:
+    """The models are shared by the runs of a process; each run's usage must still be its own."""
+    server = serve(Responder(delay=0.05))  # replies overlap in time
+    ctx = context(corpus_index)
+    graph = builder.compile()
+    questions = [QUESTION, "What causes ocean tides?"]
+    results = await asyncio.gather(
+        *(graph.ainvoke({"messages": [HumanMessage(q)]}, context=ctx) for q in questions)
+    )
+
+    assert sum(u["calls"] for r in results for u in r["usage"].values()) == len(server.chat_requests)
+    stages = {
+        "rewrite": "RewrittenQuery",
+        "score": "RelevanceScores",
+        "reflect": "Reflections",
+        "answer": None,
+    }
+    for question, result in zip(questions, results, strict=True):
+        asked = [r for r in server.chat_requests if f"<question>\n{question}\n</question>" in r.text]
+        for stage, schema in stages.items():
+            mine = [r for r in asked if schema_of(r.body) == schema]
+            assert mine, (question, stage)
+            assert result["usage"][stage]["calls"] == len(mine), (question, stage)
