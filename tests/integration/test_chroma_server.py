@@ -19,8 +19,8 @@ import pytest
 from chromadb.config import Settings
 
 from citewise.index import Index
+from citewise.index.docstore import DocStore
 from citewise.index.embeddings import Embedder
-from citewise.index.vectors import COLLECTION
 
 pytestmark = pytest.mark.integration
 
@@ -142,9 +142,20 @@ def test_ingest_search_and_stats_on_a_chroma_server(
     # the vectors live on the server, not under the index directory
     assert not (root / "chroma").exists()
     assert (root / "docs.sqlite3").exists()
-    collection = server.client().get_collection(COLLECTION)
+    collection = server.client().get_collection(collection_of(root))
     assert set(collection.get(include=[])["ids"]) == ids
     assert any((tmp_path / "server-data").iterdir())
+
+
+def collection_of(root: Path) -> str:
+    """The Chroma collection an index directory records (each index has its own)."""
+    store = DocStore(root / "docs.sqlite3")
+    try:
+        name = store.get_meta("collection")
+    finally:
+        store.close()
+    assert name and name.startswith("citewise_")
+    return name
 
 
 def test_reopen_edit_and_remove_on_a_chroma_server(
@@ -164,11 +175,11 @@ def test_reopen_edit_and_remove_on_a_chroma_server(
         assert report.documents_removed == 1 and report.chunks_removed > 0
         after = assert_consistent(index)
         assert len(after) == len(before) - report.chunks_removed and after < before
-        assert set(server.client().get_collection(COLLECTION).get(include=[])["ids"]) == after
+        assert set(server.client().get_collection(collection_of(root)).get(include=[])["ids"]) == after
 
         index.remove([small_corpus])
         assert assert_consistent(index) == set()
-        assert server.client().get_collection(COLLECTION).count() == 0
+        assert server.client().get_collection(collection_of(root)).count() == 0
 
 
 def test_the_same_index_can_switch_between_embedded_and_server_chroma(
@@ -182,7 +193,7 @@ def test_the_same_index_can_switch_between_embedded_and_server_chroma(
     with Index.open(root, chroma_url=server.url, embedder=embedder) as index:
         assert assert_consistent(index) == embedded
         assert index.search("sourdough starter", k=1, mode="dense")[0].title == "Sourdough baking"
-    assert server.client().get_collection(COLLECTION).count() == len(embedded)
+    assert server.client().get_collection(collection_of(root)).count() == len(embedded)
 
 
 def test_a_server_that_lost_its_data_is_refilled_on_open(
