@@ -185,15 +185,14 @@ def run_local(args: argparse.Namespace) -> None:
 
         corpus, _, _ = hotpotqa_as_beir(args.hotpotqa, args.hotpotqa_index.parent / "hotpotqa-corpus.jsonl")
         index = Index.open(args.hotpotqa_index)
-        if index.stats().chunks_sqlite == 0:
-            index.ingest([corpus])
+        index.ingest([corpus])  # builds, completes, or finds the file unchanged
         questions = json.loads((args.hotpotqa / "questions.json").read_text())
         hot = Context(index_dir=str(args.hotpotqa_index))
         answer_hits = top_hits = 0
         answers = asyncio.run(ask_all([item["question"] for item in questions], hot))
-        for item, result in zip(questions, answers, strict=True):
+        for item, answered in zip(questions, answers, strict=True):
             gold = normalise(item["answer"])
-            answer = result["answer"]
+            answer = answered["answer"]
             top = index.search(item["question"], k=1)
             answer_hits += gold in normalise(answer)
             top_hits += bool(top) and gold in normalise(top[0].text)

@@ -50,6 +50,48 @@ def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def by_doc_ids(rows: list) -> list[str]:
+    """Chunk ids grouped by document in first-seen order (the order the bare loop embeds them in)."""
+    grouped: dict[str, list[str]] = {}
+    for chunk_id, doc_id, *_ in rows:
+        grouped.setdefault(doc_id, []).append(chunk_id)
+    return [chunk_id for ids in grouped.values() for chunk_id in ids]
+
+
+def dense_quality(index_dir: Path, embedded: Path, queries: Path, qrels: Path) -> dict[str, dict[str, float]]:
+    """nDCG@10 / Recall@100 of exact dense search with pooled and with re-embedded chunk vectors."""
+    from common import read_qrels, read_queries
+    from ranx import Qrels, Run, evaluate
+
+    index = Index.open(index_dir)
+    rows = [r for batch in index.docstore.iter_chunks() for r in batch]
+    keys = {r[1]: (index.document(r[1]).key) for r in rows}
+    pooled_ids = [r[0] for r in rows]
+    pooled = np.stack([np.frombuffer(r[5], dtype=np.float32) for r in rows])
+    doc_of = {r[0]: keys[r[1]] for r in rows}
+    reembedded_ids = json.loads(embedded.with_suffix(".ids.json").read_text())
+    reembedded = np.load(embedded.with_suffix(".npy"))
+    text, judged = read_queries(queries), read_qrels(qrels)
+    asked = [q for q in text if q in judged]
+    query_vectors = index.embedder.embed([text[q] for q in asked])
+    results = {}
+    for name, ids, matrix in (("pooled", pooled_ids, pooled), ("embed", reembedded_ids, reembedded)):
+        similarity = query_vectors @ matrix.T
+        run = {}
+        for row, q in enumerate(asked):
+            ranking: dict[str, float] = {}
+            for i in np.argsort(-similarity[row])[:2000]:
+                ranking.setdefault(doc_of[ids[i]], float(similarity[row, i]))
+                if len(ranking) == 100:
+                    break
+            run[q] = ranking
+        scores = evaluate(
+            Qrels.from_dict({q: judged[q] for q in asked}), Run.from_dict(run), ["ndcg@10", "recall@100"]
+        )
+        results[name] = {metric: float(value) for metric, value in scores.items()}
+    return results
+
+
 def worker(variant: str, corpus: Path, index_dir: Path, source: Path | None) -> dict[str, float]:
     embedder = TimedEmbedder()
     embedder.embed(["warm up the model"])
@@ -69,9 +111,15 @@ def worker(variant: str, corpus: Path, index_dir: Path, source: Path | None) -> 
             by_doc.setdefault(doc_id, []).append(chunk_input(title, text, index.chunking))
         groups = list(by_doc.values())
         started = time.perf_counter()
-        for i in range(0, len(groups), 64):  # the pipeline's batch of 64 documents
+        vectors = [
             embedder.embed([text for group in groups[i : i + 64] for text in group])
+            for i in range(0, len(groups), 64)  # the pipeline's batch of 64 documents
+        ]
         wall = time.perf_counter() - started
+        # the re-embedded chunk vectors, for comparing retrieval quality with the pooled ones
+        ordered = [chunk_id for chunk_id in by_doc_ids(rows)]
+        np.save(index_dir.with_suffix(".npy"), np.concatenate(vectors))
+        (index_dir.with_suffix(".ids.json")).write_text(json.dumps(ordered))
         documents, chunks = len(groups), len(rows)
     return {
         "seconds": wall,
@@ -92,6 +140,15 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, required=True)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--limit", type=int, default=0, help="only the first N documents of the corpus")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        default=["pipeline-pooled", "pipeline-embed", "bare-embed"],
+        choices=["pipeline-pooled", "pipeline-embed", "bare-embed"],
+        help="pipeline-pooled must come first",
+    )
+    parser.add_argument("--queries", type=Path, help="BEIR queries: also compare dense nDCG of both vectors")
+    parser.add_argument("--qrels", type=Path)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--index", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)
@@ -109,7 +166,7 @@ def main() -> None:
                 dst.write(line)
     results = {}
     try:
-        for variant in ("pipeline-pooled", "pipeline-embed", "bare-embed"):
+        for variant in args.variants:
             command = [
                 sys.executable,
                 __file__,
@@ -125,6 +182,12 @@ def main() -> None:
             output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
             results[variant] = json.loads(output.strip().splitlines()[-1])
             print(variant, results[variant], flush=True)
+        quality = None
+        if args.queries and args.qrels:
+            quality = dense_quality(
+                scratch / "pipeline-pooled", scratch / "bare-embed", args.queries, args.qrels
+            )
+            print("dense retrieval, exact cosine over the same chunks:", quality)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     bare = results["bare-embed"]["seconds"]

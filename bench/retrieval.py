@@ -75,7 +75,9 @@ def main() -> None:
     parser.add_argument("--queries", type=Path)
     parser.add_argument("--qrels", type=Path)
     parser.add_argument("--hotpotqa", type=Path, help="HotpotQA folder (questions.json, corpus.json)")
-    parser.add_argument("--index", type=Path, required=True, help="built when absent, reused otherwise")
+    parser.add_argument(
+        "--index", type=Path, required=True, help="built when absent, reused (and completed) otherwise"
+    )
     parser.add_argument("--out", type=Path)
     parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument("--max-chars", type=int, default=500)
@@ -105,14 +107,12 @@ def main() -> None:
         args.threshold, args.max_chars, args.min_chars, args.vectors, not args.no_title_context
     )
     index = Index.open(args.index, chunking=chunking)
-    build_seconds = None
-    if index.stats().chunks_sqlite == 0:
-        started = time.perf_counter()
-        report = index.ingest([corpus])
-        build_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    report = index.ingest([corpus])  # builds, completes an interrupted build, or finds the file unchanged
+    build_seconds = time.perf_counter() - started if report.documents_added else None
+    if report.documents_added:
         print(
-            f"built {args.index}: {report.documents_added} documents, {report.chunks_added} chunks, "
-            f"{build_seconds:.0f}s"
+            f"indexed {report.documents_added} documents, {report.chunks_added} chunks, {build_seconds:.0f}s"
         )
     stats = index.stats()
 

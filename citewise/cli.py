@@ -106,6 +106,17 @@ def ingest_paths(index: Index, paths: list[Path], quiet: bool = False) -> Ingest
     return report
 
 
+def _searchable(index: Path, chroma_url: str | None, docs: list[Path] | None, quiet: bool) -> Index:
+    """The index, after ingesting `docs` (a no-op for unchanged files); an empty index is an error."""
+    opened = _open(index, chroma_url, create=bool(docs))
+    if docs:
+        ingest_paths(opened, docs, quiet=quiet)
+    if opened.stats().chunks_sqlite == 0:
+        opened.close()
+        raise _fail(f"index {opened.root} is empty: add documents with `citewise ingest PATH`", code=1)
+    return opened
+
+
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx .jsonl).")],
@@ -182,11 +193,7 @@ def search(
     chroma_url: ChromaOption = None,
 ) -> None:
     """Hybrid search: print the best chunks with their BM25, dense and fused scores."""
-    with _open(index, chroma_url, create=bool(docs)) as opened:
-        if docs:
-            ingest_paths(opened, docs, quiet=as_json)
-        if opened.stats().chunks_sqlite == 0:
-            raise _fail(f"index {opened.root} is empty: add documents with `citewise ingest PATH`", code=1)
+    with _searchable(index, chroma_url, docs, quiet=as_json) as opened:
         hits = opened.search(query, k=k, mode=mode.value, alpha=alpha, fusion=fusion.value)
     if as_json:
         typer.echo(
@@ -229,13 +236,9 @@ def ask(
     from citewise.context import Context
     from citewise.graph.query import graph
 
-    with _open(index, chroma_url, create=bool(docs)) as opened:
-        if docs:
-            ingest_paths(opened, docs, quiet=as_json)
-        if opened.stats().chunks_sqlite == 0:
-            raise _fail(f"index {opened.root} is empty: add documents with `citewise ingest PATH`", code=1)
     if not question.strip():
         raise _fail("the question is empty")
+    _searchable(index, chroma_url, docs, quiet=as_json).close()
     context = Context(index_dir=str(index), chroma_url=chroma_url, model=model, judge_model=judge_model, k=k)
     try:
         result = asyncio.run(graph.ainvoke({"messages": [("user", question)]}, context=context))
