@@ -282,22 +282,50 @@ def show_answer(result: dict) -> None:
     references = result["references"]
     if references["secondary"]:
         typer.echo()
-        typer.secho("Works cited by these sources:", bold=True)
+        typer.secho(
+            "Works cited by these sources (* cited in the very line that supports the answer):",
+            bold=True,
+        )
         for entry in references["secondary"][:15]:
             mark = "*" if entry["fine"] else "-"
             typer.echo(textwrap.fill(f"{mark} {entry['text']}", 110, subsequent_indent="    "))
         if len(references["secondary"]) > 15:
             typer.echo(f"  ... and {len(references['secondary']) - 15} more (--json lists all)")
     typer.echo()
-    typer.secho(f"Evidence (threshold {result['threshold']:g}):", bold=True)
-    for record in result["evidence"][:12]:
-        mark = "kept" if record.get("kept") else "drop"
-        typer.echo(
-            f"  {mark} {record.get('final', 0):5.1f}  {record.get('title', '')[:60]:60}  "
-            f"{record.get('reason', '')}"
-        )
+    show_evidence(result)
     if result.get("unsupported"):
         typer.secho(f"Dropped {len(result['unsupported'])} unsupported sentence(s).", fg=typer.colors.YELLOW)
+
+
+def show_evidence(result: dict, rows: int = 12) -> None:
+    """The evidence table: verdict, each stage's score, the marker citing it, and where the chunk is from."""
+    evidence = result["evidence"]
+    kept = sum(1 for r in evidence if r.get("kept"))
+    threshold = result["threshold"]
+    cut = f"threshold {threshold:g}" if threshold is not None else "no threshold"
+    typer.secho(f"Evidence: {len(evidence)} candidates, {kept} kept ({cut}; scores 0-100):", bold=True)
+    markers: dict[str, list[str]] = {}
+    for citation in result["citations"]:
+        markers.setdefault(citation["chunk_id"], []).append(f"[{citation['marker']}]")
+    typer.echo(f"  {'':4} {'final':>5} {'relevance':>10} {'reflect':>7} {'critic':>6}  {'cited':5}  source")
+    for record in evidence[:rows]:
+        relevance = record.get("relevance_mean")
+        spread = record.get("relevance_spread")
+        shown = "-" if relevance is None else f"{relevance:g}" + (f"±{spread:g}" if spread else "")
+        place = (record.get("title", "")[:40], record.get("section", "")[:24])
+        where = " › ".join(part for part in place if part)
+        snippet = " ".join(record.get("text", "").split())[:50]
+        typer.echo(
+            f"  {'kept' if record.get('kept') else 'drop'} {record.get('final', 0):5.1f} {shown:>10} "
+            f"{_score(record.get('reflection')):>7} {_score(record.get('critic')):>6}  "
+            f'{" ".join(markers.get(record["chunk_id"], [])):5}  {where}: "{snippet}…"'
+        )
+    if len(evidence) > rows:
+        typer.echo(f"  ... and {len(evidence) - rows} more (--json lists every candidate with its reason)")
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
 
 
 @app.command()

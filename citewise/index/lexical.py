@@ -19,6 +19,9 @@ import numpy as np
 import Stemmer
 
 logger = logging.getLogger(__name__)
+# bm25s pins its own logger at DEBUG on import, which prints every index build; let the application's
+# logging configuration decide instead.
+logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
 
 class LexicalIndex:
