@@ -188,23 +188,30 @@ def run_local(args: argparse.Namespace) -> None:
         index.ingest([corpus])  # builds, completes, or finds the file unchanged
         questions = json.loads((args.hotpotqa / "questions.json").read_text())
         hot = Context(index_dir=str(args.hotpotqa_index))
-        answer_hits = top_hits = 0
+        answer_hits = chunk_hits = passage_hits = 0
+        passage_chars: list[int] = []
         answers = asyncio.run(ask_all([item["question"] for item in questions], hot))
         for item, answered in zip(questions, answers, strict=True):
             gold = normalise(item["answer"])
-            answer = answered["answer"]
             top = index.search(item["question"], k=1)
-            answer_hits += gold in normalise(answer)
-            top_hits += bool(top) and gold in normalise(top[0].text)
+            paragraph = index.paragraph(top[0].paragraph_id) if top else None
+            answer_hits += gold in normalise(answered["answer"])
+            chunk_hits += bool(top) and gold in normalise(top[0].text)
+            passage_hits += paragraph is not None and gold in normalise(paragraph.text)
+            passage_chars.append(len(paragraph.text) if paragraph else 0)
         n = len(questions)
         print(
             f"HotpotQA ({n} questions): gold answer string in the local answer {answer_hits / n:.2f}, "
-            f"in the top retrieved passage {top_hits / n:.2f}"
+            f"in the top retrieved passage {passage_hits / n:.2f}, "
+            f"in the top chunk alone {chunk_hits / n:.2f}"
         )
         result["hotpotqa"] = {
             "questions": n,
             "answer_contains_gold": answer_hits / n,
-            "top_passage_contains_gold": top_hits / n,
+            "top_passage_contains_gold": passage_hits / n,
+            "top_chunk_contains_gold": chunk_hits / n,
+            "answer_chars_mean": statistics.fmean(len(a["answer"]) for a in answers),
+            "top_passage_chars_mean": statistics.fmean(passage_chars),
         }
     if args.out:
         save(args.out, result | {"machine": machine()})

@@ -10,6 +10,9 @@ chunk), plus p50 / p95 latency of a product-sized search (k=10) per mode.
         --index bench/.cache/scifact --out bench/results/retrieval-scifact.json
     python bench/retrieval.py --hotpotqa ../shared/data/hotpotqa --index bench/.cache/hotpotqa \
         --out bench/results/retrieval-hotpotqa.json
+
+`--runs` picks some of the runs; `--paragraph-weights 0 0.5 0.7 1` adds hybrid-0.5 runs at those shares of
+the paragraph's BM25 in a chunk's lexical score (the sweep behind the 0.7 default).
 """
 
 from __future__ import annotations
@@ -89,7 +92,14 @@ def main() -> None:
     )
     parser.add_argument("--limit", type=int, default=0, help="evaluate only the first N queries")
     parser.add_argument("--latency-queries", type=int, default=200)
+    parser.add_argument("--runs", nargs="+", choices=list(RUNS), help="only these runs (default: all)")
+    parser.add_argument(
+        "--paragraph-weights", nargs="+", type=float, default=[], help="add hybrid-0.5 runs at these weights"
+    )
     args = parser.parse_args()
+    runs = {name: RUNS[name] for name in args.runs or RUNS}
+    for weight in args.paragraph_weights:
+        runs[f"hybrid-0.5-pw{weight:g}"] = {"mode": "hybrid", "alpha": 0.5, "paragraph_weight": weight}
 
     if args.hotpotqa:
         corpus, queries, qrels = hotpotqa_as_beir(args.hotpotqa, args.index.parent / "hotpotqa-corpus.jsonl")
@@ -119,21 +129,21 @@ def main() -> None:
     index.prepare_queries([queries[q] for q in query_ids])  # one batched model pass for every query
     results: dict[str, dict[str, float]] = {}
     qrels_ranx = Qrels.from_dict({q: qrels[q] for q in query_ids})
-    for name, kwargs in RUNS.items():
+    for name, kwargs in runs.items():
         run = {q: document_ranking(index, queries[q], 100, args.chunk_depth, **kwargs) for q in query_ids}
         scores = evaluate(qrels_ranx, Run.from_dict(run), metrics, make_comparable=True)
         results[name] = {m: float(scores[m]) for m in metrics}
         print(f"{name}: " + ", ".join(f"{m} {v:.3f}" for m, v in results[name].items()), flush=True)
     # latency of a product-sized search, query embedding included; modes interleaved per query so that
     # the machine's noise falls on all of them alike
-    latencies: dict[str, list[float]] = {name: [] for name in RUNS}
+    latencies: dict[str, list[float]] = {name: [] for name in runs}
     for q in query_ids[: args.latency_queries]:
-        for name, kwargs in RUNS.items():
+        for name, kwargs in runs.items():
             index.forget_queries()
             started = time.perf_counter()
             index.search(queries[q], k=10, **kwargs)
             latencies[name].append((time.perf_counter() - started) * 1000)
-    for name in RUNS:
+    for name in runs:
         results[name]["p50_ms"], results[name]["p95_ms"] = percentiles(latencies[name])
     print()
     print_table([{"run": n, **r} for n, r in results.items()], ["run", *metrics, "p50_ms", "p95_ms"])
