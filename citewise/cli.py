@@ -295,6 +295,13 @@ def show_answer(result: dict) -> None:
     show_evidence(result)
     if result.get("unsupported"):
         typer.secho(f"Dropped {len(result['unsupported'])} unsupported sentence(s).", fg=typer.colors.YELLOW)
+    usage = {stage: spent for stage, spent in result.get("usage", {}).items() if spent.get("calls")}
+    if usage:
+        calls = sum(spent["calls"] for spent in usage.values())
+        tokens_in = sum(spent["input_tokens"] for spent in usage.values())
+        tokens_out = sum(spent["output_tokens"] for spent in usage.values())
+        stages = ", ".join(f"{stage} {spent['calls']}" for stage, spent in usage.items())
+        typer.echo(f"Model use: {calls} calls ({stages}), {tokens_in} input and {tokens_out} output tokens.")
 
 
 def show_evidence(result: dict, rows: int = 12) -> None:

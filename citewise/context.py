@@ -117,8 +117,12 @@ class Context:
         default=0.35,
         metadata={"description": "Local verification: content-word overlap that counts as support."},
     )
-    route: Literal["auto", "direct", "report"] = field(
-        default="auto", metadata={"description": "Force the direct answer or the report path."}
+    route: Literal["auto", "direct"] = field(
+        default="auto",
+        metadata={
+            "description": "Answer path. Only the direct cited answer exists so far; the report path "
+            "(outline, parallel sections) will add 'report' here."
+        },
     )
 
     # prompts --------------------------------------------------------------------------------------------

@@ -9,5 +9,5 @@ from citewise.state import State
 
 
 async def route(state: State, runtime: Runtime[Context]) -> dict:
-    """Decide the path: today every question takes the direct answer (recorded, so callers can see it)."""
+    """Decide the path: every question takes the direct answer until the report path lands (recorded)."""
     return {"route": "direct"}

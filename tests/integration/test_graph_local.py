@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,3 +136,31 @@ def test_the_cli_prints_the_result_as_json(corpus_index: str) -> None:
     assert {int(m) for m in MARKER.findall(payload["answer"])} == {c["marker"] for c in payload["citations"]}
     assert isinstance(payload["threshold"], float)
     assert payload["evidence"] and all("final" in r for r in payload["evidence"])
+
+
+def test_the_cli_prints_the_answer_citations_and_evidence_table_for_people(corpus_index: str) -> None:
+    result = CliRunner().invoke(app, ["ask", ANSWERABLE, "--index", corpus_index])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+
+    assert out.startswith(f"Q: {ANSWERABLE}  [local mode (no LLM configured)]")
+    markers = sorted({int(m) for m in MARKER.findall(out.split("\n\n")[1])})
+    assert markers and markers == list(range(1, len(markers) + 1))
+    for marker in markers:  # each marker has its citation line and its row in the evidence table
+        assert re.search(rf"^\[{marker}\] .+: \"", out, re.M), marker
+        assert re.search(rf"^  kept .*\[{marker}\]", out, re.M), marker
+    header = re.search(
+        r"^Evidence: (\d+) candidates, (\d+) kept \(threshold [\d.]+; scores 0-100\):$", out, re.M
+    )
+    assert header and 0 < int(header.group(2)) <= int(header.group(1))
+    assert "Model use:" not in out  # no model, no spend line
+
+
+def test_the_command_keeps_stderr_free_of_library_noise(tmp_path: Path, small_corpus: Path) -> None:
+    # --docs builds the index first, where bm25s logged at DEBUG and transformers drew a loading bar
+    command = [sys.executable, "-m", "citewise.cli", "ask", ANSWERABLE, "--index", str(tmp_path / "idx")]
+    command += ["--docs", str(small_corpus)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"Q: {ANSWERABLE}" in done.stdout
+    assert "DEBUG" not in done.stderr and "Loading weights" not in done.stderr, done.stderr
