@@ -9,7 +9,6 @@ to the question, each cited.
 
 from __future__ import annotations
 
-from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
@@ -17,7 +16,7 @@ from citewise.index import Index
 from citewise.index.fusion import drop_redundant
 from citewise.nodes import llms
 from citewise.nodes.shared import in_thread, open_index, sentences
-from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, State
 
 NO_ANSWER = "Your documents do not answer this question."
@@ -128,7 +127,7 @@ async def answer(state: State, runtime: Runtime[Context]) -> dict:
                 evidence=evidence,
             )
         draft = (
-            await writer.text([SystemMessage(prompt)], stage="answer", stream=n == len(groups) - 1)
+            await writer.text(as_messages(prompt), stage="answer", stream=n == len(groups) - 1)
         ).strip() or draft
     return {
         "draft": draft,

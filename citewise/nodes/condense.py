@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
 from citewise.nodes import llms
 from citewise.nodes.shared import last_human, message_text
-from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import State
 
 FOLLOW_UP = re.compile(
@@ -45,7 +45,7 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
         conversation=quote("conversation", conversation),
         question=quote("question", question),
     )
-    standalone = await judge.text([SystemMessage(prompt)], stage="condense")
+    standalone = await judge.text(as_messages(prompt), stage="condense")
     return {
         "question": standalone.strip() or question,
         "attempt": 0,

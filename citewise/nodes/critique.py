@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
@@ -14,7 +13,7 @@ from citewise.nodes.reflect import with_scores
 from citewise.nodes.score import batches
 from citewise.nodes.shared import labelled
 from citewise.nodes.threshold import dynamic_threshold, final_score
-from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import CriticVerdicts, EvidenceRecord, State
 
 logger = logging.getLogger(__name__)
@@ -43,7 +42,7 @@ async def _critique_batch(
         evidence=evidence,
     )
     try:
-        samples = await judge.structured(CriticVerdicts, [SystemMessage(prompt)], stage="critique")
+        samples = await judge.structured(CriticVerdicts, as_messages(prompt), stage="critique")
     except Exception as error:  # noqa: BLE001 - provider failed after retries: the reflected score stands
         logger.warning("critique failed: %s", error)
         return {r["chunk_id"]: {"flags": [*r.get("flags", []), "critic failed"]} for r in batch}

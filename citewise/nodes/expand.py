@@ -12,14 +12,13 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
 from citewise.index import Index
 from citewise.nodes import llms
 from citewise.nodes.shared import in_thread, open_index, sentences
-from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.prompts.expand import band
 from citewise.state import EvidenceRecord, State, Summaries
 
@@ -85,7 +84,7 @@ async def expand(state: State, runtime: Runtime[Context]) -> dict:
     )
     summaries = {chunk_id: texts[chunk_id] for chunk_id in labels.values()}
     try:
-        samples = await judge.structured(Summaries, [SystemMessage(prompt)], stage="expand")
+        samples = await judge.structured(Summaries, as_messages(prompt), stage="expand")
         result = samples[0] if samples else None
         for item in result.items if result else []:
             chunk_id = labels.get(item.id.strip())

@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
 from citewise.nodes import llms
 from citewise.nodes.score import batches
 from citewise.nodes.shared import labelled
-from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, Reflections, State
 
 logger = logging.getLogger(__name__)
@@ -48,7 +47,7 @@ async def _reflect_batch(
         for r in batch
     }
     try:
-        samples = await judge.structured(Reflections, [SystemMessage(prompt)], stage="reflect")
+        samples = await judge.structured(Reflections, as_messages(prompt), stage="reflect")
     except Exception as error:  # noqa: BLE001 - provider failed after retries: keep the relevance scores
         logger.warning("reflection failed: %s", error)
         return updates

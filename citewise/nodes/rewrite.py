@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
 from citewise.nodes import llms
 from citewise.nodes.shared import content_words, in_thread, open_index, ordered_unique
 from citewise.prompts import rewrite as prompts
-from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import RewrittenQuery, State
 
 PRF_DOCS = 3
@@ -61,7 +60,7 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> dict:
         closest = sorted(state.get("evidence", []), key=lambda r: -r.get("final", 0.0))[:3]
         feedback = render(
             prompts.FEEDBACK,
-            previous="; ".join(state.get("queries", [])),
+            previous=quote("queries", "\n".join(state.get("queries", []))),
             closest=quote("evidence", " | ".join(r.get("text", "")[:200] for r in closest)),
         )
     prompt = render(
@@ -71,7 +70,7 @@ async def rewrite(state: State, runtime: Runtime[Context]) -> dict:
         data_rule=DATA_RULE,
         question=quote("question", question),
     )
-    samples = await judge.structured(RewrittenQuery, [SystemMessage(prompt)], stage="rewrite")
+    samples = await judge.structured(RewrittenQuery, as_messages(prompt), stage="rewrite")
     result = samples[0] if samples else None
     if result is None:  # malformed after retries and repair: fall back to the local rewrite
         queries = await local_rewrite(question, state, context)

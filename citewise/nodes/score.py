@@ -20,14 +20,13 @@ import logging
 import statistics
 from collections.abc import Sequence
 
-from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
 from citewise.index import Index
 from citewise.nodes import llms
 from citewise.nodes.shared import in_thread, labelled, open_index
-from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, RelevanceScores, State
 
 logger = logging.getLogger(__name__)
@@ -81,7 +80,7 @@ async def _score_batch(
     by_id = {r["chunk_id"]: r for r in batch}
     try:
         samples = await judge.structured(
-            RelevanceScores, [SystemMessage(prompt)], stage="score", n=context.n_samples
+            RelevanceScores, as_messages(prompt), stage="score", n=context.n_samples
         )
     except Exception as error:  # noqa: BLE001 - provider failed after retries: every chunk falls back, flagged
         logger.warning("relevance scoring failed: %s", error)

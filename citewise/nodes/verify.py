@@ -13,7 +13,6 @@ import logging
 import re
 from typing import Any
 
-from langchain_core.messages import SystemMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
@@ -22,7 +21,7 @@ from citewise.nodes import llms
 from citewise.nodes.answer import NO_ANSWER
 from citewise.nodes.expand import paragraph_texts
 from citewise.nodes.shared import in_thread, open_index, overlap, sentences
-from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import Citation, State, SupportMap
 
 logger = logging.getLogger(__name__)
@@ -198,7 +197,7 @@ async def _llm_support(
     )
     support: dict[int, list[str]] = {}
     try:
-        samples = await judge.structured(SupportMap, [SystemMessage(prompt)], stage="verify")
+        samples = await judge.structured(SupportMap, as_messages(prompt), stage="verify")
         result = samples[0] if samples else None
     except Exception as error:  # noqa: BLE001 - fall back to local verification below
         logger.warning("verification failed, using word overlap: %s", error)

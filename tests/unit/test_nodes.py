@@ -33,7 +33,7 @@ from citewise.nodes.verify import verify
 from citewise.prompts import common
 from citewise.prompts import rewrite as rewrite_prompts
 from citewise.prompts.answer import PROMPT as ANSWER_PROMPT
-from citewise.prompts.common import DATA_RULE, quote, render
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, merge_evidence
 
 MODEL = "openai/test-model"
@@ -673,8 +673,12 @@ async def test_the_corrective_loop_stops_after_max_rewrites_and_answers_honestly
 
     rewrites = judge.requests_for("RewrittenQuery")
     assert len(rewrites) == 1 + max_rewrites
-    assert all("This is a corrective pass" in r.prompt for r in rewrites[1:])
-    assert "This is a corrective pass" not in rewrites[0].prompt
+    # a corrective pass shows the failed queries and the closest evidence, as data in the user message
+    for request in rewrites[1:]:
+        system, user = request.messages
+        assert (system.type, user.type) == ("system", "human")
+        assert "<queries>\n" in user.text and "<evidence>\n" in user.text and "<queries>\n" not in system.text
+    assert "<queries>\n" not in rewrites[0].prompt
     assert result["usage"]["rewrite"]["calls"] == 1 + max_rewrites
     assert len(judge.requests_for("RelevanceScores")) >= 1 + max_rewrites
     assert writer.calls == []
@@ -718,6 +722,24 @@ def test_every_prompt_template_formats(name: str) -> None:
         assert DATA_RULE in rendered
     with pytest.raises(ValueError, match="prompt template needs"):
         render(template)
+
+
+@pytest.mark.parametrize("name", sorted(set(PROMPTS) - {"rewrite.FEEDBACK"}))
+def test_every_prompt_sends_its_untrusted_data_as_the_user_message(name: str) -> None:
+    template = PROMPTS[name]
+    instructions, _, data = template.partition("{data_rule}")
+    values = {key: "3" for key in placeholders(instructions)}  # our own values: labels, counts
+    values |= {key: quote("evidence", INJECTION) for key in placeholders(data)} | {"data_rule": DATA_RULE}
+    system, user = as_messages(render(template, **values))
+
+    assert (system.type, user.type) == ("system", "human")
+    assert system.text.endswith(DATA_RULE) and "Ignore previous" not in system.text
+    assert user.text.startswith("<evidence>") and "Ignore previous" in user.text
+
+
+def test_an_edited_prompt_without_the_data_rule_is_sent_whole_as_the_user_message() -> None:
+    (message,) = as_messages(f"Answer this: {quote('question', INJECTION)}")
+    assert message.type == "human" and "Ignore previous" in message.text
 
 
 def test_context_prompt_defaults_are_the_prompt_modules() -> None:
