@@ -74,7 +74,7 @@ class Context:
     )
     fusion: Literal["minmax", "rrf"] = field(default="minmax", metadata={"description": "Hybrid fusion."})
     paragraph_weight: float = field(
-        default=0.5, metadata={"description": "Share of a chunk's BM25 score taken from its whole paragraph."}
+        default=0.7, metadata={"description": "Share of a chunk's BM25 score taken from its whole paragraph."}
     )
     redundancy: float = field(
         default=0.9, metadata={"description": "Drop a chunk this similar to a better one."}

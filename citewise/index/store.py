@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 SearchMode = Literal["hybrid", "bm25", "dense"]
 Fusion = Literal["minmax", "rrf"]
 QUERY_CACHE = 512
-PARAGRAPH_WEIGHT = 0.5
+PARAGRAPH_WEIGHT = 0.7
 
 
 class IndexOpenError(Exception):
