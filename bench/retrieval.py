@@ -1,9 +1,9 @@
 """Retrieval quality and latency of citewise's index on a BEIR-layout data set (or HotpotQA).
 
-Runs bm25, dense, hybrid (alpha 0.3 / 0.5 / 0.7, min-max fusion) and RRF side by side over one index, and
-plus two ablations without the paragraph-level BM25, and
-reports nDCG@10, Recall@10, Recall@100 and MRR@10 (ranx) at document level (a document scores as its best
-chunk), plus p50 / p95 latency of a product-sized search (k=10) per mode.
+Runs bm25, dense, hybrid (alpha 0.3 / 0.5 / 0.7, min-max fusion) and RRF side by side over one index,
+plus two ablations without the paragraph-level BM25, and reports nDCG@10, Recall@10, Recall@100 and
+MRR@10 (ranx) at document level (a document scores as its best chunk), plus p50 / p95 latency of a
+product-sized search (k=10) per mode.
 
     python bench/retrieval.py --corpus ../shared/data/scifact/corpus.jsonl \
         --queries ../shared/data/scifact/queries.train.jsonl --qrels ../shared/data/scifact/qrels/train.tsv \
