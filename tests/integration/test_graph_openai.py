@@ -1,8 +1,8 @@
 """The whole query graph through the real `openai` client (langchain-openai) against FakeOpenAI on loopback.
 
-The scripted server answers every citewise schema validly (SchemaResponder, with its verification replies
-corrected: see `Responder`); `ScoringScript` replaces the replies to scoring requests to inject rate limits,
-malformed JSON, timeouts and outages.
+The scripted server answers every citewise schema validly (SchemaResponder, whose verification replies cite
+only the evidence lines the prompt shows); `ScoringScript` replaces the replies to scoring requests to
+inject rate limits, malformed JSON, timeouts and outages.
 """
 
 from __future__ import annotations
@@ -46,35 +46,11 @@ def schema_of(body: Any) -> str | None:
     return None
 
 
-class Responder(SchemaResponder):
-    """SchemaResponder, citing only the evidence lines the verification prompt shows.
-
-    SchemaResponder takes sentence-line labels from the whole prompt text, so the prompt's own example
-    "(like E2.1)" comes first and every sentence is "supported" by a line that does not exist; verification
-    then rightly drops every sentence. The lines are the `<evidence id="E1.2">` blocks.
-    """
-
-    def build(self, name: str | None, schema: dict[str, Any], prompt: Any, sample: int = 0) -> Any:
-        if name == "SupportMap":
-            lines = [label for label in prompt.evidence if "." in label]
-            return {
-                "sentences": [
-                    {
-                        "sentence": k,
-                        "sources": [lines[(k - 1) % len(lines)]] if lines else [],
-                        "supported": True,
-                    }
-                    for k in range(1, prompt.sentence_count() + 1)
-                ]
-            }
-        return super().build(name, schema, prompt, sample)
-
-
 class ScoringScript:
     """The responder, except that scoring requests get `first` replies in turn (then `rest`, if given)."""
 
     def __init__(self, first: list[Any] = (), rest: Any = None) -> None:  # type: ignore[assignment]
-        self.base = Responder()
+        self.base = SchemaResponder()
         self.first = deque(first)
         self.rest = rest
         self._lock = threading.Lock()
@@ -98,7 +74,7 @@ def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeOpenAI]
         monkeypatch.delenv(name, raising=False)
 
     def start(responder: Any = None, **options: Any) -> FakeOpenAI:
-        server = FakeOpenAI(responder or Responder(), **options).start()
+        server = FakeOpenAI(responder or SchemaResponder(), **options).start()
         started.append(server)
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
@@ -276,7 +252,7 @@ async def test_concurrent_runs_each_count_their_own_requests(
     serve: Callable[..., FakeOpenAI], corpus_index: str
 ) -> None:
     """The models are shared by the runs of a process; each run's usage must still be its own."""
-    server = serve(Responder(delay=0.05))  # replies overlap in time
+    server = serve(SchemaResponder(delay=0.05))  # replies overlap in time
     ctx = context(corpus_index)
     graph = builder.compile()
     questions = [QUESTION, "What causes ocean tides?"]
