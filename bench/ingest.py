@@ -214,7 +214,13 @@ def main() -> None:
     if args.out:
         save(
             args.out,
-            {"variants": results, "corpus": str(args.corpus), "limit": args.limit, "machine": machine()},
+            {
+                "variants": results,
+                "dense_quality": quality,
+                "corpus": str(args.corpus),
+                "limit": args.limit,
+                "machine": machine(),
+            },
         )
 
 
