@@ -271,10 +271,13 @@ def show_answer(result: dict) -> None:
     typer.echo()
     typer.echo(result["answer"])
     typer.echo()
-    for citation in result["citations"]:
+    from citewise.nodes.verify import soften_source_markers
+
+    for citation in result["citations"]:  # the quote, like the answer, never shows a source's "[43]"
+        quote = soften_source_markers(citation["text"])
         typer.echo(
             textwrap.fill(
-                f'[{citation["marker"]}] {citation["title"]}: "{citation["text"]}"',
+                f'[{citation["marker"]}] {citation["title"]}: "{quote}"',
                 110,
                 subsequent_indent="    ",
             )
@@ -306,6 +309,8 @@ def show_answer(result: dict) -> None:
 
 def show_evidence(result: dict, rows: int = 12) -> None:
     """The evidence table: verdict, each stage's score, the marker citing it, and where the chunk is from."""
+    from citewise.nodes.verify import soften_source_markers
+
     evidence = result["evidence"]
     kept = sum(1 for r in evidence if r.get("kept"))
     threshold = result["threshold"]
@@ -321,7 +326,7 @@ def show_evidence(result: dict, rows: int = 12) -> None:
         shown = "-" if relevance is None else f"{relevance:g}" + (f"±{spread:g}" if spread else "")
         place = (record.get("title", "")[:40], record.get("section", "")[:24])
         where = " › ".join(part for part in place if part)
-        snippet = " ".join(record.get("text", "").split())[:50]
+        snippet = " ".join(soften_source_markers(record.get("text", "")).split())[:50]
         typer.echo(
             f"  {'kept' if record.get('kept') else 'drop'} {record.get('final', 0):5.1f} {shown:>10} "
             f"{_score(record.get('reflection')):>7} {_score(record.get('critic')):>6}  "

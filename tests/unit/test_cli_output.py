@@ -1,0 +1,40 @@
+"""What `citewise ask` prints for people, from a finished result."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from citewise.cli import show_answer
+
+SOURCE_TEXT = "Using HST transits, [70] inferred a H/He rich atmosphere for GJ 1132b."
+
+
+def result() -> dict:
+    chunk = {"chunk_id": "c1", "title": "GJ 486b", "section": "1 Introduction", "text": SOURCE_TEXT}
+    return {
+        "question": "What did HST find?",
+        "mode": "local",
+        "answer": "Using HST transits, (ref. 70) inferred a H/He rich atmosphere for GJ 1132b [1].",
+        "citations": [{"marker": 1, **chunk, "evidence_id": "E1", "document_id": "d1"}],
+        "references": {"primary": [], "secondary": []},
+        "evidence": [{**chunk, "kept": True, "final": 90.0, "relevance_mean": 90.0}],
+        "threshold": 50.0,
+        "usage": {},
+        "unsupported": [],
+    }
+
+
+def test_quotes_and_snippets_never_show_a_sources_own_numeric_marker(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    show_answer(result())
+    out = capsys.readouterr().out
+
+    quote = re.search(r'^\[1\] GJ 486b: "(.+)"$', out, re.M)
+    assert quote and quote.group(1) == SOURCE_TEXT.replace("[70]", "(ref. 70)")
+    row = re.search(r"^  kept .*\[1\]\s+GJ 486b › 1 Introduction: \"(.+)…\"$", out, re.M)
+    assert row and "(ref. 70)" in row.group(1)
+    assert "[70]" not in out  # the only bracketed numbers left are citewise's own markers
+    assert re.findall(r"\[\d+\]", out) == ["[1]", "[1]", "[1]"]  # answer, quote line, evidence row
