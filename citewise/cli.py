@@ -20,6 +20,7 @@ import typer
 from tqdm import tqdm
 
 from citewise.index import ChunkingConfig, Index, IndexOpenError, IngestReport
+from citewise.index.citations import soften_source_markers
 
 app = typer.Typer(
     name="citewise",
@@ -271,8 +272,6 @@ def show_answer(result: dict) -> None:
     typer.echo()
     typer.echo(result["answer"])
     typer.echo()
-    from citewise.nodes.verify import soften_source_markers
-
     for citation in result["citations"]:  # the quote, like the answer, never shows a source's "[43]"
         quote = soften_source_markers(citation["text"])
         typer.echo(
@@ -309,8 +308,6 @@ def show_answer(result: dict) -> None:
 
 def show_evidence(result: dict, rows: int = 12) -> None:
     """The evidence table: verdict, each stage's score, the marker citing it, and where the chunk is from."""
-    from citewise.nodes.verify import soften_source_markers
-
     evidence = result["evidence"]
     kept = sum(1 for r in evidence if r.get("kept"))
     threshold = result["threshold"]

@@ -97,6 +97,13 @@ def find_markers(text: str) -> list[Marker]:
     return markers
 
 
+def soften_source_markers(text: str) -> str:
+    """Rewrite a source's own numeric markers ("[43]") as "(ref. 43)" so they never pass for our citations."""
+    for marker in reversed([m for m in find_markers(text) if m.kind == "numeric"]):
+        text = f"{text[: marker.start]}(ref. {marker.text.strip('[]')}){text[marker.end :]}"
+    return text
+
+
 def author_year_key(surname: str, year: str) -> str:
     """Key for a surname and a year: ("Lee", "2021a") -> "lee2021a", ("van Dam", "") -> "vandam"."""
     return _fold(surname) + year.lower()

@@ -16,7 +16,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
-from citewise.index.citations import find_markers
+from citewise.index.citations import soften_source_markers
 from citewise.nodes import llms
 from citewise.nodes.answer import NO_ANSWER
 from citewise.nodes.expand import paragraph_texts
@@ -65,13 +65,6 @@ def add_label(sentence: str, label: str) -> str:
     if sentence and sentence[-1] in ".!?":
         return f"{sentence[:-1]} [{label}]{sentence[-1]}"
     return f"{sentence} [{label}]"
-
-
-def soften_source_markers(text: str) -> str:
-    """Rewrite a source's own numeric markers ("[43]") as "(ref. 43)" so they never pass for our citations."""
-    for marker in reversed([m for m in find_markers(text) if m.kind == "numeric"]):
-        text = f"{text[: marker.start]}(ref. {marker.text.strip('[]')}){text[marker.end :]}"
-    return text
 
 
 def local_support(
