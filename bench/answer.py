@@ -34,10 +34,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from common import hotpotqa_as_beir, machine, print_table, read_queries, save  # noqa: E402
 
+from citewise import llms  # noqa: E402
 from citewise.context import Context  # noqa: E402
 from citewise.graph.query import graph  # noqa: E402
 from citewise.index import Index  # noqa: E402
-from citewise.nodes import llms  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI, SchemaResponder  # noqa: E402
 
 CONCURRENT_STAGES = {"score", "reflect", "critique"}

@@ -213,6 +213,17 @@ def search(
         typer.echo(textwrap.indent(textwrap.fill(hit.text, 100), "     "))
 
 
+class AnswerMode(StrEnum):
+    """What `ask` writes."""
+
+    auto = "auto"
+    answer = "answer"
+    report = "report"
+
+
+ROUTES = {AnswerMode.auto: "auto", AnswerMode.answer: "direct", AnswerMode.report: "report"}
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question to answer from your documents.")],
@@ -220,6 +231,13 @@ def ask(
     docs: Annotated[
         list[Path] | None, typer.Option("--docs", help="Ingest these files first (skipped when unchanged).")
     ] = None,
+    mode: Annotated[
+        AnswerMode,
+        typer.Option(help="answer (a cited answer), report (sections) or auto (decided per question)."),
+    ] = AnswerMode.auto,
+    approve: Annotated[
+        bool, typer.Option("--approve", help="Show a report's outline and take edits before writing it.")
+    ] = False,
     model: Annotated[
         str | None, typer.Option(envvar="CITEWISE_MODEL", help="Writer as provider/model; none: local mode.")
     ] = None,
@@ -231,31 +249,131 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     chroma_url: ChromaOption = None,
 ) -> None:
-    """Answer a question with citations, references and the evidence table (local mode without a model)."""
-    import asyncio
-
+    """Answer a question with citations, references and the evidence table, or write a cited report."""
     from citewise.context import Context
-    from citewise.graph.query import graph
 
     if not question.strip():
         raise _fail("the question is empty")
     _searchable(index, chroma_url, docs, quiet=as_json).close()
-    context = Context(index_dir=str(index), chroma_url=chroma_url, model=model, judge_model=judge_model, k=k)
+    context = Context(
+        index_dir=str(index),
+        chroma_url=chroma_url,
+        model=model,
+        judge_model=judge_model,
+        k=k,
+        route=ROUTES[mode],
+        approve_outline=approve,
+    )
     try:
-        result = asyncio.run(graph.ainvoke({"messages": [("user", question)]}, context=context))
+        result = run_question(question, context)
     except ValueError as error:
         raise _fail(str(error)) from error
     payload = {key: result.get(key, default) for key, default in OUTPUT_KEYS.items()}
+    if result.get("route") == "report":
+        payload |= report_payload(result)
     if as_json:
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     show_answer(payload)
 
 
+def run_question(question: str, context) -> dict:  # noqa: ANN001 - citewise.context.Context
+    """Run the query graph once; with outline approval, pause at the outline and resume with the edits."""
+    import asyncio
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from citewise.graph.query import builder, graph
+
+    if not context.approve_outline:
+        return asyncio.run(graph.ainvoke({"messages": [("user", question)]}, context=context))
+    paused = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "ask"}}
+
+    async def run() -> dict:
+        result = await paused.ainvoke({"messages": [("user", question)]}, config, context=context)
+        while result.get("__interrupt__"):
+            request = result["__interrupt__"][0].value
+            edited = edit_outline(request["outline"])
+            result = await paused.ainvoke(Command(resume=edited), config, context=context)
+        return result
+
+    return asyncio.run(run())
+
+
+EDIT_HELP = """Edit the outline, one command per line (empty line or `ok` to write the report):
+  rename N TITLE    give section N a new title
+  goal N TEXT       give section N a new goal
+  drop N            leave section N out
+  move N M          put section N at position M
+  add TITLE         add a section at the end
+  pin N DOC_ID...   draw section N's evidence only from these documents
+  show              print the outline again"""
+
+
+def edit_outline(outline: list[dict]) -> list[dict]:
+    """Show the planned outline and apply the person's edits, line by line (see EDIT_HELP)."""
+    sections = [dict(s) for s in outline]
+    typer.secho("Planned outline:", bold=True, err=True)
+    _print_outline(sections)
+    typer.echo(EDIT_HELP, err=True)
+    while True:
+        line = typer.prompt("outline", default="ok", show_default=False, err=True).strip()
+        if line.lower() in ("", "ok"):
+            return sections
+        try:
+            sections = apply_edit(sections, line)
+        except (ValueError, IndexError) as error:
+            typer.secho(f"not applied: {error}", err=True, fg=typer.colors.YELLOW)
+            continue
+        _print_outline(sections)
+
+
+def apply_edit(sections: list[dict], line: str) -> list[dict]:
+    """One outline edit command applied to a copy of the sections (ValueError when it does not parse)."""
+    verb, _, rest = line.partition(" ")
+    sections = [dict(s) for s in sections]
+
+    def position(text: str) -> int:
+        n = int(text)
+        if not 1 <= n <= len(sections):
+            raise ValueError(f"there is no section {n} (1-{len(sections)})")
+        return n - 1
+
+    words = rest.split()
+    if verb == "rename" and len(words) >= 2:
+        sections[position(words[0])]["title"] = " ".join(words[1:])
+    elif verb == "goal" and len(words) >= 2:
+        sections[position(words[0])]["goal"] = " ".join(words[1:])
+    elif verb == "drop" and len(words) == 1:
+        del sections[position(words[0])]
+    elif verb == "move" and len(words) == 2:
+        moved = sections.pop(position(words[0]))
+        sections.insert(max(0, min(len(sections), int(words[1]) - 1)), moved)
+    elif verb == "add" and words:
+        sections.append({"title": rest.strip()})
+    elif verb == "pin" and len(words) >= 2:
+        sections[position(words[0])]["documents"] = words[1:]
+    elif verb != "show":
+        raise ValueError(f"unknown edit {line!r}")
+    return sections
+
+
+def _print_outline(sections: list[dict]) -> None:
+    for n, section in enumerate(sections, start=1):
+        pinned = f"  [pinned: {', '.join(section['documents'])}]" if section.get("documents") else ""
+        typer.echo(f"  {n}. {section['title']}{pinned}", err=True)
+        if section.get("goal"):
+            typer.echo(f"     {section['goal']}", err=True)
+
+
 OUTPUT_KEYS: dict[str, object] = {
     "question": "",
     "answer": "",
     "mode": "local",
+    "route": "direct",
+    "route_reason": "",
     "citations": [],
     "references": {"primary": [], "secondary": []},
     "evidence": [],
@@ -265,12 +383,45 @@ OUTPUT_KEYS: dict[str, object] = {
 }
 
 
+def report_payload(result: dict) -> dict:
+    """The report's own keys: outline, sections (in outline order) and validation."""
+    sections = []
+    for section in result.get("sections", {}).values():
+        sections.append(
+            {
+                "id": section.get("id", ""),
+                "title": section.get("title", ""),
+                "status": section.get("status", ""),
+                "text": section.get("text", ""),
+                "markers": section.get("markers", []),
+                "evidence": section.get("kept", []),
+                "threshold": section.get("threshold"),
+                "error": section.get("error", ""),
+            }
+        )
+    return {
+        "outline_type": result.get("outline_type", ""),
+        "outline": [
+            {key: s.get(key) for key in ("id", "title", "goal", "queries", "documents")}
+            for s in result.get("outline", [])
+        ],
+        "sections": sections,
+        "validation": result.get("validation", {}),
+    }
+
+
 def show_answer(result: dict) -> None:
-    """Print an answer for people: the text, references, and a compact evidence table."""
+    """Print an answer or report for people: the text, references, and a compact evidence table."""
     mode = "local mode (no LLM configured)" if result["mode"] == "local" else "LLM mode"
     typer.secho(f"Q: {result['question']}  [{mode}]", bold=True)
+    if result.get("route") == "report":
+        typer.secho(f"Report ({result.get('route_reason', '')})", dim=True)
     typer.echo()
-    typer.echo(result["answer"])
+    for line in result["answer"].splitlines():
+        if line.startswith("#"):
+            typer.secho(line.lstrip("# ").upper(), bold=True)
+        else:
+            typer.echo(textwrap.fill(line, 110) if line.strip() else "")
     typer.echo()
     for citation in result["citations"]:  # the quote, like the answer, never shows a source's "[43]"
         quote = soften_source_markers(citation["text"])
@@ -294,6 +445,8 @@ def show_answer(result: dict) -> None:
         if len(references["secondary"]) > 15:
             typer.echo(f"  ... and {len(references['secondary']) - 15} more (--json lists all)")
     typer.echo()
+    if result.get("route") == "report":
+        show_sections(result)
     show_evidence(result)
     if result.get("unsupported"):
         typer.secho(f"Dropped {len(result['unsupported'])} unsupported sentence(s).", fg=typer.colors.YELLOW)
@@ -304,6 +457,26 @@ def show_answer(result: dict) -> None:
         tokens_out = sum(spent["output_tokens"] for spent in usage.values())
         stages = ", ".join(f"{stage} {spent['calls']}" for stage, spent in usage.items())
         typer.echo(f"Model use: {calls} calls ({stages}), {tokens_in} input and {tokens_out} output tokens.")
+
+
+def show_sections(result: dict) -> None:
+    """One line per report section (status, evidence kept, its threshold, markers) and the validation."""
+    typer.secho(f"Sections ({result.get('outline_type') or 'outline'}):", bold=True)
+    for section in result.get("sections", []):
+        markers = " ".join(f"[{m}]" for m in section.get("markers", []))
+        threshold = section.get("threshold")
+        cut = f"threshold {threshold:g}" if isinstance(threshold, int | float) else "no threshold"
+        kept = f"{len(section['evidence'])} kept, {cut}"
+        typer.echo(f"  {section['title'][:48]:48} {section['status']:11} {kept}  {markers}".rstrip())
+        if section.get("error"):
+            typer.secho(f"    {section['error']}", fg=typer.colors.YELLOW)
+    validation = result.get("validation") or {}
+    if validation:
+        verdict = (
+            "passed" if validation.get("passed") else "problems: " + "; ".join(validation.get("problems", []))
+        )
+        typer.echo(f"  validation after {validation.get('attempts', 0)} draft(s): {verdict}")
+    typer.echo()
 
 
 def show_evidence(result: dict, rows: int = 12) -> None:
@@ -351,6 +524,15 @@ def stats(
     else:
         for key, value in data.items():
             typer.echo(f"{key:>14}: {value}")
+
+
+def _register_outlines() -> None:
+    from citewise.outlines_cli import outlines_app
+
+    app.add_typer(outlines_app, name="outlines")
+
+
+_register_outlines()
 
 
 def main() -> None:

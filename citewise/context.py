@@ -11,7 +11,20 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
-from citewise.prompts import answer, condense, critique, expand, reflect, rewrite, score, verify
+from citewise.prompts import (
+    answer,
+    condense,
+    critique,
+    customize,
+    expand,
+    outline,
+    reflect,
+    rewrite,
+    score,
+    section,
+    verify,
+)
+from citewise.prompts import route as routing
 
 
 def _env(name: str) -> str | None:
@@ -117,12 +130,45 @@ class Context:
         default=0.35,
         metadata={"description": "Local verification: content-word overlap that counts as support."},
     )
-    route: Literal["auto", "direct"] = field(
+
+    # reports --------------------------------------------------------------------------------------------
+    route: Literal["auto", "direct", "report"] = field(
         default="auto",
         metadata={
-            "description": "Answer path. Only the direct cited answer exists so far; the report path "
-            "(outline, parallel sections) will add 'report' here."
+            "description": "Answer path: auto (decided from the question), direct (a cited answer) or "
+            "report (outline, parallel sections, customize)."
         },
+    )
+    approve_outline: bool = field(
+        default=False,
+        metadata={
+            "description": "Stop after planning a report's outline and wait for it to be approved or edited "
+            "(needs a checkpointer; resume with the outline, see the README)."
+        },
+    )
+    outline_library: str | None = field(
+        default_factory=lambda: _env("CITEWISE_OUTLINE_LIBRARY"),
+        metadata={
+            "description": "Outline instructions per question type (JSON); empty: the shipped library."
+        },
+    )
+    style_exemplars: str | None = field(
+        default_factory=lambda: _env("CITEWISE_STYLE_EXEMPLARS"),
+        metadata={"description": "Exemplar answers whose style reports follow (markdown); empty: shipped."},
+    )
+    min_sections: int = field(default=2, metadata={"description": "Fewest sections a report outline plans."})
+    max_sections: int = field(default=5, metadata={"description": "Most sections a report outline plans."})
+    max_parallel_sections: int = field(
+        default=5, metadata={"description": "Report sections researched and written at the same time."}
+    )
+    section_evidence: int = field(
+        default=5, metadata={"description": "Kept chunks each report section's writer may use."}
+    )
+    report_words: int = field(
+        default=900, metadata={"description": "Length budget of a report in words (customize condenses)."}
+    )
+    max_customize_attempts: int = field(
+        default=2, metadata={"description": "Drafts customize may write until validation passes."}
     )
 
     # prompts --------------------------------------------------------------------------------------------
@@ -135,6 +181,15 @@ class Context:
     answer_prompt: str = field(default=answer.PROMPT, metadata={"description": "Cited answer."})
     refine_prompt: str = field(default=answer.REFINE_PROMPT, metadata={"description": "Iterative synthesis."})
     verify_prompt: str = field(default=verify.PROMPT, metadata={"description": "Sentence -> source lines."})
+    route_prompt: str = field(default=routing.PROMPT, metadata={"description": "Direct answer or report."})
+    outline_prompt: str = field(default=outline.PROMPT, metadata={"description": "Adapt the outline."})
+    section_prompt: str = field(default=section.PROMPT, metadata={"description": "Write one section."})
+    section_refine_prompt: str = field(
+        default=section.REFINE_PROMPT, metadata={"description": "Iterative synthesis of a section."}
+    )
+    customize_prompt: str = field(
+        default=customize.PROMPT, metadata={"description": "Merge, condense and style the report."}
+    )
 
     @property
     def llm(self) -> bool:

@@ -11,7 +11,7 @@ from typing_extensions import TypedDict
 
 from citewise.context import Context
 from citewise.index import Index
-from citewise.nodes.shared import forget_index
+from citewise.indexes import forget_index
 
 
 class IndexInput(TypedDict):

@@ -1,59 +1,115 @@
-"""The query graph, from a conversation to a verified, cited answer.
+"""The query graph, from a conversation to a verified, cited answer or report.
 
-condense -> rewrite -> retrieve -> score -> reflect -> critique -> threshold -> (corrective loop to
-rewrite) -> rerank -> expand -> route -> answer -> verify -> references.
+condense -> rewrite -> evidence (subgraph: retrieve, score, reflect, critique, threshold, corrective loop)
+-> rerank -> expand -> route
+route --direct--> answer -> verify -> references
+route --report--> outline -> approve (optional interrupt) -> section x N (Send, in waves of at most
+max_parallel_sections) -> collect -> ... -> customize (retried with its validation problems, capped) -> verify
+-> references
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from langgraph.graph import END, START, StateGraph
-from langgraph.types import RetryPolicy
+from langgraph.runtime import Runtime
+from langgraph.types import Send
 
 from citewise.context import Context
+from citewise.graph.evidence import graph as evidence
+from citewise.graph.evidence import io_retry
+from citewise.graph.section import graph as section
 from citewise.nodes.answer import answer
+from citewise.nodes.approve import approve
+from citewise.nodes.collect import collect, section_failed
 from citewise.nodes.condense import condense
-from citewise.nodes.critique import critique
+from citewise.nodes.customize import customize
 from citewise.nodes.expand import expand
+from citewise.nodes.outline import outline
 from citewise.nodes.references import references
-from citewise.nodes.reflect import reflect
 from citewise.nodes.rerank import rerank
-from citewise.nodes.retrieve import retrieve
 from citewise.nodes.rewrite import rewrite
 from citewise.nodes.route import route
-from citewise.nodes.score import score
-from citewise.nodes.threshold import threshold
 from citewise.nodes.verify import verify
-from citewise.state import InputState, OutputState, State
+from citewise.state import InputState, OutlineSection, OutputState, SectionInput, State
 
-io_retry = RetryPolicy(max_attempts=3, retry_on=(OSError, TimeoutError))
+
+def by_route(state: State) -> Literal["answer", "outline"]:
+    """The path `route` chose."""
+    return "outline" if state.get("route") == "report" else "answer"
+
+
+def section_input(state: State, planned: OutlineSection, position: int) -> SectionInput:
+    """What one section branch is sent: its part of the outline, its focus and its own searches."""
+    goal = planned.get("goal") or planned["title"]
+    return {
+        "section": planned,
+        "position": position,
+        "report_question": state["question"],
+        "outline_titles": [s["title"] for s in state.get("outline", [])],
+        "question": f"{state['question']} ({planned['title']}: {goal})",
+        "queries": planned.get("queries") or [planned["title"]],
+        "attempt": 1,
+        "documents": planned.get("documents", []),
+        "mode": state.get("mode", "local"),
+        "evidence_limit": 0,
+    }
+
+
+def dispatch(state: State, runtime: Runtime[Context]) -> list[Send] | Literal["customize"]:
+    """The next wave of sections not yet written (at most max_parallel_sections), or customize when done."""
+    done = state.get("sections", {})
+    planned = state.get("outline", [])
+    pending = [(n, s) for n, s in enumerate(planned, start=1) if s["id"] not in done]
+    if not pending:
+        return "customize"
+    width = max(1, runtime.context.max_parallel_sections)
+    limit = runtime.context.section_evidence
+    return [
+        Send("section", {**section_input(state, s, n), "evidence_limit": limit}) for n, s in pending[:width]
+    ]
+
+
+def after_customize(state: State, runtime: Runtime[Context]) -> Literal["customize", "verify"]:
+    """Another draft while validation fails, a model writes it and attempts remain; else verify."""
+    validation = state.get("validation") or {}
+    written = any(s.get("status") == "written" for s in state.get("sections", {}).values())
+    retry = not validation.get("passed", True) and written and runtime.context.llm
+    if retry and validation.get("attempts", 0) < runtime.context.max_customize_attempts:
+        return "customize"
+    return "verify"
+
 
 builder = StateGraph(State, input_schema=InputState, output_schema=OutputState, context_schema=Context)
 builder.add_node(condense)
 builder.add_node(rewrite)
-builder.add_node(retrieve, retry_policy=io_retry)
-builder.add_node(score)
-builder.add_node(reflect)
-builder.add_node(critique)
-builder.add_node(threshold)
+builder.add_node("evidence", evidence)
 builder.add_node(rerank)
 builder.add_node(expand, retry_policy=io_retry)
 builder.add_node(route)
 builder.add_node(answer)
+builder.add_node(outline)
+builder.add_node(approve)
+builder.add_node("section", section, error_handler=section_failed)
+builder.add_node(collect)
+builder.add_node(customize)
 builder.add_node(verify)
 builder.add_node(references, retry_policy=io_retry)
 
 builder.add_edge(START, "condense")
 builder.add_edge("condense", "rewrite")
-builder.add_edge("rewrite", "retrieve")
-builder.add_edge("retrieve", "score")
-builder.add_edge("score", "reflect")
-builder.add_edge("reflect", "critique")
-builder.add_edge("critique", "threshold")
-# threshold routes itself (Command): back to rewrite when nothing is kept and passes remain, else rerank
+builder.add_edge("rewrite", "evidence")
+builder.add_edge("evidence", "rerank")
 builder.add_edge("rerank", "expand")
 builder.add_edge("expand", "route")
-builder.add_edge("route", "answer")
+builder.add_conditional_edges("route", by_route, ["answer", "outline"])
 builder.add_edge("answer", "verify")
+builder.add_edge("outline", "approve")
+builder.add_conditional_edges("approve", dispatch, ["section", "customize"])
+builder.add_edge("section", "collect")
+builder.add_conditional_edges("collect", dispatch, ["section", "customize"])
+builder.add_conditional_edges("customize", after_customize, ["customize", "verify"])
 builder.add_edge("verify", "references")
 builder.add_edge("references", END)
 

@@ -6,12 +6,13 @@ import re
 
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
+from citewise import llms
 from citewise.context import Context
-from citewise.nodes import llms
-from citewise.nodes.shared import last_human, message_text
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import State
+from citewise.text import last_human, message_text
 
 FOLLOW_UP = re.compile(
     r"\b(it|its|it's|they|them|their|theirs|this|that|these|those|he|she|his|her|there|such|same|former|latter)\b"
@@ -37,7 +38,7 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
     history = [message_text(m) for m in messages[:-1] if isinstance(m, HumanMessage) or m.type == "human"]
     judge, _ = llms.models(runtime.context)
     if not history or judge is None:
-        return {"question": local_condense(history, question), "attempt": 0, "mode": _mode(runtime.context)}
+        return {"question": local_condense(history, question), "mode": _mode(runtime.context), **new_turn()}
     conversation = "\n".join(f"{m.type}: {message_text(m)}" for m in messages[-8:-1])
     prompt = render(
         runtime.context.condense_prompt,
@@ -46,11 +47,19 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
         question=quote("question", question),
     )
     standalone = await judge.text(as_messages(prompt), stage="condense")
+    return {"question": standalone.strip() or question, "mode": "llm", **new_turn(judge.take_usage())}
+
+
+def new_turn(usage: dict | None = None) -> dict:
+    """Per-turn keys reset: accumulating ones with Overwrite, report keys emptied, the loop counter zeroed."""
     return {
-        "question": standalone.strip() or question,
         "attempt": 0,
-        "mode": "llm",
-        "usage": judge.take_usage(),
+        "usage": Overwrite(usage or {}),
+        "sections": Overwrite({}),
+        "outline": [],
+        "outline_type": "",
+        "validation": {},
+        "route_reason": "",
     }
 
 

@@ -7,14 +7,11 @@ import logging
 
 from langgraph.runtime import Runtime
 
+from citewise import llms
 from citewise.context import Context
-from citewise.nodes import llms
-from citewise.nodes.reflect import with_scores
-from citewise.nodes.score import batches
-from citewise.nodes.shared import labelled
-from citewise.nodes.threshold import dynamic_threshold, final_score
+from citewise.evidence import batches, context_threshold, final_score, labelled, with_scores
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.state import CriticVerdicts, EvidenceRecord, State
+from citewise.state import CriticVerdicts, EvidenceRecord, EvidenceState
 
 logger = logging.getLogger(__name__)
 
@@ -22,9 +19,7 @@ logger = logging.getLogger(__name__)
 def borderline(records: list[EvidenceRecord], context: Context) -> list[EvidenceRecord]:
     """Chunks whose score lies within `context.borderline` of the provisional threshold."""
     scores = [final_score(r) for r in records]
-    cut = dynamic_threshold(
-        scores, context.threshold_floor, context.threshold_spread, context.threshold_top_ratio
-    )
+    cut = context_threshold(scores, context)
     return [r for r, s in zip(records, scores, strict=True) if abs(s - cut) <= context.borderline]
 
 
@@ -56,7 +51,7 @@ async def _critique_batch(
 
 
 @llms.metered
-async def critique(state: State, runtime: Runtime[Context]) -> dict:
+async def critique(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide the critic's score for each borderline chunk (the others keep their reflected score)."""
     context = runtime.context
     records = list(state.get("candidates", {}).values())

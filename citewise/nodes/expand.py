@@ -11,46 +11,26 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 from langgraph.runtime import Runtime
 
+from citewise import llms
 from citewise.context import Context
-from citewise.index import Index
-from citewise.nodes import llms
-from citewise.nodes.shared import in_thread, open_index, sentences
+from citewise.evidence import kept_records, paragraph_texts
+from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.prompts.expand import band
-from citewise.state import EvidenceRecord, State, Summaries
+from citewise.state import SectionState, State, Summaries
+from citewise.writing import extractive_summary
 
 logger = logging.getLogger(__name__)
 
 
-def paragraph_texts(index: Index, records: list[EvidenceRecord]) -> dict[str, str]:
-    """The paragraph text of each record, by chunk id (the chunk text when the paragraph is gone)."""
-    texts = {}
-    for record in records:
-        paragraph = index.paragraph(record.get("paragraph_id", ""))
-        texts[record["chunk_id"]] = paragraph.text if paragraph else record.get("text", "")
-    return texts
-
-
-def extractive_summary(index: Index, question: str, text: str, count: int) -> str:
-    """The `count` sentences of `text` most similar to the question, in reading order."""
-    parts = sentences(text)
-    if len(parts) <= count:
-        return " ".join(parts)
-    vectors = index.embedder.embed([question, *parts])
-    similarity = vectors[1:] @ vectors[0]
-    best = sorted(np.argsort(-similarity)[:count].tolist())
-    return " ".join(parts[i] for i in best)
-
-
 @llms.metered
-async def expand(state: State, runtime: Runtime[Context]) -> dict:
+async def expand(state: State | SectionState, runtime: Runtime[Context]) -> dict:
     """Decide the context each kept chunk brings: its paragraph, summarised at its band's length."""
     context = runtime.context
     by_id = {r["chunk_id"]: r for r in state.get("evidence", [])}
-    kept = [by_id[c] for c in state.get("kept", []) if c in by_id]
+    kept = kept_records(state)
     if not kept:
         return {"summaries": {}}
     index = await open_index(context)

@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 from citewise.context import Context
 from citewise.index import Index
 from citewise.index.citations import find_markers
-from citewise.nodes.shared import in_thread, open_index
+from citewise.indexes import in_thread, open_index
 from citewise.state import Citation, References, State
 
 

@@ -7,28 +7,15 @@ import logging
 
 from langgraph.runtime import Runtime
 
+from citewise import llms
 from citewise.context import Context
-from citewise.nodes import llms
-from citewise.nodes.score import batches
-from citewise.nodes.shared import labelled
+from citewise.evidence import batches, labelled, with_scores
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.state import EvidenceRecord, Reflections, State
+from citewise.state import EvidenceRecord, EvidenceState, Reflections
 
 logger = logging.getLogger(__name__)
 
 SKIPPED = "reflection skipped (local mode)"
-
-
-def with_scores(records: list[EvidenceRecord], key: str) -> list[EvidenceRecord]:
-    """Records whose text shows the score under review, so the model sees what it is revisiting."""
-    shown = []
-    for record in records:
-        value = record.get(key)
-        if value is None:
-            value = record.get("relevance_mean")
-        score = "n/a" if value is None else f"{value:g}"
-        shown.append({**record, "text": f"(current score: {score}) {record.get('text', '')}"})
-    return shown
 
 
 async def _reflect_batch(
@@ -63,7 +50,7 @@ async def _reflect_batch(
 
 
 @llms.metered
-async def reflect(state: State, runtime: Runtime[Context]) -> dict:
+async def reflect(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide each chunk's reflected score and the one line that justifies it."""
     context = runtime.context
     records = list(state.get("candidates", {}).values())

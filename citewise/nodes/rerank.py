@@ -9,9 +9,9 @@ from typing import TypeVar
 
 from langgraph.runtime import Runtime
 
+from citewise import llms
 from citewise.context import Context
-from citewise.nodes import llms
-from citewise.state import EvidenceRecord, State
+from citewise.state import EvidenceRecord, SectionState, State
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def edges_first(ranked: Sequence[T]) -> list[T]:
 
 
 @llms.metered
-async def rerank(state: State, runtime: Runtime[Context]) -> dict:
+async def rerank(state: State | SectionState, runtime: Runtime[Context]) -> dict:
     """Decide which kept chunks the answer sees, and in what order."""
     context = runtime.context
     kept: list[EvidenceRecord] = [r for r in state.get("evidence", []) if r.get("kept")]
@@ -53,9 +53,11 @@ async def rerank(state: State, runtime: Runtime[Context]) -> dict:
                     r["chunk_id"]: [*r.get("flags", []), "rerank failed: score order kept"] for r in ranked
                 }
             usage = cohere.take_usage()
-    ranked = ranked[: context.max_evidence]
-    ordered = edges_first(ranked)
-    updates = {r["chunk_id"]: {"rank": n} for n, r in enumerate(ordered, start=1)}
+    limit = state.get("evidence_limit") or context.max_evidence
+    beyond = f"; not shown to the writer: only the best {limit} are (max_evidence)"
+    cut = {r["chunk_id"]: {"rank": 0, "reason": f"{r.get('reason', 'kept')}{beyond}"} for r in ranked[limit:]}
+    ordered = edges_first(ranked[:limit])
+    updates = {r["chunk_id"]: {"rank": n} for n, r in enumerate(ordered, start=1)} | cut
     for chunk_id, extra in flags.items():
         updates.setdefault(chunk_id, {})["flags"] = extra
     evidence = [{**r, **updates.get(r["chunk_id"], {"rank": 0})} for r in state.get("evidence", [])]

@@ -2,28 +2,41 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from citewise.context import Context
 from citewise.index import Hit, Index
 from citewise.index.fusion import RRF_K, drop_redundant
-from citewise.nodes.shared import in_thread, open_index
-from citewise.state import EvidenceRecord, State
+from citewise.indexes import in_thread, open_index
+from citewise.state import EvidenceRecord, EvidenceState
+
+PINNED_DEPTH = 5
+"""With pinned documents, search this many times deeper and keep only their chunks."""
 
 
-def search_all(index: Index, queries: list[str], context: Context) -> dict[str, EvidenceRecord]:
-    """Union of the hits of every query, each chunk with its best retrieval score; redundancy filtered."""
+def search_all(
+    index: Index, queries: list[str], context: Context, documents: Sequence[str] = ()
+) -> dict[str, EvidenceRecord]:
+    """Union of the hits of every query, each chunk with its best retrieval score; redundancy filtered.
+
+    With `documents` (a report section's pinned documents) only their chunks are candidates.
+    """
     best: dict[str, tuple[Hit, str]] = {}
+    pinned = set(documents)
     for query in queries:
         for hit in index.search(
             query,
-            k=context.k,
+            k=context.k * PINNED_DEPTH if pinned else context.k,
             alpha=context.alpha,
             fusion=context.fusion,
             redundancy=context.redundancy,
             paragraph_weight=context.paragraph_weight,
         ):
+            if pinned and hit.doc_id not in pinned:
+                continue
             current = best.get(hit.chunk_id)
             if current is None or retrieval_score(hit, context.fusion) > retrieval_score(
                 current[0], context.fusion
@@ -58,8 +71,10 @@ def retrieval_score(hit: Hit, fusion: str) -> float:
     return hit.score
 
 
-async def retrieve(state: State, runtime: Runtime[Context]) -> dict:
+async def retrieve(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide the candidate chunks of this pass."""
     index = await open_index(runtime.context)
-    records = await in_thread(search_all, index, state["queries"], runtime.context)
+    records = await in_thread(
+        search_all, index, state["queries"], runtime.context, state.get("documents") or ()
+    )
     return {"candidates": Overwrite(records)}

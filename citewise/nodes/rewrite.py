@@ -6,12 +6,13 @@ from collections import Counter
 
 from langgraph.runtime import Runtime
 
+from citewise import llms
 from citewise.context import Context
-from citewise.nodes import llms
-from citewise.nodes.shared import content_words, in_thread, open_index, ordered_unique
+from citewise.indexes import in_thread, open_index
 from citewise.prompts import rewrite as prompts
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.state import RewrittenQuery, State
+from citewise.state import EvidenceState, RewrittenQuery, State
+from citewise.text import content_words, ordered_unique
 
 PRF_DOCS = 3
 PRF_TERMS = 5
@@ -47,7 +48,7 @@ async def local_rewrite(question: str, state: State, context: Context) -> list[s
 
 
 @llms.metered
-async def rewrite(state: State, runtime: Runtime[Context]) -> dict:
+async def rewrite(state: State | EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide the search queries for this pass (rewritten question first, then sub-queries)."""
     context = runtime.context
     question = state["question"]

@@ -1,13 +1,78 @@
-"""route: the direct cited answer or the report path (the report path plugs in here when it lands)."""
+"""route: a direct cited answer or a report, decided from the question and the evidence, or by the caller."""
 
 from __future__ import annotations
 
+import re
+
 from langgraph.runtime import Runtime
 
+from citewise import llms
 from citewise.context import Context
-from citewise.state import State
+from citewise.evidence import overview
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.state import RouteDecision, State
+
+REPORT_FORMS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "a request for a report",
+        re.compile(r"\b(write|give|make|prepare|draft)\b.{0,30}\b(report|review|survey)\b|^report\b", re.I),
+    ),
+    (
+        "a comparison",
+        re.compile(r"\b(compare|comparison|contrast|versus|vs\.?|differences? between|differ)\b", re.I),
+    ),
+    (
+        "a request for an overview",
+        re.compile(r"\b(overview|survey|summari[sz]e|state of the art|landscape|review of)\b", re.I),
+    ),
+    (
+        "a pros-and-cons question",
+        re.compile(
+            r"\b(pros and cons|advantages and disadvantages|strengths and weaknesses|trade-?offs?)\b", re.I
+        ),
+    ),
+    (
+        "a history or timeline question",
+        re.compile(r"\b(history|timeline|evolution|evolved|over the years|developments?)\b", re.I),
+    ),
+]
+EXPLAIN = re.compile(r"^\s*(explain|describe|discuss|why\b|how (does|do|did|can|could)\b.*\bwork)", re.I)
+SPREAD = 3
+"""An explain-style question becomes a report when the kept evidence spans at least this many documents."""
 
 
+def local_route(question: str, documents: int) -> tuple[str, str]:
+    """The question's form decides; an explanation is a report only when its evidence spans documents."""
+    if documents == 0:
+        return "direct", "nothing passed the threshold: the direct answer says so and shows the closest"
+    for name, pattern in REPORT_FORMS:
+        if pattern.search(question):
+            return "report", f"local rule: the question is {name}"
+    if EXPLAIN.search(question) and documents >= SPREAD:
+        return "report", f"local rule: an explanation whose kept evidence spans {documents} documents"
+    return "direct", f"local rule: a single question, kept evidence from {documents} document(s)"
+
+
+@llms.metered
 async def route(state: State, runtime: Runtime[Context]) -> dict:
-    """Decide the path: every question takes the direct answer until the report path lands (recorded)."""
-    return {"route": "direct"}
+    """Decide the path: the caller's choice when given, else a report when the question needs parts."""
+    context = runtime.context
+    if context.route != "auto":
+        return {"route": context.route, "route_reason": f"chosen by the caller (route={context.route})"}
+    documents = len({r.get("doc_id") for r in state.get("evidence", []) if r.get("kept")})
+    judge, _ = llms.models(context)
+    if judge is None or documents == 0:
+        path, reason = local_route(state["question"], documents)
+        return {"route": path, "route_reason": reason}
+    prompt = render(
+        context.route_prompt,
+        data_rule=DATA_RULE,
+        question=quote("question", state["question"]),
+        overview=overview(state),
+    )
+    samples = await judge.structured(RouteDecision, as_messages(prompt), stage="route")
+    decision = samples[0] if samples else None
+    if decision is None:
+        path, reason = local_route(state["question"], documents)
+        return {"route": path, "route_reason": f"{reason} (the model's decision was malformed)"}
+    return {"route": decision.route, "route_reason": decision.reason.strip(), "usage": judge.take_usage()}

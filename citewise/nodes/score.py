@@ -22,12 +22,13 @@ from collections.abc import Sequence
 
 from langgraph.runtime import Runtime
 
+from citewise import llms
 from citewise.context import Context
+from citewise.evidence import batches, labelled
 from citewise.index import Index
-from citewise.nodes import llms
-from citewise.nodes.shared import in_thread, labelled, open_index
+from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.state import EvidenceRecord, RelevanceScores, State
+from citewise.state import EvidenceRecord, EvidenceState, RelevanceScores
 
 logger = logging.getLogger(__name__)
 
@@ -47,12 +48,6 @@ def question_similarity(index: Index, question: str, records: Sequence[EvidenceR
     vectors = index.embedder.embed([question, *(r.get("text", "") for r in records)])
     similarity = vectors[1:] @ vectors[0]
     return dict(zip(ids, similarity.tolist(), strict=True))
-
-
-def batches(records: Sequence[EvidenceRecord], size: int) -> list[list[EvidenceRecord]]:
-    """Consecutive groups of at most `size` records."""
-    size = max(1, size)
-    return [list(records[i : i + size]) for i in range(0, len(records), size)]
 
 
 def fallback(record: EvidenceRecord, context: Context, why: str) -> EvidenceRecord:
@@ -110,7 +105,7 @@ async def _score_batch(
 
 
 @llms.metered
-async def score(state: State, runtime: Runtime[Context]) -> dict:
+async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide each candidate's relevance to the question (mean and spread of n samples)."""
     context = runtime.context
     records = list(state.get("candidates", {}).values())

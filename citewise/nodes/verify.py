@@ -15,46 +15,67 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from citewise import llms
 from citewise.context import Context
+from citewise.evidence import NO_ANSWER, OWN_TEXT, paragraph_texts
 from citewise.index.citations import soften_source_markers
-from citewise.nodes import llms
-from citewise.nodes.answer import NO_ANSWER
-from citewise.nodes.expand import paragraph_texts
-from citewise.nodes.shared import in_thread, open_index, overlap, sentences
+from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import Citation, State, SupportMap
+from citewise.text import overlap, sentences
 
 logger = logging.getLogger(__name__)
 
-LABEL = re.compile(r"\[(E\d+)\]")
-TRAILING_LABELS = re.compile(r"([.!?])((?:\s*\[E\d+\])+)")
+LABEL = re.compile(r"\[((?:S\d+)?E\d+)\]")
+TRAILING_LABELS = re.compile(r"([.!?])((?:\s*\[(?:S\d+)?E\d+\])+)")
 NO_CLAIM = re.compile(r"\b(do not|does not|don't|doesn't|cannot|no|not (?:enough|sufficient))\b", re.I)
 ABOUT_EVIDENCE = re.compile(r"\b(documents?|evidence|sources?|passages?|context|excerpts?)\b", re.I)
 UNVERIFIED = (
     f"{NO_ANSWER} An answer was drafted from the evidence, but none of its sentences could be verified "
     "against the source lines, so it is not shown."
 )
+NOTHING_VERIFIED = "No sentence of this section could be verified against its sources."
+BREAK = ""
+"""A paragraph break among the parts of a draft."""
+
+
+def is_structure(part: str) -> bool:
+    """A markdown heading or a paragraph break: kept as is, never verified, never merged into a sentence."""
+    return part == BREAK or part.startswith("#")
 
 
 def split_answer(draft: str) -> list[str]:
-    """Answer sentences; a list item or line break also ends one."""
+    """Answer sentences, headings and paragraph breaks as parts of their own; a list item ends a sentence."""
     parts: list[str] = []
     draft = TRAILING_LABELS.sub(r"\2\1", draft)  # "claim. [E1]" -> "claim [E1]." so the label stays with it
     for line in draft.splitlines():
-        if not line.strip():
+        stripped = line.strip()
+        if not stripped:
+            if parts and parts[-1] != BREAK:
+                parts.append(BREAK)
             continue
-        for part in sentences(line) if not line.lstrip().startswith("- ") else [line.strip()]:
-            if parts and not LABEL.sub("", part).strip(" .,;"):
+        if stripped.startswith("#"):
+            if parts and parts[-1] != BREAK:
+                parts.append(BREAK)
+            parts += [stripped, BREAK]
+            continue
+        for part in sentences(line) if not line.lstrip().startswith("- ") else [stripped]:
+            if parts and not is_structure(parts[-1]) and not LABEL.sub("", part).strip(" .,;"):
                 parts[-1] = f"{parts[-1]} {part.strip()}"  # a lone "[E2]" belongs to the sentence before it
             else:
                 parts.append(part)
+    while parts and parts[-1] == BREAK:
+        parts.pop()
     return parts
 
 
 def source_lines(labels: dict[str, str], paragraphs: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """Line label (E2.3) -> (chunk id, sentence) over each labelled chunk's paragraph."""
+    """Line label (E2.3) -> (chunk id, sentence) over each labelled chunk's paragraph (its first label)."""
     lines = {}
+    first: dict[str, str] = {}
     for label, chunk_id in labels.items():
+        first.setdefault(chunk_id, label)
+    for chunk_id, label in first.items():
         for n, line in enumerate(sentences(paragraphs.get(chunk_id, "")), start=1):
             lines[f"{label}.{n}"] = (chunk_id, line)
     return lines
@@ -68,11 +89,11 @@ def add_label(sentence: str, label: str) -> str:
 
 
 def local_support(
-    sentence: str, cited: list[str], lines: dict[str, tuple[str, str]], minimum: float
+    sentence: str, cited: set[str], lines: dict[str, tuple[str, str]], minimum: float
 ) -> list[str]:
-    """The cited evidence's best-overlapping line label, if its overlap reaches `minimum`."""
+    """The cited chunks' best-overlapping line label, if its overlap reaches `minimum`."""
     claim = LABEL.sub("", sentence)
-    pool = [key for key in lines if key.split(".")[0] in cited] or list(lines)
+    pool = [key for key in lines if lines[key][0] in cited] or list(lines)
     scored = sorted(((overlap(claim, lines[key][1]), key) for key in pool), reverse=True)
     return [scored[0][1]] if scored and scored[0][0] >= minimum else []
 
@@ -85,25 +106,29 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     draft = state.get("draft", "")
     index = await open_index(context)
     by_id = {r["chunk_id"]: r for r in state.get("evidence", [])}
-    records = [by_id[c] for c in labels.values() if c in by_id]
+    records = [by_id[c] for c in dict.fromkeys(labels.values()) if c in by_id]
     paragraphs = await in_thread(paragraph_texts, index, records)
     lines = source_lines(labels, paragraphs)
     parts = split_answer(draft)
+    claims = [i for i, part in enumerate(parts) if not is_structure(part)]
     support: dict[int, list[str]] = {}
     usage: dict[str, Any] = {}
     judge, _ = llms.models(context)
-    if judge is not None and lines and parts:
-        support, usage = await _llm_support(judge, parts, lines, context)
+    if judge is not None and lines and claims:
+        found, usage = await _llm_support(judge, [parts[i] for i in claims], labels, lines, context)
+        support = {claims[n]: keys for n, keys in found.items()}
     else:
-        for i, part in enumerate(parts):
-            cited = [c for c in LABEL.findall(part) if c in labels]
-            support[i] = local_support(part, cited, lines, context.local_support)
+        for i in claims:
+            support[i] = local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)
     kept_parts, unsupported, fine = [], [], []
     for i, part in enumerate(parts):
+        if is_structure(part):
+            kept_parts.append(part)
+            continue
         cited = [c for c in LABEL.findall(part) if c in labels]
         lines_for = [key for key in support.get(i, []) if key in lines]
         about_evidence = NO_CLAIM.search(part) is not None and ABOUT_EVIDENCE.search(part) is not None
-        honest = not cited and (part.startswith(NO_ANSWER) or about_evidence)
+        honest = not cited and (part.startswith(OWN_TEXT) or about_evidence)
         if not lines_for and not honest:
             unsupported.append(LABEL.sub("", part).strip())
             if context.drop_unsupported:
@@ -115,7 +140,8 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
             part = add_label(part, lines_for[0].split(".")[0])
         kept_parts.append(soften_source_markers(part))
         fine.append({"sentence": LABEL.sub("", part).strip(), "lines": lines_for})
-    if not kept_parts:
+    kept_parts = noted_empty_sections(kept_parts)
+    if not any(not is_structure(p) for p in kept_parts):
         kept_parts = [UNVERIFIED]
     text, citations, numbering = renumber(kept_parts, labels, by_id, lines, fine)
     for item in fine:
@@ -124,9 +150,36 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
         )
         item["lines"] = [{"chunk_id": lines[key][0], "text": lines[key][1]} for key in item["lines"]]
     result = {"answer": text, "citations": citations, "unsupported": unsupported, "support": fine}
+    if state.get("outline"):
+        result["sections"] = section_markers(text, state)
     if usage:
         result["usage"] = usage
     return result
+
+
+def noted_empty_sections(parts: list[str]) -> list[str]:
+    """Parts with a note under every heading whose sentences all failed verification (the heading stays)."""
+    noted: list[str] = []
+    for n, part in enumerate(parts):
+        noted.append(part)
+        if part.startswith("#"):
+            following = next((p for p in parts[n + 1 :] if p != BREAK), "#")
+            if following.startswith("#"):
+                noted += [BREAK, NOTHING_VERIFIED]
+    return noted
+
+
+def section_markers(text: str, state: State) -> dict[str, dict[str, list[int]]]:
+    """Per outline section, the final markers its verified text cites."""
+    titles = {s["title"]: s["id"] for s in state.get("outline", [])}
+    markers: dict[str, list[int]] = {section_id: [] for section_id in titles.values()}
+    current = None
+    for line in text.splitlines():
+        if line.startswith("#"):
+            current = titles.get(line.lstrip("#").strip())
+        elif current is not None:
+            markers[current] += [int(m) for m in re.findall(r"\[(\d+)\]", line)]
+    return {section_id: {"markers": sorted(set(found))} for section_id, found in markers.items()}
 
 
 def renumber(
@@ -136,25 +189,27 @@ def renumber(
     lines: dict[str, tuple[str, str]],
     fine: list[dict[str, Any]],
 ) -> tuple[str, list[Citation], dict[str, int]]:
-    """Replace [E#] labels by [1], [2], ... in order of first use; build the citation list."""
+    """Labels -> [1], [2], ... in order of first use, one number per chunk; build the citation list."""
+    by_chunk: dict[str, int] = {}
     numbering: dict[str, int] = {}
     for part in parts:
         for label in LABEL.findall(part):
-            numbering.setdefault(label, len(numbering) + 1)
+            numbering[label] = by_chunk.setdefault(labels[label], len(by_chunk) + 1)
     text = _join(parts)
     text = LABEL.sub(lambda m: f"[{numbering[m.group(1)]}]", text)
+    text = re.sub(r"(\[\d+\])(\1)+", r"\1", text)  # two labels of one chunk on a sentence: cite it once
     supporting: dict[str, list[str]] = {}
     for item in fine:
         for key in item["lines"]:
-            supporting.setdefault(key.split(".")[0], []).append(lines[key][1])
+            supporting.setdefault(lines[key][0], []).append(lines[key][1])
     citations: list[Citation] = []
-    for label, marker in numbering.items():
-        record = by_id.get(labels[label], {})
-        cited = " … ".join(dict.fromkeys(supporting.get(label, []))) or record.get("text", "")
+    for chunk_id, marker in by_chunk.items():
+        record = by_id.get(chunk_id, {})
+        cited = " … ".join(dict.fromkeys(supporting.get(chunk_id, []))) or record.get("text", "")
         citations.append(
             {
                 "marker": marker,
-                "chunk_id": labels[label],
+                "chunk_id": chunk_id,
                 "doc_id": record.get("doc_id", ""),
                 "title": record.get("title", ""),
                 "text": cited,
@@ -164,20 +219,27 @@ def renumber(
 
 
 def _join(parts: list[str]) -> str:
-    """Sentences joined with spaces; list items ("- ...") keep lines of their own."""
+    """Sentences joined with spaces; list items and headings keep lines of their own, breaks blank lines."""
     text = ""
     for n, part in enumerate(parts):
         if n == 0:
             text = part
-        elif part.startswith("- ") or parts[n - 1].startswith("- "):
+        elif part == BREAK:
+            text += "\n"
+        elif part.startswith(("- ", "#")) or parts[n - 1].startswith(("- ", "#")) or parts[n - 1] == BREAK:
             text += "\n" + part
         else:
             text += " " + part
-    return text
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def cited_chunks(sentence: str, labels: dict[str, str]) -> set[str]:
+    """The chunks a sentence's labels name."""
+    return {labels[label] for label in LABEL.findall(sentence) if label in labels}
 
 
 async def _llm_support(
-    judge, parts: list[str], lines: dict[str, tuple[str, str]], context: Context
+    judge, parts: list[str], labels: dict[str, str], lines: dict[str, tuple[str, str]], context: Context
 ) -> tuple[dict[int, list[str]], dict[str, Any]]:  # noqa: ANN001
     numbered = "\n".join(f"{n}. {LABEL.sub('', part).strip()}" for n, part in enumerate(parts, start=1))
     evidence = "\n".join(quote("evidence", text, id=key) for key, (_, text) in lines.items())
@@ -197,8 +259,7 @@ async def _llm_support(
         result = None
     if result is None:
         for i, part in enumerate(parts):
-            cited = LABEL.findall(part)
-            support[i] = local_support(part, cited, lines, context.local_support)
+            support[i] = local_support(part, cited_chunks(part, labels), lines, context.local_support)
     else:
         for item in result.sentences:
             if item.supported and 1 <= item.sentence <= len(parts):

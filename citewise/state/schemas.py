@@ -6,6 +6,8 @@ Evidence is shown to models under short labels ("E1", "E2", ...) and sentences o
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
@@ -90,3 +92,40 @@ class Summaries(BaseModel):
     """One summary per source shown."""
 
     items: list[Summary]
+
+
+class RouteDecision(BaseModel):
+    """Whether the question wants a short direct answer or a structured report."""
+
+    route: Literal["direct", "report"] = Field(
+        description="direct: a fact, a definition, a yes/no or a short explanation; report: a comparison, "
+        "an overview, a survey, a multi-part explanation or an explicit request for a report."
+    )
+    reason: str = Field(description="One line: what in the question decides it.")
+
+
+class PlannedSection(BaseModel):
+    """One section of a report outline."""
+
+    title: str = Field(description="A short heading (a few words).")
+    goal: str = Field(description="One sentence: what this section must establish for the question.")
+    queries: list[str] = Field(
+        default_factory=list, description="One to three search queries that find this section's evidence."
+    )
+
+
+class PlannedOutline(BaseModel):
+    """The outline of a report: its sections in reading order."""
+
+    sections: list[PlannedSection]
+
+
+class LearnedOutline(BaseModel):
+    """An outline instruction learned for one question type from rated example answers (SynthRAG)."""
+
+    name: str = Field(description="A short snake_case name for the question type, e.g. comparison.")
+    description: str = Field(description="One line: which questions belong to this type.")
+    instruction: str = Field(
+        description="The outline instruction: which sections, in which order, what each must cover, and "
+        "what the low-rated answers did that must be avoided."
+    )

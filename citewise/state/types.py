@@ -78,7 +78,9 @@ class EvidenceRecord(TypedDict, total=False):
     flags: list[str]
     """Problems met on the way (e.g. 'judge output malformed: used retrieval score')."""
     rank: int
-    """Position in the evidence order the answer sees (after rerank), 0 when not kept."""
+    """Position in the evidence order the writer sees (after rerank), 0 when not shown to it."""
+    report_section: str
+    """The report section whose retrieval found it ("" for the question's own pass)."""
 
 
 def merge_evidence(
@@ -115,6 +117,73 @@ class References(TypedDict):
     """One entry per bibliography entry cited in a used paragraph: doc id, key, text, fine-grained flag."""
 
 
+class OutlineSection(TypedDict, total=False):
+    """One planned section of a report."""
+
+    id: str
+    """Stable id (s1, s2, ...); kept when the outline is edited, so results map back to it."""
+    title: str
+    """The heading."""
+    goal: str
+    """What the section must establish for the question."""
+    queries: list[str]
+    """The searches that find its evidence."""
+    documents: list[str]
+    """Document ids pinned to the section: its evidence comes only from them (empty: any document)."""
+
+
+class SectionResult(TypedDict, total=False):
+    """What one section branch produced."""
+
+    id: str
+    """The outline section id."""
+    title: str
+    """Its heading."""
+    text: str
+    """The written section, citing labels like [S2E1] (before verification)."""
+    status: Literal["written", "no_evidence", "failed"]
+    """written; no_evidence (says so in its place); failed (the branch raised; the others stand)."""
+    error: str
+    """Why the branch failed ("" otherwise)."""
+    labels: dict[str, str]
+    """Its evidence labels (unique across sections) -> chunk ids."""
+    kept: list[str]
+    """Kept evidence chunk ids in the order the writer saw them."""
+    threshold: float
+    """The section's own dynamic threshold."""
+    evidence: list[EvidenceRecord]
+    """Every candidate of the section with its scores and verdict."""
+    markers: list[int]
+    """Final citation markers of the section's verified sentences (set by verify)."""
+
+
+def merge_sections(
+    left: dict[str, SectionResult] | None, right: dict[str, SectionResult] | None
+) -> dict[str, SectionResult]:
+    """Merge section results by section id: later fields update earlier ones; order of first arrival kept.
+
+    Idempotent (a re-delivered branch result changes nothing), so parallel branches and a resumed run can
+    write the same section twice.
+    """
+    merged = {k: dict(v) for k, v in (left or {}).items()}
+    for section_id, result in (right or {}).items():
+        merged.setdefault(section_id, {}).update(result)
+    return merged  # type: ignore[return-value]
+
+
+class Validation(TypedDict, total=False):
+    """The customize step's checks of the report."""
+
+    attempts: int
+    """Drafts written so far (at most Context.max_customize_attempts)."""
+    problems: list[str]
+    """What is wrong with the draft returned (empty when it passed)."""
+    passed: bool
+    """Every check passed."""
+    history: list[list[str]]
+    """The problems of every attempt, in order."""
+
+
 class InputState(TypedDict):
     """What a caller sends: a conversation. The last human message is the question."""
 
@@ -145,6 +214,18 @@ class OutputState(TypedDict, total=False):
     """LLM calls and tokens per stage."""
     unsupported: list[str]
     """Answer sentences dropped by verification because no evidence supports them."""
+    route: Literal["direct", "report"]
+    """The path taken: a direct cited answer or a report."""
+    route_reason: str
+    """Why (the caller's override, the model's reason, or the local rule that decided)."""
+    outline: list[OutlineSection]
+    """The report's outline, in reading order (reports only)."""
+    outline_type: str
+    """The question type whose outline instruction was adapted (reports only)."""
+    sections: Annotated[dict[str, SectionResult], merge_sections]
+    """Section results by section id, in outline order after the join (reports only)."""
+    validation: Validation
+    """The customize step's checks: attempts, problems, passed (reports only)."""
 
 
 class State(OutputState, total=False):
@@ -154,10 +235,6 @@ class State(OutputState, total=False):
     """The rewritten query first, then sub-queries."""
     attempt: int
     """How many times `rewrite` has run for this question (the corrective loop's counter)."""
-    feedback: str
-    """What went wrong on the previous pass (fed to a corrective rewrite)."""
-    candidates: Annotated[dict[str, EvidenceRecord], merge_evidence]
-    """Per-chunk records of this pass, keyed by chunk id (reset with Overwrite on a new pass)."""
     kept: list[str]
     """Kept chunk ids in the order the answer sees them."""
     summaries: dict[str, str]
@@ -168,5 +245,87 @@ class State(OutputState, total=False):
     """Evidence label (E1, E2, ...) -> chunk id, as the writer saw them."""
     support: list[dict[str, Any]]
     """Fine-grained support: per answer sentence, its markers and the source lines that support it."""
-    route: Literal["direct", "report"]
-    """Which path `route` chose."""
+
+
+class EvidenceInput(TypedDict, total=False):
+    """What the evidence subgraph needs: the question it judges against and the searches to run."""
+
+    question: str
+    """What relevance is judged against (a report section's focus, for a section)."""
+    queries: list[str]
+    """The searches of the first pass."""
+    attempt: int
+    """Passes done so far (the corrective loop's counter: rewrite bumps it)."""
+    documents: list[str]
+    """Only these documents' chunks count (a section's pinned documents; empty: all)."""
+    mode: Literal["llm", "local"]
+    """Whether models or the local fallbacks run."""
+
+
+class EvidenceOutput(TypedDict, total=False):
+    """What the evidence subgraph hands back: every candidate with its verdict, and the cut."""
+
+    queries: list[str]
+    """The searches of the last pass."""
+    attempt: int
+    """Passes done."""
+    evidence: list[EvidenceRecord]
+    """Every candidate of the last pass with its scores, verdict and reason, best first."""
+    threshold: float
+    """The cut of the last pass."""
+    usage: Annotated[dict[str, StageUsage], merge_usage]
+    """LLM spend inside the subgraph (only its own: the input carries none)."""
+
+
+class EvidenceState(EvidenceInput, EvidenceOutput, total=False):
+    """The evidence subgraph's private state."""
+
+    candidates: Annotated[dict[str, EvidenceRecord], merge_evidence]
+    """Per-chunk records of this pass, keyed by chunk id (reset with Overwrite on a new pass)."""
+
+
+class SectionInput(TypedDict, total=False):
+    """What a report section branch is sent: its part of the outline and the searches that serve it."""
+
+    section: OutlineSection
+    """The planned section."""
+    position: int
+    """Its 1-based place in the outline (labels S<position>E<n> stay unique across sections)."""
+    report_question: str
+    """The question the whole report answers."""
+    outline_titles: list[str]
+    """Every section title, so a section knows what the others cover."""
+    question: str
+    """The section's focus: what relevance is judged against."""
+    queries: list[str]
+    """The section's searches."""
+    attempt: int
+    """1: the corrective loop counts from the outline's own queries."""
+    documents: list[str]
+    """Pinned document ids (empty: any document)."""
+    mode: Literal["llm", "local"]
+    """Whether models or the local fallbacks run."""
+    evidence_limit: int
+    """Kept chunks the section writer may use."""
+
+
+class SectionOutput(TypedDict, total=False):
+    """What a section branch adds to the report: its result (by id) and its LLM spend."""
+
+    sections: Annotated[dict[str, SectionResult], merge_sections]
+    """This section's result under its id."""
+    usage: Annotated[dict[str, StageUsage], merge_usage]
+    """LLM spend of the branch."""
+
+
+class SectionState(SectionInput, SectionOutput, total=False):
+    """A section branch's private state: its own evidence, never another section's."""
+
+    evidence: list[EvidenceRecord]
+    """The section's candidates with verdicts."""
+    threshold: float
+    """The section's cut."""
+    kept: list[str]
+    """Kept chunk ids in writer order."""
+    summaries: dict[str, str]
+    """Graded paragraph summaries of the kept chunks."""

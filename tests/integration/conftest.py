@@ -10,7 +10,7 @@ import pytest
 from citewise.context import Context
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
-from citewise.nodes.shared import forget_index
+from citewise.indexes import forget_index
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 
 from citewise.cli import app
 from citewise.context import Context
+from citewise.evidence import NO_ANSWER
 from citewise.graph.query import builder
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
-from citewise.nodes.answer import NO_ANSWER
 from citewise.nodes.reflect import SKIPPED
 
 pytestmark = pytest.mark.integration

@@ -19,12 +19,12 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import MemorySaver
 from support.fake_openai import Fail, FakeOpenAI, Hang, Recorded, SchemaResponder
 
+from citewise import llms
 from citewise.context import Context
+from citewise.evidence import NO_ANSWER
 from citewise.graph.query import builder
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
-from citewise.nodes import llms
-from citewise.nodes.answer import NO_ANSWER
 
 pytestmark = pytest.mark.integration
 

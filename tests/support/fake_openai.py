@@ -630,15 +630,24 @@ class _Handler(BaseHTTPRequestHandler):
 
 # deterministic answers for citewise's prompts -----------------------------------------------------------
 
-KNOWN_SCHEMAS = ("RelevanceScores", "Reflections", "CriticVerdicts", "SupportMap", "RewrittenQuery")
+KNOWN_SCHEMAS = (
+    "RelevanceScores",
+    "Reflections",
+    "CriticVerdicts",
+    "SupportMap",
+    "RewrittenQuery",
+    "RouteDecision",
+    "PlannedOutline",
+)
 
 # innermost tags, evidence with an id: a prompt's prose may mention "<question>" and "<evidence>" tags too
 _EVIDENCE = re.compile(
     r"<evidence\b([^>]*\bid=\"[^\"]*\"[^>]*)>((?:(?!<evidence\b).)*?)</evidence>", re.DOTALL
 )
 _ATTR_ID = re.compile(r'\bid="([^"]*)"')
-_LABEL = re.compile(r"\bE\d+\b(?!\.\d)")
-_LINE_LABEL = re.compile(r"\bE\d+\.\d+\b")
+_LABEL = re.compile(r"\b(?:S\d+)?E\d+\b(?!\.\d)")
+_LINE_LABEL = re.compile(r"\b(?:S\d+)?E\d+\.\d+\b")
+_SECTION = re.compile(r'<section\b[^>]*\btitle="([^"]*)"[^>]*>\n(.*?)\n</section>', re.DOTALL)
 _QUESTION = re.compile(r"<question\b[^>]*>((?:(?!<question\b).)*?)</question>", re.DOTALL)
 _COUNT = re.compile(r"\(1 to (\d+)\)")
 _NUMBERED = re.compile(r"^\s*\[?(\d+)[\].):]\s+\S", re.MULTILINE)
@@ -706,6 +715,8 @@ class SchemaResponder:
         delay: float = 0.0,
         answer: str | None = None,
         supported: bool = True,
+        route: str = "direct",
+        sections: int = 3,
     ) -> None:
         """Configure the replies.
 
@@ -715,12 +726,16 @@ class SchemaResponder:
             delay: Seconds each reply waits (a stand-in for model latency in benchmarks).
             answer: A fixed free-text answer instead of the quoting one.
             supported: What SupportMap says about every sentence.
+            route: What RouteDecision answers ("direct" or "report").
+            sections: How many sections PlannedOutline plans.
         """
         self.scores = dict(scores or {})
         self.jitter = jitter
         self.delay = delay
         self.answer = answer
         self.supported = supported
+        self.route = route
+        self.sections = sections
 
     def __call__(self, request: dict[str, Any]) -> Any:
         """The reply for one request (wrapped in a Delay when a delay is set)."""
@@ -822,10 +837,26 @@ class SchemaResponder:
             }
         if name == "RewrittenQuery":
             return {"query": prompt.question or "test query", "sub_queries": []}
+        if name == "RouteDecision":
+            return {"route": self.route, "reason": f"scripted: {self.route}"}
+        if name == "PlannedOutline":
+            return {"sections": [self.planned(prompt.question, n) for n in range(1, self.sections + 1)]}
         return _instance(schema, schema.get("$defs", {}), prompt, self, sample)
 
+    @staticmethod
+    def planned(question: str, n: int) -> dict[str, Any]:
+        """Section n of a planned outline: a distinct title; the question searches for it."""
+        return {
+            "title": f"Part {n}",
+            "goal": f"Part {n} of the answer.",
+            "queries": [question or f"part {n}"],
+        }
+
     def free_text(self, prompt: _Prompt) -> str:
-        """Quote and cite the first two evidence passages; else echo the question."""
+        """Cite the first two evidence passages; join drafted sections into a report; else the question."""
+        sections = _SECTION.findall(prompt.text)
+        if sections:
+            return self.report(sections)
         cited = []
         for label in prompt.labels[:2]:
             text = prompt.evidence.get(label, "")
@@ -836,6 +867,16 @@ class SchemaResponder:
         if prompt.question:
             return prompt.question
         return "This is a test answer."
+
+    @staticmethod
+    def report(sections: list[tuple[str, str]]) -> str:
+        """The customize reply: the first section's first sentence, each section under its heading, then the
+        last section's last sentence as the conclusion."""
+        bodies = [(html.unescape(title), html.unescape(body).strip()) for title, body in sections]
+        intro = _SENTENCE_END.split(bodies[0][1])[0]
+        closing = _SENTENCE_END.split(bodies[-1][1])[-1]
+        parts = [intro] + [f"## {title}\n\n{body}" for title, body in bodies]
+        return "\n\n".join([*parts, f"## Conclusion\n\n{closing}"])
 
 
 def _instance(

@@ -13,22 +13,24 @@ import openai
 import pytest
 from fakes import Judge, Request, Samples, ScriptedChatModel, overlap, scripted_llm
 from langgraph.checkpoint.memory import MemorySaver
+from langgraph.graph import END
 from langgraph.runtime import Runtime
-from langgraph.types import Command
 
+from citewise import llms
 from citewise.context import Context
+from citewise.evidence import NO_ANSWER, dynamic_threshold, final_score, judge_all, pack
+from citewise.graph.evidence import after_threshold
 from citewise.graph.query import builder
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
+from citewise.indexes import forget_index
 from citewise.models import LLM
-from citewise.nodes import llms
-from citewise.nodes.answer import NO_ANSWER, answer, pack
+from citewise.nodes.answer import answer
 from citewise.nodes.critique import borderline, critique
 from citewise.nodes.reflect import SKIPPED, reflect
 from citewise.nodes.rerank import edges_first, rerank
 from citewise.nodes.score import local_relevance, score
-from citewise.nodes.shared import forget_index
-from citewise.nodes.threshold import dynamic_threshold, final_score, judge_all, threshold
+from citewise.nodes.threshold import threshold
 from citewise.nodes.verify import verify
 from citewise.prompts import common
 from citewise.prompts import rewrite as rewrite_prompts
@@ -145,36 +147,33 @@ def test_judge_all_gives_every_chunk_its_final_score_verdict_and_reason() -> Non
     }
 
 
-@pytest.mark.parametrize(("attempt", "goto"), [(1, "rewrite"), (2, "rewrite"), (3, "rerank")])
-async def test_threshold_rewrites_while_nothing_passes_until_the_cap(attempt: int, goto: str) -> None:
+@pytest.mark.parametrize(("attempt", "goto"), [(1, "rewrite"), (2, "rewrite"), (3, END)])
+async def test_the_evidence_loop_rewrites_while_nothing_passes_until_the_cap(attempt: int, goto: str) -> None:
     state = {
         "question": "q",
         "attempt": attempt,
         "candidates": {"a": record("a", relevance_mean=5.0), "b": record("b", relevance_mean=12.0)},
     }
-    command = await threshold(state, run(Context(max_rewrites=2)))
-    assert isinstance(command, Command)
-    assert command.goto == goto
-    assert command.update["threshold"] == 20.0
-    assert [r["chunk_id"] for r in command.update["evidence"]] == ["b", "a"]  # best first
-    assert not any(r["kept"] for r in command.update["evidence"])
-    if goto == "rewrite":
-        assert command.update["feedback"] == "no chunk reached the threshold 20 (best 12)"
-    else:
-        assert "feedback" not in command.update
+    context = Context(max_rewrites=2)
+    update = await threshold(state, run(context))
+    assert update["threshold"] == 20.0
+    assert [r["chunk_id"] for r in update["evidence"]] == ["b", "a"]  # best first
+    assert not any(r["kept"] for r in update["evidence"])
+    assert after_threshold({**state, **update}, run(context)) == goto
 
 
-async def test_threshold_goes_on_to_rerank_when_a_chunk_passes() -> None:
+async def test_the_evidence_loop_ends_when_a_chunk_passes() -> None:
     state = {
         "question": "q",
         "attempt": 1,
         "candidates": {"a": record("a", relevance_mean=85.0), "b": record("b", relevance_mean=12.0)},
     }
-    command = await threshold(state, run(Context(max_rewrites=2)))
-    assert command.goto == "rerank"
-    kept = {r["chunk_id"]: r["kept"] for r in command.update["evidence"]}
+    context = Context(max_rewrites=2)
+    update = await threshold(state, run(context))
+    assert after_threshold({**state, **update}, run(context)) == END
+    kept = {r["chunk_id"]: r["kept"] for r in update["evidence"]}
     assert kept == {"a": True, "b": False}
-    assert command.update["candidates"]["a"]["reason"].startswith("kept: final 85 >= threshold")
+    assert update["candidates"]["a"]["reason"].startswith("kept: final 85 >= threshold")
 
 
 # score --------------------------------------------------------------------------------------------------
@@ -746,7 +745,8 @@ def test_context_prompt_defaults_are_the_prompt_modules() -> None:
     context = Context()
     assert set(PROMPTS) - {"rewrite.FEEDBACK"} == {
         "condense_prompt", "rewrite_prompt", "score_prompt", "reflect_prompt", "critique_prompt",
-        "summary_prompt", "answer_prompt", "refine_prompt", "verify_prompt",
+        "summary_prompt", "answer_prompt", "refine_prompt", "verify_prompt", "route_prompt", "outline_prompt",
+        "section_prompt", "section_refine_prompt", "customize_prompt",
     }  # fmt: skip
     assert context.answer_prompt == ANSWER_PROMPT
 
@@ -766,7 +766,7 @@ def gullible(label: str, text: str, request: Request) -> int:
     return round(100 * overlap(request.question, text))
 
 
-async def judged(context: Context) -> Command:
+async def judged(context: Context) -> dict[str, Any]:
     """score -> reflect -> critique -> threshold over a relevant and a malicious chunk."""
     state: dict[str, Any] = scoring_state(
         record("good", VACCINES),
@@ -783,9 +783,9 @@ async def test_a_malicious_document_cannot_change_its_score(install: Callable) -
     context = Context(model=MODEL)
     judge = ScriptedChatModel(responder=Judge(gullible))
     install(context, judge=judge)
-    command = await judged(context)
+    result = await judged(context)
 
-    evidence = {r["chunk_id"]: r for r in command.update["evidence"]}
+    evidence = {r["chunk_id"]: r for r in result["evidence"]}
     assert evidence["evil"]["relevance_mean"] == 0.0
     assert evidence["evil"]["final"] == 0.0
     assert not evidence["evil"]["kept"]
@@ -801,6 +801,6 @@ async def test_the_gullible_judge_is_fooled_when_evidence_is_not_escaped(
     monkeypatch.setattr(common, "escape", lambda text: text)
     context = Context(model=MODEL)
     install(context, judge=ScriptedChatModel(responder=Judge(gullible)))
-    command = await judged(context)
-    evidence = {r["chunk_id"]: r for r in command.update["evidence"]}
+    result = await judged(context)
+    evidence = {r["chunk_id"]: r for r in result["evidence"]}
     assert evidence["evil"]["relevance_mean"] == 100.0 and evidence["evil"]["kept"]

@@ -1,49 +1,13 @@
-"""What several nodes need: the open index, the run's models, evidence labels and text helpers."""
+"""Text helpers shared by the steps: messages, sentences, content words and their overlap."""
 
 from __future__ import annotations
 
-import asyncio
 import re
-import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from langchain_core.messages import AnyMessage, HumanMessage
 
-from citewise.context import Context
-from citewise.index import Index
 from citewise.index.chunking import split_sentences
-from citewise.prompts.common import quote
-from citewise.state import EvidenceRecord
-
-_indexes: dict[tuple[str, str | None], Index] = {}
-_lock = threading.Lock()
-
-
-async def open_index(context: Context) -> Index:
-    """The index the context names, opened once per process, off the event loop (opening syncs the stores)."""
-    return await asyncio.to_thread(_open_index, context.index_dir, context.chroma_url)
-
-
-def _open_index(index_dir: str, chroma_url: str | None) -> Index:
-    key = (index_dir, chroma_url)
-    with _lock:
-        if key not in _indexes:
-            _indexes[key] = Index.open(index_dir, chroma_url=chroma_url, create=False)
-        return _indexes[key]
-
-
-def forget_index(context: Context) -> None:
-    """Drop the cached handle (after the index was rewritten by another process)."""
-    with _lock:
-        index = _indexes.pop((context.index_dir, context.chroma_url), None)
-    if index is not None:
-        index.close()
-
-
-async def in_thread(function: Any, *args: Any, **kwargs: Any) -> Any:
-    """Run blocking index work (SQLite, Chroma, the embedding model) off the event loop."""
-    return await asyncio.to_thread(function, *args, **kwargs)
 
 
 def last_human(messages: Sequence[AnyMessage]) -> str:
@@ -60,17 +24,6 @@ def message_text(message: AnyMessage) -> str:
     if isinstance(content, str):
         return content
     return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
-
-
-def labelled(records: Sequence[EvidenceRecord]) -> tuple[dict[str, str], str]:
-    """Give records the labels E1..En; return label -> chunk id and the evidence block for a prompt."""
-    labels: dict[str, str] = {}
-    blocks = []
-    for n, record in enumerate(records, start=1):
-        label = f"E{n}"
-        labels[label] = record["chunk_id"]
-        blocks.append(quote("evidence", record.get("text", ""), id=label, title=record.get("title", "")))
-    return labels, "\n".join(blocks)
 
 
 def sentences(text: str) -> list[str]:

@@ -1,0 +1,166 @@
+"""Evidence as the steps share it: labels for prompts, batches, packing, final scores and the threshold rule.
+
+None of this is a step of the graph: the scoring, writing and verifying steps of the query graph and of every
+report section use it alike, so no node has to import another.
+
+The threshold rule: t = max(floor, min(mean + spread * stdev, top_ratio * best)). The first term adapts to the
+query: when a few chunks stand out from many weak ones, the cut lands between the groups. The cap at a
+fraction of the best score keeps a uniformly strong set from being cut in half (mean + 0.5 sd of scores that
+are all about 80 is above most of them). The floor (20, ScoreRAG) keeps chunks no judge found useful out, so
+"nothing relevant" stays possible and triggers the corrective loop.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from citewise.context import Context
+from citewise.index import Index
+from citewise.prompts.common import quote
+from citewise.state import EvidenceRecord
+
+NO_ANSWER = "Your documents do not answer this question."
+"""citewise's own no-answer sentence (verification lets it stand uncited)."""
+
+Block = tuple[str, str, str]
+"""(label, chunk id, prompt block) of one piece of evidence."""
+
+
+def labelled(records: Sequence[EvidenceRecord]) -> tuple[dict[str, str], str]:
+    """Give records the labels E1..En; return label -> chunk id and the evidence block for a prompt."""
+    labels: dict[str, str] = {}
+    blocks = []
+    for n, record in enumerate(records, start=1):
+        label = f"E{n}"
+        labels[label] = record["chunk_id"]
+        blocks.append(quote("evidence", record.get("text", ""), id=label, title=record.get("title", "")))
+    return labels, "\n".join(blocks)
+
+
+def with_scores(records: list[EvidenceRecord], key: str) -> list[EvidenceRecord]:
+    """Records whose text shows the score under review, so the model sees what it is revisiting."""
+    shown = []
+    for record in records:
+        value = record.get(key)
+        if value is None:
+            value = record.get("relevance_mean")
+        score = "n/a" if value is None else f"{value:g}"
+        shown.append({**record, "text": f"(current score: {score}) {record.get('text', '')}"})
+    return shown
+
+
+def batches(records: Sequence[EvidenceRecord], size: int) -> list[list[EvidenceRecord]]:
+    """Consecutive groups of at most `size` records."""
+    size = max(1, size)
+    return [list(records[i : i + size]) for i in range(0, len(records), size)]
+
+
+def final_score(record: EvidenceRecord) -> float:
+    """The critic's score when it judged the chunk, else the reflected score, else the relevance mean."""
+    for key in ("critic", "reflection", "relevance_mean"):
+        value = record.get(key)
+        if value is not None:
+            return float(value)
+    return 0.0
+
+
+def dynamic_threshold(scores: Sequence[float], floor: float, spread: float, top_ratio: float) -> float:
+    """The cut for one query's final scores (see the module docstring)."""
+    if not scores:
+        return floor
+    mean = statistics.fmean(scores)
+    deviation = statistics.pstdev(scores) if len(scores) > 1 else 0.0
+    return round(max(floor, min(mean + spread * deviation, top_ratio * max(scores))), 1)
+
+
+def context_threshold(scores: Sequence[float], context: Context) -> float:
+    """`dynamic_threshold` with the run's settings."""
+    return dynamic_threshold(
+        scores, context.threshold_floor, context.threshold_spread, context.threshold_top_ratio
+    )
+
+
+def judge_all(records: Sequence[EvidenceRecord], context: Context) -> tuple[float, dict[str, EvidenceRecord]]:
+    """Apply the threshold: the cut and, per chunk, final score, verdict and reason."""
+    finals = {r["chunk_id"]: final_score(r) for r in records}
+    cut = context_threshold(list(finals.values()), context)
+    updates: dict[str, EvidenceRecord] = {}
+    for chunk_id, value in finals.items():
+        kept = value >= cut
+        if kept:
+            reason = f"kept: final {value:g} >= threshold {cut:g}"
+        elif value < context.threshold_floor:
+            reason = f"dropped: final {value:g} below the floor {context.threshold_floor:g}"
+        else:
+            reason = f"dropped: final {value:g} < threshold {cut:g}"
+        updates[chunk_id] = {"final": value, "kept": kept, "reason": reason}
+    return cut, updates
+
+
+def estimate_tokens(text: str) -> int:
+    """A provider-neutral token estimate (about four characters a token in English)."""
+    return max(1, len(text) // 4)
+
+
+def evidence_blocks(records: list[EvidenceRecord], summaries: dict[str, str]) -> list[Block]:
+    """(label, chunk id, prompt block) per kept record, in the order given."""
+    blocks = []
+    for n, record in enumerate(records, start=1):
+        label = f"E{n}"
+        body = record.get("text", "")
+        summary = summaries.get(record["chunk_id"], "")
+        if summary and summary != body:
+            body = f"{body}\n(context from the same paragraph: {summary})"
+        blocks.append(
+            (label, record["chunk_id"], quote("evidence", body, id=label, title=record.get("title", "")))
+        )
+    return blocks
+
+
+def pack(blocks: list[Block], budget: int) -> list[list[Block]]:
+    """Consecutive groups of blocks whose estimated tokens fit the budget (a lone oversized block alone)."""
+    groups: list[list[Block]] = []
+    used = 0
+    for block in blocks:
+        size = estimate_tokens(block[2])
+        if groups and used + size <= budget:
+            groups[-1].append(block)
+            used += size
+        else:
+            groups.append([block])
+            used = size
+    return groups
+
+
+def kept_records(state: dict) -> list[EvidenceRecord]:
+    """The kept chunks' records in the order `rerank` chose."""
+    by_id = {r["chunk_id"]: r for r in state.get("evidence", [])}
+    return [by_id[c] for c in state.get("kept", []) if c in by_id]
+
+
+def paragraph_texts(index: Index, records: Sequence[EvidenceRecord]) -> dict[str, str]:
+    """The paragraph text of each record, by chunk id (the chunk text when the paragraph is gone)."""
+    texts = {}
+    for record in records:
+        paragraph = index.paragraph(record.get("paragraph_id", ""))
+        texts[record["chunk_id"]] = paragraph.text if paragraph else record.get("text", "")
+    return texts
+
+
+def overview(state: dict) -> str:
+    """How much evidence the first search kept and where it comes from (for the router and the outline)."""
+    kept = [r for r in state.get("evidence", []) if r.get("kept")]
+    titles = list(dict.fromkeys(r.get("title", "") for r in kept))
+    lines = [f"{len(kept)} passages kept from {len(titles)} documents:"]
+    lines += [f"- {title}" for title in titles[:12]]
+    lines += [f"  * {r.get('text', '')[:160]}" for r in kept_records(state)[:8]]
+    return quote("evidence", "\n".join(lines), id="overview")
+
+
+NO_SECTION_EVIDENCE = "Your documents hold no evidence for this section."
+"""What a report section says in its place when its searches kept nothing (verification lets it stand)."""
+SECTION_FAILED = "This section could not be written"
+"""The start of what a failed section says in its place (verification lets it stand)."""
+OWN_TEXT = (NO_ANSWER, NO_SECTION_EVIDENCE, SECTION_FAILED)
+"""citewise's own sentences about missing evidence: they stand uncited."""

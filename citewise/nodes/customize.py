@@ -1,0 +1,182 @@
+"""customize: SynthRAG customization: sections merged, de-duplicated, framed, condensed, styled, checked.
+
+With a model, the writer merges the sections in outline order under their headings, removes what another
+section already says, adds an introduction and a conclusion, condenses to the length budget and follows the
+style of exemplar answers (shipped defaults, or Context `style_exemplars`). Every draft is then validated
+(citewise.report.validate); the graph sends a failed draft back here with its problems as feedback, at most
+`max_customize_attempts` times, and the best draft goes on with its remaining problems listed.
+
+In local mode the merge is deterministic: sections in outline order, a sentence dropped when an earlier one
+of the report says the same (cosine > 0.9), an extractive introduction (the question's own best evidence)
+and conclusion (the best remaining evidence sentences across the sections), then condensed by dropping each
+longest section's last sentences until the budget holds. Validation runs all the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from langgraph.runtime import Runtime
+
+from citewise import llms
+from citewise.context import Context
+from citewise.evidence import kept_records
+from citewise.index import Index
+from citewise.indexes import in_thread, open_index
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.report import assemble, cited_sentences, load_exemplars, render_sentences, validate, words
+from citewise.state import EvidenceRecord, SectionResult, State, Validation
+from citewise.writing import DUPLICATE, candidate_sentences, no_answer, select_sentences
+
+INTRO_SENTENCES = 2
+CONCLUSION_SENTENCES = 2
+INTRO_PREFIX = "S0"
+"""Labels of the introduction's evidence (the question's own pass): S0E1, S0E2, ..."""
+
+Cited = tuple[str, list[str]]
+
+
+def planned_sections(state: State) -> list[SectionResult]:
+    """The section results in outline order (a planned section that never reported is skipped)."""
+    results = state.get("sections", {})
+    return [results[s["id"]] for s in state.get("outline", []) if s["id"] in results]
+
+
+def report_evidence(state: State, sections: list[SectionResult]) -> list[EvidenceRecord]:
+    """The question's own candidates and every section's, one record per chunk (first seen), best first."""
+    records: dict[str, EvidenceRecord] = {}
+    for record in [*state.get("evidence", []), *(r for s in sections for r in s.get("evidence", []))]:
+        records.setdefault(record["chunk_id"], record)
+    return sorted(records.values(), key=lambda r: (-r.get("final", 0.0), r["chunk_id"]))
+
+
+def _deduplicated(
+    index: Index, bodies: list[list[Cited]], seen: np.ndarray
+) -> tuple[list[list[Cited]], np.ndarray]:
+    """Each body without sentences an earlier one of the report already says (a body keeps at least one)."""
+    flat = [sentence for body in bodies for sentence, _ in body]
+    if not flat:
+        return bodies, seen
+    vectors = index.embedder.embed(flat)
+    kept_bodies: list[list[Cited]] = []
+    position = 0
+    for body in bodies:
+        kept: list[Cited] = []
+        for item in body:
+            vector = vectors[position]
+            position += 1
+            if len(seen) and float(np.max(seen @ vector)) > DUPLICATE:
+                continue
+            kept.append(item)
+            seen = np.vstack([seen, vector[None, :]]) if len(seen) else vector[None, :]
+        kept_bodies.append(kept or body[:1])
+    return kept_bodies, seen
+
+
+def _condensed(intro: list[Cited], bodies: list[list[Cited]], conclusion: list[Cited], budget: int) -> None:
+    """Drop the longest section's last sentence, then the conclusion's, then the introduction's, to budget."""
+
+    def total() -> int:
+        return sum(words(s) for part in (intro, conclusion, *bodies) for s, _ in part)
+
+    while total() > budget:
+        longest = max(bodies, key=len, default=[])
+        if len(longest) > 1:
+            longest.pop()
+        elif conclusion:
+            conclusion.pop()
+        elif len(intro) > 1:
+            intro.pop()
+        else:
+            return
+
+
+def local_report(
+    index: Index, state: State, sections: list[SectionResult], budget: int
+) -> tuple[str, dict[str, str]]:
+    """The deterministic merge (see the module docstring); returns the markdown and its extra labels."""
+    question = state["question"]
+    own = kept_records(state)
+    intro_labels = {f"{INTRO_PREFIX}E{n}": r["chunk_id"] for n, r in enumerate(own, start=1)}
+    texts = [(label, r.get("text", "")) for label, r in zip(intro_labels, own, strict=True)]
+    chosen, seen = select_sentences(index, question, candidate_sentences(texts), limit=INTRO_SENTENCES)
+    intro: list[Cited] = [(sentence, [label]) for label, sentence in chosen]
+    bodies, seen = _deduplicated(index, [cited_sentences(s.get("text", "")) for s in sections], seen)
+    pool = []
+    for section in sections:
+        by_chunk = {chunk_id: label for label, chunk_id in section.get("labels", {}).items()}
+        records = {r["chunk_id"]: r for r in section.get("evidence", [])}
+        pool += [(by_chunk[c], records[c].get("text", "")) for c in section.get("kept", []) if c in by_chunk]
+    closing, _ = select_sentences(
+        index, question, candidate_sentences(pool), limit=CONCLUSION_SENTENCES, avoid=seen
+    )
+    conclusion: list[Cited] = [(sentence, [label]) for label, sentence in closing]
+    _condensed(intro, bodies, conclusion, budget)
+    text = assemble(
+        render_sentences(intro),
+        [(s["title"], render_sentences(body)) for s, body in zip(sections, bodies, strict=True)],
+        render_sentences(conclusion),
+    )
+    return text, intro_labels
+
+
+async def _llm_report(writer, state: State, sections: list[SectionResult], context: Context) -> str:  # noqa: ANN001
+    previous = state.get("validation") or {}
+    problems = ""
+    if previous.get("problems"):
+        problems = quote("problems", "\n".join(f"- {p}" for p in previous["problems"]))
+    exemplars = load_exemplars(context.style_exemplars)
+    prompt = render(
+        context.customize_prompt,
+        words=str(context.report_words),
+        data_rule=DATA_RULE,
+        question=quote("question", state["question"]),
+        problems=problems,
+        exemplars="\n".join(quote("exemplar", e, id=f"X{n}") for n, e in enumerate(exemplars, start=1)),
+        sections="\n".join(
+            quote("section", s.get("text", ""), id=s["id"], title=s["title"]) for s in sections
+        ),
+    )
+    return (await writer.text(as_messages(prompt), stage="customize", stream=True)).strip()
+
+
+def _validation(previous: dict[str, Any], problems: list[str], better: bool) -> Validation:
+    history = [*previous.get("history", []), problems]
+    best = problems if better else previous.get("problems", [])
+    return {"attempts": len(history), "problems": best, "passed": not best, "history": history}
+
+
+@llms.metered
+async def customize(state: State, runtime: Runtime[Context]) -> dict:
+    """Decide the report: its sections merged and framed, then checked (a failed check comes back here)."""
+    context = runtime.context
+    sections = planned_sections(state)
+    evidence = report_evidence(state, sections)
+    previous: dict[str, Any] = dict(state.get("validation") or {})
+    if not any(s.get("status") == "written" for s in sections):
+        draft, labels = no_answer({"evidence": evidence})
+        problem = "no section found evidence in your documents"
+        validation: Validation = {
+            "attempts": 1,
+            "problems": [problem],
+            "passed": False,
+            "history": [[problem]],
+        }
+        return {"draft": draft, "labels": labels, "evidence": evidence, "validation": validation}
+    labels = {label: chunk_id for s in sections for label, chunk_id in s.get("labels", {}).items()}
+    _, writer = llms.models(context)
+    index = await open_index(context)
+    usage: dict = {}
+    if writer is None:
+        draft, extra = await in_thread(local_report, index, state, sections, context.report_words)
+        labels |= extra
+    else:
+        draft = await _llm_report(writer, state, sections, context) or state.get("draft", "")
+        usage = writer.take_usage()
+    problems = validate(draft, state.get("outline", []), labels, context.report_words)
+    better = not previous.get("history") or len(problems) < len(previous.get("problems", []))
+    update: dict[str, Any] = {"validation": _validation(previous, problems, better), "evidence": evidence}
+    if better:
+        update |= {"draft": draft, "labels": labels}
+    return {**update, "usage": usage} if usage else update

@@ -1,0 +1,186 @@
+"""outline: SynthRAG's adaptive outline, the question type's instruction adapted to the question and evidence.
+
+The question type is the library entry nearest to the question by embedding (citewise.outlines). With a
+model, the writer adapts that type's instruction, given an overview of the kept evidence, into this
+question's sections (title, goal, sub-queries). In local mode the outline comes from the evidence itself:
+the kept chunks are clustered by their own vectors (k-means), each cluster becomes a section titled by the
+terms that set it apart from the other clusters, sections are ordered by their best score, and the number of
+clusters is chosen so every section starts with evidence of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter
+
+import numpy as np
+from langgraph.runtime import Runtime
+from sklearn.cluster import KMeans
+
+from citewise import llms
+from citewise.context import Context
+from citewise.evidence import overview
+from citewise.index import Index
+from citewise.indexes import in_thread, open_index
+from citewise.outlines import load_library, nearest_type
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.state import EvidenceRecord, OutlineSection, PlannedOutline, State
+from citewise.text import content_words, ordered_unique
+
+logger = logging.getLogger(__name__)
+
+CHUNKS_PER_SECTION = 3
+"""Local mode plans about one section per this many kept chunks."""
+TITLE_TERMS = 3
+"""Distinctive terms in a local section title."""
+STEM = 6
+"""Words that share this many first letters with a question word count as the question's (atmosphere/ic)."""
+
+
+def passed(state: State) -> list[EvidenceRecord]:
+    """Every chunk that passed the threshold, best first (not only those the direct writer would see)."""
+    return [r for r in state.get("evidence", []) if r.get("kept")]
+
+
+GENERIC = frozenset(
+    "section sections figure figures table tables equation formula appendix paper papers study studies work "
+    "result results using used based show shows shown found however therefore thus another also well first "
+    "second third data value values model models method methods case cases number total given respectively "
+    "here present presented suggest suggests assume assumed within without between among each whether while "
+    "since these those which where when because could would should might".split()
+)
+"""Words that say where text is in a paper or how it argues, not what it is about: never a section title."""
+
+
+def distinctive_terms(
+    groups: list[list[str]], exclude: set[str], count: int = TITLE_TERMS
+) -> list[list[str]]:
+    """Per group of texts, the words most of its texts use and the other groups' texts do not (c-TF-IDF).
+
+    A word counts once per text (so one long chunk cannot name its group), must be a content word of at
+    least four letters, not a number, not a word of the question (by its first STEM letters, given in
+    `exclude`) and not a generic paper word.
+    """
+    presence = [Counter(w for text in texts for w in set(content_words(text))) for texts in groups]
+    spread = Counter(w for counter in presence for w in counter)
+    terms = []
+    for texts, counter in zip(groups, presence, strict=True):
+        weight = {
+            w: n / len(texts) * math.log(1 + len(groups) / spread[w])
+            for w, n in counter.items()
+            if len(w) > 3 and w[:STEM] not in exclude and w not in GENERIC and not any(c.isdigit() for c in w)
+        }
+        terms.append([w for w, _ in sorted(weight.items(), key=lambda item: (-item[1], item[0]))[:count]])
+    return terms
+
+
+def title_from(terms: list[str]) -> str:
+    """'Clouds', 'Clouds and haze', 'Clouds, haze and transit depth' from the section's terms."""
+    if not terms:
+        return ""
+    text = terms[0] if len(terms) == 1 else f"{', '.join(terms[:-1])} and {terms[-1]}"
+    return text[0].upper() + text[1:]
+
+
+def cluster_count(chunks: int, context: Context) -> int:
+    """Sections for `chunks` kept chunks: about one per CHUNKS_PER_SECTION, within the context's bounds."""
+    wanted = max(context.min_sections, round(chunks / CHUNKS_PER_SECTION))
+    return max(1, min(chunks, context.max_sections, wanted))
+
+
+def local_outline(index: Index, question: str, records: list[EvidenceRecord], context: Context) -> list[dict]:
+    """Sections from clusters of the kept evidence (see the module docstring)."""
+    if not records:
+        return []
+    vectors = index.embedder.embed([r.get("text", "") for r in records])
+    k = cluster_count(len(records), context)
+    labels = (
+        KMeans(n_clusters=k, random_state=0, n_init=10).fit_predict(vectors)
+        if k > 1
+        else np.zeros(len(records))
+    )
+    members = [[r for r, label in zip(records, labels, strict=True) if label == c] for c in range(k)]
+    members = [group for group in members if group]
+    asked = {w[:STEM] for w in content_words(question)}
+    terms = distinctive_terms([[r.get("text", "") for r in group] for group in members], asked)
+    keywords = " ".join(ordered_unique(content_words(question)))
+    sections = []
+    for group, words in zip(members, terms, strict=True):
+        best = max(group, key=lambda r: r.get("final", 0.0))
+        words = words or content_words(best.get("text", ""))[:TITLE_TERMS]
+        title = title_from(words) or best.get("title", "Evidence")
+        sections.append(
+            {
+                "title": title,
+                "goal": f"What the documents say about {', '.join(words)} for the question.",
+                "queries": ordered_unique(
+                    [f"{' '.join(words)} {keywords}".strip(), best.get("text", "")[:200]]
+                ),
+                "documents": [],
+                "_score": max(r.get("final", 0.0) for r in group),
+            }
+        )
+    sections.sort(key=lambda s: -s.pop("_score"))
+    return sections
+
+
+def numbered(sections: list[dict], question: str) -> list[OutlineSection]:
+    """Sections with ids s1, s2, ... in order, unique titles, and at least one query each."""
+    seen: Counter[str] = Counter()
+    result: list[OutlineSection] = []
+    for n, section in enumerate(sections, start=1):
+        title = " ".join(str(section.get("title", "")).split()) or f"Part {n}"
+        seen[title.lower()] += 1
+        if seen[title.lower()] > 1:
+            title = f"{title} ({seen[title.lower()]})"
+        queries = [q.strip() for q in section.get("queries", []) if str(q).strip()] or [f"{title} {question}"]
+        result.append(
+            {
+                "id": f"s{n}",
+                "title": title,
+                "goal": str(section.get("goal", "")).strip(),
+                "queries": queries[:3],
+                "documents": list(section.get("documents", [])),
+            }
+        )
+    return result
+
+
+async def _llm_outline(
+    writer, state: State, instruction: str, kind: str, context: Context
+) -> list[dict] | None:  # noqa: ANN001
+    prompt = render(
+        context.outline_prompt,
+        outline_type=kind,
+        min_sections=str(context.min_sections),
+        max_sections=str(context.max_sections),
+        instruction=instruction,
+        data_rule=DATA_RULE,
+        question=quote("question", state["question"]),
+        overview=overview(state),
+    )
+    samples = await writer.structured(PlannedOutline, as_messages(prompt), stage="outline")
+    planned = samples[0] if samples else None
+    if planned is None or not planned.sections:
+        return None
+    return [s.model_dump() for s in planned.sections[: context.max_sections]]
+
+
+@llms.metered
+async def outline(state: State, runtime: Runtime[Context]) -> dict:
+    """Decide the report's sections: the nearest question type's outline, adapted to the question."""
+    context = runtime.context
+    index = await open_index(context)
+    library = await in_thread(load_library, context.outline_library)
+    kind, _ = await in_thread(nearest_type, index.embedder, state["question"], library)
+    _, writer = llms.models(context)
+    planned = None
+    if writer is not None:
+        planned = await _llm_outline(writer, state, kind.instruction, kind.name, context)
+        if planned is None:
+            logger.warning("the outline was malformed; planning it from the evidence instead")
+    if planned is None:
+        planned = await in_thread(local_outline, index, state["question"], passed(state), context)
+    result: dict = {"outline": numbered(planned, state["question"]), "outline_type": kind.name}
+    return {**result, "usage": writer.take_usage()} if writer is not None else result

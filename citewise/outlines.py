@@ -1,0 +1,830 @@
+"""The outline library of the report path: one outline instruction per question type (SynthRAG 3.2.1).
+
+A report is planned from the instruction of the question's type, and `nearest_type` picks that type: the one
+whose example questions lie closest to the question (cosine to their normalised mean vector). The library is
+editable JSON; `citewise/data/outlines.json` ships with seven hand-written types.
+
+`learn` builds a library from rated example answers the way SynthRAG does: embed and cluster the questions
+with k-means, score every answer's effectiveness E = 0.3 cos(question, answer) + 0.1 length + 0.6 rating,
+take the top and bottom 5% of each cluster, and have an LLM contrast them into the cluster's outline
+instruction. Without an LLM (or when its reply is malformed) the instruction is written from the answers'
+structure (`answer_structure`): the headings the best answers share, and what the worst ones lack or overdo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import os
+import re
+import tempfile
+import textwrap
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from langchain_core.messages import BaseMessage
+
+from citewise.index.embeddings import Embedder
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.prompts.outline_learn import LEARN_PROMPT
+from citewise.state.schemas import LearnedOutline
+
+if TYPE_CHECKING:
+    from citewise.models import LLM
+
+logger = logging.getLogger(__name__)
+
+DATA_DIR = Path(__file__).parent / "data"
+DEFAULT_LIBRARY = DATA_DIR / "outlines.json"
+"""The shipped, editable outline library."""
+EXAMPLE_ANSWERS = DATA_DIR / "example_answers.jsonl"
+"""A small shipped set of rated example answers to demonstrate `learn`."""
+LIBRARY_VERSION = 1
+"""The library format this module reads and writes."""
+WEIGHTS = (0.3, 0.1, 0.6)
+"""SynthRAG's effectiveness weights: coherence (question-answer cosine), length, rating."""
+SAMPLE_SHARE = 0.05
+"""The share of a cluster taken as high-rated samples, and as low-rated ones (at least one each)."""
+MAX_EXAMPLES = 8
+"""Example questions kept per learned type."""
+MIN_EXAMPLES = 2
+"""Rated examples a learning file must hold."""
+EVIDENCE_RULE = (
+    "Plan only sections the retrieved evidence can support: no section without evidence, and drop a "
+    "planned section rather than fill it with general knowledge."
+)
+"""The closing sentence of every instruction written without an LLM."""
+
+
+class OutlineLibraryError(ValueError):
+    """An outline library or example file that cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class OutlineType:
+    """One question type: what it covers, typical phrasings, and how to outline a report for it."""
+
+    name: str
+    description: str
+    examples: tuple[str, ...]
+    instruction: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The type as stored in the library file."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "examples": list(self.examples),
+            "instruction": self.instruction,
+        }
+
+
+@dataclass
+class Example:
+    """A question with an answer someone rated (the higher the better)."""
+
+    question: str
+    answer: str
+    rating: float
+
+
+# the library file -----------------------------------------------------------------------------------------
+
+
+def load_library(path: str | Path | None = None) -> list[OutlineType]:
+    """The outline types of a library file (None: the shipped one).
+
+    Raises:
+        OutlineLibraryError: The file is missing or not valid JSON, holds no types, a type lacks its name,
+            instruction or examples, or two types share a name.
+    """
+    source = Path(path) if path is not None else DEFAULT_LIBRARY
+    data = _read_json(source)
+    if not isinstance(data, dict) or not isinstance(data.get("types"), list) or not data["types"]:
+        raise OutlineLibraryError(
+            f'outline library {source} has no types: expected {{"version": 1, "types": [...]}} '
+            "with at least one type"
+        )
+    version = data.get("version", LIBRARY_VERSION)
+    if version != LIBRARY_VERSION:
+        raise OutlineLibraryError(
+            f"outline library {source} has version {version!r}; citewise reads version {LIBRARY_VERSION}"
+        )
+    types = [_parse_type(source, number, raw) for number, raw in enumerate(data["types"], 1)]
+    _check_unique(source, types)
+    return types
+
+
+def save_library(types: Sequence[OutlineType], path: str | Path) -> Path:
+    """Write `types` in the library format, atomically (a temporary file, then os.replace); returns the path.
+
+    Raises:
+        OutlineLibraryError: No types, or two types share a name (the file could not be loaded back).
+    """
+    target = Path(path)
+    if not types:
+        raise OutlineLibraryError(f"refusing to write outline library {target} without types")
+    _check_unique(target, list(types))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(as_library(types), indent=2, ensure_ascii=False) + "\n"
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def as_library(types: Sequence[OutlineType]) -> dict[str, Any]:
+    """The JSON object of a library file holding `types`."""
+    return {"version": LIBRARY_VERSION, "types": [one.as_dict() for one in types]}
+
+
+def _read_json(source: Path) -> Any:
+    """The parsed JSON of a library file, or an error naming the file and the problem."""
+    try:
+        text = source.read_text(encoding="utf-8")
+    except FileNotFoundError as error:
+        raise OutlineLibraryError(f"outline library {source} does not exist") from error
+    except (OSError, UnicodeDecodeError) as error:
+        raise OutlineLibraryError(f"cannot read outline library {source}: {error}") from error
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise OutlineLibraryError(
+            f"outline library {source} is not valid JSON: {error.msg} "
+            f"(line {error.lineno}, column {error.colno})"
+        ) from error
+
+
+def _parse_type(source: Path, number: int, raw: Any) -> OutlineType:
+    """One library entry as an OutlineType, or an error naming the entry and what it lacks."""
+    where = f"outline library {source}: type {number}"
+    if not isinstance(raw, dict):
+        raise OutlineLibraryError(f"{where} is not a JSON object")
+    name = _text(raw.get("name"))
+    if not name:
+        raise OutlineLibraryError(f"{where} has no name")
+    where = f"{where} ({name})"
+    if not _text(raw.get("instruction")):
+        raise OutlineLibraryError(f"{where} has no instruction")
+    examples = raw.get("examples")
+    if not isinstance(examples, list) or not examples:
+        raise OutlineLibraryError(f"{where} has no examples (a list of typical questions)")
+    if not all(_text(example) for example in examples):
+        raise OutlineLibraryError(f"{where} has an example that is not a non-empty string")
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        raise OutlineLibraryError(f"{where} has a description that is not a string")
+    return OutlineType(
+        name=name,
+        description=description.strip(),
+        examples=tuple(example.strip() for example in examples),
+        instruction=raw["instruction"].strip(),
+    )
+
+
+def _text(value: Any) -> str:
+    """The stripped string, or "" for anything that is not a string."""
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _check_unique(source: Path, types: list[OutlineType]) -> None:
+    """Raise when two types share a name."""
+    first: dict[str, int] = {}
+    for number, one in enumerate(types, 1):
+        if one.name in first:
+            raise OutlineLibraryError(
+                f"outline library {source}: duplicate type name {one.name!r} "
+                f"(types {first[one.name]} and {number})"
+            )
+        first[one.name] = number
+
+
+# choosing a type --------------------------------------------------------------------------------------------
+
+_CENTROIDS: dict[tuple[int, tuple[OutlineType, ...]], tuple[Embedder, np.ndarray]] = {}
+_CENTROIDS_LOCK = threading.Lock()
+_CENTROIDS_KEPT = 16
+
+
+def nearest_type(embedder: Embedder, question: str, library: list[OutlineType]) -> tuple[OutlineType, float]:
+    """The type whose example questions are closest to `question`, and its cosine similarity.
+
+    Raises:
+        OutlineLibraryError: The library is empty.
+    """
+    if not library:
+        raise OutlineLibraryError("the outline library has no types to choose from")
+    centroids = type_centroids(embedder, library)
+    similarities = centroids @ embedder.embed([question])[0]
+    best = int(np.argmax(similarities))
+    return library[best], float(similarities[best])
+
+
+def type_centroids(embedder: Embedder, library: Sequence[OutlineType]) -> np.ndarray:
+    """One normalised mean example vector per type, cached per (embedder, library)."""
+    key = (id(embedder), tuple(library))
+    with _CENTROIDS_LOCK:
+        cached = _CENTROIDS.get(key)
+    if cached is not None and cached[0] is embedder:
+        return cached[1]
+    centroids = _centroids(embedder, key[1])
+    with _CENTROIDS_LOCK:
+        if len(_CENTROIDS) >= _CENTROIDS_KEPT:
+            _CENTROIDS.pop(next(iter(_CENTROIDS)))
+        _CENTROIDS[key] = (embedder, centroids)  # holding the embedder keeps its id from being reused
+    return centroids
+
+
+def _centroids(embedder: Embedder, library: Sequence[OutlineType]) -> np.ndarray:
+    """Embed every example once and average each type's rows into a unit vector."""
+    vectors = embedder.embed([example for one in library for example in one.examples])
+    bounds = np.cumsum([0, *(len(one.examples) for one in library)])
+    means = np.stack(
+        [vectors[start:end].mean(axis=0) for start, end in zip(bounds, bounds[1:], strict=False)]
+    )
+    return _normalise(means)
+
+
+def _normalise(rows: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return (rows / np.where(norms == 0, 1.0, norms)).astype(np.float32)
+
+
+# rated examples -------------------------------------------------------------------------------------------
+
+
+def read_examples(path: str | Path) -> list[Example]:
+    """Rated examples from JSONL (question, answer, rating per line; blank lines skipped).
+
+    Raises:
+        OutlineLibraryError: The file is missing, a line is not a valid example (the message gives its
+            number and the problem), or it holds fewer than two examples.
+    """
+    source = Path(path)
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as error:
+        raise OutlineLibraryError(f"example file {source} does not exist") from error
+    except (OSError, UnicodeDecodeError) as error:
+        raise OutlineLibraryError(f"cannot read example file {source}: {error}") from error
+    examples = [_parse_example(source, number, line) for number, line in enumerate(lines, 1) if line.strip()]
+    if len(examples) < MIN_EXAMPLES:
+        raise OutlineLibraryError(
+            f"example file {source} has {len(examples)} example(s); learning needs at least {MIN_EXAMPLES}"
+        )
+    return examples
+
+
+def _parse_example(source: Path, number: int, line: str) -> Example:
+    """One JSONL line as an Example, or an error naming the line and what is wrong."""
+    where = f"example file {source}, line {number}"
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise OutlineLibraryError(f"{where}: not valid JSON ({error.msg})") from error
+    if not isinstance(raw, dict):
+        raise OutlineLibraryError(f"{where}: expected a JSON object with question, answer and rating")
+    for key in ("question", "answer"):
+        if not _text(raw.get(key)):
+            raise OutlineLibraryError(f"{where}: {key} is missing or empty")
+    rating = raw.get("rating")
+    if rating is None:
+        raise OutlineLibraryError(f"{where}: rating is missing")
+    if isinstance(rating, bool) or not isinstance(rating, int | float) or not math.isfinite(rating):
+        raise OutlineLibraryError(f"{where}: rating must be a number, not {rating!r}")
+    return Example(question=raw["question"].strip(), answer=raw["answer"].strip(), rating=float(rating))
+
+
+# the structure of an answer ---------------------------------------------------------------------------------
+
+_ATX_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_BOLD_HEADING = re.compile(r"^\s{0,3}(\*\*|__)(.+?)\1\s*:?\s*$")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
+_FILLER_OPENING = re.compile(
+    r"^(so|well|okay|ok|hmm|honestly|basically|great question|good question|interesting|it depends|"
+    r"this is (a|an) (great|good|interesting|complex|difficult|tricky|big)|there are (many|lots|a lot)|"
+    r"let me|let's|i think|i believe|i guess|in this (answer|post|article)|first of all|before (we|i)|"
+    r"as (we|you) (all )?know)\b",
+    re.IGNORECASE,
+)
+_ANSWER_HEADING = re.compile(r"\b(short answer|answer|tl;?dr|in short|in brief|bottom line)\b", re.IGNORECASE)
+_CLOSING_HEADING = re.compile(
+    r"\b(summary|summing up|conclusions?|in short|bottom line|take-?aways?|tl;?dr|verdict|"
+    r"recommendations?)\b",
+    re.IGNORECASE,
+)
+_CLOSING_PARAGRAPH = re.compile(
+    r"^(in (summary|short|conclusion|sum|brief)|overall|to (sum up|summari[sz]e|conclude)|all in all|"
+    r"the bottom line|taken together)\b",
+    re.IGNORECASE,
+)
+DIRECT_OPENING_WORDS = 40
+"""The longest first sentence still counted as a direct answer."""
+
+
+def answer_structure(answer: str) -> dict[str, Any]:
+    """Describe a markdown answer's structure (headings, paragraphs, list items, words, opening, closing).
+
+    Headings are `#`-style lines and lines that are bold text alone (e.g. `**Background:**`), in order and
+    without their markup. `direct_answer`: the first prose (the answer's start, or right under a "Short
+    answer" heading) is a sentence of at most 40 words that does not open with filler ("So", "Well", "It
+    depends", "There are many ..."). `conclusion`: the last heading is a summary or conclusion, or the answer
+    ends with a paragraph opening "In summary", "Overall", "To conclude" and the like.
+    """
+    blocks = _blocks(answer)
+    headings = [text for kind, text in blocks if kind == "heading"]
+    return {
+        "headings": headings,
+        "paragraphs": sum(1 for kind, _ in blocks if kind == "paragraph"),
+        "list_items": sum(1 for kind, _ in blocks if kind == "item"),
+        "words": _word_count(answer),
+        "direct_answer": _opens_directly(blocks),
+        "conclusion": _closes_with_summary(blocks),
+    }
+
+
+def _blocks(answer: str) -> list[tuple[str, str]]:
+    """The answer as (kind, text) blocks in order: heading, paragraph, item, other (tables, code)."""
+    blocks: list[tuple[str, str]] = []
+    in_code = False
+    prose: list[str] = []
+
+    def close_paragraph() -> None:
+        if prose:
+            blocks.append(("paragraph", " ".join(prose)))
+            prose.clear()
+
+    for line in answer.splitlines():
+        if _FENCE.match(line):
+            close_paragraph()
+            in_code = not in_code
+            blocks.append(("other", line))
+            continue
+        kind = "other" if in_code else _line_kind(line)
+        if kind == "paragraph":
+            prose.append(line.strip())
+            continue
+        close_paragraph()
+        if kind == "heading":
+            blocks.append((kind, _heading_text(line)))
+        elif kind in ("item", "other"):
+            blocks.append((kind, line.strip()))
+    close_paragraph()
+    return blocks
+
+
+def _line_kind(line: str) -> str:
+    """heading, item, other (tables, rules), blank or paragraph."""
+    stripped = line.strip()
+    if not stripped:
+        return "blank"
+    if _ATX_HEADING.match(line) or (
+        _BOLD_HEADING.match(line) and len(_WORD.findall(stripped)) <= 10 and not stripped.endswith(".**")
+    ):
+        return "heading"
+    if _LIST_ITEM.match(line):
+        return "item"
+    if stripped.startswith("|") or set(stripped) <= set("-*_= "):
+        return "other"
+    return "paragraph"
+
+
+def _heading_text(line: str) -> str:
+    """A heading line without its markup, trailing colon or numbering."""
+    found = _ATX_HEADING.match(line) or _BOLD_HEADING.match(line)
+    text = found.group(found.lastindex or 1) if found else line
+    text = re.sub(r"[*_`]+", "", text).strip().rstrip(":").strip()
+    return re.sub(r"^(\d+(\.\d+)*[.)]?|[IVX]+\.)\s+", "", text)
+
+
+def _plain(answer: str) -> str:
+    """Markdown without the markup characters that are not words."""
+    return re.sub(r"[#*_`|>]+", " ", answer)
+
+
+def _word_count(text: str) -> int:
+    """Words of a markdown text (markup characters are not words)."""
+    return len(_WORD.findall(_plain(text)))
+
+
+def _first_sentence(text: str) -> str:
+    """Text up to its first sentence end."""
+    end = _SENTENCE_END.search(text)
+    return text[: end.end()] if end else text
+
+
+def _opens_directly(blocks: list[tuple[str, str]]) -> bool:
+    """True when the first prose (before any list, or right under an "answer" heading) is a short answer."""
+    for position, (kind, text) in enumerate(blocks):
+        if kind == "paragraph":
+            sentence = _first_sentence(text)
+            words = _word_count(sentence)
+            return 0 < words <= DIRECT_OPENING_WORDS and not _FILLER_OPENING.match(sentence.strip())
+        if kind == "heading" and (position > 0 or not _ANSWER_HEADING.search(text)):
+            return False
+        if kind == "item":
+            return False
+    return False
+
+
+def _closes_with_summary(blocks: list[tuple[str, str]]) -> bool:
+    """True when the last section is a summary-like heading or the last paragraph opens like a summary."""
+    headings = [text for kind, text in blocks if kind == "heading"]
+    if headings and _CLOSING_HEADING.search(headings[-1]):
+        return True
+    paragraphs = [text for kind, text in blocks if kind == "paragraph"]
+    last_content = next((kind for kind, _ in reversed(blocks) if kind != "other"), None)
+    return last_content == "paragraph" and bool(_CLOSING_PARAGRAPH.match(paragraphs[-1]))
+
+
+# learning a library from rated examples ---------------------------------------------------------------------
+
+
+def default_k(count: int, distinct: int) -> int:
+    """About sqrt(n / 2) clusters for n examples, at least 1 and at most the distinct questions."""
+    return max(1, min(distinct, round(math.sqrt(count / 2))))
+
+
+def effectiveness(
+    question_vectors: np.ndarray, answer_vectors: np.ndarray, examples: Sequence[Example]
+) -> np.ndarray:
+    """SynthRAG's E per example: 0.3 cos(q, a) + 0.1 length + 0.6 rating (both min-max over the whole set)."""
+    coherence = np.sum(question_vectors * answer_vectors, axis=1)
+    lengths = _min_max([_word_count(example.answer) for example in examples])
+    ratings = _min_max([example.rating for example in examples])
+    alpha, beta, gamma = WEIGHTS
+    return alpha * coherence + beta * lengths + gamma * ratings
+
+
+def _min_max(values: Sequence[float]) -> np.ndarray:
+    """Values scaled to 0..1 over the set (all 0 when they are all equal)."""
+    array = np.asarray(values, dtype=np.float64)
+    spread = float(array.max() - array.min()) if len(array) else 0.0
+    return (array - array.min()) / spread if spread > 0 else np.zeros_like(array)
+
+
+def split_samples(ranked: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The top and bottom 5% of a cluster ranked best first (at least one each; one example: only high)."""
+    size = max(1, int(len(ranked) * SAMPLE_SHARE))
+    return list(ranked[:size]), list(ranked[max(size, len(ranked) - size) :])
+
+
+def cluster_questions(vectors: np.ndarray, k: int) -> list[list[int]]:
+    """Example indices per k-means cluster, clusters ordered by their first example."""
+    from sklearn.cluster import KMeans
+
+    labels = (
+        KMeans(n_clusters=k, random_state=0, n_init=10).fit_predict(vectors) if k > 1 else [0] * len(vectors)
+    )
+    clusters: dict[int, list[int]] = {}
+    for index, label in enumerate(labels):
+        clusters.setdefault(int(label), []).append(index)
+    return list(clusters.values())
+
+
+@dataclass
+class _Cluster:
+    """One question cluster: its examples ranked best first and its high and low samples."""
+
+    ranked: list[Example]
+    high: list[Example]
+    low: list[Example]
+    others: list[str]
+    """The questions of every other cluster (to find this cluster's distinctive words)."""
+
+    @property
+    def questions(self) -> list[str]:
+        """At most MAX_EXAMPLES distinct questions, highest rated first."""
+        by_rating = sorted(self.ranked, key=lambda example: -example.rating)  # stable: E breaks ties
+        return list(dict.fromkeys(example.question for example in by_rating))[:MAX_EXAMPLES]
+
+
+async def learn(
+    examples: list[Example],
+    embedder: Embedder,
+    llm: LLM | None = None,
+    k: int | None = None,
+    prompt: str = LEARN_PROMPT,
+) -> list[OutlineType]:
+    """Learn one outline type per question cluster from rated examples (SynthRAG's learning step).
+
+    Raises:
+        OutlineLibraryError: No examples, or `k` below 1 or above the number of distinct questions.
+    """
+    clusters = _clusters(examples, embedder, k)
+    if llm is None:
+        learned: list[LearnedOutline | None] = [None] * len(clusters)
+    else:
+        learned = await asyncio.gather(*(_ask(llm, cluster, prompt) for cluster in clusters))
+    drafts = [_combine(_draft(cluster), reply) for cluster, reply in zip(clusters, learned, strict=True)]
+    names = _unique_names([draft.name for draft in drafts])
+    return [
+        OutlineType(name, draft.description, tuple(cluster.questions), draft.instruction)
+        for name, draft, cluster in zip(names, drafts, clusters, strict=True)
+    ]
+
+
+def _clusters(examples: list[Example], embedder: Embedder, k: int | None) -> list[_Cluster]:
+    """Cluster the questions, rank each cluster by effectiveness, and pick its high and low samples."""
+    if not examples:
+        raise OutlineLibraryError("no examples to learn from")
+    distinct = len({example.question for example in examples})
+    k = default_k(len(examples), distinct) if k is None else k
+    if not 1 <= k <= distinct:
+        raise OutlineLibraryError(f"k must be between 1 and {distinct} (the distinct questions), not {k}")
+    question_vectors = embedder.embed([example.question for example in examples])
+    scores = effectiveness(question_vectors, embedder.embed([e.answer for e in examples]), examples)
+    clusters = []
+    groups = cluster_questions(question_vectors, k)
+    for group in groups:
+        ranked = sorted(group, key=lambda index: (-scores[index], -examples[index].rating, index))
+        high, low = split_samples(ranked)
+        others = [examples[i].question for other in groups if other is not group for i in other]
+        clusters.append(
+            _Cluster(
+                ranked=[examples[i] for i in ranked],
+                high=[examples[i] for i in high],
+                low=[examples[i] for i in low],
+                others=others,
+            )
+        )
+    return clusters
+
+
+async def _ask(llm: LLM, cluster: _Cluster, prompt: str) -> LearnedOutline | None:
+    """The LLM's outline for one cluster; None when its reply is malformed or has no instruction."""
+    messages = learn_messages(cluster.questions, cluster.high, cluster.low, prompt)
+    replies = await llm.structured(LearnedOutline, messages, stage="outline_learn")
+    reply = replies[0] if replies else None
+    if reply is None or not reply.instruction.strip():
+        logger.warning(
+            "malformed outline for %r; writing it from the answers' structure", cluster.questions[0]
+        )
+        return None
+    return reply
+
+
+def learn_messages(
+    questions: Sequence[str], high: Sequence[Example], low: Sequence[Example], prompt: str = LEARN_PROMPT
+) -> list[BaseMessage]:
+    """The learning prompt for one cluster: its questions and its high and low samples, tagged and escaped."""
+    samples = [_sample(example, "high") for example in high] + [_sample(example, "low") for example in low]
+    rendered = render(
+        prompt,
+        count=str(len(questions)),
+        data_rule=DATA_RULE,
+        questions=quote("questions", "\n".join(questions)),
+        samples="\n\n".join(samples),
+    )
+    return as_messages(rendered)
+
+
+def _sample(example: Example, quality: str) -> str:
+    """One rated example inside <example> tags, its structure in the attributes."""
+    structure = answer_structure(example.answer)
+    return quote(
+        "example",
+        f"Question: {example.question}\n\nAnswer:\n{example.answer}",
+        quality=quality,
+        rating=f"{example.rating:g}",
+        headings=" | ".join(structure["headings"]) or "none",
+        paragraphs=str(structure["paragraphs"]),
+        list_items=str(structure["list_items"]),
+        words=str(structure["words"]),
+        direct_answer="yes" if structure["direct_answer"] else "no",
+        summary_at_end="yes" if structure["conclusion"] else "no",
+    )
+
+
+def _combine(draft: LearnedOutline, reply: LearnedOutline | None) -> LearnedOutline:
+    """The LLM's outline where it gave one, the deterministic draft for whatever it left out."""
+    if reply is None:
+        return draft
+    return LearnedOutline(
+        name=_slug(reply.name) or draft.name,
+        description=reply.description.strip() or draft.description,
+        instruction=reply.instruction.strip(),
+    )
+
+
+def _slug(text: str) -> str:
+    """A snake_case name: lower-case letters, digits and underscores."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:40].strip("_")
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    """Names made unique by suffixes _2, _3, ... in order."""
+    used: set[str] = set()
+    unique = []
+    for name in names:
+        candidate, number = name, 2
+        while candidate in used:
+            candidate, number = f"{name}_{number}", number + 1
+        used.add(candidate)
+        unique.append(candidate)
+    return unique
+
+
+# the deterministic draft ----------------------------------------------------------------------------------
+
+_STOPWORDS = frozenset(
+    "a an the of and or to in on for with by at from as into about this that these those it its their "
+    "there my our your".split()
+)
+"""Words never used in a learned type's name (question words, pronouns and auxiliaries are kept: "how do
+I", "why does" and "what are the differences" are what set question types apart)."""
+_QUESTION_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def _draft(cluster: _Cluster) -> LearnedOutline:
+    """The cluster's outline written from its answers' structure, named after its distinctive words."""
+    words = distinctive_words([e.question for e in cluster.ranked], cluster.others)
+    example, learned_from = cluster.questions[0], _count(len(cluster.ranked), "rated answer")
+    return LearnedOutline(
+        name=_slug("_".join(words)) or "questions",
+        description=f'Questions like "{example}" (learned from {learned_from}).',
+        instruction=draft_instruction(
+            [answer_structure(e.answer) for e in cluster.high],
+            [answer_structure(e.answer) for e in cluster.low],
+        ),
+    )
+
+
+def distinctive_words(questions: Sequence[str], others: Sequence[str], count: int = 3) -> list[str]:
+    """The words most typical of `questions` against `others` (in a third of them or more), in usual order."""
+    inside, outside = _document_frequency(questions), _document_frequency(others)
+    common = [word for word, share in inside.items() if share >= 1 / 3 and share > outside.get(word, 0.0)]
+    common.sort(key=lambda word: (-(inside[word] - outside.get(word, 0.0)), -inside[word], word))
+    chosen = common[:count] or sorted(inside, key=lambda word: (-inside[word], word))[:count]
+    return sorted(chosen, key=lambda word: _mean_position(word, questions))
+
+
+def _question_words(question: str) -> list[str]:
+    """The lower-case words of a question, without stopwords."""
+    return [word for word in _QUESTION_WORD.findall(question.lower()) if word not in _STOPWORDS]
+
+
+def _document_frequency(questions: Sequence[str]) -> dict[str, float]:
+    """The share of questions each word appears in."""
+    counts = Counter(word for question in questions for word in set(_question_words(question)))
+    return {word: seen / len(questions) for word, seen in counts.items()} if questions else {}
+
+
+def _mean_position(word: str, questions: Sequence[str]) -> float:
+    """The mean relative position of `word` in the questions that contain it."""
+    positions = []
+    for question in questions:
+        words = _question_words(question)
+        if word in words:
+            positions.append(words.index(word) / len(words))
+    return sum(positions) / len(positions) if positions else 1.0
+
+
+def draft_instruction(high: list[dict[str, Any]], low: list[dict[str, Any]]) -> str:
+    """An outline instruction from the structures of high- and low-rated answers (no LLM)."""
+    sentences = [_plan_sentence(high), *_habits(high), _avoid_sentence(high, low), EVIDENCE_RULE]
+    return " ".join(sentence for sentence in sentences if sentence)
+
+
+def shared_headings(structures: list[dict[str, Any]]) -> list[str]:
+    """The headings at least half of the answers share, in their usual order (mean relative position)."""
+    positions: dict[str, list[float]] = {}
+    spellings: dict[str, Counter[str]] = {}
+    for structure in structures:
+        headings = structure["headings"]
+        firsts: dict[str, float] = {}
+        for position, heading in enumerate(headings):
+            key = re.sub(r"[^a-z0-9]+", " ", heading.lower()).strip()
+            if key and key not in firsts:
+                firsts[key] = position / max(1, len(headings) - 1)
+                spellings.setdefault(key, Counter())[heading] += 1
+        for key, position in firsts.items():
+            positions.setdefault(key, []).append(position)
+    needed = math.ceil(len(structures) / 2)
+    shared = [key for key, found in positions.items() if len(found) >= needed]
+    shared.sort(key=lambda key: sum(positions[key]) / len(positions[key]))
+    return [spellings[key].most_common(1)[0][0] for key in shared]
+
+
+def _plan_sentence(high: list[dict[str, Any]]) -> str:
+    """Which sections to plan, in which order."""
+    headings = shared_headings(high)
+    if len(headings) >= 2 and len(high) > 1:
+        return f"Plan these sections in this order, as the best-rated answers do: {'; '.join(headings)}."
+    if len(headings) >= 2:
+        return (
+            f"The best-rated answer is organised as: {'; '.join(headings)}. Plan sections that play the same "
+            "roles for the question at hand, in the same order."
+        )
+    return (
+        "The best-rated answers use few or no headings: plan a short outline of two or three focused "
+        "sections, each a single idea."
+    )
+
+
+def _habits(high: list[dict[str, Any]]) -> list[str]:
+    """What most high-rated answers do: open with a direct answer, use lists, end with a summary."""
+    habits = []
+    if _most(high, "direct_answer"):
+        habits.append(
+            "Open with a direct answer to the question in one or two sentences, before any background."
+        )
+    if median(structure["list_items"] for structure in high) >= 2:
+        habits.append("Use numbered or bulleted lists for steps and parallel points.")
+    if _most(high, "conclusion"):
+        habits.append("End with a short summary that restates the answer.")
+    return habits
+
+
+def _avoid_sentence(high: list[dict[str, Any]], low: list[dict[str, Any]]) -> str:
+    """What the low-rated answers lack or overdo compared with the high-rated ones."""
+    if not low:
+        return ""
+    faults = []
+    if _most(high, "direct_answer") and not _most(low, "direct_answer"):
+        faults.append("opening without a direct answer")
+    high_words, low_words = median(s["words"] for s in high), median(s["words"] for s in low)
+    if median(len(s["headings"]) for s in high) >= 2 and median(len(s["headings"]) for s in low) < 1:
+        faults.append("running on without sections" if low_words >= 80 else "no sections")
+    if any(s["paragraphs"] == 1 and not s["headings"] and s["words"] > 80 for s in low):
+        faults.append("one unbroken block of text")
+    if low_words > 1.5 * high_words:
+        faults.append(f"rambling at length (about {_round_words(low_words)} words)")
+    elif low_words < 0.5 * high_words:
+        faults.append(f"answers too short to cover the question (about {_round_words(low_words)} words)")
+    if _most(high, "conclusion") and not _most(low, "conclusion"):
+        faults.append("ending without a summary")
+    return f"Avoid what the low-rated answers did: {', '.join(faults)}." if faults else ""
+
+
+def _most(structures: list[dict[str, Any]], key: str) -> bool:
+    """True when more than half of the structures have `key` set."""
+    return sum(bool(structure[key]) for structure in structures) * 2 > len(structures)
+
+
+def _count(number: int, noun: str) -> str:
+    """A count with its noun, plural unless one: 1 example, 3 examples."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def _round_words(words: float) -> int:
+    """A word count rounded to a friendly number (tens)."""
+    return max(10, int(round(words, -1)))
+
+
+# showing a library ------------------------------------------------------------------------------------------
+
+
+def describe(types: Sequence[OutlineType], width: int = 100) -> str:
+    """A readable listing: each type's name, example count, description and wrapped instruction."""
+    entries = []
+    for one in types:
+        header = f"{one.name} ({_count(len(one.examples), 'example')}): {one.description}"
+        header = textwrap.fill(header, width, subsequent_indent="    ")
+        body = textwrap.fill(one.instruction, width, initial_indent="    ", subsequent_indent="    ")
+        entries.append(f"{header}\n{body}")
+    return "\n\n".join(entries)
+
+
+__all__ = [
+    "DEFAULT_LIBRARY",
+    "EXAMPLE_ANSWERS",
+    "Example",
+    "OutlineLibraryError",
+    "OutlineType",
+    "answer_structure",
+    "as_library",
+    "default_k",
+    "describe",
+    "distinctive_words",
+    "draft_instruction",
+    "effectiveness",
+    "learn",
+    "learn_messages",
+    "load_library",
+    "nearest_type",
+    "read_examples",
+    "save_library",
+    "shared_headings",
+    "split_samples",
+    "type_centroids",
+]
