@@ -17,8 +17,8 @@ from citewise.state import OutlineSection
 
 LABEL = re.compile(r"\[((?:S\d+)?E\d+)\]")
 """An evidence label as writers cite it: [E3] in a direct answer, [S2E3] in a report."""
-CITED = re.compile(r"(.+?)((?:\s*\[(?:S\d+)?E\d+\])+)(?=\s|$)", re.S)
-"""A sentence followed by its run of labels."""
+CITED = re.compile(r"(.+?)((?:\s*\[(?:S\d+)?E\d+\])+)([.!?]?)(?=\s|$)", re.S)
+"""A sentence and its run of labels, before or after its closing punctuation."""
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FRAME = {"introduction", "conclusion", "conclusions", "summary"}
 """Headings a report may add around the outline's sections."""
@@ -31,7 +31,7 @@ def cited_sentences(text: str) -> list[tuple[str, list[str]]]:
     found: list[tuple[str, list[str]]] = []
     end = 0
     for match in CITED.finditer(text):
-        sentence = match.group(1).strip()
+        sentence = (match.group(1).strip() + match.group(3)).strip()
         if sentence:
             found.append((sentence, LABEL.findall(match.group(2))))
         end = match.end()
@@ -48,7 +48,7 @@ def render_sentences(items: Iterable[tuple[str, list[str]]]) -> str:
 
 def words(text: str) -> int:
     """Words of the text, labels and markdown heading marks not counted."""
-    return len(LABEL.sub(" ", text).replace("#", " ").split())
+    return sum(1 for token in LABEL.sub(" ", text).split() if any(c.isalnum() for c in token))
 
 
 def headings(text: str) -> list[str]:

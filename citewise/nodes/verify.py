@@ -44,6 +44,11 @@ def is_structure(part: str) -> bool:
     return part == BREAK or part.startswith("#")
 
 
+def own_text(part: str) -> bool:
+    """Citewise's own sentence about missing evidence: kept as written, never verified or cited."""
+    return LABEL.sub("", part).strip().startswith(OWN_TEXT)
+
+
 def split_answer(draft: str) -> list[str]:
     """Answer sentences, headings and paragraph breaks as parts of their own; a list item ends a sentence."""
     parts: list[str] = []
@@ -110,7 +115,7 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     paragraphs = await in_thread(paragraph_texts, index, records)
     lines = source_lines(labels, paragraphs)
     parts = split_answer(draft)
-    claims = [i for i, part in enumerate(parts) if not is_structure(part)]
+    claims = [i for i, part in enumerate(parts) if not is_structure(part) and not own_text(part)]
     support: dict[int, list[str]] = {}
     usage: dict[str, Any] = {}
     judge, _ = llms.models(context)
@@ -122,15 +127,15 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
             support[i] = local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)
     kept_parts, unsupported, fine = [], [], []
     for i, part in enumerate(parts):
-        if is_structure(part):
-            kept_parts.append(part)
+        if is_structure(part) or own_text(part):
+            kept_parts.append(LABEL.sub("", part).replace(" .", ".").strip() if own_text(part) else part)
             continue
         cited = [c for c in LABEL.findall(part) if c in labels]
         lines_for = [key for key in support.get(i, []) if key in lines]
         about_evidence = NO_CLAIM.search(part) is not None and ABOUT_EVIDENCE.search(part) is not None
         honest = not cited and (part.startswith(OWN_TEXT) or about_evidence)
         if not lines_for and not honest:
-            unsupported.append(LABEL.sub("", part).strip())
+            unsupported.append(re.sub(r"\s+([.!?,;:])", r"\1", LABEL.sub("", part)).strip())
             if context.drop_unsupported:
                 continue
             part = f"{part} (unsupported)"

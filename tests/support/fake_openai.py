@@ -654,6 +654,7 @@ _NUMBERED = re.compile(r"^\s*\[?(\d+)[\].):]\s+\S", re.MULTILINE)
 _SCHEMA_NAME = re.compile(r"schema named (\w+)")
 _JSON_BLOCK = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_PART = re.compile(r'section "Part (\d+)"')
 
 
 def _unique(items: Iterable[str]) -> list[str]:
@@ -717,6 +718,7 @@ class SchemaResponder:
         supported: bool = True,
         route: str = "direct",
         sections: int = 3,
+        queries: list[str] | None = None,
     ) -> None:
         """Configure the replies.
 
@@ -728,6 +730,7 @@ class SchemaResponder:
             supported: What SupportMap says about every sentence.
             route: What RouteDecision answers ("direct" or "report").
             sections: How many sections PlannedOutline plans.
+            queries: Section n's search is queries[n - 1] (default: the question).
         """
         self.scores = dict(scores or {})
         self.jitter = jitter
@@ -736,6 +739,7 @@ class SchemaResponder:
         self.supported = supported
         self.route = route
         self.sections = sections
+        self.queries = list(queries or [])
 
     def __call__(self, request: dict[str, Any]) -> Any:
         """The reply for one request (wrapped in a Delay when a delay is set)."""
@@ -843,22 +847,20 @@ class SchemaResponder:
             return {"sections": [self.planned(prompt.question, n) for n in range(1, self.sections + 1)]}
         return _instance(schema, schema.get("$defs", {}), prompt, self, sample)
 
-    @staticmethod
-    def planned(question: str, n: int) -> dict[str, Any]:
-        """Section n of a planned outline: a distinct title; the question searches for it."""
-        return {
-            "title": f"Part {n}",
-            "goal": f"Part {n} of the answer.",
-            "queries": [question or f"part {n}"],
-        }
+    def planned(self, question: str, n: int) -> dict[str, Any]:
+        """Section n of a planned outline: a distinct title and its search."""
+        query = self.queries[n - 1] if n <= len(self.queries) else question or f"part {n}"
+        return {"title": f"Part {n}", "goal": f"What the documents say about {query}.", "queries": [query]}
 
     def free_text(self, prompt: _Prompt) -> str:
         """Cite the first two evidence passages; join drafted sections into a report; else the question."""
         sections = _SECTION.findall(prompt.text)
         if sections:
             return self.report(sections)
+        part = _PART.search(prompt.text)  # a report section starts at its own evidence, so parts differ
+        shift = (int(part.group(1)) - 1) % len(prompt.labels) if part and prompt.labels else 0
         cited = []
-        for label in prompt.labels[:2]:
+        for label in (prompt.labels[shift:] + prompt.labels[:shift])[:2]:
             text = prompt.evidence.get(label, "")
             first = _SENTENCE_END.split(text.strip())[0].rstrip(" .!?") if text.strip() else "It is so"
             cited.append(f"{first} [{label}].")
@@ -870,11 +872,13 @@ class SchemaResponder:
 
     @staticmethod
     def report(sections: list[tuple[str, str]]) -> str:
-        """The customize reply: the first section's first sentence, each section under its heading, then the
-        last section's last sentence as the conclusion."""
+        """The customize reply: each section under its heading, framed by an introduction (the first sentences
+        of the first two sections) and a conclusion (the last sentences of the last two): paragraphs of their
+        own, as a writer's would be."""
         bodies = [(html.unescape(title), html.unescape(body).strip()) for title, body in sections]
-        intro = _SENTENCE_END.split(bodies[0][1])[0]
-        closing = _SENTENCE_END.split(bodies[-1][1])[-1]
+        split = [_SENTENCE_END.split(body) for _, body in bodies]
+        intro = " ".join(dict.fromkeys(parts[0] for parts in split[:2]))
+        closing = " ".join(dict.fromkeys(parts[-1] for parts in split[-2:]))
         parts = [intro] + [f"## {title}\n\n{body}" for title, body in bodies]
         return "\n\n".join([*parts, f"## Conclusion\n\n{closing}"])
 

@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from fakes import Judge, Request, Samples, ScriptedChatModel, overlap, scripted_llm
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END
 from langgraph.runtime import Runtime
+from support.fakes import Judge, Request, Samples, ScriptedChatModel, overlap, scripted_llm
 
 from citewise import llms
 from citewise.context import Context

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from fakes import ScriptedChatModel, scripted_llm
 from langchain_core.messages import HumanMessage, SystemMessage
+from support.fakes import ScriptedChatModel, scripted_llm
 from typer.testing import CliRunner
 
 from citewise.context import Context

@@ -1,0 +1,422 @@
+"""The report path's decisions with scripted models: route, fan-out, join, reducer, customize loop, verify."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from langgraph.errors import NodeError
+from langgraph.runtime import Runtime
+from langgraph.types import Overwrite, Send
+from support.fakes import ScriptedChatModel, scripted_llm
+
+from citewise import llms
+from citewise.cli import apply_edit
+from citewise.context import Context
+from citewise.evidence import NO_SECTION_EVIDENCE, SECTION_FAILED
+from citewise.graph.query import after_customize, dispatch
+from citewise.nodes.approve import OutlineEditError, edited_outline
+from citewise.nodes.collect import collect, section_failed
+from citewise.nodes.customize import customize
+from citewise.nodes.route import local_route, route
+from citewise.nodes.verify import split_answer, verify
+from citewise.nodes.write_section import relabel
+from citewise.report import cited_sentences, headings, validate, words
+from citewise.state import merge_sections
+
+MODEL = "openai/test-model"
+
+
+def run(context: Context) -> Runtime[Context]:
+    return Runtime(context=context)
+
+
+def planned(*titles: str) -> list[dict[str, Any]]:
+    return [
+        {"id": f"s{n}", "title": t, "goal": f"goal {n}", "queries": [t.lower()], "documents": []}
+        for n, t in enumerate(titles, start=1)
+    ]
+
+
+@pytest.fixture
+def install(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    def install(
+        context: Context, judge: ScriptedChatModel | None = None, writer: ScriptedChatModel | None = None
+    ):
+        pair = (
+            scripted_llm(judge, context) if judge is not None else None,
+            scripted_llm(writer, context) if writer is not None else None,
+        )
+        monkeypatch.setattr(llms, "models", lambda _context: pair)
+        return pair
+
+    return install
+
+
+# route --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "documents", "path"),
+    [
+        ("Compare vaccines and antibiotics", 2, "report"),
+        ("How does photosynthesis differ from respiration?", 1, "report"),
+        ("Give an overview of glacier retreat", 1, "report"),
+        ("Write a short report on honeybee decline", 1, "report"),
+        ("What are the pros and cons of bitcoin?", 1, "report"),
+        ("How did jazz evolve over the years?", 1, "report"),
+        ("Explain why glaciers retreat", 3, "report"),  # an explanation spanning documents
+        ("Explain why glaciers retreat", 1, "direct"),  # ... from one document: a direct answer
+        ("How deep is Lake Baikal?", 2, "direct"),
+        ("Compare vaccines and antibiotics", 0, "direct"),  # nothing kept: the direct path says so
+    ],
+)
+def test_local_route_follows_the_question_form(question: str, documents: int, path: str) -> None:
+    decided, reason = local_route(question, documents)
+    assert decided == path
+    assert reason.startswith(("local rule", "nothing passed"))
+
+
+@pytest.mark.parametrize(("override", "path"), [("report", "report"), ("direct", "direct")])
+async def test_the_caller_overrides_the_route(override: str, path: str) -> None:
+    state = {"question": "How deep is Lake Baikal?", "evidence": []}
+    result = await route(state, run(Context(route=override)))
+    assert result == {"route": path, "route_reason": f"chosen by the caller (route={override})"}
+
+
+async def test_the_model_routes_with_its_reason(install: Callable) -> None:
+    context = Context(model=MODEL)
+    judge = ScriptedChatModel(script=[{"route": "report", "reason": "asks for the causes and the effects"}])
+    install(context, judge=judge)
+    state = {
+        "question": "What causes glacier retreat and what follows from it?",
+        "evidence": [
+            {"chunk_id": "a", "doc_id": "d", "title": "Glaciers", "text": "Ice melts.", "kept": True}
+        ],
+        "kept": ["a"],
+    }
+    result = await route(state, run(context))
+    assert result["route"] == "report"
+    assert result["route_reason"] == "asks for the causes and the effects"
+    assert result["usage"]["route"]["calls"] == 1
+    (request,) = judge.calls
+    assert "<question>" in request.prompt and "1 passages kept from 1 documents" in request.prompt
+
+
+async def test_a_malformed_route_falls_back_to_the_local_rule(install: Callable) -> None:
+    context = Context(model=MODEL)
+    install(context, judge=ScriptedChatModel(responder=lambda request: "not json at all"))
+    state = {
+        "question": "Compare vaccines and antibiotics",
+        "evidence": [{"chunk_id": "a", "doc_id": "d", "title": "V", "text": "x", "kept": True}],
+    }
+    result = await route(state, run(context))
+    assert result["route"] == "report"
+    assert "malformed" in result["route_reason"]
+
+
+# fan-out, join, reducer ---------------------------------------------------------------------------------
+
+
+def test_the_fan_out_sends_one_branch_per_section_up_to_the_cap() -> None:
+    state = {"question": "Q?", "outline": planned("A", "B", "C", "D", "E"), "sections": {}, "mode": "local"}
+    sends = dispatch(state, run(Context(max_parallel_sections=2, section_evidence=4)))
+    assert [type(s) for s in sends] == [Send, Send]
+    assert [s.node for s in sends] == ["section", "section"]
+    assert [s.arg["section"]["id"] for s in sends] == ["s1", "s2"]
+    assert [s.arg["position"] for s in sends] == [1, 2]
+    first = sends[0].arg
+    assert first["queries"] == ["a"] and first["attempt"] == 1 and first["evidence_limit"] == 4
+    assert first["question"] == "Q? (A: goal 1)" and first["report_question"] == "Q?"
+    assert first["outline_titles"] == ["A", "B", "C", "D", "E"]
+    assert "candidates" not in first and "evidence" not in first  # private per branch
+
+    state["sections"] = {"s1": {"id": "s1"}, "s2": {"id": "s2"}}
+    assert [s.arg["section"]["id"] for s in dispatch(state, run(Context(max_parallel_sections=2)))] == [
+        "s3",
+        "s4",
+    ]
+    wide = dispatch({**state, "sections": {}}, run(Context(max_parallel_sections=10)))
+    assert len(wide) == 5
+    state["sections"] = {f"s{n}": {"id": f"s{n}"} for n in range(1, 6)}
+    assert dispatch(state, run(Context())) == "customize"
+
+
+def test_an_empty_outline_goes_straight_to_customize() -> None:
+    assert dispatch({"question": "Q?", "outline": [], "sections": {}}, run(Context())) == "customize"
+
+
+async def test_the_join_restores_outline_order_when_sections_finish_out_of_order() -> None:
+    state = {
+        "outline": planned("A", "B", "C"),
+        "sections": {"s3": {"id": "s3", "text": "c"}, "s1": {"id": "s1", "text": "a"}, "s2": {"id": "s2"}},
+    }
+    update = await collect(state, run(Context()))
+    assert isinstance(update["sections"], Overwrite)
+    assert list(update["sections"].value) == ["s1", "s2", "s3"]
+
+
+def test_the_section_reducer_is_idempotent() -> None:
+    first = {"s1": {"id": "s1", "text": "a", "status": "written"}}
+    second = {"s2": {"id": "s2", "text": "b", "status": "written"}}
+    merged = merge_sections(first, second)
+    assert merge_sections(merged, second) == merged  # a re-delivered branch result changes nothing
+    assert merge_sections(merge_sections(merged, first), first) == merged
+    marked = merge_sections(merged, {"s1": {"markers": [1, 2]}})  # verify adds fields, keeps the rest
+    assert marked["s1"] == {"id": "s1", "text": "a", "status": "written", "markers": [1, 2]}
+    assert merge_sections(None, None) == {}
+
+
+async def test_a_failed_section_is_recorded_in_its_place() -> None:
+    state = {"section": {"id": "s2", "title": "Costs"}, "position": 2}
+    update = await section_failed(state, NodeError(node="section", error=RuntimeError("provider exploded")))
+    result = update["sections"]["s2"]
+    assert result["status"] == "failed"
+    assert result["error"] == "RuntimeError: provider exploded"
+    assert result["text"].startswith(SECTION_FAILED)
+
+
+# approval edits -----------------------------------------------------------------------------------------
+
+
+class FakeIndex:
+    """Only what edited_outline asks of an index: does a document exist."""
+
+    def document(self, doc_id: str) -> object | None:
+        return object() if doc_id.startswith("doc-") else None
+
+
+@pytest.mark.parametrize("reply", [None, True, "ok", {}])
+def test_approving_keeps_the_planned_outline(reply: Any) -> None:
+    outline = planned("A", "B")
+    assert edited_outline(reply, outline, FakeIndex(), "Q?") == outline
+
+
+def test_an_edited_outline_renames_reorders_drops_adds_and_pins() -> None:
+    outline = planned("Causes", "Effects", "Costs")
+    reply = {
+        "sections": [
+            {"id": "s2", "title": "Consequences"},  # renamed and moved first
+            {"id": "s1", "title": "Causes", "documents": ["doc-7"]},  # pinned
+            "Open questions",  # added (a bare title)
+        ]
+    }  # s3 dropped
+    edited = edited_outline(reply, outline, FakeIndex(), "Why do glaciers retreat?")
+    assert [s["id"] for s in edited] == ["s2", "s1", "s4"]  # a new id: the dropped s3's is not reused
+    assert [s["title"] for s in edited] == ["Consequences", "Causes", "Open questions"]
+    assert edited[0]["goal"] == "goal 2" and edited[0]["queries"][1:] == [
+        "effects"
+    ]  # kept, title searched too
+    assert edited[1]["queries"] == ["causes"] and edited[1]["documents"] == ["doc-7"]
+    assert edited[2]["queries"] == ["Open questions Why do glaciers retreat?"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ([], "non-empty list"),
+        ("rewrite it all", "non-empty list"),
+        ([{"goal": "no title"}], "section 1 of the edited outline has no title"),
+        ([{"title": "A", "documents": ["nope"]}], "pins documents not in the index: nope"),
+    ],
+)
+def test_a_bad_outline_edit_is_refused_with_its_reason(reply: Any, message: str) -> None:
+    with pytest.raises(OutlineEditError, match=message):
+        edited_outline(reply, planned("A"), FakeIndex(), "Q?")
+
+
+def test_the_cli_outline_editor_commands() -> None:
+    sections = planned("A", "B", "C")
+    sections = apply_edit(sections, "rename 2 Better B")
+    sections = apply_edit(sections, "move 3 1")
+    sections = apply_edit(sections, "drop 2")
+    sections = apply_edit(sections, "add New part")
+    sections = apply_edit(sections, "pin 1 doc-1 doc-2")
+    assert [s["title"] for s in sections] == ["C", "Better B", "New part"]
+    assert sections[0]["documents"] == ["doc-1", "doc-2"]
+    with pytest.raises(ValueError, match="there is no section 9"):
+        apply_edit(sections, "drop 9")
+    with pytest.raises(ValueError, match="unknown edit"):
+        apply_edit(sections, "shuffle")
+
+
+# report checks ------------------------------------------------------------------------------------------
+
+GOOD = """Glaciers retreat as the climate warms [S1E1].
+
+## Causes
+
+Warmer summers melt more ice than winter snow replaces [S1E1]. Dark dust speeds melting [S1E2].
+
+## Effects
+
+Sea level rises as the ice melts [S2E1].
+
+## Conclusion
+
+Retreat follows warming and raises the sea [S2E1]."""
+LABELS = {"S1E1": "c1", "S1E2": "c2", "S2E1": "c3"}
+
+
+def test_a_good_report_passes_every_check() -> None:
+    assert validate(GOOD, planned("Causes", "Effects"), LABELS, budget=200) == []
+    assert headings(GOOD) == ["Causes", "Effects", "Conclusion"]
+    assert words("Ice melts [S1E1].") == 2
+
+
+def test_each_report_problem_is_named() -> None:
+    outline = planned("Causes", "Effects", "Costs")
+    bad = GOOD.replace("[S2E1]", "[S9E9]") + "\n\n## Costs\n\n"
+    problems = validate(bad, outline, LABELS, budget=20)
+    assert "citations that name no evidence: [S9E9]" in problems
+    assert "section empty: ## Costs" in problems
+    assert any(p.startswith("words") or "over the budget of 20" in p for p in problems)
+    missing = validate(GOOD, outline, LABELS, budget=200)
+    assert missing == ["section missing: ## Costs"]
+    swapped = (
+        GOOD.replace("## Causes", "## X").replace("## Effects", "## Causes").replace("## X", "## Effects")
+    )
+    assert any(
+        p.startswith("headings do not match the outline")
+        for p in validate(swapped, planned("Causes", "Effects"), LABELS, 200)
+    )
+    repeated = GOOD.replace("Sea level rises as the ice melts [S2E1].", "Dark dust speeds melting [S1E2].")
+    repeated = repeated.replace("Warmer summers melt more ice than winter snow replaces [S1E1]. ", "")
+    assert any(
+        p.startswith("paragraph repeated")
+        for p in validate(repeated, planned("Causes", "Effects"), LABELS, 200)
+    )
+
+
+def test_cited_sentences_keep_their_labels() -> None:
+    text = "Ice melts fast. [S1E1] Dust darkens it [S1E2][S1E3]. An uncited tail"
+    assert cited_sentences(text) == [
+        ("Ice melts fast.", ["S1E1"]),
+        ("Dust darkens it.", ["S1E2", "S1E3"]),  # labels before the full stop
+        ("An uncited tail", []),
+    ]
+
+
+def test_section_labels_become_unique_and_invented_ones_go() -> None:
+    assert relabel("A [E1]. B [E2][E7].", "S3", {"E1", "E2"}) == "A [S3E1]. B [S3E2]."
+
+
+# customize loop -----------------------------------------------------------------------------------------
+
+
+def report_state(outline: list[dict[str, Any]]) -> dict[str, Any]:
+    sections = {
+        s["id"]: {
+            "id": s["id"],
+            "title": s["title"],
+            "status": "written",
+            "text": f"{s['title']} holds [S{n}E1].",
+            "labels": {f"S{n}E1": f"c{n}"},
+            "kept": [f"c{n}"],
+            "evidence": [{"chunk_id": f"c{n}", "doc_id": "d", "title": "T", "text": "t", "final": 50.0}],
+        }
+        for n, s in enumerate(outline, start=1)
+    }
+    return {"question": "Q?", "outline": outline, "sections": sections, "evidence": [], "kept": []}
+
+
+async def test_customize_retries_with_its_problems_and_stops_at_the_cap(install: Callable, tmp_path) -> None:
+    outline = planned("Causes", "Effects")
+    drafts = [
+        "Intro [S1E1].\n\n## Causes\n\nCauses holds [S1E1].",  # 1 problem: Effects missing
+        "Intro [S9E9].\n\n## Causes\n\nCauses holds [S1E1].",  # 2 problems: worse
+    ]
+    context = Context(model=MODEL, max_customize_attempts=2, index_dir=str(tmp_path / "none"))
+    writer = ScriptedChatModel(script=list(drafts))
+    install(context, writer=writer)
+    state = report_state(outline)
+    monkey_index = pytest.MonkeyPatch()
+    monkey_index.setattr("citewise.nodes.customize.open_index", _no_index)
+    try:
+        first = await customize(state, run(context))
+        assert first["validation"] == {
+            "attempts": 1,
+            "problems": ["section missing: ## Effects"],
+            "passed": False,
+            "history": [["section missing: ## Effects"]],
+        }
+        state |= first
+        assert after_customize(state, run(context)) == "customize"  # a second draft, with feedback
+        second = await customize(state, run(context))
+        state |= second
+    finally:
+        monkey_index.undo()
+    assert "<problems>\n- section missing: ## Effects\n</problems>" in writer.calls[1].prompt
+    assert "<problems>\n" not in writer.calls[0].prompt
+    validation = state["validation"]
+    assert validation["attempts"] == 2 and validation["passed"] is False
+    assert len(validation["history"][1]) == 2
+    assert validation["problems"] == ["section missing: ## Effects"]  # the best draft's problems
+    assert state["draft"] == drafts[0]  # the best draft is kept, not the last
+    assert after_customize(state, run(context)) == "verify"  # the cap holds
+
+
+async def _no_index(context: Context) -> None:
+    return None
+
+
+def test_local_mode_never_retries_customize() -> None:
+    state = report_state(planned("A")) | {"validation": {"attempts": 1, "passed": False, "problems": ["x"]}}
+    assert after_customize(state, run(Context(max_customize_attempts=5))) == "verify"
+
+
+# verify on a report --------------------------------------------------------------------------------------
+
+
+def test_headings_and_paragraphs_are_parts_of_their_own() -> None:
+    parts = split_answer(
+        "Intro [S1E1].\n\n## Causes\nIce melts. [S1E2]\nDust too [S1E3].\n\n## Effects\nSea rises."
+    )
+    assert parts == [
+        "Intro [S1E1].",
+        "",
+        "## Causes",
+        "",
+        "Ice melts [S1E2].",
+        "Dust too [S1E3].",
+        "",
+        "## Effects",
+        "",
+        "Sea rises.",
+    ]
+
+
+async def test_verify_keeps_headings_numbers_one_marker_per_chunk_and_notes_empty_sections(
+    install: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paragraphs = {"c1": "Warm summers melt the ice.", "c2": "The sea rises as ice melts."}
+    monkeypatch.setattr("citewise.nodes.verify.open_index", _no_index)
+    monkeypatch.setattr("citewise.nodes.verify.paragraph_texts", lambda index, records: paragraphs)
+    draft = (
+        "Warm summers melt the ice [S0E1].\n\n## Causes\n\nWarm summers melt the ice [S1E1].\n\n## Effects"
+        "\n\nThe moon is made of cheese [S2E1].\n\n## Conclusion\n\nThe sea rises as ice melts [S2E1]."
+    )
+    state = {
+        "draft": draft,
+        "labels": {"S0E1": "c1", "S1E1": "c1", "S2E1": "c2"},  # two labels of one chunk
+        "evidence": [
+            {"chunk_id": "c1", "doc_id": "d1", "title": "Ice", "text": "Warm summers melt the ice."},
+            {"chunk_id": "c2", "doc_id": "d2", "title": "Sea", "text": "The sea rises as ice melts."},
+        ],
+        "outline": planned("Causes", "Effects"),
+    }
+    result = await verify(state, run(Context(local_support=0.6)))
+    assert result["answer"] == (
+        "Warm summers melt the ice [1].\n\n## Causes\n\nWarm summers melt the ice [1].\n\n## Effects\n\n"
+        "No sentence of this section could be verified against its sources.\n\n## Conclusion\n\n"
+        "The sea rises as ice melts [2]."
+    )
+    assert [(c["marker"], c["chunk_id"]) for c in result["citations"]] == [(1, "c1"), (2, "c2")]
+    assert result["unsupported"] == ["The moon is made of cheese."]
+    assert result["sections"] == {"s1": {"markers": [1]}, "s2": {"markers": []}}
+
+
+def test_a_section_without_evidence_says_so_and_stands_unverified() -> None:
+    assert NO_SECTION_EVIDENCE.startswith("Your documents hold no evidence")
+    assert split_answer(f"## A\n\n{NO_SECTION_EVIDENCE}") == ["## A", "", NO_SECTION_EVIDENCE]
