@@ -62,7 +62,20 @@ QUESTIONS = [
 ]
 """Report questions each answered by one document of the small corpus (the scripted judge scores by word
 overlap with the section's question, so a question spread over two documents keeps nothing in any section)."""
-STAGES = "condense rewrite score reflect critique expand route answer outline write_section customize verify".split()
+STAGES = (
+    "condense",
+    "rewrite",
+    "score",
+    "reflect",
+    "critique",
+    "expand",
+    "route",
+    "answer",
+    "outline",
+    "write_section",
+    "customize",
+    "verify",
+)
 """The stages in pipeline order (the question's own pass and the sections share stage names)."""
 SYNTHRAG = {"llm_calls": 16.6, "retrievals": 15.6}
 """SynthRAG's published cost per answer."""
@@ -422,6 +435,7 @@ def local_reports(corpus: str, index: Path, questions: list[str]) -> tuple[list[
                 "planned": len(result.get("outline", [])),
                 "written": written(result),
                 "citations": len(result.get("citations", [])),
+                "verified": verified,
                 "unsupported": unsupported,
                 "verified_share": verified / (verified + unsupported) if verified + unsupported else 0.0,
                 "passed": passed(result),
@@ -431,6 +445,9 @@ def local_reports(corpus: str, index: Path, questions: list[str]) -> tuple[list[
             }
         )
     return rows, warmup
+
+
+LOCAL_FIGURES = ("wall_s", "planned", "written", "citations", "verified", "unsupported", "verified_share")
 
 
 def run_local(args: argparse.Namespace) -> None:
@@ -455,15 +472,11 @@ def run_local(args: argparse.Namespace) -> None:
             {
                 "corpus": corpus,
                 "question": f"median of {len(found)}",
-                **{
-                    k: statistics.median(r[k] for r in found)
-                    for k in ("wall_s", "planned", "written", "citations", "unsupported", "verified_share")
-                },
+                **{k: statistics.median(r[k] for r in found) for k in LOCAL_FIGURES},
                 "passed": f"{sum(r['passed'] for r in found)}/{len(found)}",
             }
         )
-    columns = ["corpus", "question", "wall_s", "planned", "written", "citations", "unsupported"]
-    print_table(rows + medians, columns + ["verified_share", "passed"])
+    print_table(rows + medians, ["corpus", "question", *LOCAL_FIGURES, "passed"])
     save(
         args.out,
         {

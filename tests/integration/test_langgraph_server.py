@@ -183,3 +183,35 @@ def test_the_index_graph_reports_an_unchanged_file(served):
     assert result["report"]["documents_added"] == 0
     assert result["stats"]["documents"] == len(DOCS)
     assert result["stats"]["consistent"] is True
+
+
+def test_a_report_outline_is_approved_and_edited_through_the_sdk(served):
+    """Studio's path: the run stops at the outline; resuming with an edited outline writes that outline."""
+    from langgraph_sdk import get_client
+
+    url, index_dir, _ = served
+    context = {"index_dir": str(index_dir), "route": "report", "approve_outline": True}
+
+    async def approve():
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        stopped = await client.runs.wait(
+            thread["thread_id"],
+            "citewise",
+            input={"messages": [{"role": "user", "content": "Compare green tea and sourdough bread"}]},
+            context=context,
+        )
+        state = await client.threads.get_state(thread["thread_id"])
+        (pending,) = [i for task in state["tasks"] for i in task["interrupts"]]
+        edited = [{"title": "Green tea leaves", "queries": ["green tea catechins"]}, {"title": "Sourdough"}]
+        done = await client.runs.wait(
+            thread["thread_id"], "citewise", command={"resume": edited}, context=context
+        )
+        return stopped, pending, done
+
+    stopped, pending, done = asyncio.run(approve())
+    assert "citations" not in stopped or not stopped["citations"]  # nothing written before approval
+    assert pending["value"]["outline"] and "how_to_resume" in pending["value"]
+    assert [s["title"] for s in done["outline"]] == ["Green tea leaves", "Sourdough"]
+    assert "## Green tea leaves" in done["answer"] and "## Sourdough" in done["answer"]
+    assert done["route"] == "report" and done["citations"]
