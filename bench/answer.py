@@ -13,7 +13,10 @@ with what the papers' per-chunk designs send: 3 samples x 3 stages x 30 chunks, 
 `latency` compares each run's wall time with its critical path: per stage, the rounds of requests that must
 follow one another (concurrent batches share a round up to the concurrency cap), times the delay.
 `local` times local mode on SciFact claims and, on HotpotQA, checks whether the gold answer string appears
-in the local answer, against simply returning the top retrieved passage, in the same run.
+in the local answer, against simply returning the top retrieved passage, in the same run. `hotpotqa`
+measures local answers on HotpotQA (`--hotpotqa ../shared/data/hotpotqa`): gold answer string, precision and
+recall of the answer's sentences against the supporting sentences, and length, beside the top retrieved
+passage and the similarity-only sentence selection over the same kept evidence.
 """
 
 from __future__ import annotations
@@ -217,21 +220,102 @@ def run_local(args: argparse.Namespace) -> None:
         save(args.out, result | {"machine": machine()})
 
 
+def _sentence_keys(corpus: dict[str, list[str]]) -> list[tuple[str, str, int]]:
+    """(normalised sentence, title, index) for every corpus sentence."""
+    return [(normalise(text), title, i) for title, lines in corpus.items() for i, text in enumerate(lines)]
+
+
+def locate(sentence: str, keys: list[tuple[str, str, int]]) -> tuple[str, int] | None:
+    """The corpus sentence an answer sentence is (equal, or one contains most of the other)."""
+    plain = normalise(MARKERS.sub("", sentence))
+    if len(plain) < 8:
+        return None
+    for text, title, i in keys:
+        if text == plain or (
+            (plain in text or text in plain) and min(len(text), len(plain)) / max(len(text), len(plain)) > 0.6
+        ):
+            return title, i
+    return None
+
+
+MARKERS = re.compile(r"\[\d+\]|\(ref\. [^)]*\)")
+
+
+def answer_quality(answer: str, item: dict[str, Any], keys: list[tuple[str, str, int]]) -> dict[str, float]:
+    """Gold string, supporting-sentence precision and recall, and length of one answer."""
+    from citewise.evidence import OWN_TEXT
+    from citewise.text import sentences
+
+    parts = [
+        p for p in sentences(MARKERS.sub("", answer)) if p.strip() and not p.strip().startswith(OWN_TEXT)
+    ]
+    gold = {(title, i) for title, i in item["supporting_facts"]}
+    found = [locate(p, keys) for p in parts]
+    hits = [f for f in found if f in gold]
+    return {
+        "gold": float(normalise(item["answer"]) in normalise(answer)),
+        "precision": len(hits) / len(parts) if parts else 0.0,
+        "recall": len(set(hits)) / len(gold) if gold else 0.0,
+        "sentences": float(len(parts)),
+        "chars": float(len(MARKERS.sub("", answer).strip())),
+    }
+
+
+def run_hotpotqa(args: argparse.Namespace) -> None:
+    """Local answers on HotpotQA against the top passage and similarity-only selection, in one run."""
+    import json
+
+    from citewise.writing import candidate_sentences, cite, select_sentences
+
+    corpus_file, _, _ = hotpotqa_as_beir(args.hotpotqa, args.hotpotqa_index.parent / "hotpotqa-corpus.jsonl")
+    index = Index.open(args.hotpotqa_index)
+    index.ingest([corpus_file])
+    corpus = json.loads((args.hotpotqa / "corpus.json").read_text())
+    keys = _sentence_keys(corpus)
+    questions = json.loads((args.hotpotqa / "questions.json").read_text())[: args.n or None]
+    results = asyncio.run(
+        ask_all([q["question"] for q in questions], Context(index_dir=str(args.hotpotqa_index)))
+    )
+    rows: dict[str, list[dict[str, float]]] = {"local answer": [], "similarity-only": [], "top passage": []}
+    for item, result in zip(questions, results, strict=True):
+        rows["local answer"].append(answer_quality(result["answer"], item, keys))
+        kept = [r for r in result["evidence"] if r.get("kept") and r.get("rank")]
+        kept.sort(key=lambda r: r["rank"])
+        labelled = [(f"E{n}", r.get("text", "")) for n, r in enumerate(kept, start=1)]
+        chosen, _ = select_sentences(index, result["question"], candidate_sentences(labelled))
+        rows["similarity-only"].append(answer_quality(cite(chosen), item, keys))
+        top = index.search(item["question"], k=1)
+        paragraph = index.paragraph(top[0].paragraph_id) if top else None
+        rows["top passage"].append(answer_quality(paragraph.text if paragraph else "", item, keys))
+    table = []
+    for name, values in rows.items():
+        table.append(
+            {"run": name} | {key: round(statistics.fmean(v[key] for v in values), 3) for key in values[0]}
+        )
+    print(f"HotpotQA local answers, {len(questions)} questions")
+    print_table(table, ["run", "gold", "precision", "recall", "sentences", "chars"])
+    if args.out:
+        save(args.out, {"questions": len(questions), "runs": table, "machine": machine()})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("part", choices=["calls", "latency", "local"])
-    parser.add_argument("--index", type=Path, required=True)
-    parser.add_argument("--queries", type=Path, required=True)
+    parser.add_argument("part", choices=["calls", "latency", "local", "hotpotqa"])
+    parser.add_argument("--index", type=Path)
+    parser.add_argument("--queries", type=Path)
     parser.add_argument("--n", type=int, default=0, help="questions (default: calls 10, latency 5, local 50)")
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--hotpotqa", type=Path)
     parser.add_argument("--hotpotqa-index", type=Path, default=Path("bench/.cache/hotpotqa"))
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    args.n = args.n or {"calls": 10, "latency": 5, "local": 50}[args.part]
-    {"calls": run_calls, "latency": run_latency, "local": run_local}[args.part](args)
+    if args.part != "hotpotqa" and (args.index is None or args.queries is None):
+        parser.error(f"{args.part} needs --index and --queries")
+    args.n = args.n or {"calls": 10, "latency": 5, "local": 50, "hotpotqa": 0}[args.part]
+    parts = {"calls": run_calls, "latency": run_latency, "local": run_local, "hotpotqa": run_hotpotqa}
+    parts[args.part](args)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,16 @@ STAGES = (
 )
 """The stages in pipeline order (the question's own pass and the sections share stage names)."""
 SYNTHRAG = {"llm_calls": 16.6, "retrievals": 15.6}
+ASPECTS = [
+    "immune system recognise a pathogen",
+    "weakened viruses inactivated bacteria proteins mRNA",
+    "B cells antibodies memory cells",
+    "herd immunity people who cannot be vaccinated",
+    "vaccines without causing the disease",
+]
+"""Section searches of the latency report: one aspect of the vaccines document each, so sections differ as
+a model's outline would make them (the same search for every section makes every section say the same
+thing, which the customize checks reject and retry)."""
 """SynthRAG's published cost per answer."""
 MARKER = re.compile(r"\[\d+(?:\s*[,;]\s*\d+)*\]")
 CUSTOMIZE = re.compile(r'<section id="[^"]*" title="')
@@ -218,11 +228,13 @@ def run_latency(args: argparse.Namespace) -> None:
     question = QUESTIONS[0]
     n = args.sections
     variants = {"a": n, "b": 1}
-    with serve(SchemaResponder(route="report", sections=n)):  # loads the embedder and opens the index
+    with serve(SchemaResponder(route="report", sections=n, queries=ASPECTS)):  # loads the model and index
         ask(question, report_context(index, n))
     rows = []
     for run, variant in itertools.product(range(1, args.runs + 1), variants):
-        responder = TimedResponder(SchemaResponder(route="report", sections=n, delay=args.delay))
+        responder = TimedResponder(
+            SchemaResponder(route="report", sections=n, delay=args.delay, queries=ASPECTS)
+        )
         with serve(responder) as server:
             width = variants[variant]
             context = report_context(index, n, max_parallel_sections=width, max_concurrency=args.concurrency)

@@ -162,5 +162,7 @@ NO_SECTION_EVIDENCE = "Your documents hold no evidence for this section."
 """What a report section says in its place when its searches kept nothing (verification lets it stand)."""
 SECTION_FAILED = "This section could not be written"
 """The start of what a failed section says in its place (verification lets it stand)."""
-OWN_TEXT = (NO_ANSWER, NO_SECTION_EVIDENCE, SECTION_FAILED)
+PART_UNANSWERED = "Your documents do not answer this part of the question:"
+"""What a local answer says of a part of the question no chosen sentence answers (it stands uncited)."""
+OWN_TEXT = (NO_ANSWER, NO_SECTION_EVIDENCE, SECTION_FAILED, PART_UNANSWERED)
 """citewise's own sentences about missing evidence: they stand uncited."""

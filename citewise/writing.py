@@ -9,9 +9,11 @@ The direct answer, every report section and the report's introduction and conclu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from citewise import questions
 from citewise.evidence import NO_ANSWER, Block, pack
 from citewise.index import Index
 from citewise.index.fusion import drop_redundant
@@ -126,3 +128,152 @@ def no_answer(state: dict) -> tuple[str, dict[str, str]]:
 
 def _clip(text: str, size: int = 200) -> str:
     return text if len(text) <= size else text[:size].rsplit(" ", 1)[0] + "…"
+
+
+# answering the question, not the topic (local mode) -------------------------------------------------------
+
+COVERAGE_WEIGHT = 0.3
+"""How much a sentence's share of the question's terms adds to its similarity."""
+KIND_WEIGHT = 0.3
+"""How much holding the kind of thing asked for (a date for "when", a number for "how many") adds."""
+MAX_ANSWER_SENTENCES = 3
+"""Sentences a local answer picks at most (antecedents they need come on top, within MAX_LOCAL_SENTENCES)."""
+MIN_SENTENCE = 12
+"""Shorter fragments are no answer ("It was closed in 2013." is 22 characters and must stay)."""
+
+
+@dataclass
+class Candidate:
+    """One sentence of a kept chunk's paragraph, with what it needs and what it covers."""
+
+    label: str
+    text: str
+    previous: str
+    """The sentence before it in its paragraph ("" for the first)."""
+    refers: bool
+    """It opens with a pronoun or reference, so it needs `previous`."""
+    score: float = 0.0
+    terms: frozenset[str] = frozenset()
+
+
+def paragraph_candidates(sources: Sequence[tuple[str, str, str]]) -> list[Candidate]:
+    """Every sentence of every (label, chunk text, paragraph text), once, under the chunk that holds it."""
+    found: dict[str, Candidate] = {}
+    for label, chunk, paragraph in sources:
+        lines = sentences(paragraph) or sentences(chunk)
+        for n, line in enumerate(lines):
+            if len(line) < MIN_SENTENCE:
+                continue
+            key = " ".join(line.lower().split())
+            owner = line in chunk
+            if key in found and not (owner and found[key].label != label and found[key].text not in chunk):
+                continue
+            previous = lines[n - 1] if n else ""
+            found[key] = Candidate(label, line, previous, questions.refers_back(line))
+    return list(found.values())
+
+
+def score_candidates(index: Index, question: questions.Question, candidates: list[Candidate]) -> np.ndarray:
+    """Each candidate's score: similarity (with its antecedent when it needs one) + coverage + kind."""
+    texts = [question.text] + [c.text for c in candidates]
+    texts += [f"{c.previous} {c.text}" for c in candidates if c.refers and c.previous]
+    vectors = index.embedder.embed(texts)
+    own = vectors[1 : 1 + len(candidates)] @ vectors[0]
+    extra = iter((vectors[1 + len(candidates) :] @ vectors[0]).tolist())
+    for n, candidate in enumerate(candidates):
+        similarity = float(own[n])
+        context = candidate.previous if candidate.refers else ""
+        if context:
+            similarity = max(similarity, next(extra))
+        candidate.terms = frozenset(questions.stems(f"{context} {candidate.text}"))
+        coverage = question.coverage(candidate.terms)
+        kind = question.kind != "description" and questions.has_kind(candidate.text, question)
+        candidate.score = similarity + COVERAGE_WEIGHT * coverage + KIND_WEIGHT * kind
+    return vectors[1 : 1 + len(candidates)]
+
+
+def pick(question: questions.Question, candidates: list[Candidate], vectors: np.ndarray) -> list[int]:
+    """The best sentence, then sentences that cover what is still open.
+
+    Open are the question's terms not yet covered, the names the answer so far brought in (the bridge of a
+    two-hop question), and the kind of thing asked for until a chosen sentence has it.
+    """
+    order = sorted(range(len(candidates)), key=lambda i: (-candidates[i].score, i))
+    if not order:
+        return []
+    best = order[0]
+    chosen = [best]
+    covered = set(candidates[best].terms & question.terms)
+    bridges = questions.names(candidates[best].text) - question.names
+    floor = LOCAL_RELATIVE_FLOOR * candidates[best].score
+    wanted = question.kind != "description" and not questions.has_kind(candidates[best].text, question)
+    while len(chosen) < MAX_ANSWER_SENTENCES:
+        open_terms = question.terms - covered
+        gains = []
+        for i in order:
+            if i in chosen or candidates[i].score < floor:
+                continue
+            if float(np.max(vectors[chosen] @ vectors[i])) > DUPLICATE:
+                continue
+            gain = len(candidates[i].terms & open_terms)
+            bridge = bool(open_terms) and any(b in candidates[i].text.lower() for b in bridges)
+            kind = wanted and questions.has_kind(candidates[i].text, question)
+            if gain or bridge or kind:
+                gains.append((gain + bridge + kind, candidates[i].score, -i))
+        if not gains:
+            break
+        _, _, negative = max(gains)
+        chosen.append(-negative)
+        covered |= candidates[-negative].terms & question.terms
+        wanted = wanted and not questions.has_kind(candidates[-negative].text, question)
+    return chosen
+
+
+def answering_sentences(
+    index: Index, question: str, sources: Sequence[tuple[str, str, str]]
+) -> tuple[list[Sentence], list[str]]:
+    """The sentences that answer the question, best first, with their antecedents; and the unanswered parts.
+
+    `sources` are (label, chunk text, paragraph text) of the kept evidence, in the writer's order.
+    """
+    candidates = paragraph_candidates(sources)
+    if not candidates:
+        return [], []
+    whole = questions.read(question)
+    vectors = score_candidates(index, whole, candidates)
+    chosen = pick(whole, candidates, vectors)
+    pieces = questions.parts(question)
+    missing: list[str] = []
+    if len(pieces) > 1:
+        for piece in pieces:
+            if any(_answers(candidates[i], piece) for i in chosen):
+                continue
+            best = max(range(len(candidates)), key=lambda i: (_fit(candidates[i], piece), -i))
+            if _answers(candidates[best], piece) and len(chosen) < MAX_ANSWER_SENTENCES + 1:
+                chosen.append(best)
+            else:
+                missing.append(piece.text)
+    result: list[Sentence] = []
+    for i in chosen:
+        candidate = candidates[i]
+        if candidate.refers and candidate.previous and (candidate.label, candidate.previous) not in result:
+            result.append((candidate.label, candidate.previous))
+        if (candidate.label, candidate.text) not in result:
+            result.append((candidate.label, candidate.text))
+    return result[:MAX_LOCAL_SENTENCES], missing
+
+
+def _fit(candidate: Candidate, piece: questions.Question) -> float:
+    return len(candidate.terms & piece.terms) / max(1, len(piece.terms)) + 0.5 * questions.has_kind(
+        candidate.text, piece
+    )
+
+
+def _answers(candidate: Candidate, piece: questions.Question) -> bool:
+    """Whether a sentence answers one part: the kind of thing it asks for, and most of the part's terms.
+
+    A part of one or two terms needs them all: "how much did it cost" is not answered without "cost".
+    """
+    found = candidate.terms & piece.terms
+    enough = found == piece.terms if len(piece.terms) <= 2 else len(found) >= 0.5 * len(piece.terms)
+    return enough and questions.has_kind(candidate.text, piece)

@@ -13,26 +13,31 @@ from langgraph.runtime import Runtime
 
 from citewise import llms
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER, evidence_blocks, kept_records
+from citewise.evidence import NO_ANSWER, PART_UNANSWERED, evidence_blocks, kept_records, paragraph_texts
 from citewise.index import Index
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import quote
 from citewise.state import EvidenceRecord, State
-from citewise.writing import candidate_sentences, cite, no_answer, prompt_pair, select_sentences, synthesize
+from citewise.writing import answering_sentences, cite, no_answer, prompt_pair, synthesize
 
 
 def extractive_answer(
     index: Index, question: str, records: list[EvidenceRecord]
 ) -> tuple[str, dict[str, str]]:
-    """The kept chunks' sentences closest to the question (at most four, near-duplicates dropped), cited."""
+    """The kept evidence's sentences that answer the question (citewise.writing), cited; gaps named."""
     labels = {f"E{n}": r["chunk_id"] for n, r in enumerate(records, start=1)}
-    candidates = candidate_sentences(
-        [(label, r.get("text", "")) for label, r in zip(labels, records, strict=True)]
-    )
-    chosen, _ = select_sentences(index, question, candidates)
+    paragraphs = paragraph_texts(index, records)
+    sources = [
+        (label, r.get("text", ""), paragraphs[r["chunk_id"]])
+        for label, r in zip(labels, records, strict=True)
+    ]
+    chosen, missing = answering_sentences(index, question, sources)
     if not chosen:
         return NO_ANSWER, {}
-    return cite(chosen), labels
+    text = cite(chosen)
+    if missing:
+        text += " " + " ".join(f"{PART_UNANSWERED} {part}." for part in missing)
+    return text, labels
 
 
 @llms.metered

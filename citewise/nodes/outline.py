@@ -1,6 +1,7 @@
 """outline: SynthRAG's adaptive outline, the question type's instruction adapted to the question and evidence.
 
-The question type is the library entry nearest to the question by embedding (citewise.outlines). With a
+The question type is the one its form names (compare, pros and cons, history, how to, overview, why,
+what is), else the library entry nearest to the question by embedding (citewise.outlines). With a
 model, the writer adapts that type's instruction, given an overview of the kept evidence, into this
 question's sections (title, goal, sub-queries). In local mode the outline comes from the evidence itself:
 the kept chunks are clustered by their own vectors (k-means), each cluster becomes a section titled by the
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections import Counter
 
 import numpy as np
@@ -23,19 +25,46 @@ from citewise.context import Context
 from citewise.evidence import overview
 from citewise.index import Index
 from citewise.indexes import in_thread, open_index
-from citewise.outlines import load_library, nearest_type
+from citewise.outlines import OutlineType, load_library, nearest_type
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, OutlineSection, PlannedOutline, State
-from citewise.text import content_words, ordered_unique
+from citewise.text import STOPWORDS, content_words, ordered_unique
 
 logger = logging.getLogger(__name__)
 
 CHUNKS_PER_SECTION = 3
 """Local mode plans about one section per this many kept chunks."""
-TITLE_TERMS = 3
-"""Distinctive terms in a local section title."""
+TITLE_TERMS = 2
+"""Distinctive terms (words or two-word phrases) in a local section title."""
 STEM = 6
 """Words that share this many first letters with a question word count as the question's (atmosphere/ic)."""
+
+
+FORMS: list[tuple[str, re.Pattern[str]]] = [
+    ("comparison", re.compile(r"\b(compare|comparison|versus|vs\.?|differences? between|differ)\b", re.I)),
+    (
+        "pros_and_cons",
+        re.compile(r"\b(pros and cons|advantages|disadvantages|strengths|trade-?offs?)\b", re.I),
+    ),
+    ("timeline", re.compile(r"\b(history|timeline|evolution|evolved|over the years|chronolog)", re.I)),
+    ("how_to", re.compile(r"^\s*(how (do|can|should|would) (i|you|we|one)\b|how to\b|steps to\b)", re.I)),
+    (
+        "overview",
+        re.compile(r"\b(overview|survey|state of the art|review of|summari[sz]e|landscape)\b", re.I),
+    ),
+    ("explanation", re.compile(r"^\s*(why\b|explain\b|how (does|do|did)\b.*\bwork)", re.I)),
+    ("definition", re.compile(r"^\s*(what (is|are)( an?| the)? [\w\- ]{1,40}\??$|define\b)", re.I)),
+]
+"""Question forms that name their type outright; the library's nearest type by embedding decides the rest."""
+
+
+def question_type(embedder, question: str, library: list[OutlineType]) -> OutlineType:  # noqa: ANN001
+    """The library type the question's form names, else the type nearest to it by embedding."""
+    by_name = {kind.name: kind for kind in library}
+    for name, pattern in FORMS:
+        if name in by_name and pattern.search(question):
+            return by_name[name]
+    return nearest_type(embedder, question, library)[0]
 
 
 def passed(state: State) -> list[EvidenceRecord]:
@@ -53,30 +82,57 @@ GENERIC = frozenset(
 """Words that say where text is in a paper or how it argues, not what it is about: never a section title."""
 
 
+TOKEN = re.compile(r"[A-Za-z][A-Za-z\-]*|[^\sA-Za-z]+")
+
+
+def phrases(text: str, exclude: set[str]) -> set[str]:
+    """The words and two-word phrases a title could use: runs of topical words, broken at anything else."""
+    found: set[str] = set()
+    run: list[str] = []
+    for token in [*TOKEN.findall(text), "."]:
+        word = token.lower()
+        topical = (
+            len(word) > 3 and word.isalpha() and word not in STOPWORDS and word not in GENERIC
+        ) and word[:STEM] not in exclude
+        if topical:
+            run.append(word)
+            found.add(word)
+            if len(run) > 1:
+                found.add(f"{run[-2]} {run[-1]}")
+        else:
+            run = []
+    return found
+
+
 def distinctive_terms(
     groups: list[list[str]], exclude: set[str], count: int = TITLE_TERMS
 ) -> list[list[str]]:
-    """Per group of texts, the words most of its texts use and the other groups' texts do not (c-TF-IDF).
+    """Per group of texts, the words and phrases most of its texts use and other groups' do not (c-TF-IDF).
 
-    A word counts once per text (so one long chunk cannot name its group), must be a content word of at
-    least four letters, not a number, not a word of the question (by its first STEM letters, given in
-    `exclude`) and not a generic paper word.
+    A term counts once per text (so one long chunk cannot name its group); words of the question (by their
+    first STEM letters, given in `exclude`), numbers and generic paper words are left out; a two-word phrase
+    weighs 1.5 times a word, and a word already inside a chosen phrase is not chosen again.
     """
-    presence = [Counter(w for text in texts for w in set(content_words(text))) for texts in groups]
-    spread = Counter(w for counter in presence for w in counter)
+    presence = [Counter(t for text in texts for t in phrases(text, exclude)) for texts in groups]
+    spread = Counter(t for counter in presence for t in counter)
     terms = []
     for texts, counter in zip(groups, presence, strict=True):
         weight = {
-            w: n / len(texts) * math.log(1 + len(groups) / spread[w])
-            for w, n in counter.items()
-            if len(w) > 3 and w[:STEM] not in exclude and w not in GENERIC and not any(c.isdigit() for c in w)
+            t: n / len(texts) * math.log(1 + len(groups) / spread[t]) * (1.5 if " " in t else 1.0)
+            for t, n in counter.items()
         }
-        terms.append([w for w, _ in sorted(weight.items(), key=lambda item: (-item[1], item[0]))[:count]])
+        chosen: list[str] = []
+        for term, _ in sorted(weight.items(), key=lambda item: (-item[1], item[0])):
+            if not any(set(term.split()) & set(other.split()) for other in chosen):
+                chosen.append(term)
+            if len(chosen) == count:
+                break
+        terms.append(chosen)
     return terms
 
 
 def title_from(terms: list[str]) -> str:
-    """'Clouds', 'Clouds and haze', 'Clouds, haze and transit depth' from the section's terms."""
+    """'Clouds', 'Clouds and transit depth' from the section's terms."""
     if not terms:
         return ""
     text = terms[0] if len(terms) == 1 else f"{', '.join(terms[:-1])} and {terms[-1]}"
@@ -173,7 +229,7 @@ async def outline(state: State, runtime: Runtime[Context]) -> dict:
     context = runtime.context
     index = await open_index(context)
     library = await in_thread(load_library, context.outline_library)
-    kind, _ = await in_thread(nearest_type, index.embedder, state["question"], library)
+    kind = await in_thread(question_type, index.embedder, state["question"], library)
     _, writer = llms.models(context)
     planned = None
     if writer is not None:

@@ -1,0 +1,138 @@
+"""What a question asks: the kind of answer it wants, its terms, and its parts. Deterministic, no model.
+
+Local mode has no model to read a question, so it reads the form: a "when" wants a date, a "how many" or
+"how deep" a number, a "who" a name. A sentence that has what is asked and the question's terms answers it;
+one that only shares its topic does not. A question with parts ("when did it open, and what did it cost?")
+is split so each part can be checked on its own.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from citewise.text import content_words
+
+YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})s?\b")
+MONTH = re.compile(
+    r"\b(jan(uary)?|feb(ruary)?|mar(ch)?|apr(il)?|may|june?|july?|aug(ust)?|sep(tember)?|oct(ober)?|"
+    r"nov(ember)?|dec(ember)?|century|decade)\b",
+    re.I,
+)
+NUMBER = re.compile(
+    r"\b\d[\d,.]*\b|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
+    r"fifty|hundred|thousand|million|billion|dozen|once|twice|thrice)\b|\b\w+-time\b",
+    re.I,
+)
+NAME = re.compile(r"\b[A-Z][a-z\u00c0-\u024f'\-]+(?:\s+(?:[A-Z][a-z\u00c0-\u024f'\-]+|of|de|von|van|the))*")
+REFERENCE = re.compile(
+    r"^(it|its|it's|this|these|that|those|they|their|them|he|his|him|she|her|hers|such|there|both|"
+    r"the latter|the former)\b",
+    re.I,
+)
+PART_BREAK = re.compile(
+    r"(?:,\s*|\s+)(?:and|but)\s+(?=(?:what|when|where|who|whom|which|why|how|is|are|was|were|did|does|do)\b)"
+    r"|;\s*|\?\s+(?=\S)",
+    re.I,
+)
+
+KINDS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "date",
+        re.compile(r"^\s*(when|since when)\b|\b(what|which) (year|date|month|day|century|decade)\b", re.I),
+    ),
+    (
+        "number",
+        re.compile(
+            r"\b(how (many|much|deep|long|tall|high|old|far|large|big|wide|heavy|fast|often|hot|cold)"
+            r"|what (is|was|are|were) the ([\w\-]+ ){0,2}(number|population|size|depth|height|length|age"
+            r"|area|distance|mass|temperature|amount|cost|price))\b",
+            re.I,
+        ),
+    ),
+    ("person", re.compile(r"^\s*(who|whom|whose)\b", re.I)),
+    ("place", re.compile(r"^\s*(where|in (what|which) (country|city|state|town|place|region))\b", re.I)),
+    ("choice", re.compile(r"\b(which|what)\b.*\b(or)\b", re.I)),
+    ("yesno", re.compile(r"^\s*(is|are|was|were|did|does|do|can|could|has|have|had)\b", re.I)),
+]
+"""Answer kinds by question form, first match wins; anything else is "description"."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question (or one part of it) as local mode reads it."""
+
+    text: str
+    kind: str
+    """date, number, person, place, choice, yesno or description."""
+    terms: frozenset[str]
+    """Its content words, by stem."""
+    names: frozenset[str]
+    """The capitalised names it mentions (an answer adds a name it does not mention)."""
+    key_terms: frozenset[str] = frozenset()
+    """The stems of its identifiers: capitalised words and words with digits (GJ 1132b, Baikal, 1999)."""
+
+    def coverage(self, terms: frozenset[str] | set[str]) -> float:
+        """Share of the question's terms among `terms`, identifiers counting KEY_WEIGHT times."""
+        total = len(self.terms) + (KEY_WEIGHT - 1) * len(self.key_terms)
+        found = len(terms & self.terms) + (KEY_WEIGHT - 1) * len(terms & self.key_terms)
+        return found / total if total else 0.0
+
+
+KEY_WEIGHT = 3
+"""An identifier of the question (a name, a number, GJ 1132b) counts this many times its other words."""
+IDENTIFIER = re.compile(r"\b(?:[A-Z][\w\-']*|\w*\d\w*)\b")
+
+
+def stem(word: str) -> str:
+    """A crude stem: the first six letters (atmosphere / atmospheric, closed / closing)."""
+    return word.lower()[:6]
+
+
+def stems(text: str) -> set[str]:
+    """The stems of a text's content words."""
+    return {stem(w) for w in content_words(text)}
+
+
+def names(text: str) -> set[str]:
+    """Capitalised names in a text, a sentence's first word only when a name follows it."""
+    found = set()
+    for match in NAME.finditer(text):
+        name = match.group(0)
+        if match.start() == 0 and " " not in name:
+            continue
+        found.add(name.lower())
+    return found
+
+
+def read(question: str) -> Question:
+    """The question's answer kind, terms and names."""
+    kind = next((name for name, pattern in KINDS if pattern.search(question)), "description")
+    terms = frozenset(stems(question))
+    first = question.split()[0] if question.split() else ""
+    keys = {stem(w) for w in IDENTIFIER.findall(question) if w != first} & terms
+    return Question(question, kind, terms, frozenset(names(question)), frozenset(keys))
+
+
+def parts(question: str) -> list[Question]:
+    """The question's separately answerable parts (one part when it has no second wh-question)."""
+    pieces = [p.strip(" ,;?") for p in PART_BREAK.split(question) if p and p.strip(" ,;?")]
+    if len(pieces) < 2:
+        return [read(question)]
+    return [read(p) for p in pieces]
+
+
+def has_kind(sentence: str, question: Question) -> bool:
+    """Whether a sentence holds the kind of thing the question asks for (a date, a number, a new name)."""
+    if question.kind == "date":
+        return bool(YEAR.search(sentence) or MONTH.search(sentence))
+    if question.kind == "number":
+        return bool(NUMBER.search(sentence))
+    if question.kind in ("person", "place", "choice"):
+        return bool(names(sentence) - question.names)
+    return True
+
+
+def refers_back(sentence: str) -> bool:
+    """Whether a sentence opens with a pronoun or a reference that needs the sentence before it."""
+    return REFERENCE.match(sentence.strip()) is not None

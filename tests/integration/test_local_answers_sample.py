@@ -1,0 +1,63 @@
+"""Regression questions on the bundled sample: the local answer holds the sentence that answers, first where
+it can, and names the part of a question the papers do not answer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from citewise.context import Context
+from citewise.evidence import PART_UNANSWERED
+from citewise.graph.query import graph
+from citewise.index import Index
+from citewise.index.embeddings import Embedder
+from citewise.indexes import forget_index
+
+pytestmark = pytest.mark.integration
+
+SAMPLE = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxive_sample.jsonl"
+
+
+@pytest.fixture(scope="module")
+def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[str]:
+    path = tmp_path_factory.mktemp("sample") / "index"
+    with Index.open(path, embedder=embedder) as index:
+        assert index.ingest([SAMPLE]).documents_added == 3
+    yield str(path)
+    forget_index(Context(index_dir=str(path)))
+
+
+async def answer(question: str, index_dir: str) -> str:
+    result = await graph.ainvoke({"messages": [HumanMessage(question)]}, context=Context(index_dir=index_dir))
+    assert result["mode"] == "local" and result["route"] == "direct"
+    return result["answer"]
+
+
+async def test_the_sentence_with_the_count_comes_first(sample_index: str) -> None:
+    text = await answer("How many transits of GJ 486b were observed?", sample_index)
+    assert text.startswith(
+        "We used three different instruments to observe three separate transit events of GJ 486b"
+    )
+
+
+async def test_the_telescope_question_gets_the_telescope_sentence(sample_index: str) -> None:
+    text = await answer("Which telescope observed the first transit of GJ 486b?", sample_index)
+    cited = re.split(r"(?<=\]\.)\s+", text)  # one sentence per cited line
+    assert any("8.2 meter Subaru telescope" in sentence for sentence in cited[:2])  # within the first two
+
+
+async def test_a_part_the_papers_do_not_answer_is_named(sample_index: str) -> None:
+    text = await answer(
+        "What is the equilibrium temperature of GJ 486b, and how much did the telescope cost?", sample_index
+    )
+    assert "equilibrium temperature of about 700 K" in text
+    assert text.endswith(f"{PART_UNANSWERED} how much did the telescope cost.")
+
+
+async def test_the_asked_planet_s_temperature_is_in_the_answer(sample_index: str) -> None:
+    text = await answer("What is the equilibrium temperature of GJ 1132b?", sample_index)
+    assert "and 580 K, respectively" in text

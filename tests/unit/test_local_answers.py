@@ -1,0 +1,93 @@
+"""Local answers that answer the question: what it asks, which sentences answer it, in what order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from citewise import questions
+from citewise.index.embeddings import Embedder
+from citewise.writing import answering_sentences
+
+BAIKAL = (
+    "Lake Baikal is a rift lake in southern Siberia, Russia. It is among the clearest lakes in the world and "
+    "is considered the oldest, at 25 million years. With a maximum depth of 1,642 metres, Baikal is the "
+    "world's deepest lake. The lake holds about 23 percent of the world's fresh surface water."
+)
+MILL = (
+    "The Baikalsk Pulp and Paper Mill was built on the southern shore in 1966. It was closed in 2013. "
+    "For decades its waste water had polluted the lake near the town."
+)
+
+
+@dataclass
+class Embedded:
+    """All that answering_sentences asks of an index: its embedder."""
+
+    embedder: Embedder
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("When was the paper mill closed?", "date"),
+        ("In which year did the mill open?", "date"),
+        ("How deep is Lake Baikal?", "number"),
+        ("How many rovers landed on Mars?", "number"),
+        ("Who designed Demon Dice?", "person"),
+        ("Where did Perseverance land?", "place"),
+        ("Is Lake Baikal older than Lake Tanganyika?", "yesno"),
+        ("What does the second-generation HTRF donor improve?", "description"),
+    ],
+)
+def test_the_kind_of_answer_a_question_wants(question: str, kind: str) -> None:
+    assert questions.read(question).kind == kind
+
+
+def test_a_question_with_parts_is_split_into_them() -> None:
+    parts = questions.parts("When was the paper mill closed, and what did it cost to build?")
+    assert [p.text for p in parts] == ["When was the paper mill closed", "what did it cost to build"]
+    assert [p.kind for p in parts] == ["date", "description"]
+    assert len(questions.parts("Compare vaccines and antibiotics")) == 1
+
+
+@pytest.mark.parametrize(
+    ("sentence", "refers"),
+    [("It was closed in 2013.", True), ("They landed in 2021.", True), ("The mill closed in 2013.", False)],
+)
+def test_a_sentence_that_needs_its_antecedent(sentence: str, refers: bool) -> None:
+    assert questions.refers_back(sentence) is refers
+
+
+def test_the_sentence_that_answers_comes_first(embedder: Embedder) -> None:
+    chosen, missing = answering_sentences(
+        Embedded(embedder), "How deep is Lake Baikal?", [("E1", BAIKAL[:60], BAIKAL)]
+    )
+    assert chosen[0] == ("E1", "With a maximum depth of 1,642 metres, Baikal is the world's deepest lake.")
+    assert len(chosen) <= 2 and missing == []
+
+
+def test_a_short_answer_survives_with_its_antecedent(embedder: Embedder) -> None:
+    chunk = "The Baikalsk Pulp and Paper Mill was built on the southern shore in 1966."  # the kept chunk
+    chosen, _ = answering_sentences(
+        Embedded(embedder), "When was the paper mill closed?", [("E1", chunk, MILL)]
+    )
+    texts = [text for _, text in chosen]
+    assert "It was closed in 2013." in texts  # a sentence of the kept chunk's paragraph, not the chunk
+    assert texts.index(chunk) == texts.index("It was closed in 2013.") - 1  # "It" needs the mill sentence
+    assert not any("polluted" in text for text in texts)  # stops once the question is covered
+
+
+def test_the_part_the_documents_do_not_answer_is_named(embedder: Embedder) -> None:
+    chosen, missing = answering_sentences(
+        Embedded(embedder),
+        "When was the paper mill closed, and how many workers did it employ?",
+        [("E1", MILL, MILL)],
+    )
+    assert "It was closed in 2013." in [text for _, text in chosen]
+    assert missing == ["how many workers did it employ"]
+
+
+def test_nothing_to_choose_from_gives_nothing(embedder: Embedder) -> None:
+    assert answering_sentences(Embedded(embedder), "How deep is Lake Baikal?", []) == ([], [])
