@@ -13,22 +13,39 @@ product-sized search (k=10) per mode.
 
 `--runs` picks some of the runs; `--paragraph-weights 0 0.5 0.7 1` adds hybrid-0.5 runs at those shares of
 the paragraph's BM25 in a chunk's lexical score (the sweep behind the 0.7 default).
+
+Baselines without chunking, in the same table, so that no figure of citewise's stands against nothing:
+each document (its title, a newline, its text) is one passage; `whole-bm25` is bm25s over the passages with
+citewise's lexical settings, `whole-dense` the passage embedded whole with the index's model (exact cosine;
+MiniLM reads the first 256 word pieces only), `whole-hybrid-0.5` their min-max fusion at alpha 0.5 over the
+union of each one's top 100, as citewise fuses. Passage embeddings are cached under bench/.cache/.
+`--no-baselines` skips them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from ranx import Qrels, Run, evaluate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import hotpotqa_as_beir, machine, percentiles, print_table, read_qrels, read_queries, save  # noqa: E402
 
 from citewise.index import ChunkingConfig, Index  # noqa: E402
+from citewise.index.embeddings import Embedder  # noqa: E402
+from citewise.index.fusion import rank, weighted_fusion  # noqa: E402
+from citewise.index.lexical import LexicalIndex  # noqa: E402
+
+CACHE = Path(__file__).resolve().parent / ".cache"
 
 RUNS: dict[str, dict[str, Any]] = {
     "bm25": {"mode": "bm25"},
@@ -70,6 +87,100 @@ def _beir_keys(index: Index, doc_ids: list[str]) -> dict[str, str]:
     return {d: _KEYS[d] for d in doc_ids}
 
 
+WHOLE_ALPHA = 0.5
+WHOLE_RUNS = ("whole-bm25", "whole-dense", f"whole-hybrid-{WHOLE_ALPHA:g}")
+
+
+def read_passages(corpus: Path) -> tuple[list[str], list[str]]:
+    """A BEIR corpus as whole passages: (document ids, title + newline + text), in file order."""
+    ids, passages = [], []
+    with corpus.open() as handle:
+        for line in handle:
+            if line.strip():
+                row = json.loads(line)
+                title, text = " ".join(str(row.get("title") or "").split()), str(row.get("text") or "")
+                ids.append(str(row["_id"]))
+                passages.append(f"{title}\n{text}" if title else text)
+    return ids, passages
+
+
+def passage_vectors(corpus: Path, passages: list[str], embedder: Embedder) -> tuple[np.ndarray, float | None]:
+    """Whole-passage embeddings, cached by corpus file name + size (and model): (rows, seconds or None)."""
+    cache = CACHE / f"{corpus.name}-{corpus.stat().st_size}-{embedder.name}-whole.npy"
+    if cache.exists():
+        vectors = np.load(cache)
+        if vectors.shape == (len(passages), embedder.dim):
+            return vectors, None
+    started = time.perf_counter()
+    vectors = embedder.embed(passages)
+    seconds = time.perf_counter() - started
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+    with tmp.open("wb") as handle:
+        np.save(handle, vectors)
+    os.replace(tmp, cache)
+    return vectors, seconds
+
+
+def truncated(passages: list[str], embedder: Embedder) -> tuple[int | None, int | None]:
+    """How many passages exceed the model's window (word pieces, special tokens included), and the window."""
+    model = getattr(embedder, "model", None)
+    if model is None or getattr(model, "tokenizer", None) is None:
+        return None, None
+    window = int(model.get_max_seq_length())
+    lengths = [len(ids) for ids in model.tokenizer(passages, verbose=False)["input_ids"]]
+    return sum(length > window for length in lengths), window
+
+
+def whole_passage_runs(
+    corpus: Path, queries: Sequence[str], embedder: Embedder, depth: int = 100
+) -> tuple[dict[str, list[dict[str, float]]], dict[str, Any]]:
+    """Baseline rankings over whole passages, one {doc id: score} per query for each of WHOLE_RUNS."""
+    ids, passages = read_passages(corpus)
+    vectors, embed_seconds = passage_vectors(corpus, passages, embedder)
+    if embed_seconds is not None:
+        print(f"embedded {len(passages)} whole passages, {embed_seconds:.0f}s", flush=True)
+    with tempfile.TemporaryDirectory() as folder:  # citewise's own BM25 class, settings and scoring
+        lexical = LexicalIndex(Path(folder), "whole")
+        lexical.build(ids, passages, generation=0)
+    similarities = vectors @ embedder.embed(list(queries)).T  # exact cosine, one column per query
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in WHOLE_RUNS}
+    for column, query in enumerate(queries):
+        bm25_all, dense_all = lexical.score_all(query), similarities[:, column]
+        bm25_top = [int(i) for i in np.argsort(-bm25_all, kind="stable")[:depth] if bm25_all[i] > 0]
+        dense_top = [int(i) for i in np.argsort(-dense_all, kind="stable")[:depth]]
+        pool = list(dict.fromkeys(bm25_top + dense_top))  # both scores for every candidate, as citewise
+        fused = weighted_fusion(
+            {ids[i]: float(bm25_all[i]) for i in pool},
+            {ids[i]: float(dense_all[i]) for i in pool},
+            WHOLE_ALPHA,
+        )
+        for name, scores in zip(
+            WHOLE_RUNS,
+            (
+                {ids[i]: float(bm25_all[i]) for i in bm25_top},
+                {ids[i]: float(dense_all[i]) for i in dense_top},
+                fused,
+            ),
+            strict=True,
+        ):
+            order = rank(scores)[:depth]  # ties by id, as citewise; rank-preserving positive scores
+            runs[name].append({key: float(len(order) - n) for n, key in enumerate(order)})
+    overflow, window = truncated(passages, embedder)
+    if overflow is not None:
+        print(f"whole-dense: {overflow} of {len(passages)} passages exceed {window} word pieces", flush=True)
+    about = {
+        "passage": "a document's title, a newline and its text, as one unit",
+        "passages": len(passages),
+        "bm25": f"bm25s, k1 {lexical.k1}, b {lexical.b}, English stopwords, stemmed (citewise's lexical)",
+        "dense": f"{embedder.name}, exact cosine, the first {window} word pieces of a passage",
+        "passages_truncated": overflow,
+        "hybrid": f"min-max fusion, alpha {WHOLE_ALPHA:g}, over the union of each retriever's top {depth}",
+        "embed_seconds": embed_seconds,
+    }
+    return runs, about
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -95,6 +206,9 @@ def main() -> None:
     parser.add_argument("--runs", nargs="+", choices=list(RUNS), help="only these runs (default: all)")
     parser.add_argument(
         "--paragraph-weights", nargs="+", type=float, default=[], help="add hybrid-0.5 runs at these weights"
+    )
+    parser.add_argument(
+        "--no-baselines", action="store_true", help="skip the whole-passage runs (bm25, dense, hybrid-0.5)"
     )
     args = parser.parse_args()
     runs = {name: RUNS[name] for name in args.runs or RUNS}
@@ -134,6 +248,14 @@ def main() -> None:
         scores = evaluate(qrels_ranx, Run.from_dict(run), metrics, make_comparable=True)
         results[name] = {m: float(scores[m]) for m in metrics}
         print(f"{name}: " + ", ".join(f"{m} {v:.3f}" for m, v in results[name].items()), flush=True)
+    baselines = None
+    if not args.no_baselines:
+        whole, baselines = whole_passage_runs(corpus, [queries[q] for q in query_ids], index.embedder)
+        for name, rankings in whole.items():
+            run = dict(zip(query_ids, rankings, strict=True))
+            scores = evaluate(qrels_ranx, Run.from_dict(run), metrics, make_comparable=True)
+            results[name] = {m: float(scores[m]) for m in metrics}
+            print(f"{name}: " + ", ".join(f"{m} {v:.3f}" for m, v in results[name].items()), flush=True)
     # latency of a product-sized search, query embedding included; modes interleaved per query so that
     # the machine's noise falls on all of them alike, their order rotating from query to query: the first
     # search of a query reads its chunks' rows cold, the later ones find them cached
@@ -162,6 +284,7 @@ def main() -> None:
                 "build_seconds": build_seconds,
                 "chunk_depth": args.chunk_depth,
                 "latency": "k=10, candidates=100 per retriever, redundancy filter 0.9",
+                "baselines": baselines,
                 "machine": machine(),
             },
         )
