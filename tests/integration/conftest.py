@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
+from support.fake_openai import FakeOpenAI, SchemaResponder
 
+from citewise import llms
 from citewise.context import Context
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -30,3 +33,23 @@ def corpus_index(
         assert report.documents_added == len(small_corpus_records), report
     yield str(path)
     forget_index(Context(index_dir=str(path)))
+
+
+@pytest.fixture
+def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeOpenAI]]:
+    """Start a FakeOpenAI and point the openai client at it; the run's models are built afresh per test."""
+    started: list[FakeOpenAI] = []
+    monkeypatch.setattr(llms, "_cache", {})  # cached LLMs would still talk to an earlier test's server
+    for name in ("COHERE_BASE_URL", "CITEWISE_LLM_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+
+    def start(responder: Any = None, **options: Any) -> FakeOpenAI:
+        server = FakeOpenAI(responder or SchemaResponder(), **options).start()
+        started.append(server)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+        return server
+
+    yield start
+    for server in started:
+        server.stop()

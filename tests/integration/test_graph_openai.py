@@ -11,7 +11,7 @@ import asyncio
 import re
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,7 +19,6 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import MemorySaver
 from support.fake_openai import Fail, FakeOpenAI, Hang, Recorded, SchemaResponder
 
-from citewise import llms
 from citewise.context import Context
 from citewise.evidence import NO_ANSWER
 from citewise.graph.query import builder
@@ -63,26 +62,6 @@ class ScoringScript:
             if self.rest is not None:
                 return self.rest
         return self.base(body)
-
-
-@pytest.fixture
-def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeOpenAI]]:
-    """Start a FakeOpenAI and point the openai client at it; the run's models are built afresh per test."""
-    started: list[FakeOpenAI] = []
-    monkeypatch.setattr(llms, "_cache", {})  # cached LLMs would still talk to an earlier test's server
-    for name in ("COHERE_BASE_URL", "CITEWISE_LLM_CACHE"):
-        monkeypatch.delenv(name, raising=False)
-
-    def start(responder: Any = None, **options: Any) -> FakeOpenAI:
-        server = FakeOpenAI(responder or SchemaResponder(), **options).start()
-        started.append(server)
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
 
 
 def context(index_dir: str, **settings: Any) -> Context:

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from support.fake_openai import Delay, FakeOpenAI, SchemaResponder
+from support.fake_openai import Delay, SchemaResponder
 from support.fakes import Judge, Request, ScriptedChatModel, scripted_llm
 from typer.testing import CliRunner
 
@@ -257,24 +257,6 @@ class SlowFirstSection(SchemaResponder):
         if 'section \\"Part 1\\"' in text:
             return Delay(0.8, reply)
         return reply
-
-
-@pytest.fixture
-def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeOpenAI]]:
-    started: list[FakeOpenAI] = []
-    monkeypatch.setattr(llms, "_cache", {})
-    monkeypatch.delenv("COHERE_BASE_URL", raising=False)
-
-    def start(responder: Any) -> FakeOpenAI:
-        server = FakeOpenAI(responder).start()
-        started.append(server)
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test")
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
 
 
 async def test_a_report_through_the_openai_client_restores_outline_order(

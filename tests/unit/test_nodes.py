@@ -14,7 +14,7 @@ import pytest
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END
 from langgraph.runtime import Runtime
-from support.fakes import Judge, Request, Samples, ScriptedChatModel, overlap, scripted_llm
+from support.fakes import Judge, Request, Samples, ScriptedChatModel, overlap
 
 from citewise import llms
 from citewise.context import Context
@@ -24,7 +24,6 @@ from citewise.graph.query import builder
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
 from citewise.indexes import forget_index
-from citewise.models import LLM
 from citewise.nodes.answer import answer
 from citewise.nodes.critique import borderline, critique
 from citewise.nodes.reflect import SKIPPED, reflect
@@ -62,23 +61,6 @@ def record(chunk_id: str, text: str = "", **values: Any) -> EvidenceRecord:
 
 def run(context: Context) -> Runtime[Context]:
     return Runtime(context=context)
-
-
-@pytest.fixture
-def install(monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[LLM | None, LLM | None]]:
-    """Make `llms.models` hand the nodes LLMs wrapping scripted chat models."""
-
-    def install(
-        context: Context, judge: ScriptedChatModel | None = None, writer: ScriptedChatModel | None = None
-    ) -> tuple[LLM | None, LLM | None]:
-        pair = (
-            scripted_llm(judge, context) if judge is not None else None,
-            scripted_llm(writer, context) if writer is not None else None,
-        )
-        monkeypatch.setattr(llms, "models", lambda _context: pair)
-        return pair
-
-    return install
 
 
 @pytest.fixture(scope="module")

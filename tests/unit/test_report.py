@@ -9,9 +9,8 @@ import pytest
 from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
-from support.fakes import ScriptedChatModel, scripted_llm
+from support.fakes import ScriptedChatModel
 
-from citewise import llms
 from citewise.cli import apply_edit
 from citewise.context import Context
 from citewise.evidence import NO_SECTION_EVIDENCE, SECTION_FAILED
@@ -37,21 +36,6 @@ def planned(*titles: str) -> list[dict[str, Any]]:
         {"id": f"s{n}", "title": t, "goal": f"goal {n}", "queries": [t.lower()], "documents": []}
         for n, t in enumerate(titles, start=1)
     ]
-
-
-@pytest.fixture
-def install(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
-    def install(
-        context: Context, judge: ScriptedChatModel | None = None, writer: ScriptedChatModel | None = None
-    ):
-        pair = (
-            scripted_llm(judge, context) if judge is not None else None,
-            scripted_llm(writer, context) if writer is not None else None,
-        )
-        monkeypatch.setattr(llms, "models", lambda _context: pair)
-        return pair
-
-    return install
 
 
 # route --------------------------------------------------------------------------------------------------
