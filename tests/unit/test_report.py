@@ -404,3 +404,15 @@ async def test_verify_keeps_headings_numbers_one_marker_per_chunk_and_notes_empt
 def test_a_section_without_evidence_says_so_and_stands_unverified() -> None:
     assert NO_SECTION_EVIDENCE.startswith("Your documents hold no evidence")
     assert split_answer(f"## A\n\n{NO_SECTION_EVIDENCE}") == ["## A", "", NO_SECTION_EVIDENCE]
+
+
+async def test_a_new_turn_resets_usage_and_the_report_keys() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from citewise.nodes.condense import condense
+
+    state = {"messages": [HumanMessage("Compare A and B"), AIMessage("..."), HumanMessage("How deep is it?")]}
+    update = await condense(state, run(Context()))
+    assert isinstance(update["usage"], Overwrite) and update["usage"].value == {}
+    assert isinstance(update["sections"], Overwrite) and update["sections"].value == {}
+    assert update["outline"] == [] and update["validation"] == {} and update["attempt"] == 0
