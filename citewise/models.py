@@ -204,6 +204,9 @@ def chat_model(
             timeout=timeout,
             use_responses_api=False,  # Chat Completions: the API that takes `n` and that local servers speak
             stream_usage=True,  # token usage of the streamed answer too
+            # A client of its own: langchain-openai otherwise shares one cached async client per base URL
+            # across event loops, and a second asyncio.run (the next chat turn) fails on the closed loop.
+            http_async_client=httpx.AsyncClient(timeout=timeout),
         )
     return init_chat_model(name, **options)
 

@@ -252,3 +252,13 @@ async def test_concurrent_runs_each_count_their_own_requests(
             mine = [r for r in asked if schema_of(r.body) == schema]
             assert mine, (question, stage)
             assert result["usage"][stage]["calls"] == len(mine), (question, stage)
+
+
+def test_two_event_loops_in_one_process_each_reach_the_server(corpus_index: str, serve: Callable) -> None:
+    """A terminal chat runs each turn in a new asyncio.run: the second must not reuse the first's client."""
+    server = serve()
+    first = asyncio.run(ask(context(corpus_index)))
+    second = asyncio.run(ask(context(corpus_index)))
+    assert first["mode"] == second["mode"] == "llm"
+    assert first["answer"] == second["answer"] and second["citations"]
+    assert len(server.chat_requests) >= 2 * len(first["usage"])
