@@ -3,8 +3,9 @@
 The writer sees the kept chunks under labels E1..En (in rerank order), each with the graded summary of its
 paragraph. Evidence is packed into batches of at most `context_tokens`; the first batch gets the answer
 prompt, each later batch refines the draft. With nothing kept, the answer says so and lists the closest
-evidence instead of guessing. In local mode the answer is extractive: the kept evidence's sentences closest
-to the question, each cited.
+evidence instead of guessing. In local mode the answer is extractive: sentences of the kept chunks'
+paragraphs chosen for what the question asks (its answer kind and terms, not topical similarity alone), the
+answering one first, each cited, and the parts of the question no sentence answers named.
 """
 
 from __future__ import annotations
