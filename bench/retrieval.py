@@ -175,7 +175,8 @@ def whole_passage_runs(
         "bm25": f"bm25s, k1 {lexical.k1}, b {lexical.b}, English stopwords, stemmed (citewise's lexical)",
         "dense": f"{embedder.name}, exact cosine, the first {window} word pieces of a passage",
         "passages_truncated": overflow,
-        "hybrid": f"min-max fusion, alpha {WHOLE_ALPHA:g}, over the union of each retriever's top {depth}",
+        "hybrid": f"min-max fusion, alpha {WHOLE_ALPHA:g}, over the union of each retriever's top {depth}"
+        ", every candidate with both its scores (as Index.search)",
         "embed_seconds": embed_seconds,
     }
     return runs, about
