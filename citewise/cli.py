@@ -255,16 +255,16 @@ def ask(
     if not question.strip():
         raise _fail("the question is empty")
     _searchable(index, chroma_url, docs, quiet=as_json).close()
-    context = Context(
-        index_dir=str(index),
-        chroma_url=chroma_url,
-        model=model,
-        judge_model=judge_model,
-        k=k,
-        route=ROUTES[mode],
-        approve_outline=approve,
-    )
     try:
+        context = Context(
+            index_dir=str(index),
+            chroma_url=chroma_url,
+            model=model,
+            judge_model=judge_model,
+            k=k,
+            route=ROUTES[mode],
+            approve_outline=approve,
+        )
         result = run_question(question, context)
     except ValueError as error:
         raise _fail(str(error)) from error

@@ -191,6 +191,43 @@ class Context:
         default=customize.PROMPT, metadata={"description": "Merge, condense and style the report."}
     )
 
+    def __post_init__(self) -> None:
+        """Refuse settings no run can use, each with the reason (Studio and `Context(...)` alike)."""
+        problems = [message for bad, message in self._checks() if bad]
+        if problems:
+            raise ValueError("invalid context settings: " + "; ".join(problems))
+
+    def _checks(self) -> list[tuple[bool, str]]:
+        at_least_one = (
+            "k", "max_candidates", "n_samples", "score_batch_size", "max_evidence", "context_tokens",
+            "max_concurrency", "min_sections", "max_sections", "max_parallel_sections", "section_evidence",
+            "max_customize_attempts",
+        )  # fmt: skip
+        not_negative = ("max_rewrites", "max_sub_queries", "max_retries", "timeout_seconds")
+        checks = [
+            (getattr(self, n) < 1, f"{n} must be at least 1 (got {getattr(self, n)})") for n in at_least_one
+        ]
+        checks += [
+            (getattr(self, n) < 0, f"{n} must not be negative (got {getattr(self, n)})") for n in not_negative
+        ]
+        for name in ("alpha", "paragraph_weight"):
+            value = getattr(self, name)
+            checks.append((not 0 <= value <= 1, f"{name} must be between 0 and 1 (got {value})"))
+        checks += [
+            (not 0 < self.redundancy <= 1, f"redundancy must be in (0, 1] (got {self.redundancy})"),
+            (
+                self.local_cosine_zero >= self.local_cosine_full,
+                f"local_cosine_zero ({self.local_cosine_zero}) must be below local_cosine_full "
+                f"({self.local_cosine_full})",
+            ),
+            (
+                self.min_sections > self.max_sections,
+                f"min_sections ({self.min_sections}) must not exceed max_sections ({self.max_sections})",
+            ),
+            (self.report_words < 50, f"report_words must be at least 50 (got {self.report_words})"),
+        ]
+        return checks
+
     @property
     def llm(self) -> bool:
         """True when a writing model is configured (otherwise every node runs its local fallback)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -416,3 +417,24 @@ async def test_a_new_turn_resets_usage_and_the_report_keys() -> None:
     assert isinstance(update["usage"], Overwrite) and update["usage"].value == {}
     assert isinstance(update["sections"], Overwrite) and update["sections"].value == {}
     assert update["outline"] == [] and update["validation"] == {} and update["attempt"] == 0
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"local_cosine_zero": 0.7, "local_cosine_full": 0.7}, "local_cosine_zero (0.7) must be below"),
+        ({"local_cosine_zero": 0.71}, "local_cosine_zero (0.71) must be below local_cosine_full (0.7)"),
+        ({"max_parallel_sections": 0}, "max_parallel_sections must be at least 1 (got 0)"),
+        ({"min_sections": 4, "max_sections": 3}, "min_sections (4) must not exceed max_sections (3)"),
+        ({"score_batch_size": -5}, "score_batch_size must be at least 1 (got -5)"),
+        ({"max_rewrites": -1}, "max_rewrites must not be negative (got -1)"),
+        ({"alpha": 1.5}, "alpha must be between 0 and 1 (got 1.5)"),
+    ],
+)
+def test_settings_no_run_can_use_are_refused_with_the_reason(settings: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Context(**settings)
+
+
+def test_every_default_setting_is_valid() -> None:
+    assert Context().max_parallel_sections >= 1
