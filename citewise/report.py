@@ -90,9 +90,8 @@ def validate(text: str, outline: Sequence[OutlineSection], labels: dict[str, str
             problems.append(f"section empty: ## {title}")
     if found != expected and all(t in bodies for t in expected):
         problems.append(f"headings do not match the outline: expected {expected}, got {found}")
-    paragraphs = [
-        _normal(p) for p in re.split(r"\n\s*\n", text) if p.strip() and not HEADING.match(p.strip())
-    ]
+    blocks = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    paragraphs = [_normal(p) for p in blocks if not HEADING.match(p) and not is_own_text(p)]
     repeated = [p for p, n in Counter(paragraphs).items() if n > 1 and p]
     problems += [f"paragraph repeated: {p[:80]!r}" for p in repeated]
     count = words(text)
@@ -112,7 +111,7 @@ def assemble(intro: str, sections: Sequence[tuple[str, str]], conclusion: str) -
 
 def is_own_text(sentence: str) -> bool:
     """Whether a sentence is citewise's own statement about missing evidence (it stands uncited)."""
-    return sentence.strip().startswith(OWN_TEXT)
+    return LABEL.sub("", sentence).strip().startswith(OWN_TEXT)
 
 
 def load_exemplars(path: str | None) -> list[str]:

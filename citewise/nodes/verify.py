@@ -17,16 +17,16 @@ from langgraph.runtime import Runtime
 
 from citewise import llms
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER, OWN_TEXT, paragraph_texts
+from citewise.evidence import NO_ANSWER, paragraph_texts
 from citewise.index.citations import soften_source_markers
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.report import LABEL, is_own_text
 from citewise.state import Citation, State, SupportMap
 from citewise.text import overlap, sentences
 
 logger = logging.getLogger(__name__)
 
-LABEL = re.compile(r"\[((?:S\d+)?E\d+)\]")
 TRAILING_LABELS = re.compile(r"([.!?])((?:\s*\[(?:S\d+)?E\d+\])+)")
 NO_CLAIM = re.compile(r"\b(do not|does not|don't|doesn't|cannot|no|not (?:enough|sufficient))\b", re.I)
 ABOUT_EVIDENCE = re.compile(r"\b(documents?|evidence|sources?|passages?|context|excerpts?)\b", re.I)
@@ -42,11 +42,6 @@ BREAK = ""
 def is_structure(part: str) -> bool:
     """A markdown heading or a paragraph break: kept as is, never verified, never merged into a sentence."""
     return part == BREAK or part.startswith("#")
-
-
-def own_text(part: str) -> bool:
-    """Citewise's own sentence about missing evidence: kept as written, never verified or cited."""
-    return LABEL.sub("", part).strip().startswith(OWN_TEXT)
 
 
 def split_answer(draft: str) -> list[str]:
@@ -115,7 +110,7 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     paragraphs = await in_thread(paragraph_texts, index, records)
     lines = source_lines(labels, paragraphs)
     parts = split_answer(draft)
-    claims = [i for i, part in enumerate(parts) if not is_structure(part) and not own_text(part)]
+    claims = [i for i, part in enumerate(parts) if not is_structure(part) and not is_own_text(part)]
     support: dict[int, list[str]] = {}
     usage: dict[str, Any] = {}
     judge, _ = llms.models(context)
@@ -127,13 +122,13 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
             support[i] = local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)
     kept_parts, unsupported, fine = [], [], []
     for i, part in enumerate(parts):
-        if is_structure(part) or own_text(part):
-            kept_parts.append(LABEL.sub("", part).replace(" .", ".").strip() if own_text(part) else part)
+        if is_structure(part) or is_own_text(part):  # citewise's own words stand as written, never cited
+            kept_parts.append(LABEL.sub("", part).replace(" .", ".").strip() if is_own_text(part) else part)
             continue
         cited = [c for c in LABEL.findall(part) if c in labels]
         lines_for = [key for key in support.get(i, []) if key in lines]
         about_evidence = NO_CLAIM.search(part) is not None and ABOUT_EVIDENCE.search(part) is not None
-        honest = not cited and (part.startswith(OWN_TEXT) or about_evidence)
+        honest = not cited and about_evidence
         if not lines_for and not honest:
             unsupported.append(re.sub(r"\s+([.!?,;:])", r"\1", LABEL.sub("", part)).strip())
             if context.drop_unsupported:

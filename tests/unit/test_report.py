@@ -438,3 +438,11 @@ def test_settings_no_run_can_use_are_refused_with_the_reason(settings: dict, mes
 
 def test_every_default_setting_is_valid() -> None:
     assert Context().max_parallel_sections >= 1
+
+
+def test_citewise_s_own_no_evidence_sentences_are_not_repeated_paragraphs() -> None:
+    text = (
+        "Glaciers retreat as the climate warms [S1E1].\n\n## Causes\n\nWarm summers melt ice [S1E1].\n\n"
+        f"## Effects\n\n{NO_SECTION_EVIDENCE}\n\n## Costs\n\n{NO_SECTION_EVIDENCE}"
+    )
+    assert validate(text, planned("Causes", "Effects", "Costs"), LABELS, budget=200) == []
