@@ -152,6 +152,8 @@ class Candidate:
     """The sentence before it in its paragraph ("" for the first)."""
     refers: bool
     """It opens with a pronoun or reference, so it needs `previous`."""
+    owned: bool = False
+    """Its label's chunk holds the sentence itself (not only its paragraph)."""
     score: float = 0.0
     terms: frozenset[str] = frozenset()
 
@@ -165,11 +167,11 @@ def paragraph_candidates(sources: Sequence[tuple[str, str, str]]) -> list[Candid
             if len(line) < MIN_SENTENCE:
                 continue
             key = " ".join(line.lower().split())
-            owner = line in chunk
-            if key in found and not (owner and found[key].label != label and found[key].text not in chunk):
+            owned = line in chunk
+            if key in found and (found[key].owned or not owned):  # first seen, unless this chunk holds it
                 continue
             previous = lines[n - 1] if n else ""
-            found[key] = Candidate(label, line, previous, questions.refers_back(line))
+            found[key] = Candidate(label, line, previous, questions.refers_back(line), owned=owned)
     return list(found.values())
 
 

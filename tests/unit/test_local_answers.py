@@ -91,3 +91,12 @@ def test_the_part_the_documents_do_not_answer_is_named(embedder: Embedder) -> No
 
 def test_nothing_to_choose_from_gives_nothing(embedder: Embedder) -> None:
     assert answering_sentences(Embedded(embedder), "How deep is Lake Baikal?", []) == ([], [])
+
+
+def test_a_sentence_is_cited_to_the_chunk_that_holds_it() -> None:
+    from citewise.writing import paragraph_candidates
+
+    first, second = MILL.split(". ", 1)[0] + ".", "It was closed in 2013."
+    candidates = paragraph_candidates([("E1", first, MILL), ("E2", second, MILL)])
+    labels = {c.text: c.label for c in candidates}
+    assert labels[first] == "E1" and labels[second] == "E2"  # not E1, whose paragraph listed it first
