@@ -12,6 +12,7 @@ are all about 80 is above most of them). The floor (20, ScoreRAG) keeps chunks n
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Sequence
 
@@ -162,7 +163,13 @@ NO_SECTION_EVIDENCE = "Your documents hold no evidence for this section."
 """What a report section says in its place when its searches kept nothing (verification lets it stand)."""
 SECTION_FAILED = "This section could not be written"
 """The start of what a failed section says in its place (verification lets it stand)."""
+
+
+def failed_note(reason: str) -> str:
+    """What a failed section says in its place: one sentence, its reason without brackets or full stops."""
+    plain = " ".join(re.sub(r"[()\[\].!?]", " ", reason).split())[:200]
+    return f"{SECTION_FAILED} ({plain})."
+
+
 PART_UNANSWERED = "Your documents do not answer this part of the question:"
 """What a local answer says of a part of the question no chosen sentence answers (it stands uncited)."""
-OWN_TEXT = (NO_ANSWER, NO_SECTION_EVIDENCE, SECTION_FAILED, PART_UNANSWERED)
-"""citewise's own sentences about missing evidence: they stand uncited."""

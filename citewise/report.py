@@ -12,10 +12,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from citewise.evidence import OWN_TEXT
+from citewise.evidence import NO_ANSWER, NO_SECTION_EVIDENCE, PART_UNANSWERED, SECTION_FAILED
 from citewise.state import OutlineSection
+from citewise.text import content_words
 
 LABEL = re.compile(r"\[((?:S\d+)?E\d+)\]")
+FAILED_NOTE = re.compile(re.escape(SECTION_FAILED) + r" \([^()]*\)\.")
 """An evidence label as writers cite it: [E3] in a direct answer, [S2E3] in a report."""
 CITED = re.compile(r"(.+?)((?:\s*\[(?:S\d+)?E\d+\])+)([.!?]?)(?=\s|$)", re.S)
 """A sentence and its run of labels, before or after its closing punctuation."""
@@ -109,9 +111,24 @@ def assemble(intro: str, sections: Sequence[tuple[str, str]], conclusion: str) -
     return "\n\n".join(parts)
 
 
-def is_own_text(sentence: str) -> bool:
-    """Whether a sentence is citewise's own statement about missing evidence (it stands uncited)."""
-    return LABEL.sub("", sentence).strip().startswith(OWN_TEXT)
+def is_own_text(sentence: str, question: str | None = None) -> bool:
+    """Whether a sentence is citewise's own statement about missing evidence (it stands uncited).
+
+    A writer (or text quoted from a document) must not be able to pass a claim off as one, so the fixed
+    sentences must be whole, a failed section's note is the one `collect` writes, and a "part unanswered"
+    sentence may only name words of the `question` (when given) after its phrase.
+    """
+    text = LABEL.sub("", sentence).strip().replace(" .", ".")
+    if text in (NO_ANSWER, NO_SECTION_EVIDENCE):
+        return True
+    if text.startswith(SECTION_FAILED):
+        return FAILED_NOTE.fullmatch(text) is not None
+    if text.startswith(PART_UNANSWERED):
+        if question is None:
+            return True
+        named = set(content_words(text[len(PART_UNANSWERED) :]))
+        return bool(named) and named <= set(content_words(question))
+    return False
 
 
 def load_exemplars(path: str | None) -> list[str]:

@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from citewise.context import Context
-from citewise.evidence import SECTION_FAILED
+from citewise.evidence import failed_note
 from citewise.state import SectionInput, State
 
 
@@ -40,7 +40,7 @@ async def section_failed(state: SectionInput, error: NodeError) -> dict:
                 "title": section["title"],
                 "status": "failed",
                 "error": reason,
-                "text": f"{SECTION_FAILED} ({reason[:200]}).",
+                "text": failed_note(reason),
                 "labels": {},
                 "kept": [],
                 "evidence": [],

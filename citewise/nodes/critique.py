@@ -1,4 +1,7 @@
-"""critique: a critic re-judges the borderline chunks, those near the provisional threshold."""
+"""critique: a critic re-judges the borderline chunks, those near the provisional threshold.
+
+A chunk the critic's reply lists more than once keeps its first verdict; one it leaves out keeps its score.
+"""
 
 from __future__ import annotations
 
@@ -45,7 +48,7 @@ async def _critique_batch(
     updates: dict[str, EvidenceRecord] = {}
     for item in result.items if result else []:
         chunk_id = labels.get(item.id.strip())
-        if chunk_id is not None:
+        if chunk_id is not None and chunk_id not in updates:  # a chunk listed twice: its first verdict counts
             updates[chunk_id] = {"critic": float(item.score), "critic_note": item.reason.strip()}
     return updates
 

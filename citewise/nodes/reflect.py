@@ -1,4 +1,8 @@
-"""reflect: self-reflection revisits each relevance score with a one-line justification (ChunkRAG)."""
+"""reflect: self-reflection revisits each relevance score with a one-line justification (ChunkRAG).
+
+A chunk the reply lists more than once keeps its first item; a chunk it leaves out keeps its relevance score,
+flagged "reflection missing".
+"""
 
 from __future__ import annotations
 
@@ -39,9 +43,11 @@ async def _reflect_batch(
         logger.warning("reflection failed: %s", error)
         return updates
     result = samples[0] if samples else None
+    seen: set[str] = set()
     for item in result.items if result else []:
         chunk_id = labels.get(item.id.strip())
-        if chunk_id is not None:
+        if chunk_id is not None and chunk_id not in seen:  # a chunk listed twice: its first item counts
+            seen.add(chunk_id)
             updates[chunk_id] = {
                 "reflection": float(item.score),
                 "reflection_note": item.justification.strip(),

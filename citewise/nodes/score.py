@@ -11,6 +11,12 @@ document, but it lifts every chunk of a document whose title matches the questio
 one-paper question over the sample corpus the stored vectors scored 14 of 14 candidates 100; on the 100
 HotpotQA questions the chunk's own text raised the gold answer's presence in the local answer from 0.35 to
 0.39 and answers citing a supporting passage from 0.94 to 0.96.
+
+A chunk the judge could not score (the provider failed after its retries, or no sample scored it) gets the
+same local score, flagged with the reason; never the retrieval score, which comes from the stored vector (and
+is mixed with its paragraph's) and so says how the chunk was found, not what it says. A sample that lists a
+chunk more than once counts its first score only, so each sample weighs every chunk once in the mean and
+the spread.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ from citewise.state import EvidenceRecord, EvidenceState, RelevanceScores
 
 logger = logging.getLogger(__name__)
 
+FALLBACK = "used question similarity"
+"""The end of the flag on a chunk scored locally because the judge could not score it."""
+
 
 def local_relevance(similarity: float, context: Context) -> float:
     """A cosine similarity to the question mapped to 0-100 (clamped)."""
@@ -50,15 +59,24 @@ def question_similarity(index: Index, question: str, records: Sequence[EvidenceR
     return dict(zip(ids, similarity.tolist(), strict=True))
 
 
-def fallback(record: EvidenceRecord, context: Context, why: str) -> EvidenceRecord:
-    """The record scored from retrieval, with a visible flag saying why."""
-    value = local_relevance(record.get("dense", 0.0), context)
+def fallback(record: EvidenceRecord, similarity: float, context: Context, why: str) -> EvidenceRecord:
+    """The record scored from its own text's similarity to the question, with a visible flag saying why."""
     return {
-        "relevance_mean": value,
+        "relevance_mean": local_relevance(similarity, context),
         "relevance_spread": None,
         "relevance_samples": [],
-        "flags": [*record.get("flags", []), f"{why}: used retrieval score"],
+        "flags": [*record.get("flags", []), f"{why}: {FALLBACK}"],
     }
+
+
+async def fallbacks(
+    records: Sequence[EvidenceRecord], question: str, context: Context, why: str
+) -> dict[str, EvidenceRecord]:
+    """The records the judge did not score, each scored locally (off the event loop) and flagged."""
+    if not records:
+        return {}
+    similarity = await in_thread(question_similarity, await open_index(context), question, records)
+    return {r["chunk_id"]: fallback(r, similarity[r["chunk_id"]], context, why) for r in records}
 
 
 async def _score_batch(
@@ -79,22 +97,23 @@ async def _score_batch(
         )
     except Exception as error:  # noqa: BLE001 - provider failed after retries: every chunk falls back, flagged
         logger.warning("relevance scoring failed: %s", error)
-        return {
-            cid: fallback(r, context, f"judge failed ({type(error).__name__})") for cid, r in by_id.items()
-        }
+        return await fallbacks(batch, question, context, f"judge failed ({type(error).__name__})")
     values: dict[str, list[float]] = {cid: [] for cid in by_id}
     for sample in samples:
         if sample is None:
             continue
+        seen: set[str] = set()
         for item in sample.scores:
             chunk_id = labels.get(item.id.strip())
-            if chunk_id is not None:
+            if chunk_id is not None and chunk_id not in seen:  # a chunk listed twice counts once
+                seen.add(chunk_id)
                 values[chunk_id].append(float(item.score))
+    missed = [record for chunk_id, record in by_id.items() if not values[chunk_id]]
+    fallen = await fallbacks(missed, question, context, "judge output malformed")
     updates: dict[str, EvidenceRecord] = {}
-    for chunk_id, record in by_id.items():
-        got = values[chunk_id]
+    for chunk_id, got in values.items():
         if not got:
-            updates[chunk_id] = fallback(record, context, "judge output malformed")
+            updates[chunk_id] = fallen[chunk_id]
             continue
         updates[chunk_id] = {
             "relevance_mean": round(statistics.fmean(got), 1),

@@ -1,10 +1,19 @@
-"""verify: map every answer sentence to the source lines that support it; drop or flag the rest.
+"""verify: map every answer sentence to the source lines that support it; re-cite it to them; drop the rest.
 
 Source lines are the sentences of each cited chunk's paragraph (LLM-Ref's fine-grained references). With
-a model, one request maps all sentences; in local mode a sentence is supported by the cited line that shares
-the largest part of its content words (at least Context.local_support). Citation labels that do not name
-evidence the writer was given are removed, so every marker left resolves to a stored chunk. Markers are
-then renumbered [1], [2], ... in order of first appearance.
+a model, one request maps all sentences; in local mode a sentence is supported, for each chunk it cites, by
+that chunk's line sharing the largest part of its content words, if the share reaches Context.local_support
+(an uncited sentence: by the best such line of all). A sentence no line supports is unsupported: dropped,
+or flagged when Context.drop_unsupported is off. Only citewise's own sentences about missing evidence
+(`citewise.report.is_own_text`) stand unverified; a writer's sentence about the documents is checked like
+any other.
+
+A supported sentence is re-cited to its supporting lines: it keeps a marker only for evidence one of its
+supporting lines comes from, and gains a marker for supporting evidence it does not cite yet (after its
+own markers, in the order of its supporting lines). The labels removed this way are listed in the
+sentence's `support` entry as `recited_from`, so a marker never names evidence that did not support its
+sentence. Citation labels that do not name evidence the writer was given are removed too, so every marker
+left resolves to a stored chunk. Markers are then renumbered [1], [2], ... in order of first appearance.
 """
 
 from __future__ import annotations
@@ -28,8 +37,9 @@ from citewise.text import overlap, sentences
 logger = logging.getLogger(__name__)
 
 TRAILING_LABELS = re.compile(r"([.!?])((?:\s*\[(?:S\d+)?E\d+\])+)")
-NO_CLAIM = re.compile(r"\b(do not|does not|don't|doesn't|cannot|no|not (?:enough|sufficient))\b", re.I)
-ABOUT_EVIDENCE = re.compile(r"\b(documents?|evidence|sources?|passages?|context|excerpts?)\b", re.I)
+ENDS_WITH_LABEL = re.compile(r"\[(?:S\d+)?E\d+\]$")
+SPACED_LABEL = re.compile(r"\s*\[((?:S\d+)?E\d+)\]")
+"""A label with the space before it (removed together, so no double space is left)."""
 UNVERIFIED = (
     f"{NO_ANSWER} An answer was drafted from the evidence, but none of its sentences could be verified "
     "against the source lines, so it is not shown."
@@ -82,20 +92,52 @@ def source_lines(labels: dict[str, str], paragraphs: dict[str, str]) -> dict[str
 
 
 def add_label(sentence: str, label: str) -> str:
-    """Cite `label` at the end of a sentence, before its closing punctuation."""
-    if sentence and sentence[-1] in ".!?":
-        return f"{sentence[:-1]} [{label}]{sentence[-1]}"
-    return f"{sentence} [{label}]"
+    """Cite `label` at the end of a sentence, before its closing punctuation, next to a label it ends with."""
+    body, end = (sentence[:-1], sentence[-1]) if sentence and sentence[-1] in ".!?" else (sentence, "")
+    gap = "" if ENDS_WITH_LABEL.search(body) else " "
+    return f"{body}{gap}[{label}]{end}"
 
 
 def local_support(
     sentence: str, cited: set[str], lines: dict[str, tuple[str, str]], minimum: float
 ) -> list[str]:
-    """The cited chunks' best-overlapping line label, if its overlap reaches `minimum`."""
+    """Each cited chunk's best-overlapping line label whose overlap reaches `minimum`, best first.
+
+    A sentence that cites no chunk with lines gets the single best line of all, if it reaches `minimum`.
+    """
     claim = LABEL.sub("", sentence)
-    pool = [key for key in lines if lines[key][0] in cited] or list(lines)
-    scored = sorted(((overlap(claim, lines[key][1]), key) for key in pool), reverse=True)
-    return [scored[0][1]] if scored and scored[0][0] >= minimum else []
+    pool = [key for key in lines if lines[key][0] in cited]
+    scored = sorted(((overlap(claim, lines[key][1]), key) for key in (pool or list(lines))), reverse=True)
+    best: dict[str, str] = {}
+    for value, key in scored:
+        if value < minimum:
+            break
+        best.setdefault(lines[key][0], key)
+    found = list(best.values())
+    return found if pool else found[:1]
+
+
+def recite(
+    sentence: str, labels: dict[str, str], lines: dict[str, tuple[str, str]], supporting: list[str]
+) -> tuple[str, list[str]]:
+    """The sentence citing exactly the evidence its supporting lines come from, and the labels it lost.
+
+    Labels the writer was not given go; so do labels of chunks no supporting line comes from. A supporting
+    chunk the sentence does not cite yet is added (under its lines' label), after the markers it keeps.
+    """
+    chunks = {lines[key][0] for key in supporting}
+    cited = dict.fromkeys(label for label in LABEL.findall(sentence) if label in labels)
+    removed = [label for label in cited if labels[label] not in chunks] if supporting else []
+    sentence = SPACED_LABEL.sub(
+        lambda m: m.group(0) if m.group(1) in labels and m.group(1) not in removed else "", sentence
+    )
+    sentence = re.sub(r"\s+([.!?,;:])", r"\1", sentence).strip()
+    carried = cited_chunks(sentence, labels)
+    for key in supporting:
+        if lines[key][0] not in carried:
+            carried.add(lines[key][0])
+            sentence = add_label(sentence, key.rsplit(".", 1)[0])
+    return sentence, removed
 
 
 @llms.metered
@@ -110,7 +152,8 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     paragraphs = await in_thread(paragraph_texts, index, records)
     lines = source_lines(labels, paragraphs)
     parts = split_answer(draft)
-    claims = [i for i, part in enumerate(parts) if not is_structure(part) and not is_own_text(part)]
+    question = state.get("question", "")
+    claims = [i for i, p in enumerate(parts) if not is_structure(p) and not is_own_text(p, question)]
     support: dict[int, list[str]] = {}
     usage: dict[str, Any] = {}
     judge, _ = llms.models(context)
@@ -122,31 +165,28 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
             support[i] = local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)
     kept_parts, unsupported, fine = [], [], []
     for i, part in enumerate(parts):
-        if is_structure(part) or is_own_text(part):  # citewise's own words stand as written, never cited
-            kept_parts.append(LABEL.sub("", part).replace(" .", ".").strip() if is_own_text(part) else part)
+        own = is_own_text(part, question)
+        if is_structure(part) or own:  # citewise's own words stand as written, never cited
+            kept_parts.append(LABEL.sub("", part).replace(" .", ".").strip() if own else part)
             continue
-        cited = [c for c in LABEL.findall(part) if c in labels]
-        lines_for = [key for key in support.get(i, []) if key in lines]
-        about_evidence = NO_CLAIM.search(part) is not None and ABOUT_EVIDENCE.search(part) is not None
-        honest = not cited and about_evidence
-        if not lines_for and not honest:
+        lines_for = list(dict.fromkeys(key for key in support.get(i, []) if key in lines))
+        if not lines_for:
             unsupported.append(re.sub(r"\s+([.!?,;:])", r"\1", LABEL.sub("", part)).strip())
             if context.drop_unsupported:
                 continue
             part = f"{part} (unsupported)"
-        part = LABEL.sub(lambda m: m.group(0) if m.group(1) in labels else "", part)
-        part = re.sub(r"\s+([.!?,;:])", r"\1", part).strip()
-        if not cited and lines_for:
-            part = add_label(part, lines_for[0].split(".")[0])
+        part, recited_from = recite(part, labels, lines, lines_for)
         kept_parts.append(soften_source_markers(part))
-        fine.append({"sentence": LABEL.sub("", part).strip(), "lines": lines_for})
+        sentence = re.sub(r"\s+([.!?,;:])", r"\1", LABEL.sub("", part)).strip()
+        fine.append({"sentence": sentence, "lines": lines_for, "recited_from": recited_from})
     kept_parts = noted_empty_sections(kept_parts)
     if not any(not is_structure(p) for p in kept_parts):
         kept_parts = [UNVERIFIED]
     text, citations, numbering = renumber(kept_parts, labels, by_id, lines, fine)
+    by_chunk = {labels[label]: marker for label, marker in numbering.items()}
     for item in fine:
         item["markers"] = sorted(
-            {numbering[key.split(".")[0]] for key in item["lines"] if key.split(".")[0] in numbering}
+            {by_chunk[lines[key][0]] for key in item["lines"] if lines[key][0] in by_chunk}
         )
         item["lines"] = [{"chunk_id": lines[key][0], "text": lines[key][1]} for key in item["lines"]]
     result = {"answer": text, "citations": citations, "unsupported": unsupported, "support": fine}

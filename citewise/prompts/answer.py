@@ -2,8 +2,9 @@
 
 PROMPT = """Answer the question using only the evidence below. After every sentence that uses evidence,
 cite it with its label in square brackets, e.g. [E2] or [E1][E3]. Do not cite a label that is not listed.
-If the evidence does not answer part of the question, say so plainly instead of guessing. Be concise and
-precise.
+If the evidence does not answer part of the question, do not guess: write one sentence exactly of the form
+"Your documents do not answer this part of the question: <that part, in the question's own words>." (it is
+the only uncited sentence allowed). Be concise and precise.
 
 {data_rule}
 

@@ -5,8 +5,9 @@ PROMPT = """Write the section "{title}" of a report that answers the question be
 The report's sections are: {titles}. Stay within this section's goal; the other sections cover the rest.
 Use only the evidence below. After every sentence that uses evidence, cite it with its label in square
 brackets, e.g. [E2] or [E1][E3]; never cite a label that is not listed. Write one to three short paragraphs
-of plain prose, no heading, no introduction to the report, no conclusion. If the evidence does not cover
-part of the goal, say so plainly instead of guessing.
+of plain prose, no heading, no introduction to the report, no conclusion. Every sentence must state what
+its cited evidence says; where the evidence does not cover part of the goal, leave that part out (do not
+guess); if it covers none of it, write only: "Your documents hold no evidence for this section."
 
 {data_rule}
 

@@ -123,7 +123,7 @@ async def test_llm_mode_end_to_end(
     for record in result["evidence"]:
         assert len(record["relevance_samples"]) == 3
         assert record["reflection"] is not None and record["reflection_note"]
-        assert not any("used retrieval score" in flag for flag in record["flags"])
+        assert not any("used question similarity" in flag for flag in record["flags"])
 
 
 async def test_a_rate_limited_scoring_request_is_retried(
@@ -138,7 +138,7 @@ async def test_a_rate_limited_scoring_request_is_retried(
     assert result["usage"]["score"]["calls"] == statuses.count(200) + 1
     assert_usage_matches_the_server(result, server)
     assert_cited_answer(result, corpus_index, embedder)
-    assert not any("used retrieval score" in f for r in result["evidence"] for f in r["flags"])
+    assert not any("used question similarity" in f for r in result["evidence"] for f in r["flags"])
 
 
 async def test_malformed_scoring_json_is_asked_for_again(
@@ -188,10 +188,10 @@ async def test_a_scoring_request_that_times_out_is_retried(
     assert requests[1].status == 200 and requests[1].body["n"] == 3
     assert result["usage"]["score"]["calls"] == len(requests)
     assert_cited_answer(result, corpus_index, embedder)
-    assert not any("used retrieval score" in f for r in result["evidence"] for f in r["flags"])
+    assert not any("used question similarity" in f for r in result["evidence"] for f in r["flags"])
 
 
-async def test_an_outage_of_the_judge_falls_back_to_retrieval_scores(
+async def test_an_outage_of_the_judge_falls_back_to_question_similarity(
     serve: Callable[..., FakeOpenAI], corpus_index: str, embedder: Embedder
 ) -> None:
     server = serve(ScoringScript(rest=Fail(500, "judge down")))
@@ -202,7 +202,7 @@ async def test_an_outage_of_the_judge_falls_back_to_retrieval_scores(
     assert len(requests) % 2 == 0  # every scoring request was tried twice (max_retries=1)
     assert result["usage"]["score"] == {"calls": len(requests), "input_tokens": 0, "output_tokens": 0}
     # the class name is langchain-openai's (OpenAIAPIError, a subclass of openai's InternalServerError)
-    flag = re.compile(r"judge failed \(\w+\): used retrieval score")
+    flag = re.compile(r"judge failed \(\w+\): used question similarity")
     assert result["evidence"]
     assert all(any(flag.fullmatch(f) for f in r["flags"]) for r in result["evidence"])
     assert all(r["relevance_samples"] == [] and r["relevance_spread"] is None for r in result["evidence"])

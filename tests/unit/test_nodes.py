@@ -199,38 +199,43 @@ async def test_score_averages_n_samples_keeps_the_spread_and_maps_labels_back(in
     assert result["usage"] == {"score": {"calls": 1, "input_tokens": 10, "output_tokens": 2}}
 
 
-async def test_malformed_judge_output_falls_back_to_retrieval_with_a_flag(install: Callable) -> None:
-    context = Context(model=MODEL, n_samples=3)
+async def test_malformed_judge_output_falls_back_to_question_similarity_with_a_flag(
+    install: Callable, index_dir: str, embedder: Embedder
+) -> None:
+    context = Context(index_dir=index_dir, model=MODEL, n_samples=3)
     judge = ScriptedChatModel(responder=lambda request: "I would rate these {not json")
     install(context, judge=judge)
-    first = record("first", dense=0.55, flags=["earlier problem"])
-    second = record("second", dense=0.05)
-    result = await score(scoring_state(first, second), run(context))
+    first = record("first", VACCINES, dense=0.05, flags=["earlier problem"])  # on topic, found weakly
+    second = record("second", BREAD, dense=0.7)  # off topic, found strongly
+    state = scoring_state(first, second)
+    result = await score(state, run(context))
 
     # the request and two retries (n=3 each), then one repair per sample; nothing raised
     assert [call.n for call in judge.calls] == [3, 3, 3, 1, 1, 1]
+    vectors = embedder.embed([state["question"], VACCINES])
     assert result["candidates"]["first"] == {
-        "relevance_mean": local_relevance(0.55, context),
+        "relevance_mean": local_relevance(float(vectors[1] @ vectors[0]), context),
         "relevance_spread": None,
         "relevance_samples": [],
-        "flags": ["earlier problem", "judge output malformed: used retrieval score"],
+        "flags": ["earlier problem", "judge output malformed: used question similarity"],
     }
-    assert result["candidates"]["first"]["relevance_mean"] == 75.0
-    assert result["candidates"]["second"]["relevance_mean"] == 0.0
-    assert result["candidates"]["second"]["flags"] == ["judge output malformed: used retrieval score"]
+    assert result["candidates"]["first"]["relevance_mean"] >= 90.0  # the retrieval score would give 0
+    assert result["candidates"]["second"]["relevance_mean"] <= 10.0  # the retrieval score would give 100
+    assert result["candidates"]["second"]["flags"] == ["judge output malformed: used question similarity"]
     assert result["usage"]["score"]["calls"] == 6
 
 
-async def test_a_chunk_the_judge_never_scores_falls_back_alone(install: Callable) -> None:
-    context = Context(model=MODEL, n_samples=2)
+async def test_a_chunk_the_judge_never_scores_falls_back_alone(install: Callable, index_dir: str) -> None:
+    context = Context(index_dir=index_dir, model=MODEL, n_samples=2)
     judge = ScriptedChatModel(script=[{"scores": [{"id": "E1", "score": 70}]}])
     install(context, judge=judge)
-    result = await score(scoring_state(record("seen"), record("missed", dense=0.4)), run(context))
+    state = scoring_state(record("seen"), record("missed", VACCINES, dense=0.1))
+    result = await score(state, run(context))
     assert result["candidates"]["seen"]["relevance_mean"] == 70.0
     assert result["candidates"]["seen"]["relevance_spread"] == 0.0
     assert "flags" not in result["candidates"]["seen"]
-    assert result["candidates"]["missed"]["relevance_mean"] == 50.0  # dense 0.4 on the 0.1..0.7 scale
-    assert result["candidates"]["missed"]["flags"] == ["judge output malformed: used retrieval score"]
+    assert result["candidates"]["missed"]["relevance_mean"] >= 90.0  # its text answers the question
+    assert result["candidates"]["missed"]["flags"] == ["judge output malformed: used question similarity"]
 
 
 def server_error() -> openai.InternalServerError:
@@ -240,15 +245,18 @@ def server_error() -> openai.InternalServerError:
     )
 
 
-async def test_a_provider_error_after_retries_falls_back_with_a_flag(install: Callable) -> None:
-    context = Context(model=MODEL, n_samples=3, max_retries=1)
+async def test_a_provider_error_after_retries_falls_back_with_a_flag(
+    install: Callable, index_dir: str
+) -> None:
+    context = Context(index_dir=index_dir, model=MODEL, n_samples=3, max_retries=1)
     judge = ScriptedChatModel(responder=lambda request: server_error())
     install(context, judge=judge)
-    result = await score(scoring_state(record("a", dense=0.7)), run(context))
+    result = await score(scoring_state(record("a", BREAD, dense=0.7)), run(context))
 
     assert len(judge.calls) == 2  # the request and its one retry
-    assert result["candidates"]["a"]["relevance_mean"] == 100.0
-    assert result["candidates"]["a"]["flags"] == ["judge failed (InternalServerError): used retrieval score"]
+    assert result["candidates"]["a"]["relevance_mean"] == 0.0  # bread, however well it was found
+    flags = result["candidates"]["a"]["flags"]
+    assert flags == ["judge failed (InternalServerError): used question similarity"]
     assert result["usage"]["score"]["calls"] == 2
 
 
@@ -504,7 +512,7 @@ async def test_verify_renumbers_markers_in_order_of_first_use(index_dir: str) ->
     assert result["answer"] == (
         "Sourdough bread is leavened by wild yeast [1]. "
         "Vaccines train the immune system to recognise a pathogen [2]. "
-        "B cells produce antibodies and memory cells remain for years [3][1]."
+        "B cells produce antibodies and memory cells remain for years [3]."  # no bread line supports it
     )
     assert [(c["marker"], c["chunk_id"]) for c in result["citations"]] == [
         (1, "c-bread"),
