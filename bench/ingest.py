@@ -1,7 +1,9 @@
 """Ingest throughput: the whole pipeline against a bare loop that only embeds the same chunks, one run.
 
 Variants, each in its own process (so peak memory is its own):
-  pipeline-pooled  citewise ingest with chunk vectors pooled from sentence vectors (the default)
+  pipeline-pooled  citewise ingest with chunk vectors pooled from sentence vectors, paragraphs embedded whole
+                   (the default)
+  pipeline-pooled-paragraphs  the same with paragraph vectors pooled from the chunks (no paragraph pass)
   pipeline-embed   citewise ingest that embeds every chunk text again after chunking
   bare-embed       only `embedder.embed` over the chunk texts the pooled pipeline produced, same batches
 Reports documents/s, chunks/s, peak RSS, and the share of wall time spent inside the embedding model.
@@ -102,7 +104,10 @@ def worker(variant: str, corpus: Path, index_dir: Path, source: Path | None) -> 
     embedder.embed(["warm up the model"])
     embedder.seconds = 0.0
     if variant.startswith("pipeline"):
-        chunking = ChunkingConfig(vectors="embed" if variant == "pipeline-embed" else "pooled")
+        chunking = ChunkingConfig(
+            vectors="embed" if variant == "pipeline-embed" else "pooled",
+            paragraph_vectors="pooled" if variant == "pipeline-pooled-paragraphs" else "whole",
+        )
         index = Index.open(index_dir, chunking=chunking, embedder=embedder)
         started = time.perf_counter()
         report = index.ingest([corpus])
@@ -149,7 +154,7 @@ def main() -> None:
         "--variants",
         nargs="+",
         default=["pipeline-pooled", "pipeline-embed", "bare-embed"],
-        choices=["pipeline-pooled", "pipeline-embed", "bare-embed"],
+        choices=["pipeline-pooled", "pipeline-pooled-paragraphs", "pipeline-embed", "bare-embed"],
         help="pipeline-pooled must come first",
     )
     parser.add_argument("--queries", type=Path, help="BEIR queries: also compare dense nDCG of both vectors")

@@ -43,7 +43,9 @@ from common import hotpotqa_as_beir, machine, percentiles, print_table, read_qre
 from citewise.index import ChunkingConfig, Index  # noqa: E402
 from citewise.index.embeddings import Embedder  # noqa: E402
 from citewise.index.fusion import rank, weighted_fusion  # noqa: E402
+from citewise.index.hops import two_hop_search  # noqa: E402
 from citewise.index.lexical import LexicalIndex  # noqa: E402
+from citewise.index.paragraphs import ParagraphVectors  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 
@@ -57,6 +59,12 @@ RUNS: dict[str, dict[str, Any]] = {
     # ablations: lexical score from the chunk alone, without its paragraph's BM25
     "bm25-chunk-only": {"mode": "bm25", "paragraph_weight": 0.0},
     "hybrid-0.5-chunk-only": {"mode": "hybrid", "alpha": 0.5, "paragraph_weight": 0.0},
+    # ablations: dense score from the chunk's own vector alone, without its paragraph's vector
+    "dense-own-vector": {"mode": "dense", "paragraph_dense_weight": 0.0},
+    "hybrid-0.5-own-vector": {"mode": "hybrid", "alpha": 0.5, "paragraph_dense_weight": 0.0},
+    # a second hop: the question joined to the best first-round passage, interleaved (citewise.index.hops)
+    "hybrid-0.5-2hop": {"mode": "hybrid", "alpha": 0.5, "follow_ups": 1, "keep": 1},
+    "hybrid-0.5-2hop-keep2": {"mode": "hybrid", "alpha": 0.5, "follow_ups": 1, "keep": 2},
 }
 
 
@@ -64,7 +72,10 @@ def document_ranking(
     index: Index, query: str, depth: int, chunk_depth: int, **kwargs: Any
 ) -> dict[str, float]:
     """Documents ranked by their best chunk: {beir id: score}, `depth` documents at most."""
-    hits = index.search(query, k=chunk_depth, candidates=chunk_depth, **kwargs)
+    if "follow_ups" in kwargs:
+        hits = two_hop_search(index, query, k=chunk_depth, candidates=chunk_depth, **kwargs)
+    else:
+        hits = index.search(query, k=chunk_depth, candidates=chunk_depth, **kwargs)
     ranking: dict[str, float] = {}
     keys = _beir_keys(index, [h.doc_id for h in hits])
     for hit in hits:
@@ -74,6 +85,15 @@ def document_ranking(
             if len(ranking) == depth:
                 break
     return ranking
+
+
+def all_found(run: dict[str, dict[str, float]], qrels: dict[str, dict[str, int]], depth: int) -> float:
+    """The share of queries whose relevant documents are all in the run's first `depth`."""
+    found = 0
+    for query, ranking in run.items():
+        top = sorted(ranking, key=lambda key: -ranking[key])[:depth]
+        found += set(qrels[query]) <= set(top)
+    return found / len(run) if run else 0.0
 
 
 _KEYS: dict[str, str] = {}
@@ -209,12 +229,33 @@ def main() -> None:
         "--paragraph-weights", nargs="+", type=float, default=[], help="add hybrid-0.5 runs at these weights"
     )
     parser.add_argument(
+        "--paragraph-dense-weights",
+        nargs="+",
+        type=float,
+        default=[],
+        help="add dense and hybrid-0.5 runs at these shares of the paragraph vector in a chunk's dense score",
+    )
+    parser.add_argument(
+        "--paragraph-vectors",
+        choices=["whole", "pooled"],
+        default="whole",
+        help="at ingest, embed each paragraph whole (default) or pool its chunks' vectors",
+    )
+    parser.add_argument(
+        "--pooled-paragraphs",
+        action="store_true",
+        help="search with paragraph vectors pooled from the chunks even where whole ones are stored",
+    )
+    parser.add_argument(
         "--no-baselines", action="store_true", help="skip the whole-passage runs (bm25, dense, hybrid-0.5)"
     )
     args = parser.parse_args()
     runs = {name: RUNS[name] for name in args.runs or RUNS}
     for weight in args.paragraph_weights:
         runs[f"hybrid-0.5-pw{weight:g}"] = {"mode": "hybrid", "alpha": 0.5, "paragraph_weight": weight}
+    for weight in args.paragraph_dense_weights:
+        runs[f"dense-pd{weight:g}"] = {"mode": "dense", "paragraph_dense_weight": weight}
+        runs[f"hybrid-0.5-pd{weight:g}"] = {"mode": "hybrid", "alpha": 0.5, "paragraph_dense_weight": weight}
 
     if args.hotpotqa:
         corpus, queries, qrels = hotpotqa_as_beir(args.hotpotqa, args.index.parent / "hotpotqa-corpus.jsonl")
@@ -229,7 +270,12 @@ def main() -> None:
         query_ids = query_ids[: args.limit]
 
     chunking = ChunkingConfig(
-        args.threshold, args.max_chars, args.min_chars, args.vectors, not args.no_title_context
+        args.threshold,
+        args.max_chars,
+        args.min_chars,
+        args.vectors,
+        not args.no_title_context,
+        args.paragraph_vectors,
     )
     index = Index.open(args.index, chunking=chunking)
     started = time.perf_counter()
@@ -240,6 +286,8 @@ def main() -> None:
             f"indexed {report.documents_added} documents, {report.chunks_added} chunks, {build_seconds:.0f}s"
         )
     stats = index.stats()
+    if args.pooled_paragraphs:
+        index.paragraph_vectors = ParagraphVectors(index.docstore, index.embedder.dim, pooled_only=True)
 
     index.prepare_queries([queries[q] for q in query_ids])  # one batched model pass for every query
     results: dict[str, dict[str, float]] = {}
@@ -247,7 +295,7 @@ def main() -> None:
     for name, kwargs in runs.items():
         run = {q: document_ranking(index, queries[q], 100, args.chunk_depth, **kwargs) for q in query_ids}
         scores = evaluate(qrels_ranx, Run.from_dict(run), metrics, make_comparable=True)
-        results[name] = {m: float(scores[m]) for m in metrics}
+        results[name] = {m: float(scores[m]) for m in metrics} | {"all@10": all_found(run, qrels, 10)}
         print(f"{name}: " + ", ".join(f"{m} {v:.3f}" for m, v in results[name].items()), flush=True)
     baselines = None
     if not args.no_baselines:
@@ -255,7 +303,7 @@ def main() -> None:
         for name, rankings in whole.items():
             run = dict(zip(query_ids, rankings, strict=True))
             scores = evaluate(qrels_ranx, Run.from_dict(run), metrics, make_comparable=True)
-            results[name] = {m: float(scores[m]) for m in metrics}
+            results[name] = {m: float(scores[m]) for m in metrics} | {"all@10": all_found(run, qrels, 10)}
             print(f"{name}: " + ", ".join(f"{m} {v:.3f}" for m, v in results[name].items()), flush=True)
     # latency of a product-sized search, query embedding included; modes interleaved per query so that
     # the machine's noise falls on all of them alike, their order rotating from query to query: the first
@@ -267,13 +315,18 @@ def main() -> None:
             kwargs = runs[name]
             index.forget_queries()
             started = time.perf_counter()
-            index.search(queries[q], k=10, **kwargs)
+            if "follow_ups" in kwargs:
+                two_hop_search(index, queries[q], k=10, **kwargs)
+            else:
+                index.search(queries[q], k=10, **kwargs)
             latencies[name].append((time.perf_counter() - started) * 1000)
     for name in runs:
         if latencies[name]:  # --latency-queries 0: quality only
             results[name]["p50_ms"], results[name]["p95_ms"] = percentiles(latencies[name])
     print()
-    print_table([{"run": n, **r} for n, r in results.items()], ["run", *metrics, "p50_ms", "p95_ms"])
+    print_table(
+        [{"run": n, **r} for n, r in results.items()], ["run", *metrics, "all@10", "p50_ms", "p95_ms"]
+    )
     if args.out:
         save(
             args.out,
@@ -286,6 +339,7 @@ def main() -> None:
                 "chunk_depth": args.chunk_depth,
                 "latency": "k=10, candidates=100 per retriever, redundancy filter 0.9",
                 "baselines": baselines,
+                "pooled_paragraphs": args.pooled_paragraphs,
                 "machine": machine(),
             },
         )

@@ -89,6 +89,16 @@ class Context:
     paragraph_weight: float = field(
         default=0.7, metadata={"description": "Share of a chunk's BM25 score taken from its whole paragraph."}
     )
+    paragraph_dense_weight: float = field(
+        default=0.5,
+        metadata={"description": "Share of a chunk's dense score taken from its paragraph's vector."},
+    )
+    second_hop: int = field(
+        default=1,
+        metadata={
+            "description": "Follow-up searches from the best first-round documents (multi-hop; 0: none)."
+        },
+    )
     redundancy: float = field(
         default=0.9, metadata={"description": "Drop a chunk this similar to a better one."}
     )
@@ -203,14 +213,14 @@ class Context:
             "max_concurrency", "min_sections", "max_sections", "max_parallel_sections", "section_evidence",
             "max_customize_attempts",
         )  # fmt: skip
-        not_negative = ("max_rewrites", "max_sub_queries", "max_retries", "timeout_seconds")
+        not_negative = ("max_rewrites", "max_sub_queries", "max_retries", "timeout_seconds", "second_hop")
         checks = [
             (getattr(self, n) < 1, f"{n} must be at least 1 (got {getattr(self, n)})") for n in at_least_one
         ]
         checks += [
             (getattr(self, n) < 0, f"{n} must not be negative (got {getattr(self, n)})") for n in not_negative
         ]
-        for name in ("alpha", "paragraph_weight"):
+        for name in ("alpha", "paragraph_weight", "paragraph_dense_weight"):
             value = getattr(self, name)
             checks.append((not 0 <= value <= 1, f"{name} must be between 0 and 1 (got {value})"))
         checks += [

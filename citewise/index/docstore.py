@@ -21,7 +21,7 @@ import numpy as np
 
 from citewise.index.chunking import ChunkedDocument
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS documents (
 CREATE INDEX IF NOT EXISTS documents_file ON documents(file);
 CREATE TABLE IF NOT EXISTS paragraphs (
     id TEXT PRIMARY KEY, doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL, section TEXT NOT NULL, text TEXT NOT NULL, citations TEXT NOT NULL
+    seq INTEGER NOT NULL, section TEXT NOT NULL, text TEXT NOT NULL, citations TEXT NOT NULL, vector BLOB
 );
 CREATE INDEX IF NOT EXISTS paragraphs_doc ON paragraphs(doc_id, seq);
 CREATE TABLE IF NOT EXISTS bibliography (
@@ -105,6 +105,8 @@ class DocStore:
         version = self._stored_schema()
         if version == "1":  # bibliography gained its order (seq); entries stored before keep order 0
             self.db.execute("ALTER TABLE bibliography ADD COLUMN seq INTEGER NOT NULL DEFAULT 0")
+        if version in ("1", "2"):  # paragraphs gained a vector (embedded whole); old ones pool their chunks'
+            self.db.execute("ALTER TABLE paragraphs ADD COLUMN vector BLOB")
             self.set_meta("schema", SCHEMA_VERSION)
         elif version not in (None, SCHEMA_VERSION):
             raise ValueError(f"{path} has index schema {version}; this citewise reads {SCHEMA_VERSION}")
@@ -203,10 +205,19 @@ class DocStore:
                     "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
                     (doc_id, file, doc.key, doc.title, json.dumps(doc.metadata, ensure_ascii=False), now),
                 )
+                whole = item.paragraph_vectors
                 db.executemany(
-                    "INSERT INTO paragraphs VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO paragraphs VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [
-                        (paragraph_id(doc_id, i), doc_id, i, p.section, p.text, json.dumps(list(p.citations)))
+                        (
+                            paragraph_id(doc_id, i),
+                            doc_id,
+                            i,
+                            p.section,
+                            p.text,
+                            json.dumps(list(p.citations)),
+                            None if whole is None else np.asarray(whole[i], dtype=np.float32).tobytes(),
+                        )
                         for i, p in enumerate(doc.paragraphs)
                     ],
                 )
@@ -325,6 +336,12 @@ class DocStore:
         yield from self.db.execute(
             "SELECT p.id, d.title, p.text FROM paragraphs p JOIN documents d ON d.id = p.doc_id "
             "ORDER BY p.rowid"
+        )
+
+    def paragraph_vectors(self) -> Iterator[tuple[str, bytes]]:
+        """Every paragraph vector stored (embedded whole): (paragraph id, vector bytes)."""
+        yield from self.db.execute(
+            "SELECT id, vector FROM paragraphs WHERE vector IS NOT NULL ORDER BY rowid"
         )
 
     def counts(self) -> dict[str, int]:

@@ -36,6 +36,7 @@ from citewise.index.embeddings import Embedder, default_embedder
 from citewise.index.fusion import drop_redundant, rank, reciprocal_rank_fusion, weighted_fusion
 from citewise.index.lexical import LexicalIndex
 from citewise.index.loaders import iter_files, load_path
+from citewise.index.paragraphs import ParagraphVectors
 from citewise.index.vectors import COLLECTION, VectorIndex, make_client
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ SearchMode = Literal["hybrid", "bm25", "dense"]
 Fusion = Literal["minmax", "rrf"]
 QUERY_CACHE = 512
 PARAGRAPH_WEIGHT = 0.7
+PARAGRAPH_DENSE_WEIGHT = 0.5
 
 
 class IndexOpenError(Exception):
@@ -63,7 +65,8 @@ class Hit:
         text: the chunk text.
         bm25: its lexical score in [0, 1]: BM25 of the chunk and of its paragraph, each divided by the
             query's best, mixed by `paragraph_weight` (0 when it shares no term with the query).
-        dense: its cosine similarity to the query.
+        dense: its dense score: its cosine similarity to the query, mixed with its paragraph's by
+            `paragraph_dense_weight`.
         score: the fused score the hits are ranked by (the single score in bm25 / dense mode).
         rank: its 1-based position in the result.
     """
@@ -152,6 +155,7 @@ class Index:
         self.vectors = vectors
         self.lexical = lexical
         self.paragraph_lexical = LexicalIndex(root, "bm25p")
+        self.paragraph_vectors = ParagraphVectors(docstore, embedder.dim)
         self._parent_position: np.ndarray | None = None
         self.embedder = embedder
         self.chunking = chunking
@@ -454,6 +458,7 @@ class Index:
         candidates: int = 100,
         redundancy: float = 0.9,
         paragraph_weight: float = PARAGRAPH_WEIGHT,
+        paragraph_dense_weight: float = PARAGRAPH_DENSE_WEIGHT,
     ) -> list[Hit]:
         """Return the top-k chunks for `query`.
 
@@ -467,6 +472,9 @@ class Index:
             redundancy: drop a hit whose cosine similarity to a better hit exceeds this (1.0 keeps all).
             paragraph_weight: share of a chunk's lexical score that comes from its whole paragraph's BM25
                 (terms of a claim are often spread over a paragraph's sentences; 0 = the chunk's own BM25).
+            paragraph_dense_weight: the same for the dense side: share of a chunk's dense score that comes
+                from its paragraph's vector; the chunks of the `candidates` paragraphs nearest the query join
+                the dense candidates (0 = the chunk's own vector only).
         """
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}")
@@ -484,11 +492,23 @@ class Index:
             top = np.argsort(-lexical_all, kind="stable")[:depth]
             lexical = [(self.lexical.ids[i], float(lexical_all[i])) for i in top if lexical_all[i] > 0]
         semantic = self.vectors.search(query_vector, depth) if mode != "bm25" else []
-        pool = list(dict.fromkeys([i for i, _ in lexical] + [i for i, _ in semantic]))
+        widened: list[str] = []
+        paragraph_similarity = None
+        if paragraph_dense_weight > 0:
+            paragraphs = self.paragraph_vectors.current()
+            paragraph_similarity = paragraphs.similarities(query_vector)
+            if mode != "bm25":
+                widened = paragraphs.top_chunks(paragraph_similarity, depth)
+        pool = list(dict.fromkeys([i for i, _ in lexical] + [i for i, _ in semantic] + widened))
         if not pool:
             return []
         vectors = self.docstore.vectors(pool, self.embedder.dim)
-        dense = dict(zip(pool, (vectors @ query_vector).tolist(), strict=True))
+        own_dense = vectors @ query_vector
+        if paragraph_similarity is not None:
+            own_dense = (1 - paragraph_dense_weight) * own_dense + paragraph_dense_weight * (
+                self.paragraph_vectors.of_chunks(pool, paragraph_similarity)
+            )
+        dense = dict(zip(pool, own_dense.tolist(), strict=True))
         if lexical_all is None:
             lexical_all = self._lexical_scores(query, paragraph_weight)
         position = self.lexical.position
@@ -498,9 +518,10 @@ class Index:
         if mode == "bm25":
             fused = dict(lexical)
         elif mode == "dense":
-            fused = {i: dense[i] for i, _ in semantic}
+            fused = {i: dense[i] for i in dict.fromkeys([i for i, _ in semantic] + widened)}
         elif fusion == "rrf":
-            fused = reciprocal_rank_fusion([[i for i, _ in lexical], [i for i, _ in semantic]])
+            semantic_order = rank({i: dense[i] for i in dict.fromkeys([i for i, _ in semantic] + widened)})
+            fused = reciprocal_rank_fusion([[i for i, _ in lexical], semantic_order[:depth]])
         else:
             fused = weighted_fusion(bm25, dense, alpha)
         order = rank(fused)

@@ -175,11 +175,58 @@ def test_hits_carry_ids_texts_scores_and_ranks(searchable: Index, mode: str) -> 
 
 def test_dense_score_is_the_cosine_to_the_query(searchable: Index, embedder: Embedder) -> None:
     query = "a race of forty-two kilometres"
-    hits = searchable.search(query, k=3, mode="dense")
+    hits = searchable.search(query, k=3, mode="dense", paragraph_dense_weight=0.0)
     query_vector = embedder.embed([query])[0]
     vectors = searchable.docstore.vectors([h.chunk_id for h in hits], embedder.dim)
     np.testing.assert_allclose([h.dense for h in hits], vectors @ query_vector, rtol=1e-5, atol=1e-6)
     assert searchable.document(hits[0].doc_id).key == "marathon"  # type: ignore[union-attr]
+
+
+def test_dense_score_mixes_in_the_paragraph_embedded_whole(searchable: Index, embedder: Embedder) -> None:
+    query = "a race of forty-two kilometres"
+    hits = searchable.search(query, k=3, mode="dense", paragraph_dense_weight=0.4)
+    query_vector = embedder.embed([query])[0]
+    own = searchable.docstore.vectors([h.chunk_id for h in hits], embedder.dim) @ query_vector
+    paragraphs = [searchable.paragraph(h.paragraph_id) for h in hits]
+    whole = embedder.embed([f"{h.title}\n{p.text}" for h, p in zip(hits, paragraphs, strict=True)])  # type: ignore[union-attr]
+    expected = 0.6 * own + 0.4 * (whole @ query_vector)
+    np.testing.assert_allclose([h.dense for h in hits], expected, rtol=1e-4, atol=1e-5)
+    assert searchable.document(hits[0].doc_id).key == "marathon"  # type: ignore[union-attr]
+
+
+def test_paragraph_vectors_follow_ingests_and_removals(
+    filled: Index, small_corpus: Path, tmp_path: Path
+) -> None:
+    paragraphs = filled.paragraph_vectors.current()
+    assert len(paragraphs.ids) == filled.stats().paragraphs
+    extra = tmp_path / "extra.txt"
+    extra.write_text("Axolotls regrow lost limbs within weeks.\n", encoding="utf-8")
+    filled.ingest([extra])
+    assert len(filled.paragraph_vectors.current().ids) == filled.stats().paragraphs
+    hits = filled.search("salamander that regrows its legs", k=1, mode="dense")
+    assert "Axolotls" in hits[0].text
+    filled.remove([extra])
+    assert len(filled.paragraph_vectors.current().ids) == filled.stats().paragraphs
+    assert all("Axolotls" not in h.text for h in filled.search("salamander regrows legs", k=5, mode="dense"))
+
+
+def test_an_index_of_the_previous_schema_gains_paragraph_vectors_on_open(
+    tmp_path: Path, embedder: Embedder, small_corpus: Path
+) -> None:
+    """Schema 2 had no paragraph vectors: it opens, is migrated, and pools its chunks' vectors."""
+    old = Index.open(tmp_path / "old", embedder=embedder, chunking=ChunkingConfig(paragraph_vectors="pooled"))
+    old.ingest([small_corpus])
+    old.docstore.db.execute("ALTER TABLE paragraphs DROP COLUMN vector")
+    old.docstore.set_meta("schema", "2")
+    settings = json.loads(old.docstore.get_meta("chunking") or "{}")
+    settings.pop("paragraph_vectors")
+    old.docstore.set_meta("chunking", json.dumps(settings))
+    old.close()
+    reopened = Index.open(tmp_path / "old", embedder=embedder)
+    assert reopened.docstore.get_meta("schema") == "3"
+    assert len(reopened.paragraph_vectors.current().ids) == reopened.stats().paragraphs
+    assert reopened.search("a race of forty-two kilometres", k=1)[0].title
+    reopened.close()
 
 
 def test_rrf_fusion_and_k(searchable: Index) -> None:

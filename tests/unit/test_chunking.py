@@ -309,9 +309,17 @@ def test_sentences_of_all_documents_are_embedded_in_one_pass() -> None:
         Document(title=f"Doc {i}", source="a.jsonl", key=str(i), paragraphs=[Paragraph(vaccine_paragraph(3))])
         for i in range(4)
     ]
-    chunk_documents(documents, embedder, ChunkingConfig())
+    results = chunk_documents(documents, embedder, ChunkingConfig())
     assert len(embedder.calls) == 1
-    assert len(embedder.calls[0]) == 4 * 3 + 4  # sentences, then titles
+    assert len(embedder.calls[0]) == 4 * 3 + 4 + 4  # sentences, then titles, then paragraphs whole
+    assert embedder.calls[0][-1] == f"Doc 3\n{vaccine_paragraph(3)}"
+    for result in results:  # each document keeps its own paragraph's vector
+        assert result.paragraph_vectors is not None and result.paragraph_vectors.shape[0] == 1
+    np.testing.assert_allclose(
+        results[2].paragraph_vectors[0], embedder.embed([f"Doc 2\n{vaccine_paragraph(3)}"])[0], rtol=1e-6
+    )
+    pooled = chunk_documents(documents, embedder, ChunkingConfig(paragraph_vectors="pooled"))
+    assert len(embedder.calls[-1]) == 4 * 3 + 4 and pooled[0].paragraph_vectors is None
 
 
 def test_document_without_text_gives_no_chunks() -> None:

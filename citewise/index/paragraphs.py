@@ -1,0 +1,95 @@
+"""Paragraph vectors: dense search at paragraph granularity, beside the chunk vectors in Chroma.
+
+A sentence-sized chunk's vector does not carry what its passage as a whole says (the question names the
+passage's subject, the chunk only its detail), as a chunk's own BM25 does not; the paragraph BM25 fixed the
+lexical side, and these vectors fix the dense side. A paragraph's vector is the one stored with it (the
+paragraph embedded whole at ingest, `ChunkingConfig.paragraph_vectors="whole"`), or else the normalised sum
+of its chunks' stored vectors (an index made before, or with "pooled"). They are loaded from the document
+store when its generation moves on, as BM25 is rebuilt, and searched exactly (a matrix product: 100,000
+paragraphs of 384 floats are 150 MB and a few milliseconds). `bench/retrieval.py --paragraph-vectors`
+compares the two kinds on one index.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from citewise.index.docstore import DocStore
+
+logger = logging.getLogger(__name__)
+
+
+class ParagraphVectors:
+    """The paragraph vectors of one index, reloaded lazily whenever the document store's generation moves."""
+
+    def __init__(self, docstore: DocStore, dim: int, pooled_only: bool = False) -> None:
+        self.docstore = docstore
+        self.pooled_only = pooled_only
+        self.dim = dim
+        self.generation = -1
+        self.ids: list[str] = []
+        self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self.chunks: list[list[str]] = []
+        self.position: dict[str, int] = {}
+        self.parent: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def current(self) -> ParagraphVectors:
+        """Bring the vectors up to the document store's generation (a no-op when they are) and return self."""
+        generation = self.docstore.generation
+        if generation != self.generation:
+            with self._lock:
+                if generation != self.generation:
+                    self._build(generation)
+        return self
+
+    def _build(self, generation: int) -> None:
+        sums: dict[str, np.ndarray] = {}
+        members: dict[str, list[str]] = {}
+        parent: dict[str, str] = {}
+        for rows in self.docstore.iter_chunks():
+            for chunk_id, _, paragraph_id, _, _, vector in rows:
+                own = np.frombuffer(vector, dtype=np.float32)
+                if paragraph_id in sums:
+                    sums[paragraph_id] = sums[paragraph_id] + own
+                else:
+                    sums[paragraph_id] = own.copy()
+                members.setdefault(paragraph_id, []).append(chunk_id)
+                parent[chunk_id] = paragraph_id
+        if not self.pooled_only:
+            for paragraph_id, vector in self.docstore.paragraph_vectors():
+                if paragraph_id in sums:
+                    sums[paragraph_id] = np.frombuffer(vector, dtype=np.float32)
+        ids = list(sums)
+        matrix = np.stack([sums[p] for p in ids]) if ids else np.zeros((0, self.dim), dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        self.ids, self.matrix = ids, (matrix / norms).astype(np.float32)
+        self.chunks = [members[p] for p in ids]
+        self.position = {p: i for i, p in enumerate(ids)}
+        self.parent = parent
+        self.generation = generation
+        logger.debug("paragraph vectors built: %d paragraphs, generation %d", len(ids), generation)
+
+    def similarities(self, query_vector: np.ndarray) -> np.ndarray:
+        """The cosine similarity of every paragraph to the query, in `ids` order."""
+        return self.matrix @ query_vector.astype(np.float32)
+
+    def of_chunks(self, chunk_ids: Sequence[str], similarities: np.ndarray) -> np.ndarray:
+        """The similarity of each given chunk's paragraph (0 for a chunk these vectors do not hold)."""
+        position = self.position
+        found = [position.get(self.parent.get(c, ""), -1) for c in chunk_ids]
+        return np.array([similarities[i] if i >= 0 else 0.0 for i in found], dtype=np.float32)
+
+    def top_chunks(self, similarities: np.ndarray, paragraphs: int) -> list[str]:
+        """The chunks of the `paragraphs` most similar paragraphs, best paragraph first."""
+        if not len(self.ids) or paragraphs < 1:
+            return []
+        count = min(paragraphs, len(self.ids))
+        best = np.argpartition(-similarities, count - 1)[:count]
+        best = best[np.argsort(-similarities[best], kind="stable")]
+        return [chunk_id for i in best for chunk_id in self.chunks[i]]

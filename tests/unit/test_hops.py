@@ -1,0 +1,71 @@
+"""The second hop: follow-up queries from the first round's best documents, and how the rounds merge."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from citewise.context import Context
+from citewise.index.hops import follow_up_queries, interleave
+from citewise.index.store import Hit
+from citewise.nodes.retrieve import search_all
+
+
+def hit(doc: str, n: int = 0, score: float = 0.5) -> Hit:
+    return Hit(f"{doc}-c{n}", doc, f"{doc}:p0", doc.title(), "", f"text of {doc} {n}", 0.1, 0.2, score, 1)
+
+
+class Paragraphs:
+    """Just enough of an Index for the hop: paragraphs by id, searches by query."""
+
+    def __init__(self, results: dict[str, list[Hit]]) -> None:
+        self.results = results
+        self.searched: list[str] = []
+        self.docstore = SimpleNamespace(vectors=lambda ids, dim: np.eye(len(ids), dim, dtype=np.float32))
+        self.embedder = SimpleNamespace(dim=max(1, 64))
+
+    def paragraph(self, paragraph_id: str) -> SimpleNamespace:
+        return SimpleNamespace(text=f"The whole paragraph {paragraph_id} names Bizet.")
+
+    def search(self, query: str, k: int = 10, **_: object) -> list[Hit]:
+        self.searched.append(query)
+        for prefix, hits in self.results.items():
+            if query.startswith(prefix) and (prefix != "Q" or query == "Q"):
+                return hits[:k]
+        return []
+
+
+def test_follow_up_queries_join_the_question_to_each_best_document_once() -> None:
+    index = Paragraphs({})
+    first = [hit("carmen", 0), hit("carmen", 1), hit("opera", 0)]
+    queries = follow_up_queries(index, "Where was the composer of Carmen born?", first, 2)  # type: ignore[arg-type]
+    assert queries == [
+        "Where was the composer of Carmen born? Carmen: The whole paragraph carmen:p0 names Bizet.",
+        "Where was the composer of Carmen born? Opera: The whole paragraph opera:p0 names Bizet.",
+    ]
+    assert follow_up_queries(index, "q", first, 0) == []  # type: ignore[arg-type]
+
+
+def test_interleave_keeps_the_best_documents_on_top_and_alternates_the_rest() -> None:
+    first = [hit("a"), hit("a", 1), hit("b"), hit("c"), hit("d")]
+    later = [[hit("a"), hit("x"), hit("y"), hit("c")]]
+    merged = interleave(first, later, k=10, keep=2)
+    assert [h.chunk_id for h in merged] == ["a-c0", "a-c1", "b-c0", "x-c0", "c-c0", "y-c0", "d-c0"]
+    assert [h.rank for h in merged] == list(range(1, 8))
+    assert len(interleave(first, later, k=3, keep=1)) == 3
+
+
+def test_retrieve_adds_the_second_hop_beyond_the_first_rounds_best_documents() -> None:
+    index = Paragraphs(
+        {"Q": [hit("carmen"), hit("opera"), hit("paris")], "Q ": [hit("carmen"), hit("bizet")]}
+    )
+    records = search_all(index, ["Q"], Context(second_hop=1))  # type: ignore[arg-type]
+    assert set(records) == {"carmen-c0", "opera-c0", "paris-c0", "bizet-c0"}
+    assert records["bizet-c0"]["query"].startswith("second hop: Carmen: ")
+    assert records["carmen-c0"]["query"] == "Q"  # found by the question itself, not credited to the hop
+    assert len(index.searched) == 2
+
+    index = Paragraphs({"Q": [hit("carmen")], "Q ": [hit("bizet")]})
+    assert set(search_all(index, ["Q"], Context(second_hop=0))) == {"carmen-c0"}  # type: ignore[arg-type]
+    assert index.searched == ["Q"]
