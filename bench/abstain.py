@@ -32,18 +32,26 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from common import machine, print_table, read_qrels, read_queries, save  # noqa: E402
 
+from citewise.answerable import answering, sentence_signals  # noqa: E402
 from citewise.context import Context  # noqa: E402
 from citewise.evidence import NO_ANSWER  # noqa: E402
 from citewise.graph.query import graph  # noqa: E402
 from citewise.index import Index  # noqa: E402
+from citewise.nodes.retrieve import search_all  # noqa: E402
 
 
-def build(scifact: Path, index_dir: Path, answerable: int, unanswerable: int, others: int, seed: int):
-    """The claims (id -> (text, gold ids, answerable)) and the collection's index."""
+def build(
+    scifact: Path, index_dir: Path, answerable: int, unanswerable: int, others: int, seed: int, half: int
+):
+    """The claims (id -> (text, gold ids, answerable)) and the collection's index.
+
+    Claims come from one half of the train split (even or odd claim ids), so that what is fitted on one half
+    is measured on the other.
+    """
     queries = read_queries(scifact / "queries.train.jsonl")
     qrels = read_qrels(scifact / "qrels" / "train.tsv")
     corpus = {json.loads(line)["_id"]: line for line in (scifact / "corpus.jsonl").open()}
-    ids = sorted(q for q in qrels if q in queries)
+    ids = sorted(q for q in qrels if q in queries and int(q) % 2 == half)
     random.Random(seed).shuffle(ids)
     chosen_in, chosen_out = ids[:answerable], []
     gold_in = {d for q in chosen_in for d in qrels[q]}
@@ -115,14 +123,15 @@ def best_cosine(index: Index, claim: str, result: dict[str, Any]) -> float:
     return float((vectors[1:] @ vectors[0]).max())
 
 
-def curve(cosines: dict[str, float], claims: dict, subset: list[str]) -> list[dict[str, float]]:
-    """For abstention cuts on the best cosine: the share of unanswerable claims abstained on and of
-    answerable claims still answered, over a subset."""
-    un = [cosines[c] for c in subset if not claims[c][2]]
-    ans = [cosines[c] for c in subset if claims[c][2]]
+def curve(
+    values: dict[str, float], claims: dict, subset: list[str], cuts: list[float]
+) -> list[dict[str, float]]:
+    """For abstention cuts on a signal: the share of unanswerable claims abstained on (signal below the
+    cut) and of answerable claims still answered, over a subset."""
+    un = [values[c] for c in subset if not claims[c][2]]
+    ans = [values[c] for c in subset if claims[c][2]]
     rows = []
-    for step in range(8, 17):
-        cut = step * 0.05
+    for cut in cuts:
         rows.append(
             {
                 "cut": round(cut, 2),
@@ -141,58 +150,108 @@ def auc(cosines: dict[str, float], claims: dict) -> float:
     return wins / (len(ans) * len(un))
 
 
+def fit(claims: dict, index: Index, context: Context) -> dict[str, Any]:
+    """The weight and cut of the answering score that best balance abstaining and answering on these claims.
+
+    Each claim's candidates are retrieved as the graph retrieves them; the pair maximising the smaller of
+    (unanswerable abstained on, answerable answered) wins, ties to the one answering more.
+    """
+    signals = {}
+    for claim_id, (text, _, _) in claims.items():
+        records = list(search_all(index, [text], context).values())
+        signals[claim_id] = sentence_signals(index, text, records)[1]
+    best: dict[str, Any] = {}
+    for weight in (0.3, 0.4, 0.5, 0.6, 0.7):
+        top = {
+            c: max((answering(v, weight) for v in per_chunk.values()), default=0.0)
+            for c, per_chunk in signals.items()
+        }
+        for step in range(20, 81):
+            cut = step / 100
+            rows = curve(top, claims, sorted(claims), [cut])[0]
+            key = (min(rows["abstain_unanswerable"], rows["answer_answerable"]), rows["answer_answerable"])
+            if not best or key > best["key"]:
+                best = {"key": key, "weight": weight, "cut": cut, **rows, "auc": auc(top, claims)}
+    best.pop("key")
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--scifact", type=Path, required=True)
-    parser.add_argument("--index", type=Path, default=Path("bench/.cache/abstain"))
+    parser.add_argument("--index", type=Path, default=Path("bench/.cache/abstain-test"))
+    parser.add_argument("--fit-index", type=Path, default=Path("bench/.cache/abstain-fit"))
     parser.add_argument("--answerable", type=int, default=60)
     parser.add_argument("--unanswerable", type=int, default=60)
     parser.add_argument("--others", type=int, default=300)
+    parser.add_argument("--fit-claims", type=int, default=100, help="answerable and unanswerable, each")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "abstain-scifact.json")
     args = parser.parse_args()
-    claims, size = build(args.scifact, args.index, args.answerable, args.unanswerable, args.others, args.seed)
+    fit_claims, fit_size = build(
+        args.scifact, args.fit_index, args.fit_claims, args.fit_claims, 2 * args.others, args.seed, half=0
+    )
+    with Index.open(args.fit_index, create=False) as index:
+        fitted = fit(fit_claims, index, Context(index_dir=str(args.fit_index)))
+    print(
+        f"fitted on {len(fit_claims)} even-numbered claims over {fit_size} abstracts: "
+        f"weight {fitted['weight']}, cut {fitted['cut']} (abstains on "
+        f"{fitted['abstain_unanswerable']:.2f}, answers {fitted['answer_answerable']:.2f}; "
+        f"AUC {fitted['auc']:.3f})",
+        flush=True,
+    )
+    claims, size = build(
+        args.scifact, args.index, args.answerable, args.unanswerable, args.others, args.seed, half=1
+    )
     ordered = sorted(claims)
-    context = Context(index_dir=str(args.index))
-    results = asyncio.run(run_all(claims, context))
+    settings = {
+        "no abstention cut": Context(index_dir=str(args.index), local_answerable=0.0),
+        "defaults": Context(index_dir=str(args.index)),
+        "fitted cut": Context(index_dir=str(args.index), local_answerable=fitted["cut"]),
+    }
     columns = [
         "abstain_unanswerable",
         "answer_answerable",
         "answer_with_gold_cited",
         "citation_precision_doc",
     ]
+    rows, results = [], {}
     with Index.open(args.index, create=False) as index:
-        rows = [{"settings": "current"} | measure(claims, results, index, ordered)]
-        cosines = {c: best_cosine(index, claims[c][0], results[c]) for c in claims}
+        for name, context in settings.items():
+            results[name] = asyncio.run(run_all(claims, context))
+            rows.append(
+                {"settings": f"{name} ({context.local_answerable:g})"}
+                | measure(claims, results[name], index, ordered)
+            )
+            print(rows[-1], flush=True)
+        cosines = {c: best_cosine(index, claims[c][0], results["no abstention cut"][c]) for c in claims}
     print(
-        f"SciFact train, local mode: {len(claims)} claims ({args.answerable} answerable, "
-        f"{args.unanswerable} unanswerable) over {size} abstracts"
+        f"SciFact train, local mode, odd-numbered claims: {len(claims)} claims ({args.answerable} "
+        f"answerable, {args.unanswerable} unanswerable) over {size} abstracts"
     )
     print_table(rows, ["settings", *columns])
     ans = [cosines[c] for c in claims if claims[c][2]]
     una = [cosines[c] for c in claims if not claims[c][2]]
     area = auc(cosines, claims)
     print(
-        f"best chunk's own cosine, median: answerable {statistics.median(ans):.3f}, unanswerable "
-        f"{statistics.median(una):.3f}; ROC AUC {area:.3f}. Abstaining below a cut on this one signal:"
+        f"best chunk's own cosine alone, median: answerable {statistics.median(ans):.3f}, unanswerable "
+        f"{statistics.median(una):.3f}; ROC AUC {area:.3f}"
     )
-    trade = curve(cosines, claims, ordered)
-    print_table(trade, ["cut", "abstain_unanswerable", "answer_answerable"])
     save(
         args.out,
         {
             "claims": len(claims),
             "collection": size,
             "seed": args.seed,
-            "current": rows[0],
+            "fit": {"claims": len(fit_claims), "collection": fit_size, **fitted},
+            "settings": rows,
             "median_best_cosine": {
                 "answerable": statistics.median(ans),
                 "unanswerable": statistics.median(una),
             },
             "roc_auc_best_cosine": area,
-            "cut_curve": trade,
             "machine": machine(),
         },
     )

@@ -126,6 +126,13 @@ class Context:
     local_cosine_full: float = field(
         default=0.7, metadata={"description": "Local mode: cosine similarity that maps to relevance 100."}
     )
+    local_answerable: float = field(
+        default=0.45,
+        metadata={
+            "description": "Local mode: the answering score (cosine + term coverage) below which the "
+            "documents are taken not to answer."
+        },
+    )
     max_rewrites: int = field(default=2, metadata={"description": "Corrective passes when nothing is kept."})
 
     # evidence and writing -------------------------------------------------------------------------------

@@ -23,6 +23,10 @@ from citewise.state import EvidenceRecord
 
 NO_ANSWER = "Your documents do not answer this question."
 """citewise's own no-answer sentence (verification lets it stand uncited)."""
+NOTHING_MATCHED = "Nothing in the index matched it."
+"""What follows NO_ANSWER when the searches found nothing at all."""
+CLOSEST = "The closest passages are below; they do not answer it."
+"""What follows NO_ANSWER before the closest passages, quoted and cited, are listed."""
 
 Block = tuple[str, str, str]
 """(label, chunk id, prompt block) of one piece of evidence."""
@@ -83,13 +87,24 @@ def context_threshold(scores: Sequence[float], context: Context) -> float:
 
 
 def judge_all(records: Sequence[EvidenceRecord], context: Context) -> tuple[float, dict[str, EvidenceRecord]]:
-    """Apply the threshold: the cut and, per chunk, final score, verdict and reason."""
+    """Apply the threshold: the cut and, per chunk, final score, verdict and reason.
+
+    In local mode nothing is kept when no candidate's answering score (citewise.answerable) reaches
+    Context.local_answerable: the documents are taken not to answer the question.
+    """
     finals = {r["chunk_id"]: final_score(r) for r in records}
     cut = context_threshold(list(finals.values()), context)
+    answering = [r["answering"] for r in records if r.get("answering") is not None]
+    unanswered = bool(answering) and max(answering) < context.local_answerable
     updates: dict[str, EvidenceRecord] = {}
     for chunk_id, value in finals.items():
-        kept = value >= cut
-        if kept:
+        kept = value >= cut and not unanswered
+        if unanswered:
+            reason = (
+                f"dropped: no passage answers the question (best answering score {max(answering):.2f} < "
+                f"{context.local_answerable:g})"
+            )
+        elif kept:
             reason = f"kept: final {value:g} >= threshold {cut:g}"
         elif value < context.threshold_floor:
             reason = f"dropped: final {value:g} below the floor {context.threshold_floor:g}"

@@ -12,7 +12,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from citewise.evidence import NO_ANSWER, NO_SECTION_EVIDENCE, PART_UNANSWERED, SECTION_FAILED
+from citewise.evidence import (
+    CLOSEST,
+    NO_ANSWER,
+    NO_SECTION_EVIDENCE,
+    NOTHING_MATCHED,
+    PART_UNANSWERED,
+    SECTION_FAILED,
+)
 from citewise.state import OutlineSection
 from citewise.text import content_words
 
@@ -119,7 +126,7 @@ def is_own_text(sentence: str, question: str | None = None) -> bool:
     sentence may only name words of the `question` (when given) after its phrase.
     """
     text = LABEL.sub("", sentence).strip().replace(" .", ".")
-    if text in (NO_ANSWER, NO_SECTION_EVIDENCE):
+    if text in (NO_ANSWER, NO_SECTION_EVIDENCE, NOTHING_MATCHED, CLOSEST):
         return True
     if text.startswith(SECTION_FAILED):
         return FAILED_NOTE.fullmatch(text) is not None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from citewise import questions
-from citewise.evidence import NO_ANSWER, Block, pack
+from citewise.evidence import CLOSEST, NO_ANSWER, NOTHING_MATCHED, Block, pack
 from citewise.index import Index
 from citewise.index.fusion import drop_redundant
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
@@ -118,9 +118,9 @@ def no_answer(state: dict) -> tuple[str, dict[str, str]]:
     """The honest reply when nothing passed the threshold, with the closest evidence cited."""
     closest = sorted(state.get("evidence", []), key=lambda r: -r.get("final", 0.0))[:3]
     if not closest:
-        return f"{NO_ANSWER} Nothing in the index matched it.", {}
+        return f"{NO_ANSWER} {NOTHING_MATCHED}", {}
     labels = {f"E{n}": r["chunk_id"] for n, r in enumerate(closest, start=1)}
-    lines = [f"{NO_ANSWER} No passage was relevant enough to answer from; the closest were:"]
+    lines = [f"{NO_ANSWER} {CLOSEST}"]
     for label, record in zip(labels, closest, strict=True):
         lines.append(f'- {record.get("title", "")}: "{_clip(record.get("text", ""))}" [{label}]')
     return "\n".join(lines), labels

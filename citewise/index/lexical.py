@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import shutil
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ class LexicalIndex:
         self.ids: list[str] = []
         self.parents: list[str] = []
         self.position: dict[str, int] = {}
+        self.frequency: dict[str, int] = {}
         self._retriever: bm25s.BM25 | None = None
         self._load()
 
@@ -48,6 +50,10 @@ class LexicalIndex:
         self.ids = json.loads((folder / "ids.json").read_text())
         parents = folder / "parents.json"
         self.parents = json.loads(parents.read_text()) if parents.exists() else []
+        frequency = folder / "frequency.json"
+        if not frequency.exists():  # built before document frequencies were kept: rebuilt on open
+            return
+        self.frequency = json.loads(frequency.read_text())
         self.position = {key: i for i, key in enumerate(self.ids)}
         self._retriever = bm25s.BM25.load(folder, mmap=False, show_progress=False) if self.ids else None
         self.generation = int(state["generation"])
@@ -66,11 +72,17 @@ class LexicalIndex:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         retriever = None
+        frequency: dict[str, int] = {}
         if ids:
             retriever = bm25s.BM25(k1=self.k1, b=self.b)
             tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=self.stemmer, show_progress=False)
+            counts = np.zeros(len(tokens.vocab), dtype=np.int64)
+            for row in tokens.ids:
+                counts[np.unique(np.asarray(row, dtype=np.int64))] += 1
+            frequency = {token: int(counts[i]) for token, i in tokens.vocab.items() if counts[i]}
             retriever.index(tokens, show_progress=False)
             retriever.save(folder, show_progress=False)
+        (folder / "frequency.json").write_text(json.dumps(frequency))
         (folder / "ids.json").write_text(json.dumps(list(ids)))
         (folder / "parents.json").write_text(json.dumps(list(parents)))
         tmp = self.pointer.with_suffix(".tmp")
@@ -85,8 +97,14 @@ class LexicalIndex:
             retriever,
             generation,
         )
+        self.frequency = frequency
         self.position = {key: i for i, key in enumerate(self.ids)}
         logger.debug("bm25 rebuilt: %d chunks, generation %d", len(ids), generation)
+
+    def idf(self, tokens: Sequence[str]) -> list[float]:
+        """Each token's inverse document frequency, log((N + 1) / (df + 0.5)): rare terms weigh most."""
+        documents = len(self.ids)
+        return [math.log((documents + 1) / (self.frequency.get(t, 0) + 0.5)) for t in tokens]
 
     def __len__(self) -> int:
         return len(self.ids)

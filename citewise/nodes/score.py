@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from langgraph.runtime import Runtime
 
 from citewise import llms
+from citewise.answerable import answering_scores
 from citewise.context import Context
 from citewise.evidence import batches, labelled
 from citewise.index import Index
@@ -130,14 +131,15 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     records = list(state.get("candidates", {}).values())
     judge, _ = llms.models(context)
     if judge is None:
-        similarity = await in_thread(
-            question_similarity, await open_index(context), state["question"], records
+        similarity, answering = await in_thread(
+            answering_scores, await open_index(context), state["question"], records
         )
         updates = {
             chunk_id: {
                 "relevance_mean": local_relevance(value, context),
                 "relevance_spread": 0.0,
                 "relevance_samples": [],
+                "answering": answering[chunk_id],
             }
             for chunk_id, value in similarity.items()
         }

@@ -56,7 +56,10 @@ class EvidenceRecord(TypedDict, total=False):
     dense: float
     """Cosine similarity for that query."""
     relevance_mean: float | None
-    """Mean of the n relevance samples (0-100); in local mode the retrieval score mapped to 0-100."""
+    """Mean of the n relevance samples (0-100); in local mode the chunk's own cosine to the question mapped
+    to 0-100 (Context.local_cosine_zero / local_cosine_full)."""
+    answering: float
+    """Local mode: how well its best sentence answers the question (citewise.answerable), in [0, 1]."""
     relevance_spread: float | None
     """Standard deviation of the samples: the judge's uncertainty."""
     relevance_samples: list[float]
@@ -76,7 +79,7 @@ class EvidenceRecord(TypedDict, total=False):
     reason: str
     """Why it was kept or dropped."""
     flags: list[str]
-    """Problems met on the way (e.g. 'judge output malformed: used retrieval score')."""
+    """Problems met on the way (e.g. 'judge output malformed: used question similarity')."""
     rank: int
     """Position in the evidence order the writer sees (after rerank), 0 when not shown to it."""
     report_section: str

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from citewise.context import Context
-from citewise.evidence import PART_UNANSWERED
+from citewise.evidence import CLOSEST, NO_ANSWER, PART_UNANSWERED
 from citewise.graph.query import graph
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -61,3 +61,35 @@ async def test_a_part_the_papers_do_not_answer_is_named(sample_index: str) -> No
 async def test_the_asked_planet_s_temperature_is_in_the_answer(sample_index: str) -> None:
     text = await answer("What is the equilibrium temperature of GJ 1132b?", sample_index)
     assert "and 580 K, respectively" in text
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Who won the football World Cup in 2018?",  # nothing like it in the papers
+        "What is the boiling point of ethanol?",
+        "How many moons does Jupiter have?",  # astronomy, like one of the papers, but not in it
+    ],
+)
+async def test_a_question_the_papers_do_not_answer_gets_the_honest_reply(
+    sample_index: str, question: str
+) -> None:
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage(question)]}, context=Context(index_dir=sample_index)
+    )
+    text = result["answer"]
+    assert text.startswith(f"{NO_ANSWER} {CLOSEST}"), text
+    assert not any(r.get("kept") for r in result["evidence"])
+    assert all("no passage answers the question" in r["reason"] for r in result["evidence"])
+    listed = [line for line in text.splitlines() if line.startswith("- ")]
+    assert listed and len(listed) == len(result["citations"])  # the closest passages, each quoted and cited
+
+
+async def test_answerable_sample_questions_are_still_answered(sample_index: str) -> None:
+    for question in (
+        "How many transits of GJ 486b were observed?",
+        "Which telescope observed the first transit of GJ 486b?",
+        "What is the equilibrium temperature of GJ 1132b?",
+    ):
+        text = await answer(question, sample_index)
+        assert not text.startswith(NO_ANSWER), (question, text)

@@ -1,0 +1,84 @@
+"""Whether the documents answer the question at all: local mode's calibrated "not in your documents".
+
+A chunk's answering score is the best, over its sentences, of
+
+    weight * cosine(sentence, question) + (1 - weight) * idf-weighted share of the question's terms in it
+
+(terms stemmed as BM25 stems them; idf over the index's paragraphs, so a rare term the question hinges on
+weighs most). A question is answered from the documents only when some candidate's score reaches
+Context.local_answerable; below it local mode keeps nothing and says the documents do not answer, listing
+the closest passages as not answering. Neither signal is enough alone (a related abstract reaches a high
+cosine; a sentence can repeat a term in another sense); on SciFact train claims the mix separates claims
+whose source is in the collection from those whose source is not better than either (bench/abstain.py, which
+fits `weight` and the cut on one split of the claims and reports them on another).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from citewise.index import Index
+from citewise.questions import parts
+from citewise.state import EvidenceRecord
+from citewise.text import sentences
+
+WEIGHT = 0.5
+"""Share of the cosine in the answering score (the rest is term coverage); fitted by bench/abstain.py."""
+
+
+def term_weights(index: Index, question: str) -> dict[str, float]:
+    """The question's distinct stemmed terms with their idf over the index's paragraphs."""
+    lexical = index.paragraph_lexical
+    terms = list(dict.fromkeys(lexical.tokenize([question])[0]))
+    return dict(zip(terms, lexical.idf(terms), strict=True))
+
+
+def coverage(weights: dict[str, float], tokens: set[str]) -> float:
+    """The idf-weighted share of the question's terms present among `tokens` (0 when it has none)."""
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in tokens) / total if total > 0 else 0.0
+
+
+def sentence_signals(
+    index: Index, question: str, records: Sequence[EvidenceRecord]
+) -> tuple[dict[str, float], dict[str, list[tuple[float, float]]]]:
+    """Per chunk: its own cosine to the question, and (cosine, coverage) of its sentences against each part.
+
+    A question of two parts is answered when either part is (the other is then named as unanswered).
+    """
+    ids = [r["chunk_id"] for r in records]
+    if not ids:
+        return {}, {}
+    pieces = parts(question)
+    asked = [question] + ([p.text for p in pieces] if len(pieces) > 1 else [])
+    split = [sentences(r.get("text", "")) or [r.get("text", "")] for r in records]
+    flat = [s for p in split for s in p]
+    vectors = index.embedder.embed([*asked, *(r.get("text", "") for r in records), *flat])
+    own = vectors[len(asked) : len(asked) + len(ids)] @ vectors[0]
+    cosines = vectors[len(asked) + len(ids) :] @ vectors[: len(asked)].T
+    weights = [term_weights(index, text) for text in asked]
+    tokens = [set(t) for t in index.paragraph_lexical.tokenize(flat)]
+    signals: dict[str, list[tuple[float, float]]] = {}
+    offset = 0
+    for chunk_id, sentence_list in zip(ids, split, strict=True):
+        span = range(offset, offset + len(sentence_list))
+        signals[chunk_id] = [
+            (float(cosines[i, q]), coverage(weights[q], tokens[i])) for i in span for q in range(len(asked))
+        ]
+        offset += len(sentence_list)
+    return dict(zip(ids, np.asarray(own).tolist(), strict=True)), signals
+
+
+def answering(signals: list[tuple[float, float]], weight: float = WEIGHT) -> float:
+    """A chunk's answering score from its sentences' (cosine, coverage)."""
+    return round(max(weight * cosine + (1 - weight) * covered for cosine, covered in signals), 4)
+
+
+def answering_scores(
+    index: Index, question: str, records: Sequence[EvidenceRecord], weight: float = WEIGHT
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Per chunk: its own text's cosine to the question, and its answering score (see the module)."""
+    own, signals = sentence_signals(index, question, records)
+    return own, {chunk_id: answering(values, weight) for chunk_id, values in signals.items()}

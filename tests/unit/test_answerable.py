@@ -1,0 +1,68 @@
+"""Local mode's "not in your documents": the answering score and the threshold's use of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from citewise.answerable import answering, answering_scores, coverage
+from citewise.context import Context
+from citewise.evidence import judge_all
+from citewise.index import Index
+from citewise.index.embeddings import Embedder
+from citewise.state import EvidenceRecord
+
+
+def record(chunk_id: str, final: float, answering_score: float | None) -> EvidenceRecord:
+    scored: EvidenceRecord = {"chunk_id": chunk_id, "relevance_mean": final}
+    if answering_score is not None:
+        scored["answering"] = answering_score
+    return scored
+
+
+def test_nothing_is_kept_when_no_candidate_answers_the_question() -> None:
+    context = Context(local_answerable=0.45)
+    records = [record("a", 90.0, 0.41), record("b", 70.0, 0.30)]
+    _, updates = judge_all(records, context)
+    assert not any(u["kept"] for u in updates.values())
+    assert updates["a"]["reason"] == (
+        "dropped: no passage answers the question (best answering score 0.41 < 0.45)"
+    )
+
+
+def test_one_answering_candidate_lets_the_usual_threshold_decide() -> None:
+    context = Context(local_answerable=0.45)
+    _, updates = judge_all([record("a", 90.0, 0.52), record("b", 10.0, 0.30)], context)
+    assert updates["a"]["kept"] and not updates["b"]["kept"]
+    # scored by a judge (no answering score): the judge's scores alone decide
+    _, judged = judge_all([record("a", 90.0, None), record("b", 85.0, None)], context)
+    assert judged["a"]["kept"] and judged["b"]["kept"]
+
+
+def test_coverage_weighs_rare_terms_and_the_mix_takes_the_best_sentence() -> None:
+    weights = {"baikal": 3.0, "deep": 1.0}
+    assert coverage(weights, {"baikal"}) == pytest.approx(0.75)
+    assert coverage({}, {"baikal"}) == 0.0
+    assert answering([(0.2, 0.0), (0.6, 1.0)], weight=0.5) == pytest.approx(0.8)
+
+
+def test_a_sentence_that_answers_outscores_a_related_one(tmp_path: Path, embedder: Embedder) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text(
+        "Lake Baikal is the deepest lake in the world, at 1,642 metres.\n\n"
+        "Lakes in Siberia freeze over every winter.\n\n"
+        "Sourdough bread rises with wild yeast.\n",
+        encoding="utf-8",
+    )
+    with Index.open(tmp_path / "idx", embedder=embedder) as index:
+        index.ingest([notes])
+        records = [
+            {"chunk_id": h.chunk_id, "text": h.text} for h in index.search("How deep is Lake Baikal?", k=3)
+        ]
+        own, scores = answering_scores(index, "How deep is Lake Baikal?", records)  # type: ignore[arg-type]
+    by_text = {r["text"]: scores[r["chunk_id"]] for r in records}
+    best = max(by_text, key=lambda text: by_text[text])
+    assert best.startswith("Lake Baikal is the deepest")
+    assert by_text[best] > by_text["Sourdough bread rises with wild yeast."] + 0.3
+    assert set(own) == set(scores)
