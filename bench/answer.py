@@ -39,6 +39,7 @@ from common import hotpotqa_as_beir, machine, print_table, read_queries, save  #
 
 from citewise import llms  # noqa: E402
 from citewise.context import Context  # noqa: E402
+from citewise.evidence import NO_ANSWER  # noqa: E402
 from citewise.graph.query import graph  # noqa: E402
 from citewise.index import Index  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI, SchemaResponder  # noqa: E402
@@ -241,13 +242,16 @@ def locate(sentence: str, keys: list[tuple[str, str, int]]) -> tuple[str, int] |
 MARKERS = re.compile(r"\[\d+\]|\(ref\. [^)]*\)")
 
 
-def answer_quality(answer: str, item: dict[str, Any], keys: list[tuple[str, str, int]]) -> dict[str, float]:
-    """Gold string, supporting-sentence precision and recall, and length of one answer."""
-    from citewise.evidence import OWN_TEXT
+def answer_quality(
+    answer: str, item: dict[str, Any], keys: list[tuple[str, str, int]], cited: set[str] | None = None
+) -> dict[str, float]:
+    """Gold string, supporting-sentence precision and recall, length, and (with the titles it cites)
+    whether it abstained and whether it cites every supporting passage."""
+    from citewise.report import is_own_text
     from citewise.text import sentences
 
     parts = [
-        p for p in sentences(MARKERS.sub("", answer)) if p.strip() and not p.strip().startswith(OWN_TEXT)
+        p for p in sentences(MARKERS.sub("", answer)) if p.strip() and not is_own_text(p, item["question"])
     ]
     gold = {(title, i) for title, i in item["supporting_facts"]}
     found = [locate(p, keys) for p in parts]
@@ -258,6 +262,8 @@ def answer_quality(answer: str, item: dict[str, Any], keys: list[tuple[str, str,
         "recall": len(set(hits)) / len(gold) if gold else 0.0,
         "sentences": float(len(parts)),
         "chars": float(len(MARKERS.sub("", answer).strip())),
+        "abstained": float(answer.startswith(NO_ANSWER)),
+        "all_cited": float(cited is not None and {title for title, _ in item["supporting_facts"]} <= cited),
     }
 
 
@@ -273,12 +279,20 @@ def run_hotpotqa(args: argparse.Namespace) -> None:
     corpus = json.loads((args.hotpotqa / "corpus.json").read_text())
     keys = _sentence_keys(corpus)
     questions = json.loads((args.hotpotqa / "questions.json").read_text())[: args.n or None]
-    results = asyncio.run(
-        ask_all([q["question"] for q in questions], Context(index_dir=str(args.hotpotqa_index)))
-    )
-    rows: dict[str, list[dict[str, float]]] = {"local answer": [], "similarity-only": [], "top passage": []}
-    for item, result in zip(questions, results, strict=True):
-        rows["local answer"].append(answer_quality(result["answer"], item, keys))
+    asked = [q["question"] for q in questions]
+    results = asyncio.run(ask_all(asked, Context(index_dir=str(args.hotpotqa_index))))
+    one_round = asyncio.run(ask_all(asked, Context(index_dir=str(args.hotpotqa_index), second_hop=0)))
+    rows: dict[str, list[dict[str, float]]] = {
+        "local answer": [],
+        "local answer, one retrieval round": [],
+        "similarity-only": [],
+        "top passage": [],
+    }
+    for item, result, single in zip(questions, results, one_round, strict=True):
+        for name, got in (("local answer", result), ("local answer, one retrieval round", single)):
+            abstained = got["answer"].startswith(NO_ANSWER)
+            cited = set() if abstained else {c["title"] for c in got["citations"]}
+            rows[name].append(answer_quality(got["answer"], item, keys, cited))
         kept = [r for r in result["evidence"] if r.get("kept") and r.get("rank")]
         kept.sort(key=lambda r: r["rank"])
         labelled = [(f"E{n}", r.get("text", "")) for n, r in enumerate(kept, start=1)]
@@ -293,7 +307,7 @@ def run_hotpotqa(args: argparse.Namespace) -> None:
             {"run": name} | {key: round(statistics.fmean(v[key] for v in values), 3) for key in values[0]}
         )
     print(f"HotpotQA local answers, {len(questions)} questions")
-    print_table(table, ["run", "gold", "precision", "recall", "sentences", "chars"])
+    print_table(table, ["run", "gold", "precision", "recall", "sentences", "chars", "abstained", "all_cited"])
     if args.out:
         save(args.out, {"questions": len(questions), "runs": table, "machine": machine()})
 

@@ -10,7 +10,9 @@ Context.local_answerable; below it local mode keeps nothing and says the documen
 the closest passages as not answering. Neither signal is enough alone (a related abstract reaches a high
 cosine; a sentence can repeat a term in another sense); on SciFact train claims the mix separates claims
 whose source is in the collection from those whose source is not better than either (bench/abstain.py, which
-fits `weight` and the cut on one split of the claims and reports them on another).
+fits `weight` and the cut on the even-numbered claims and reports them on the odd ones): fitted on 200 claims
+over 706 abstracts, weight 0.5 and cut 0.46 abstain on 76% of the unanswerable and answer 76% of the
+answerable (ROC AUC 0.817; the best chunk's cosine alone 0.80).
 """
 
 from __future__ import annotations

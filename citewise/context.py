@@ -127,7 +127,7 @@ class Context:
         default=0.7, metadata={"description": "Local mode: cosine similarity that maps to relevance 100."}
     )
     local_answerable: float = field(
-        default=0.45,
+        default=0.46,
         metadata={
             "description": "Local mode: the answering score (cosine + term coverage) below which the "
             "documents are taken not to answer."
