@@ -1,4 +1,8 @@
-"""The open index of a process, shared by every run's steps, and blocking work kept off the event loop."""
+"""The open index of a process, shared by every run's steps, and blocking work kept off the event loop.
+
+The handle stays open for the life of the process and follows the index as other processes change it: each
+search first loads what they switched in (see `Index.refresh`), so no run has to reopen it.
+"""
 
 from __future__ import annotations
 
@@ -27,11 +31,13 @@ def _open_index(index_dir: str, chroma_url: str | None) -> Index:
 
 
 def forget_index(context: Context) -> None:
-    """Drop the cached handle (after the index was rewritten by another process)."""
+    """Drop the cached handle, so that the next run opens the index afresh.
+
+    Runs that still hold it keep using it: it is not closed here, and its connections close when the last of
+    them lets go of it.
+    """
     with _lock:
-        index = _indexes.pop((context.index_dir, context.chroma_url), None)
-    if index is not None:
-        index.close()
+        _indexes.pop((context.index_dir, context.chroma_url), None)
 
 
 async def in_thread(function: Any, *args: Any, **kwargs: Any) -> Any:

@@ -4,12 +4,18 @@ It holds files, documents, paragraphs, bibliographies, chunks and their vectors.
 chunks are written in one transaction, so an interrupted ingest never leaves a half-stored document. Every
 committed change bumps `generation`; the derived stores (Chroma, BM25) record the generation they mirror and
 are brought up to date from here when they lag (see `citewise.index.store`).
+
+One store is shared by the threads of a process (runs call it through `asyncio.to_thread`): each thread gets
+its own connection, so one thread's transaction never takes in another's statements, and WAL lets them all
+read while one writes. A read by id never fails for an id another process deleted meanwhile: `chunks` and
+`stored_vectors` leave it out, `vectors` gives it a row of zeros.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +28,8 @@ import numpy as np
 from citewise.index.chunking import ChunkedDocument
 
 SCHEMA_VERSION = "3"
+BUSY_SECONDS = 30.0
+"""How long a statement waits for another connection's write lock before failing."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -98,10 +106,19 @@ class DocStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._local = threading.local()
+        self._connections: dict[threading.Thread, sqlite3.Connection] = {}
+        self._connections_lock = threading.Lock()
+        self._closed = False
+        try:
+            self._prepare()
+        except BaseException:
+            self.close()
+            raise
+
+    def _prepare(self) -> None:
+        """Create the schema, or migrate an older one."""
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
         version = self._stored_schema()
         if version == "1":  # bibliography gained its order (seq); entries stored before keep order 0
             self.db.execute("ALTER TABLE bibliography ADD COLUMN seq INTEGER NOT NULL DEFAULT 0")
@@ -109,7 +126,7 @@ class DocStore:
             self.db.execute("ALTER TABLE paragraphs ADD COLUMN vector BLOB")
             self.set_meta("schema", SCHEMA_VERSION)
         elif version not in (None, SCHEMA_VERSION):
-            raise ValueError(f"{path} has index schema {version}; this citewise reads {SCHEMA_VERSION}")
+            raise ValueError(f"{self.path} has index schema {version}; this citewise reads {SCHEMA_VERSION}")
         self.db.executescript(_SCHEMA)
         if version is None:
             self.set_meta("schema", SCHEMA_VERSION)
@@ -121,24 +138,56 @@ class DocStore:
         ).fetchone()
         return self.get_meta("schema") if has_meta else None
 
+    @property
+    def db(self) -> sqlite3.Connection:
+        """This thread's connection (opened on its first use)."""
+        connection = getattr(self._local, "db", None)
+        if connection is None:
+            connection = self._connect()
+            self._local.db = connection
+        return connection
+
+    @db.setter
+    def db(self, connection: sqlite3.Connection) -> None:
+        self._local.db = connection
+
+    def _connect(self) -> sqlite3.Connection:
+        with self._connections_lock:
+            if self._closed:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            for thread in [t for t in self._connections if not t.is_alive()]:  # nothing can use these now
+                self._connections.pop(thread).close()
+            connection = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=BUSY_SECONDS
+            )
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute("PRAGMA foreign_keys=ON")
+            self._connections[threading.current_thread()] = connection
+            return connection
+
     def close(self) -> None:
-        """Close the connection."""
-        self.db.close()
+        """Close every thread's connection."""
+        with self._connections_lock:
+            self._closed = True
+            connections, self._connections = list(self._connections.values()), {}
+        for connection in connections:
+            connection.close()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: committed with a new generation, or rolled back on any error or interrupt."""
-        self.db.execute("BEGIN IMMEDIATE")
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
         try:
-            yield self.db
-            self.db.execute(
+            yield db
+            db.execute(
                 "INSERT INTO meta VALUES ('generation', '1') "
                 "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
             )
-            self.db.execute("COMMIT")
+            db.execute("COMMIT")
         except BaseException:
-            if self.db.in_transaction:  # an interrupt can land after COMMIT: then there is nothing to undo
-                self.db.execute("ROLLBACK")
+            if db.in_transaction:  # an interrupt can land after COMMIT: then there is nothing to undo
+                db.execute("ROLLBACK")
             raise
 
     # meta -----------------------------------------------------------------------------------------------
@@ -150,6 +199,12 @@ class DocStore:
     def set_meta(self, key: str, value: str) -> None:
         """Store a setting (its own transaction; does not bump the generation)."""
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def add_meta(self, key: str, value: str) -> str:
+        """Store a setting unless one is (another process may have been first); return the stored one."""
+        self.db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, value))
+        stored = self.get_meta(key)
+        return value if stored is None else stored
 
     @property
     def generation(self) -> int:
@@ -297,7 +352,7 @@ class DocStore:
         return [r[0] for r in self.db.execute("SELECT id FROM chunks ORDER BY rowid")]
 
     def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
-        """Chunk records (with title and section) for the given ids."""
+        """Chunk records (with title and section) for the given ids that are stored (others are left out)."""
         found: dict[str, ChunkRecord] = {}
         for batch in _batches(list(ids), 900):
             marks = ",".join("?" * len(batch))
@@ -312,15 +367,32 @@ class DocStore:
         return found
 
     def vectors(self, ids: Sequence[str], dim: int) -> np.ndarray:
-        """The stored vectors of the given chunk ids, one row each, in the given order."""
+        """The stored vectors of the given chunk ids, one row each, in the given order.
+
+        A chunk deleted meanwhile (by another process) gets a row of zeros: similar to nothing.
+        """
+        by_id = self._vector_bytes(ids)
+        matrix = np.zeros((len(ids), dim), dtype=np.float32)
+        for i, chunk_id in enumerate(ids):
+            if chunk_id in by_id:
+                matrix[i] = np.frombuffer(by_id[chunk_id], dtype=np.float32)
+        return matrix
+
+    def stored_vectors(self, ids: Sequence[str], dim: int) -> tuple[list[str], np.ndarray]:
+        """The given chunk ids that are still stored, in the given order, and their vectors, one row each."""
+        by_id = self._vector_bytes(ids)
+        kept = [chunk_id for chunk_id in ids if chunk_id in by_id]
+        matrix = np.zeros((len(kept), dim), dtype=np.float32)
+        for i, chunk_id in enumerate(kept):
+            matrix[i] = np.frombuffer(by_id[chunk_id], dtype=np.float32)
+        return kept, matrix
+
+    def _vector_bytes(self, ids: Sequence[str]) -> dict[str, bytes]:
         by_id: dict[str, bytes] = {}
         for batch in _batches(list(ids), 900):
             marks = ",".join("?" * len(batch))
             by_id.update(self.db.execute(f"SELECT id, vector FROM chunks WHERE id IN ({marks})", batch))
-        matrix = np.zeros((len(ids), dim), dtype=np.float32)
-        for i, chunk_id in enumerate(ids):
-            matrix[i] = np.frombuffer(by_id[chunk_id], dtype=np.float32)
-        return matrix
+        return by_id
 
     def iter_chunks(self, batch_size: int = 5000) -> Iterator[list[tuple[str, str, str, str, str, bytes]]]:
         """All chunks in batches: (id, doc_id, paragraph_id, title, text, vector bytes)."""

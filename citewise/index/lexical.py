@@ -1,8 +1,11 @@
 """The lexical stores: bm25s indexes (of chunks, and of paragraphs) persisted next to the document store.
 
 bm25s cannot add to a built index, so it is rebuilt from the document store whenever the store's generation
-moved on. Each build goes to a fresh folder; a small pointer file, replaced atomically, names the current one,
-so an interrupted build leaves the previous index in place and readers never see a half-written one.
+moved on, only by the holder of the index's write lock. Each build goes to a fresh folder; a small pointer
+file, replaced atomically, names the current one, so an interrupted build leaves the previous index in place
+and readers never see a half-written one. After switching, a build deletes the older folders, sparing the
+one the pointer names at that moment (a racing build's, should one ever run outside the lock); a reader whose
+folder went away between reading the pointer and loading it reads the pointer again.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import logging
 import math
 import os
 import shutil
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,39 +28,72 @@ logger = logging.getLogger(__name__)
 # logging configuration decide instead.
 logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
+LOAD_ATTEMPTS = 5
+"""How many times a load follows the pointer when the folder it named was replaced while being read."""
+
 
 class LexicalIndex:
-    """BM25 (Lucene variant, k1=1.5, b=0.75), English stemming and stopwords, over chunks or paragraphs."""
+    """BM25 (Lucene variant, k1=1.5, b=0.75), English stemming and stopwords, over chunks or paragraphs.
 
-    def __init__(self, root: Path, name: str = "bm25", k1: float = 1.5, b: float = 0.75) -> None:
+    `generation` is the document store generation the loaded index mirrors (-1 when none is loaded) and
+    `folder` the name of the folder it was loaded from or built in.
+    """
+
+    def __init__(
+        self, root: Path, name: str = "bm25", k1: float = 1.5, b: float = 0.75, *, load: bool = True
+    ) -> None:
         self.root = root
         self.name = name
         self.pointer = root / f"{name}.json"
         self.k1, self.b = k1, b
         self.stemmer = Stemmer.Stemmer("english")
         self.generation = -1
+        self.folder: str | None = None
         self.ids: list[str] = []
         self.parents: list[str] = []
         self.position: dict[str, int] = {}
         self.frequency: dict[str, int] = {}
         self._retriever: bm25s.BM25 | None = None
-        self._load()
+        if load:
+            self._load()
+
+    def pointed(self) -> tuple[str, int] | None:
+        """The folder the pointer file names now and its generation (None when there is no pointer yet)."""
+        try:
+            state = json.loads(self.pointer.read_text())
+        except FileNotFoundError:
+            return None
+        return state["dir"], int(state["generation"])
 
     def _load(self) -> None:
-        if not self.pointer.exists():
+        """Load the folder the pointer names; an index that cannot be loaded stays empty at generation -1."""
+        for _ in range(LOAD_ATTEMPTS):
+            pointed = self.pointed()
+            if pointed is None:
+                return
+            name, generation = pointed
+            try:
+                self._load_folder(self.root / name, name, generation)
+                return
+            except (OSError, ValueError) as error:  # gone (replaced meanwhile), or broken
+                if self.pointed() == pointed:  # not replaced meanwhile: the folder itself is broken
+                    logger.warning("%s: cannot load %s (%s); it will be rebuilt", self.name, name, error)
+                    return
+        logger.warning("%s: the pointer kept moving while loading; it will be reloaded", self.name)
+
+    def _load_folder(self, folder: Path, name: str, generation: int) -> None:
+        ids = json.loads((folder / "ids.json").read_text())
+        parents_file = folder / "parents.json"
+        parents = json.loads(parents_file.read_text()) if parents_file.exists() else []
+        frequency_file = folder / "frequency.json"
+        if not frequency_file.exists():  # built before document frequencies were kept: rebuilt on open
+            self.ids, self.parents = ids, parents
             return
-        state = json.loads(self.pointer.read_text())
-        folder = self.root / state["dir"]
-        self.ids = json.loads((folder / "ids.json").read_text())
-        parents = folder / "parents.json"
-        self.parents = json.loads(parents.read_text()) if parents.exists() else []
-        frequency = folder / "frequency.json"
-        if not frequency.exists():  # built before document frequencies were kept: rebuilt on open
-            return
-        self.frequency = json.loads(frequency.read_text())
-        self.position = {key: i for i, key in enumerate(self.ids)}
-        self._retriever = bm25s.BM25.load(folder, mmap=False, show_progress=False) if self.ids else None
-        self.generation = int(state["generation"])
+        frequency = json.loads(frequency_file.read_text())
+        retriever = bm25s.BM25.load(folder, mmap=False, show_progress=False) if ids else None
+        self.ids, self.parents, self.frequency, self._retriever = ids, parents, frequency, retriever
+        self.position = {key: i for i, key in enumerate(ids)}
+        self.folder, self.generation = name, generation
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         """Lower-case, drop English stopwords, stem."""
@@ -68,8 +105,7 @@ class LexicalIndex:
         self, ids: Sequence[str], texts: Sequence[str], generation: int, parents: Sequence[str] = ()
     ) -> None:
         """Index the given texts afresh (with each one's parent id, if any) and switch to it atomically."""
-        folder = self.root / f"{self.name}-{generation}-{os.getpid()}"
-        shutil.rmtree(folder, ignore_errors=True)
+        folder = self.root / f"{self.name}-{generation}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         folder.mkdir(parents=True)
         retriever = None
         frequency: dict[str, int] = {}
@@ -88,9 +124,7 @@ class LexicalIndex:
         tmp = self.pointer.with_suffix(".tmp")
         tmp.write_text(json.dumps({"dir": folder.name, "generation": generation}))
         os.replace(tmp, self.pointer)
-        for old in self.root.glob(f"{self.name}-*"):
-            if old != folder:
-                shutil.rmtree(old, ignore_errors=True)
+        self._delete_old(keep=folder.name)
         self.ids, self.parents, self._retriever, self.generation = (
             list(ids),
             list(parents),
@@ -99,7 +133,16 @@ class LexicalIndex:
         )
         self.frequency = frequency
         self.position = {key: i for i, key in enumerate(self.ids)}
-        logger.debug("bm25 rebuilt: %d chunks, generation %d", len(ids), generation)
+        self.folder = folder.name
+        logger.debug("%s rebuilt: %d texts, generation %d", self.name, len(ids), generation)
+
+    def _delete_old(self, keep: str) -> None:
+        """Delete this index's other build folders, except the one the pointer names right now."""
+        pointed = self.pointed()
+        current = {keep, pointed[0] if pointed else keep}
+        for old in self.root.glob(f"{self.name}-*"):
+            if old.name not in current and old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
 
     def idf(self, tokens: Sequence[str]) -> list[float]:
         """Each token's inverse document frequency, log((N + 1) / (df + 0.5)): rare terms weigh most."""

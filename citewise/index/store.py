@@ -4,21 +4,33 @@ Layout of an index directory::
 
     docs.sqlite3   documents, paragraphs, bibliography, chunks and vectors (the source of truth)
     chroma/        the embedded Chroma database (absent when a Chroma server URL is configured)
-    bm25.json      pointer to the current bm25s folder (bm25-<generation>-<pid>/)
+    bm25.json      pointer to the current bm25s folder of chunks (bm25-<generation>-<pid>-<token>/)
+    bm25p.json     the same for paragraphs (bm25p-<generation>-<pid>-<token>/)
+    .lock          the write lock: one process at a time ingests, removes or repairs
 
 Crash safety: a document and its chunks commit to SQLite in one transaction; Chroma is written after that
-commit and BM25 is rebuilt at the end of an ingest. Both record the SQLite generation they mirror, and
-`Index.open` brings a lagging one up to date (Chroma by id from the stored vectors, BM25 by a rebuild), so
-after any interruption the three stores agree again and nothing is embedded twice.
+commit and BM25 is rebuilt at the end of an ingest, all under the write lock. Both record the SQLite
+generation they mirror, and `Index.open` brings a lagging one up to date (Chroma by id from the stored
+vectors, BM25 by a rebuild) when it can take the lock, so after any interruption the three stores agree again
+and nothing is embedded twice. While another process holds the lock, that process brings them up to date.
+
+Freshness: an open index sees writes made meanwhile by other processes. Before each search it compares the
+document store's generation with the one its BM25 indexes were loaded for and loads the ones the writer
+switched in (repairing them as at open when they lag and no process is writing); the paragraph vectors reload
+by generation themselves. Chunks deleted meanwhile, which BM25 still being rebuilt may return, or the
+embedded Chroma (its in-process graph does not see other processes' writes; a Chroma server has no such
+lag), are skipped; chunks added meanwhile reach the dense side through their paragraphs' vectors.
 """
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import hashlib
 import json
 import logging
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -137,6 +149,40 @@ class IndexStats:
 ProgressFactory = Callable[..., Any]
 
 
+class _Lexical:
+    """The chunk and paragraph BM25 indexes that searches read: replaced whole, never changed, on a reload."""
+
+    def __init__(self, chunks: LexicalIndex, paragraphs: LexicalIndex) -> None:
+        self.chunks = chunks
+        self.paragraphs = paragraphs
+        self._parents: np.ndarray | None = None
+
+    @property
+    def generation(self) -> int:
+        """The document store generation both mirror (-1 when they mirror different ones)."""
+        return self.chunks.generation if self.chunks.generation == self.paragraphs.generation else -1
+
+    def parents(self) -> np.ndarray:
+        """For each chunk, the position of its paragraph in the paragraph index (past its end when absent)."""
+        if self._parents is None:
+            position, absent = self.paragraphs.position, len(self.paragraphs)
+            self._parents = np.array([position.get(p, absent) for p in self.chunks.parents], dtype=np.int64)
+        return self._parents
+
+    def scores(self, query: str, paragraph_weight: float) -> np.ndarray:
+        """Per chunk (in BM25 order): (1 - w) * its BM25 / max + w * its paragraph's BM25 / max, in [0, 1]."""
+        own = self.chunks.score_all(query)
+        if own.size and own.max() > 0:
+            own = own / own.max()
+        if paragraph_weight <= 0 or not len(self.paragraphs) or len(self.chunks.parents) != len(own):
+            return own  # (the last: an index built before chunks kept their paragraph; rebuilt on open)
+        paragraphs = self.paragraphs.score_all(query)
+        if paragraphs.size and paragraphs.max() > 0:
+            paragraphs = paragraphs / paragraphs.max()
+        paragraphs = np.append(paragraphs, np.float32(0.0))  # the score of an absent paragraph
+        return (1 - paragraph_weight) * own + paragraph_weight * paragraphs[self.parents()]
+
+
 class Index:
     """A citewise index directory: ingest files, remove them, search, and report what is stored."""
 
@@ -153,15 +199,26 @@ class Index:
         self.root = root
         self.docstore = docstore
         self.vectors = vectors
-        self.lexical = lexical
-        self.paragraph_lexical = LexicalIndex(root, "bm25p")
+        self._lexical = _Lexical(lexical, LexicalIndex(root, "bm25p"))
+        self._lexical_lock = threading.RLock()
         self.paragraph_vectors = ParagraphVectors(docstore, embedder.dim)
-        self._parent_position: np.ndarray | None = None
+        self._paragraph_lock = threading.Lock()
         self.embedder = embedder
         self.chunking = chunking
         self._chroma_key = f"chroma_generation:{chroma_target}"
         self._query_cache: dict[str, np.ndarray] = {}
         self._query_cache_size = QUERY_CACHE
+        self._query_lock = threading.Lock()
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        """The BM25 index of chunks searches read now."""
+        return self._lexical.chunks
+
+    @property
+    def paragraph_lexical(self) -> LexicalIndex:
+        """The BM25 index of paragraphs searches read now."""
+        return self._lexical.paragraphs
 
     # opening --------------------------------------------------------------------------------------------
     @classmethod
@@ -193,10 +250,8 @@ class Index:
         except (ValueError, sqlite3.DatabaseError) as error:
             raise IndexOpenError(f"cannot open the document store of {root}: {error}") from error
         chunking = _settle(docstore, "chunking", chunking, ChunkingConfig)
-        stored_model = docstore.get_meta("embedding_model")
-        if stored_model is None:
-            docstore.set_meta("embedding_model", embedder.name)
-        elif stored_model != embedder.name:
+        stored_model = docstore.add_meta("embedding_model", embedder.name)
+        if stored_model != embedder.name:
             raise IndexOpenError(
                 f"index {root} was built with embedding model {stored_model!r}, not {embedder.name!r}"
             )
@@ -205,7 +260,7 @@ class Index:
         if collection is None:  # one collection per index, so that indexes can share a Chroma server
             made_before = docstore.counts()["chunks"] > 0
             collection = COLLECTION if made_before else f"citewise_{uuid.uuid4().hex[:16]}"
-            docstore.set_meta("collection", collection)
+            collection = docstore.add_meta("collection", collection)  # a process opening it too may be first
         index = cls(
             root,
             docstore,
@@ -219,7 +274,7 @@ class Index:
         return index
 
     def close(self) -> None:
-        """Close the document store."""
+        """Close the document store (only once no run uses this index any more)."""
         self.docstore.close()
 
     def __enter__(self) -> Index:
@@ -230,14 +285,71 @@ class Index:
 
     # keeping the stores in agreement --------------------------------------------------------------------
     def sync(self) -> None:
-        """Bring Chroma and BM25 up to the document store's generation (after an interrupted write)."""
+        """Bring Chroma and BM25 up to the document store's generation (after an interrupted write).
+
+        Only under the write lock: while another process writes, the stores are left to it and the BM25
+        indexes it last switched in are what this index reads.
+        """
+        if self._chroma_lags() or self._lexical_lags():
+            with self._locked() as held:
+                if held:
+                    self._repair()
+
+    def refresh(self) -> None:
+        """See the index as it is now: load the BM25 indexes another process switched in since the last look.
+
+        A no-op while they mirror the document store's generation (one small SQLite read); called before
+        every search. When they lag and no process holds the write lock (a writer was interrupted), they are
+        rebuilt here; while one does, what it switched in last is read and the next search looks again.
+        """
+        if not self._lexical_lags():
+            return
+        with self._lexical_lock:
+            self._reload_lexical()
+            if self._lexical_lags():
+                with self._locked() as held:
+                    if held:
+                        self._reload_lexical()  # the writer may have finished just before the lock was free
+                        if self._lexical_lags():
+                            self._rebuild_bm25(self.docstore.generation)
+
+    def _chroma_lags(self) -> bool:
+        """Whether Chroma may not mirror the document store (recorded generation or chunk count differs)."""
+        if self.docstore.get_meta(self._chroma_key) != str(self.docstore.generation):
+            return True
+        return self.vectors.count() != self.docstore.counts()["chunks"]  # e.g. a server lost its data
+
+    def _lexical_lags(self) -> bool:
+        """Whether the BM25 indexes read now were built for an earlier document store generation."""
+        return self._lexical.generation != self.docstore.generation
+
+    def _repair(self) -> None:
+        """Under the write lock: reconcile a lagging Chroma and rebuild lagging BM25 indexes."""
         generation = self.docstore.generation
-        behind = self.docstore.get_meta(self._chroma_key) != str(generation)
-        if behind or self.vectors.count() != self.docstore.counts()["chunks"]:  # e.g. a server lost its data
+        if self._chroma_lags():
             self._reconcile_chroma()
             self.docstore.set_meta(self._chroma_key, str(generation))
-        if self.lexical.generation != generation or self.paragraph_lexical.generation != generation:
-            self._rebuild_bm25(generation)
+        with self._lexical_lock:
+            self._reload_lexical()
+            if self._lexical.generation != generation:
+                self._rebuild_bm25(generation)
+
+    def _reload_lexical(self) -> None:
+        """Load the BM25 folders the pointer files name now, where they differ from the ones loaded."""
+        with self._lexical_lock:
+            current = self._lexical
+            chunks, paragraphs = (self._newer(index) for index in (current.chunks, current.paragraphs))
+            if chunks is not current.chunks or paragraphs is not current.paragraphs:
+                self._lexical = _Lexical(chunks, paragraphs)
+                logger.debug("bm25 reloaded: generations %d / %d", chunks.generation, paragraphs.generation)
+
+    def _newer(self, loaded: LexicalIndex) -> LexicalIndex:
+        """The index its pointer file names now, or `loaded` when that is the one (or cannot be loaded)."""
+        pointed = loaded.pointed()
+        if pointed is None or pointed[0] == loaded.folder:
+            return loaded
+        fresh = LexicalIndex(self.root, loaded.name)
+        return fresh if fresh.folder is not None else loaded
 
     def _reconcile_chroma(self) -> None:
         stored = set(self.docstore.chunk_ids())
@@ -261,6 +373,7 @@ class Index:
         self.vectors.upsert(ids, vectors, [r[4] for r in rows], metadatas)
 
     def _rebuild_bm25(self, generation: int) -> None:
+        """Under the write lock: build both BM25 indexes from the document store; searches switch to them."""
         ids: list[str] = []
         texts: list[str] = []
         parents: list[str] = []
@@ -269,43 +382,36 @@ class Index:
                 ids.append(chunk_id)
                 texts.append(chunk_input(title, text, self.chunking))
                 parents.append(paragraph_id)
-        self.lexical.build(ids, texts, generation, parents)
+        chunks = LexicalIndex(self.root, self.lexical.name, load=False)
+        chunks.build(ids, texts, generation, parents)
         paragraph_ids, paragraph_texts = [], []
         for paragraph_id, title, text in self.docstore.iter_paragraphs():
             paragraph_ids.append(paragraph_id)
             paragraph_texts.append(chunk_input(title, text, self.chunking))
-        self.paragraph_lexical.build(paragraph_ids, paragraph_texts, generation)
-        self._parent_position = None
-
-    def _lexical_scores(self, query: str, paragraph_weight: float) -> np.ndarray:
-        """Per chunk (in BM25 order): (1 - w) * its BM25 / max + w * its paragraph's BM25 / max, in [0, 1]."""
-        own = self.lexical.score_all(query)
-        if own.size and own.max() > 0:
-            own = own / own.max()
-        if paragraph_weight <= 0 or not len(self.paragraph_lexical):
-            return own
-        paragraphs = self.paragraph_lexical.score_all(query)
-        if paragraphs.size and paragraphs.max() > 0:
-            paragraphs = paragraphs / paragraphs.max()
-        return (1 - paragraph_weight) * own + paragraph_weight * paragraphs[self._parents()]
-
-    def _parents(self) -> np.ndarray:
-        """For each chunk of the BM25 index, the position of its paragraph in the paragraph BM25 index."""
-        if self._parent_position is None:
-            position = self.paragraph_lexical.position
-            self._parent_position = np.array([position[p] for p in self.lexical.parents], dtype=np.int64)
-        return self._parent_position
+        paragraphs = LexicalIndex(self.root, self.paragraph_lexical.name, load=False)
+        paragraphs.build(paragraph_ids, paragraph_texts, generation)
+        with self._lexical_lock:
+            self._lexical = _Lexical(chunks, paragraphs)
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
-        """Hold the index's write lock (one writer at a time)."""
+        """Hold the index's write lock (one writer at a time), or refuse when another process holds it."""
+        with self._locked() as held:
+            if not held:
+                raise IndexOpenError(f"index {self.root} is being written by another process")
+            yield
+
+    @contextmanager
+    def _locked(self) -> Iterator[bool]:
+        """Take the write lock (an fcntl lock on `.lock`) if no one holds it; yield whether it was taken."""
         with open(self.root / ".lock", "w") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError as error:
-                raise IndexOpenError(f"index {self.root} is being written by another process") from error
+            except BlockingIOError:
+                yield False
+                return
             try:
-                yield
+                yield True
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
@@ -331,13 +437,15 @@ class Index:
         bars = _Bars(progress, len(files))
         try:
             with self._writing():
-                for file in files:
-                    self._ingest_file(file, report, batch_documents, bars)
-                    bars.file_done()
+                try:
+                    for file in files:
+                        self._ingest_file(file, report, batch_documents, bars)
+                        bars.file_done()
+                finally:  # also after an interrupt: BM25 holds what was committed
+                    if report.changed:
+                        self._rebuild_bm25(self.docstore.generation)
         finally:
             bars.close()
-            if report.changed:
-                self._rebuild_bm25(self.docstore.generation)
             report.seconds = time.perf_counter() - started
         return report
 
@@ -485,33 +593,41 @@ class Index:
         if not query.strip():
             return []
         depth = max(candidates, k)
+        self.refresh()
+        view = self._lexical  # this search reads one pair of BM25 indexes, whatever a reload swaps in
         query_vector = self._query_vector(query)
-        lexical_all = self._lexical_scores(query, paragraph_weight) if mode != "dense" else None
+        lexical_all = view.scores(query, paragraph_weight) if mode != "dense" else None
         lexical: list[tuple[str, float]] = []
         if lexical_all is not None and lexical_all.size:
             top = np.argsort(-lexical_all, kind="stable")[:depth]
-            lexical = [(self.lexical.ids[i], float(lexical_all[i])) for i in top if lexical_all[i] > 0]
+            lexical = [(view.chunks.ids[i], float(lexical_all[i])) for i in top if lexical_all[i] > 0]
         semantic = self.vectors.search(query_vector, depth) if mode != "bm25" else []
         widened: list[str] = []
+        paragraphs = None
         paragraph_similarity = None
         if paragraph_dense_weight > 0:
-            paragraphs = self.paragraph_vectors.current()
+            paragraphs = self._paragraph_vectors()
             paragraph_similarity = paragraphs.similarities(query_vector)
             if mode != "bm25":
                 widened = paragraphs.top_chunks(paragraph_similarity, depth)
         pool = list(dict.fromkeys([i for i, _ in lexical] + [i for i, _ in semantic] + widened))
+        # chunks deleted since a store was loaded (or by a writer ahead of its Chroma and BM25) drop out here
+        pool, vectors = self.docstore.stored_vectors(pool, self.embedder.dim)
         if not pool:
             return []
-        vectors = self.docstore.vectors(pool, self.embedder.dim)
+        stored = set(pool)
+        lexical = [(i, score) for i, score in lexical if i in stored]
+        semantic = [(i, score) for i, score in semantic if i in stored]
+        widened = [i for i in widened if i in stored]
         own_dense = vectors @ query_vector
-        if paragraph_similarity is not None:
+        if paragraphs is not None and paragraph_similarity is not None:
             own_dense = (1 - paragraph_dense_weight) * own_dense + paragraph_dense_weight * (
-                self.paragraph_vectors.of_chunks(pool, paragraph_similarity)
+                paragraphs.of_chunks(pool, paragraph_similarity)
             )
         dense = dict(zip(pool, own_dense.tolist(), strict=True))
         if lexical_all is None:
-            lexical_all = self._lexical_scores(query, paragraph_weight)
-        position = self.lexical.position
+            lexical_all = view.scores(query, paragraph_weight)
+        position = view.chunks.position
         bm25 = {
             i: float(lexical_all[position[i]]) if i in position and lexical_all.size else 0.0 for i in pool
         }
@@ -528,36 +644,49 @@ class Index:
         in_pool = {chunk_id: i for i, chunk_id in enumerate(pool)}
         order = drop_redundant(order, vectors[[in_pool[i] for i in order]], redundancy)[:k]
         records = self.docstore.chunks(order)
+        order = [chunk_id for chunk_id in order if chunk_id in records]  # deleted a moment ago
         return [
             _hit(records[chunk_id], bm25[chunk_id], dense[chunk_id], fused[chunk_id], n)
             for n, chunk_id in enumerate(order, start=1)
-            if chunk_id in records
         ]
+
+    def _paragraph_vectors(self) -> ParagraphVectors:
+        """The paragraph vectors as of now: a copy, which a reload (it replaces their fields) leaves alone."""
+        with self._paragraph_lock:
+            return copy.copy(self.paragraph_vectors.current())
 
     def prepare_queries(self, queries: Sequence[str]) -> None:
         """Embed many queries in one batch ahead of searching them (evaluation), keeping them all cached."""
-        fresh = [q for q in dict.fromkeys(queries) if q not in self._query_cache]
-        self._query_cache_size = max(self._query_cache_size, len(self._query_cache) + len(fresh))
-        for query, vector in zip(fresh, self.embedder.embed(fresh), strict=True):
-            self._query_cache[query] = vector
+        with self._query_lock:
+            fresh = [q for q in dict.fromkeys(queries) if q not in self._query_cache]
+        vectors = self.embedder.embed(fresh)
+        with self._query_lock:
+            self._query_cache_size = max(self._query_cache_size, len(self._query_cache) + len(fresh))
+            for query, vector in zip(fresh, vectors, strict=True):
+                self._query_cache[query] = vector
 
     def forget_queries(self) -> None:
         """Drop remembered query embeddings (so a timing includes the model pass)."""
-        self._query_cache.clear()
-        self._query_cache_size = QUERY_CACHE
+        with self._query_lock:
+            self._query_cache.clear()
+            self._query_cache_size = QUERY_CACHE
 
     def _query_vector(self, query: str) -> np.ndarray:
         """The query's embedding, remembered for recent queries (sub-queries and retries repeat)."""
-        vector = self._query_cache.get(query)
+        with self._query_lock:
+            vector = self._query_cache.get(query)
         if vector is None:
-            vector = self.embedder.embed([query])[0]
-            self._query_cache[query] = vector
-            while len(self._query_cache) > self._query_cache_size:
-                self._query_cache.pop(next(iter(self._query_cache)))
+            vector = self.embedder.embed([query])[0]  # outside the lock: other runs' queries go on meanwhile
+            with self._query_lock:
+                self._query_cache[query] = vector
+                while len(self._query_cache) > self._query_cache_size:
+                    self._query_cache.pop(next(iter(self._query_cache)))
         return vector
 
     def stats(self) -> IndexStats:
         """Counts in each store; SQLite, Chroma and BM25 chunk counts agree after any completed open."""
+        self.refresh()
+        lexical = self._lexical
         counts = self.docstore.counts()
         return IndexStats(
             files=counts["files"],
@@ -566,8 +695,8 @@ class Index:
             bibliography=counts["bibliography"],
             chunks_sqlite=counts["chunks"],
             chunks_chroma=self.vectors.count(),
-            chunks_bm25=len(self.lexical),
-            paragraphs_bm25=len(self.paragraph_lexical),
+            chunks_bm25=len(lexical.chunks),
+            paragraphs_bm25=len(lexical.paragraphs),
             generation=self.docstore.generation,
         )
 
@@ -618,8 +747,10 @@ def _settle(docstore: DocStore, key: str, asked: Any, kind: type) -> Any:
     stored = docstore.get_meta(key)
     if stored is None:
         settled = asked or kind()
-        docstore.set_meta(key, json.dumps(settled.as_dict(), sort_keys=True))
-        return settled
+        ours = json.dumps(settled.as_dict(), sort_keys=True)
+        stored = docstore.add_meta(key, ours)  # another process opening the new index may have been first
+        if stored == ours:
+            return settled
     existing = kind(**json.loads(stored))
     if asked is not None and asked != existing:
         if docstore.counts()["chunks"]:
