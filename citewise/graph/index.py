@@ -48,7 +48,7 @@ def _run(paths: list[str], remove: bool, context: Context) -> dict[str, Any]:
 async def ingest(state: IndexState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Decide nothing: add (or remove) the given files and report what changed."""
     result = await asyncio.to_thread(_run, state["paths"], state.get("remove", False), runtime.context)
-    forget_index(runtime.context)  # query runs in this process reopen and see the change
+    forget_index(runtime.context)  # the next run reopens (an open index would also see it on its next search)
     return result
 
 

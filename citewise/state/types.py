@@ -247,7 +247,8 @@ class State(OutputState, total=False):
     labels: dict[str, str]
     """Evidence label (E1, E2, ...) -> chunk id, as the writer saw them."""
     support: list[dict[str, Any]]
-    """Fine-grained support: per answer sentence, its markers and the source lines that support it."""
+    """Fine-grained support: per answer sentence, its markers, the source lines that support it, and the
+    labels it was re-cited from (`recited_from`: markers whose evidence had no supporting line)."""
 
 
 class EvidenceInput(TypedDict, total=False):
