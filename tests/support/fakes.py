@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+import openai
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -259,3 +261,11 @@ class Judge:
 def scripted_llm(model: ScriptedChatModel, context: Context, spec: str = "openai/test-model") -> LLM:
     """The LLM wrapper around a scripted model, retrying without waiting."""
     return LLM(spec, context, model=model, backoff=(0.0, 0.0))
+
+
+def server_error() -> openai.InternalServerError:
+    """What the OpenAI client raises for an HTTP 500 (a provider outage)."""
+    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    return openai.InternalServerError(
+        "scripted outage", response=httpx.Response(500, request=request), body=None
+    )

@@ -13,12 +13,10 @@ from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-import httpx
 import numpy as np
-import openai
 import pytest
 from langgraph.runtime import Runtime
-from support.fakes import Samples, ScriptedChatModel
+from support.fakes import Samples, ScriptedChatModel, server_error
 
 from citewise.context import Context
 from citewise.evidence import NO_ANSWER, PART_UNANSWERED, failed_note
@@ -401,13 +399,6 @@ async def test_a_chunk_the_judge_left_out_is_scored_by_its_own_text_off_the_even
     assert on["relevance_spread"] is None and on["relevance_samples"] == []
     assert scoring_index.texts == [[state["question"], ON_TOPIC, OFF_TOPIC]]  # the chunks' own text
     assert threading.main_thread() not in scoring_index.threads  # embedded off the event loop
-
-
-def server_error() -> openai.InternalServerError:
-    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
-    return openai.InternalServerError(
-        "scripted outage", response=httpx.Response(500, request=request), body=None
-    )
 
 
 async def test_a_judge_outage_scores_every_chunk_by_its_own_text(

@@ -8,13 +8,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import fields
 from typing import Any
 
-import httpx
-import openai
 import pytest
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END
 from langgraph.runtime import Runtime
-from support.fakes import Judge, Request, Samples, ScriptedChatModel, overlap
+from support.fakes import Judge, Request, Samples, ScriptedChatModel, overlap, server_error
 
 from citewise import llms
 from citewise.context import Context
@@ -236,13 +234,6 @@ async def test_a_chunk_the_judge_never_scores_falls_back_alone(install: Callable
     assert "flags" not in result["candidates"]["seen"]
     assert result["candidates"]["missed"]["relevance_mean"] >= 90.0  # its text answers the question
     assert result["candidates"]["missed"]["flags"] == ["judge output malformed: used question similarity"]
-
-
-def server_error() -> openai.InternalServerError:
-    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
-    return openai.InternalServerError(
-        "scripted outage", response=httpx.Response(500, request=request), body=None
-    )
 
 
 async def test_a_provider_error_after_retries_falls_back_with_a_flag(
