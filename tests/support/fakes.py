@@ -269,3 +269,8 @@ def server_error() -> openai.InternalServerError:
     return openai.InternalServerError(
         "scripted outage", response=httpx.Response(500, request=request), body=None
     )
+
+
+def scoring_state(*records: dict[str, Any], question: str = "How do vaccines work?") -> dict[str, Any]:
+    """The evidence subgraph's state as the scoring steps read it: the question and its candidates."""
+    return {"question": question, "candidates": {r["chunk_id"]: r for r in records}}

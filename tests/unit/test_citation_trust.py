@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from langgraph.runtime import Runtime
-from support.fakes import Samples, ScriptedChatModel, server_error
+from support.fakes import Samples, ScriptedChatModel, scoring_state, server_error
 
 from citewise.context import Context
 from citewise.evidence import NO_ANSWER, PART_UNANSWERED, failed_note
@@ -275,10 +275,6 @@ async def test_citewise_own_no_answer_sentences_stand_uncited_and_unverified(
 
 
 # a chunk listed twice in one sample counts once ------------------------------------------------------
-
-
-def scoring_state(*records: EvidenceRecord, question: str = "How do vaccines work?") -> dict[str, Any]:
-    return {"question": question, "candidates": {r["chunk_id"]: r for r in records}}
 
 
 async def test_a_score_sample_listing_a_chunk_twice_counts_its_first_score_once(install: Callable) -> None:

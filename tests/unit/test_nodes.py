@@ -12,7 +12,7 @@ import pytest
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END
 from langgraph.runtime import Runtime
-from support.fakes import Judge, Request, Samples, ScriptedChatModel, overlap, server_error
+from support.fakes import Judge, Request, Samples, ScriptedChatModel, overlap, scoring_state, server_error
 
 from citewise import llms
 from citewise.context import Context
@@ -157,10 +157,6 @@ async def test_the_evidence_loop_ends_when_a_chunk_passes() -> None:
 
 
 # score --------------------------------------------------------------------------------------------------
-
-
-def scoring_state(*records: EvidenceRecord, question: str = "How do vaccines work?") -> dict[str, Any]:
-    return {"question": question, "candidates": {r["chunk_id"]: r for r in records}}
 
 
 async def test_score_averages_n_samples_keeps_the_spread_and_maps_labels_back(install: Callable) -> None:
