@@ -136,3 +136,35 @@ def has_kind(sentence: str, question: Question) -> bool:
 def refers_back(sentence: str) -> bool:
     """Whether a sentence opens with a pronoun or a reference that needs the sentence before it."""
     return REFERENCE.match(sentence.strip()) is not None
+
+
+REPORT_FORMS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "a request for a report",
+        re.compile(r"\b(write|give|make|prepare|draft)\b.{0,30}\b(report|review|survey)\b|^report\b", re.I),
+    ),
+    (
+        "a comparison",
+        re.compile(r"\b(compare|comparison|contrast|versus|vs\.?|differences? between|differ)\b", re.I),
+    ),
+    (
+        "a request for an overview",
+        re.compile(r"\b(overview|survey|summari[sz]e|state of the art|landscape|review of)\b", re.I),
+    ),
+    (
+        "a pros-and-cons question",
+        re.compile(
+            r"\b(pros and cons|advantages and disadvantages|strengths and weaknesses|trade-?offs?)\b", re.I
+        ),
+    ),
+    (
+        "a history or timeline question",
+        re.compile(r"\b(history|timeline|evolution|evolved|over the years|developments?)\b", re.I),
+    ),
+]
+"""Question forms that ask for a report (a synthesis across documents), each with its name."""
+
+
+def report_form(question: str) -> str | None:
+    """The name of the report form the question takes ("a comparison", ...), or None for a direct question."""
+    return next((name for name, pattern in REPORT_FORMS if pattern.search(question)), None)

@@ -10,32 +10,9 @@ from citewise import llms
 from citewise.context import Context
 from citewise.evidence import overview
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.questions import report_form
 from citewise.state import RouteDecision, State
 
-REPORT_FORMS: list[tuple[str, re.Pattern[str]]] = [
-    (
-        "a request for a report",
-        re.compile(r"\b(write|give|make|prepare|draft)\b.{0,30}\b(report|review|survey)\b|^report\b", re.I),
-    ),
-    (
-        "a comparison",
-        re.compile(r"\b(compare|comparison|contrast|versus|vs\.?|differences? between|differ)\b", re.I),
-    ),
-    (
-        "a request for an overview",
-        re.compile(r"\b(overview|survey|summari[sz]e|state of the art|landscape|review of)\b", re.I),
-    ),
-    (
-        "a pros-and-cons question",
-        re.compile(
-            r"\b(pros and cons|advantages and disadvantages|strengths and weaknesses|trade-?offs?)\b", re.I
-        ),
-    ),
-    (
-        "a history or timeline question",
-        re.compile(r"\b(history|timeline|evolution|evolved|over the years|developments?)\b", re.I),
-    ),
-]
 EXPLAIN = re.compile(r"^\s*(explain|describe|discuss|why\b|how (does|do|did|can|could)\b.*\bwork)", re.I)
 SPREAD = 3
 """An explain-style question becomes a report when the kept evidence spans at least this many documents."""
@@ -45,9 +22,9 @@ def local_route(question: str, documents: int) -> tuple[str, str]:
     """The question's form decides; an explanation is a report only when its evidence spans documents."""
     if documents == 0:
         return "direct", "nothing passed the threshold: the direct answer says so and shows the closest"
-    for name, pattern in REPORT_FORMS:
-        if pattern.search(question):
-            return "report", f"local rule: the question is {name}"
+    form = report_form(question)
+    if form:
+        return "report", f"local rule: the question is {form}"
     if EXPLAIN.search(question) and documents >= SPREAD:
         return "report", f"local rule: an explanation whose kept evidence spans {documents} documents"
     return "direct", f"local rule: a single question, kept evidence from {documents} document(s)"

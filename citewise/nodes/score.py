@@ -35,6 +35,7 @@ from citewise.evidence import batches, labelled
 from citewise.index import Index
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.questions import report_form
 from citewise.state import EvidenceRecord, EvidenceState, RelevanceScores
 
 logger = logging.getLogger(__name__)
@@ -134,12 +135,14 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
         similarity, answering = await in_thread(
             answering_scores, await open_index(context), state["question"], records
         )
+        # a report request asks for a synthesis no single sentence answers: the threshold alone decides
+        synthesis = context.route == "report" or report_form(state["question"]) is not None
         updates = {
             chunk_id: {
                 "relevance_mean": local_relevance(value, context),
                 "relevance_spread": 0.0,
                 "relevance_samples": [],
-                "answering": answering[chunk_id],
+                **({} if synthesis else {"answering": answering[chunk_id]}),
             }
             for chunk_id, value in similarity.items()
         }
