@@ -685,7 +685,7 @@ def _question_words(question: str) -> list[str]:
 
 def _document_frequency(questions: Sequence[str]) -> dict[str, float]:
     """The share of questions each word appears in."""
-    counts = Counter(word for question in questions for word in set(_question_words(question)))
+    counts = Counter(word for question in questions for word in dict.fromkeys(_question_words(question)))
     return {word: seen / len(questions) for word, seen in counts.items()} if questions else {}
 
 

@@ -25,7 +25,9 @@ def keyword_query(question: str) -> str:
 
 def feedback_terms(texts: list[str], exclude: set[str], count: int = PRF_TERMS) -> list[str]:
     """Pseudo-relevance feedback: the most frequent content words of the top texts not already asked for."""
-    counts = Counter(w for text in texts for w in set(content_words(text)) if w not in exclude and len(w) > 3)
+    counts = Counter(  # distinct words in reading order, so ties rank the same under any PYTHONHASHSEED
+        w for text in texts for w in dict.fromkeys(content_words(text)) if w not in exclude and len(w) > 3
+    )
     return [word for word, _ in counts.most_common(count)]
 
 
