@@ -10,8 +10,10 @@ import dataclasses
 import json
 import logging
 import os
+import signal
 import sys
 import textwrap
+import threading
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -91,8 +93,16 @@ def _print_report(report: IngestReport, index: Index, verb: str) -> None:
 def ingest_paths(index: Index, paths: list[Path], quiet: bool = False) -> IngestReport:
     """Ingest with progress bars on stderr and the summary printed; used by `ingest` and `--docs`."""
     progress = None if quiet else (lambda **kw: tqdm(file=sys.stderr, disable=None, leave=False, **kw))
+    interrupted = threading.Event()
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        interrupted.set()  # remembered, in case a library catches the KeyboardInterrupt raised here
+        raise KeyboardInterrupt
+
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, on_interrupt) if in_main else None
     try:
-        report = index.ingest(paths, progress=progress)
+        report = index.ingest(paths, progress=progress, stop=interrupted.is_set)
     except KeyboardInterrupt:
         typer.secho(
             "interrupted: documents committed so far are kept; run the same command again to finish",
@@ -102,6 +112,12 @@ def ingest_paths(index: Index, paths: list[Path], quiet: bool = False) -> Ingest
         raise typer.Exit(130) from None
     except IndexOpenError as error:
         raise _fail(str(error)) from error
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+    if interrupted.is_set():  # the interrupt came after the last batch: say so all the same
+        typer.secho("interrupted after the last batch: everything was committed", err=True)
+        raise typer.Exit(130)
     if not quiet:
         _print_report(report, index, "ingest")
     return report

@@ -422,12 +422,15 @@ class Index:
         *,
         batch_documents: int = 64,
         progress: ProgressFactory | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> IngestReport:
         """Add files (or folders of files) to the index.
 
         Unchanged files are skipped by content hash; a changed file's documents replace its old ones; an
         unreadable, empty or unsupported file is skipped with the reason in the report. `progress`, when
-        given, is a tqdm-like factory used for a files bar and a chunks bar.
+        given, is a tqdm-like factory used for a files bar and a chunks bar. `stop`, when given, is asked
+        between batches: once it says True the ingest ends with KeyboardInterrupt, what was committed kept
+        (so an interrupt a library swallowed still stops it at the next batch).
         """
         started = time.perf_counter()
         report = IngestReport()
@@ -439,7 +442,7 @@ class Index:
             with self._writing():
                 try:
                     for file in files:
-                        self._ingest_file(file, report, batch_documents, bars)
+                        self._ingest_file(file, report, batch_documents, bars, stop)
                         bars.file_done()
                 finally:  # also after an interrupt: BM25 holds what was committed
                     if report.changed:
@@ -449,7 +452,9 @@ class Index:
             report.seconds = time.perf_counter() - started
         return report
 
-    def _ingest_file(self, file: Path, report: IngestReport, batch: int, bars: _Bars) -> None:
+    def _ingest_file(
+        self, file: Path, report: IngestReport, batch: int, bars: _Bars, stop: Callable[[], bool] | None
+    ) -> None:
         name = str(file.resolve())
         try:
             data = file.read_bytes()
@@ -477,6 +482,8 @@ class Index:
             elif owner != name:
                 report.skipped.append((f"{file}#{document.key or document.title}", f"duplicate of {owner}"))
         for i in range(0, len(fresh), batch):
+            if stop is not None and stop():
+                raise KeyboardInterrupt
             self._add(fresh[i : i + batch], name, report, bars)
         stale = self.docstore.document_ids(name) - set(unique)
         if stale:
