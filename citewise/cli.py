@@ -151,6 +151,13 @@ def ingest(
     reembed: Annotated[
         bool | None, typer.Option(help="Embed chunk texts instead of pooling sentence vectors.")
     ] = None,
+    whole_paragraphs: Annotated[
+        bool | None,
+        typer.Option(
+            help="Embed each paragraph whole for paragraph-level dense search [default: on]; off pools its "
+            "chunks' vectors (ingest ~1.4x faster, HotpotQA hybrid R@5 0.800 instead of 0.810)."
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or summary.")] = False,
 ) -> None:
     """Add documents to the index (unchanged files are skipped; changed ones replace their old chunks).
@@ -160,6 +167,9 @@ def ingest(
     """
     given = {"threshold": threshold, "max_chars": max_chars, "min_chars": min_chars}
     given |= {"vectors": None if reembed is None else ("embed" if reembed else "pooled")}
+    given |= {
+        "paragraph_vectors": None if whole_paragraphs is None else ("whole" if whole_paragraphs else "pooled")
+    }
     given = {key: value for key, value in given.items() if value is not None}
     chunking = None
     if given:
