@@ -274,3 +274,21 @@ def server_error() -> openai.InternalServerError:
 def scoring_state(*records: dict[str, Any], question: str = "How do vaccines work?") -> dict[str, Any]:
     """The evidence subgraph's state as the scoring steps read it: the question and its candidates."""
     return {"question": question, "candidates": {r["chunk_id"]: r for r in records}}
+
+
+def candidate(chunk_id: str, text: str = "", **values: Any) -> dict[str, Any]:
+    """A candidate record as `retrieve` writes it (its paragraph id is in no index: the chunk is its line)."""
+    return {
+        "chunk_id": chunk_id,
+        "doc_id": f"doc-{chunk_id}",
+        "paragraph_id": f"paragraph-{chunk_id}",
+        "title": f"Title {chunk_id}",
+        "section": "",
+        "text": text or f"text of {chunk_id}",
+        "query": "q",
+        "retrieval": 0.5,
+        "bm25": 1.0,
+        "dense": 0.4,
+        "flags": [],
+        **values,
+    }

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from langgraph.runtime import Runtime
-from support.fakes import Samples, ScriptedChatModel, scoring_state, server_error
+from support.fakes import Samples, ScriptedChatModel, candidate, scoring_state, server_error
 
 from citewise.context import Context
 from citewise.evidence import NO_ANSWER, PART_UNANSWERED, failed_note
@@ -26,7 +26,6 @@ from citewise.nodes.reflect import reflect
 from citewise.nodes.score import score
 from citewise.nodes.verify import split_answer, verify
 from citewise.report import is_own_text
-from citewise.state import EvidenceRecord
 
 MODEL = "openai/test-model"
 MARKER = re.compile(r"\[(\d+)\]")
@@ -45,22 +44,9 @@ def run(context: Context) -> Runtime[Context]:
     return Runtime(context=context)
 
 
-def record(chunk_id: str, text: str = "", **values: Any) -> EvidenceRecord:
-    """A candidate record as `retrieve` writes it."""
-    return {  # type: ignore[return-value]
-        "chunk_id": chunk_id,
-        "doc_id": f"doc-{chunk_id}",
-        "paragraph_id": f"paragraph-{chunk_id}",
-        "title": f"Title {chunk_id}",
-        "section": "",
-        "text": text or PARAGRAPHS.get(chunk_id, f"text of {chunk_id}"),
-        "query": "q",
-        "retrieval": 0.5,
-        "bm25": 1.0,
-        "dense": 0.4,
-        "flags": [],
-        **values,
-    }
+def record(chunk_id: str, text: str = "", **values: Any) -> dict[str, Any]:
+    """A candidate record whose text is, by default, its paragraph's."""
+    return candidate(chunk_id, text or PARAGRAPHS.get(chunk_id, ""), **values)
 
 
 async def _no_index(context: Context) -> None:

@@ -13,6 +13,7 @@ from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 from support.fakes import Judge, Request, Samples, ScriptedChatModel, overlap, scoring_state, server_error
+from support.fakes import candidate as record
 
 from citewise import llms
 from citewise.context import Context
@@ -33,28 +34,10 @@ from citewise.prompts import common
 from citewise.prompts import rewrite as rewrite_prompts
 from citewise.prompts.answer import PROMPT as ANSWER_PROMPT
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.state import EvidenceRecord, merge_evidence
+from citewise.state import merge_evidence
 
 MODEL = "openai/test-model"
 MARKER = re.compile(r"\[(\d+)\]")
-
-
-def record(chunk_id: str, text: str = "", **values: Any) -> EvidenceRecord:
-    """A candidate record as `retrieve` writes it (its paragraph id is in no index: the chunk is its line)."""
-    return {  # type: ignore[return-value]
-        "chunk_id": chunk_id,
-        "doc_id": f"doc-{chunk_id}",
-        "paragraph_id": f"paragraph-{chunk_id}",
-        "title": f"Title {chunk_id}",
-        "section": "",
-        "text": text or f"text of {chunk_id}",
-        "query": "q",
-        "retrieval": 0.5,
-        "bm25": 1.0,
-        "dense": 0.4,
-        "flags": [],
-        **values,
-    }
 
 
 def run(context: Context) -> Runtime[Context]:
