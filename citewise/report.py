@@ -24,8 +24,9 @@ from citewise.state import OutlineSection
 from citewise.text import content_words
 
 LABEL = re.compile(r"\[((?:S\d+)?E\d+)\]")
-FAILED_NOTE = re.compile(re.escape(SECTION_FAILED) + r" \([^()]*\)\.")
 """An evidence label as writers cite it: [E3] in a direct answer, [S2E3] in a report."""
+FAILED_NOTE = re.compile(re.escape(SECTION_FAILED) + r" \([^()]*\)\.")
+"""The note `citewise.evidence.failed_note` writes in place of a failed section, and nothing else."""
 CITED = re.compile(r"(.+?)((?:\s*\[(?:S\d+)?E\d+\])+)([.!?]?)(?=\s|$)", re.S)
 """A sentence and its run of labels, before or after its closing punctuation."""
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")

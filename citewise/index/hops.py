@@ -38,9 +38,14 @@ def follow_up_queries(index: Index, question: str, first: Sequence[Hit], count: 
     return queries
 
 
+def best_documents(hits: Sequence[Hit], keep: int = HOP_KEEP) -> set[str]:
+    """The ids of the `keep` best documents among ranked hits: a later round never displaces them."""
+    return set(list(dict.fromkeys(hit.doc_id for hit in hits))[:keep])
+
+
 def interleave(first: Sequence[Hit], later: Sequence[Sequence[Hit]], k: int, keep: int) -> list[Hit]:
     """The first round's `keep` best documents' hits, then new later hits alternating with the rest."""
-    top_docs = list(dict.fromkeys(hit.doc_id for hit in first))[:keep]
+    top_docs = best_documents(first, keep)
     head = [hit for hit in first if hit.doc_id in top_docs]
     rest = [hit for hit in first if hit.doc_id not in top_docs]
     fresh = [hit for hits in later for hit in hits if hit.doc_id not in top_docs]

@@ -6,8 +6,9 @@ lexical side, and these vectors fix the dense side. A paragraph's vector is the 
 paragraph embedded whole at ingest, `ChunkingConfig.paragraph_vectors="whole"`), or else the normalised sum
 of its chunks' stored vectors (an index made before, or with "pooled"). They are loaded from the document
 store when its generation moves on, as BM25 is rebuilt, and searched exactly (a matrix product: 100,000
-paragraphs of 384 floats are 150 MB and a few milliseconds). `bench/retrieval.py --paragraph-vectors`
-compares the two kinds on one index.
+paragraphs of 384 floats are 150 MB and a few milliseconds). Each reload makes a new `Paragraphs`, so a
+search holding the previous one reads it whole. `bench/retrieval.py --pooled-paragraphs` compares the two
+kinds on one index.
 """
 
 from __future__ import annotations
@@ -15,12 +16,52 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from citewise.index.docstore import DocStore
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Paragraphs:
+    """The paragraph vectors as of one document store generation; a reload makes a new one, never edits it.
+
+    Attributes:
+        generation: the document store generation they mirror (-1: none loaded yet).
+        ids: paragraph ids, in matrix row order.
+        matrix: one L2-normalised vector per paragraph.
+        chunks: each paragraph's chunk ids, in row order.
+        position: row of each paragraph id.
+        parent: paragraph id of each chunk id.
+    """
+
+    generation: int
+    ids: list[str]
+    matrix: np.ndarray
+    chunks: list[list[str]]
+    position: dict[str, int]
+    parent: dict[str, str]
+
+    def similarities(self, query_vector: np.ndarray) -> np.ndarray:
+        """The cosine similarity of every paragraph to the query, in `ids` order."""
+        return self.matrix @ query_vector.astype(np.float32)
+
+    def of_chunks(self, chunk_ids: Sequence[str], similarities: np.ndarray) -> np.ndarray:
+        """The similarity of each given chunk's paragraph (0 for a chunk these vectors do not hold)."""
+        found = [self.position.get(self.parent.get(c, ""), -1) for c in chunk_ids]
+        return np.array([similarities[i] if i >= 0 else 0.0 for i in found], dtype=np.float32)
+
+    def top_chunks(self, similarities: np.ndarray, paragraphs: int) -> list[str]:
+        """The chunks of the `paragraphs` most similar paragraphs, best paragraph first."""
+        if not len(self.ids) or paragraphs < 1:
+            return []
+        count = min(paragraphs, len(self.ids))
+        best = np.argpartition(-similarities, count - 1)[:count]
+        best = best[np.argsort(-similarities[best], kind="stable")]
+        return [chunk_id for i in best for chunk_id in self.chunks[i]]
 
 
 class ParagraphVectors:
@@ -30,24 +71,19 @@ class ParagraphVectors:
         self.docstore = docstore
         self.pooled_only = pooled_only
         self.dim = dim
-        self.generation = -1
-        self.ids: list[str] = []
-        self.matrix = np.zeros((0, dim), dtype=np.float32)
-        self.chunks: list[list[str]] = []
-        self.position: dict[str, int] = {}
-        self.parent: dict[str, str] = {}
+        self._current = Paragraphs(-1, [], np.zeros((0, dim), dtype=np.float32), [], {}, {})
         self._lock = threading.Lock()
 
-    def current(self) -> ParagraphVectors:
-        """Bring the vectors up to the document store's generation (a no-op when they are) and return self."""
+    def current(self) -> Paragraphs:
+        """The vectors as of the document store's generation (reloaded when it moved on)."""
         generation = self.docstore.generation
-        if generation != self.generation:
+        if self._current.generation != generation:
             with self._lock:
-                if generation != self.generation:
-                    self._build(generation)
-        return self
+                if self._current.generation != generation:
+                    self._current = self._build(generation)
+        return self._current
 
-    def _build(self, generation: int) -> None:
+    def _build(self, generation: int) -> Paragraphs:
         sums: dict[str, np.ndarray] = {}
         members: dict[str, list[str]] = {}
         parent: dict[str, str] = {}
@@ -68,28 +104,12 @@ class ParagraphVectors:
         matrix = np.stack([sums[p] for p in ids]) if ids else np.zeros((0, self.dim), dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        self.ids, self.matrix = ids, (matrix / norms).astype(np.float32)
-        self.chunks = [members[p] for p in ids]
-        self.position = {p: i for i, p in enumerate(ids)}
-        self.parent = parent
-        self.generation = generation
         logger.debug("paragraph vectors built: %d paragraphs, generation %d", len(ids), generation)
-
-    def similarities(self, query_vector: np.ndarray) -> np.ndarray:
-        """The cosine similarity of every paragraph to the query, in `ids` order."""
-        return self.matrix @ query_vector.astype(np.float32)
-
-    def of_chunks(self, chunk_ids: Sequence[str], similarities: np.ndarray) -> np.ndarray:
-        """The similarity of each given chunk's paragraph (0 for a chunk these vectors do not hold)."""
-        position = self.position
-        found = [position.get(self.parent.get(c, ""), -1) for c in chunk_ids]
-        return np.array([similarities[i] if i >= 0 else 0.0 for i in found], dtype=np.float32)
-
-    def top_chunks(self, similarities: np.ndarray, paragraphs: int) -> list[str]:
-        """The chunks of the `paragraphs` most similar paragraphs, best paragraph first."""
-        if not len(self.ids) or paragraphs < 1:
-            return []
-        count = min(paragraphs, len(self.ids))
-        best = np.argpartition(-similarities, count - 1)[:count]
-        best = best[np.argsort(-similarities[best], kind="stable")]
-        return [chunk_id for i in best for chunk_id in self.chunks[i]]
+        return Paragraphs(
+            generation,
+            ids,
+            (matrix / norms).astype(np.float32),
+            [members[p] for p in ids],
+            {p: i for i, p in enumerate(ids)},
+            parent,
+        )

@@ -24,7 +24,6 @@ lag), are skipped; chunks added meanwhile reach the dense side through their par
 
 from __future__ import annotations
 
-import copy
 import fcntl
 import hashlib
 import json
@@ -202,7 +201,6 @@ class Index:
         self._lexical = _Lexical(lexical, LexicalIndex(root, "bm25p"))
         self._lexical_lock = threading.RLock()
         self.paragraph_vectors = ParagraphVectors(docstore, embedder.dim)
-        self._paragraph_lock = threading.Lock()
         self.embedder = embedder
         self.chunking = chunking
         self._chroma_key = f"chroma_generation:{chroma_target}"
@@ -309,9 +307,7 @@ class Index:
             if self._lexical_lags():
                 with self._locked() as held:
                     if held:
-                        self._reload_lexical()  # the writer may have finished just before the lock was free
-                        if self._lexical_lags():
-                            self._rebuild_bm25(self.docstore.generation)
+                        self._catch_up_lexical()
 
     def _chroma_lags(self) -> bool:
         """Whether Chroma may not mirror the document store (recorded generation or chunk count differs)."""
@@ -329,10 +325,17 @@ class Index:
         if self._chroma_lags():
             self._reconcile_chroma()
             self.docstore.set_meta(self._chroma_key, str(generation))
+        self._catch_up_lexical()
+
+    def _catch_up_lexical(self) -> None:
+        """Under the write lock: load what a writer last switched in, and rebuild BM25 if it still lags.
+
+        (The writer may have finished just before the lock was free: then loading is all there is to do.)
+        """
         with self._lexical_lock:
             self._reload_lexical()
-            if self._lexical.generation != generation:
-                self._rebuild_bm25(generation)
+            if self._lexical_lags():
+                self._rebuild_bm25(self.docstore.generation)
 
     def _reload_lexical(self) -> None:
         """Load the BM25 folders the pointer files name now, where they differ from the ones loaded."""
@@ -613,7 +616,7 @@ class Index:
         paragraphs = None
         paragraph_similarity = None
         if paragraph_dense_weight > 0:
-            paragraphs = self._paragraph_vectors()
+            paragraphs = self.paragraph_vectors.current()
             paragraph_similarity = paragraphs.similarities(query_vector)
             if mode != "bm25":
                 widened = paragraphs.top_chunks(paragraph_similarity, depth)
@@ -656,11 +659,6 @@ class Index:
             _hit(records[chunk_id], bm25[chunk_id], dense[chunk_id], fused[chunk_id], n)
             for n, chunk_id in enumerate(order, start=1)
         ]
-
-    def _paragraph_vectors(self) -> ParagraphVectors:
-        """The paragraph vectors as of now: a copy, which a reload (it replaces their fields) leaves alone."""
-        with self._paragraph_lock:
-            return copy.copy(self.paragraph_vectors.current())
 
     def prepare_queries(self, queries: Sequence[str]) -> None:
         """Embed many queries in one batch ahead of searching them (evaluation), keeping them all cached."""

@@ -91,6 +91,11 @@ def source_lines(labels: dict[str, str], paragraphs: dict[str, str]) -> dict[str
     return lines
 
 
+def tidy(sentence: str) -> str:
+    """The sentence without the space a removed label left before its punctuation."""
+    return re.sub(r"\s+([.!?,;:])", r"\1", sentence).strip()
+
+
 def add_label(sentence: str, label: str) -> str:
     """Cite `label` at the end of a sentence, before its closing punctuation, next to a label it ends with."""
     body, end = (sentence[:-1], sentence[-1]) if sentence and sentence[-1] in ".!?" else (sentence, "")
@@ -131,7 +136,7 @@ def recite(
     sentence = SPACED_LABEL.sub(
         lambda m: m.group(0) if m.group(1) in labels and m.group(1) not in removed else "", sentence
     )
-    sentence = re.sub(r"\s+([.!?,;:])", r"\1", sentence).strip()
+    sentence = tidy(sentence)
     carried = cited_chunks(sentence, labels)
     for key in supporting:
         if lines[key][0] not in carried:
@@ -171,13 +176,13 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
             continue
         lines_for = list(dict.fromkeys(key for key in support.get(i, []) if key in lines))
         if not lines_for:
-            unsupported.append(re.sub(r"\s+([.!?,;:])", r"\1", LABEL.sub("", part)).strip())
+            unsupported.append(tidy(LABEL.sub("", part)))
             if context.drop_unsupported:
                 continue
             part = f"{part} (unsupported)"
         part, recited_from = recite(part, labels, lines, lines_for)
         kept_parts.append(soften_source_markers(part))
-        sentence = re.sub(r"\s+([.!?,;:])", r"\1", LABEL.sub("", part)).strip()
+        sentence = tidy(LABEL.sub("", part))
         fine.append({"sentence": sentence, "lines": lines_for, "recited_from": recited_from})
     kept_parts = noted_empty_sections(kept_parts)
     if not any(not is_structure(p) for p in kept_parts):

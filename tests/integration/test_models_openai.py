@@ -4,7 +4,7 @@ clients (langchain-openai, cohere.ClientV2): samples, retries, timeouts, fallbac
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,24 +72,7 @@ def _no_stray_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeOpenAI]]:
-    """Start a FakeOpenAI (SchemaResponder by default) and point OPENAI_BASE_URL / OPENAI_API_KEY at it."""
-    started: list[FakeOpenAI] = []
-
-    def start(responder: Any = None, **options: Any) -> FakeOpenAI:
-        server = FakeOpenAI(responder or SchemaResponder(), **options).start()
-        started.append(server)
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
-
-
-@pytest.fixture
-def server(serve: Callable[..., FakeOpenAI]) -> FakeOpenAI:
+def server(serve: Callable[..., FakeOpenAI]) -> FakeOpenAI:  # serve: tests/integration/conftest.py
     return serve()
 
 
