@@ -119,6 +119,20 @@ def test_ingest_with_other_chunking_on_a_filled_index_exits_2(ingested: Path, sm
     assert "was built with chunking" in result.stderr and "new --index directory" in result.stderr
 
 
+def test_switching_paragraph_vectors_on_a_filled_index_is_refused_and_loses_nothing(
+    tmp_path: Path, small_corpus: Path
+) -> None:
+    index = tmp_path / "idx"
+    assert run("ingest", small_corpus, "--index", index, "--no-whole-paragraphs").exit_code == 0
+    with Index.open(index, create=False) as opened:
+        before = opened.stats()
+    result = run("ingest", small_corpus, "--index", index, "--whole-paragraphs")
+    assert result.exit_code == 2
+    assert "'paragraph_vectors': 'pooled'" in result.stderr and "new --index directory" in result.stderr
+    with Index.open(index, create=False) as opened:
+        assert opened.stats() == before and opened.chunking.paragraph_vectors == "pooled"
+
+
 def test_adding_files_keeps_the_settings_the_index_was_built_with(tmp_path: Path, small_corpus: Path) -> None:
     index = tmp_path / "idx"
     assert run("ingest", small_corpus, "--index", index, "--threshold", "0.5").exit_code == 0

@@ -429,6 +429,8 @@ async def test_a_new_turn_resets_usage_and_the_report_keys() -> None:
         ({"score_batch_size": -5}, "score_batch_size must be at least 1 (got -5)"),
         ({"max_rewrites": -1}, "max_rewrites must not be negative (got -1)"),
         ({"alpha": 1.5}, "alpha must be between 0 and 1 (got 1.5)"),
+        ({"paragraph_dense_weight": -0.1}, "paragraph_dense_weight must be between 0 and 1 (got -0.1)"),
+        ({"second_hop": -1}, "second_hop must not be negative (got -1)"),
     ],
 )
 def test_settings_no_run_can_use_are_refused_with_the_reason(settings: dict, message: str) -> None:
