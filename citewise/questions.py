@@ -145,7 +145,10 @@ REPORT_FORMS: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "a comparison",
-        re.compile(r"\b(compare|comparison|contrast|versus|vs\.?|differences? between|differ)\b", re.I),
+        re.compile(
+            r"\b(compare|comparison|versus|vs\.?|differences? between|differ|contrast(s|ing)? (\w+ ){1,6}(with|and))\b",
+            re.I,
+        ),
     ),
     (
         "a request for an overview",
@@ -159,7 +162,13 @@ REPORT_FORMS: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "a history or timeline question",
-        re.compile(r"\b(history|timeline|evolution|evolved|over the years|developments?)\b", re.I),
+        # "the development of breast cancer" or "T cell development" is a topic, not a request for a history
+        re.compile(
+            r"\b(histor(y|ies) of|timeline|over the years|(recent|key|major|latest) developments|developments in"
+            r"|how (has|have|did) .{1,60}\b(evolve|evolved|develop|developed|change|changed)"
+            r"|evolution of .{1,60}\b(over|since|from))\b",
+            re.I,
+        ),
     ),
 ]
 """Question forms that ask for a report (a synthesis across documents), each with its name."""

@@ -55,6 +55,12 @@ def planned(*titles: str) -> list[dict[str, Any]]:
         ("Explain why glaciers retreat", 1, "direct"),  # ... from one document: a direct answer
         ("How deep is Lake Baikal?", 2, "direct"),
         ("Compare vaccines and antibiotics", 0, "direct"),  # nothing kept: the direct path says so
+        ("What is the history of the Roman aqueducts?", 1, "report"),
+        # a topic word is not a request for a report (SciFact claims once went to reports and never abstained)
+        ("LDL cholesterol has a causal role in the development of cardiovascular disease.", 2, "direct"),
+        ("Satellite cell dysfunction is a key factor in sarcopenia development.", 2, "direct"),
+        ("NAC destabilizes NO to increase the effect of contrast agents on renal functions.", 2, "direct"),
+        ("how is Tampa Bay Buccaneers draft history and Lee Roy Selmon connected?", 2, "direct"),
     ],
 )
 def test_local_route_follows_the_question_form(question: str, documents: int, path: str) -> None:

@@ -1,0 +1,107 @@
+"""Conversation memory: where threads are kept, so a conversation survives a restart.
+
+One setting chooses the store: a file path (or nothing: `.citewise/threads.sqlite`) keeps threads in an
+embedded SQLite checkpointer; a `postgresql://` URL keeps them in PostgreSQL, the scale path. Chat and the
+web page compile the query graph with the saver this opens and run each turn under its thread id.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+DEFAULT_THREADS = ".citewise/threads.sqlite"
+"""Where threads are kept when nothing is set (beside the default index)."""
+
+POSTGRES = ("postgresql://", "postgres://")
+
+
+def threads_setting(explicit: str | None = None) -> str:
+    """The thread store to use: the explicit setting, else `CITEWISE_THREADS`, else the default file."""
+    return explicit or os.environ.get("CITEWISE_THREADS") or DEFAULT_THREADS
+
+
+@asynccontextmanager
+async def open_checkpointer(setting: str | None = None) -> AsyncIterator[BaseCheckpointSaver]:
+    """The checkpointer the setting names, open for the block (its tables created on first use).
+
+    Raises:
+        ValueError: the setting is neither a writable file path nor a PostgreSQL URL that answers.
+    """
+    target = threads_setting(setting)
+    if target.startswith(POSTGRES):
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from psycopg import OperationalError
+
+        async with AsyncExitStack() as stack:
+            try:
+                saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(target))
+                await saver.setup()
+            except OperationalError as error:
+                raise ValueError(f"cannot open the thread store at {_safe(target)}: {error}") from error
+            yield saver
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    path = Path(target)
+    if path.exists() and path.is_dir():
+        raise ValueError(f"the thread store {path} is a directory; give a file such as {DEFAULT_THREADS}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+        await saver.setup()
+        yield saver
+
+
+def _safe(url: str) -> str:
+    """A URL with its password hidden, for messages."""
+    if "@" not in url:
+        return url
+    head, tail = url.split("@", 1)
+    scheme, _, credentials = head.partition("://")
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{tail}"
+
+
+@dataclass(frozen=True)
+class ThreadSummary:
+    """One stored conversation, as a list of threads shows it."""
+
+    thread_id: str
+    title: str
+    """The first question asked in it."""
+    turns: int
+    """Questions asked so far."""
+    updated: str
+    """When its last checkpoint was written (ISO 8601)."""
+
+
+async def thread_summaries(saver: BaseCheckpointSaver, limit: int = 50) -> list[ThreadSummary]:
+    """The stored threads, most recently updated first (at most `limit`)."""
+    latest: dict[str, Any] = {}
+    async for item in saver.alist(None):
+        thread_id = item.config["configurable"]["thread_id"]
+        namespace = item.config["configurable"].get("checkpoint_ns", "")
+        if namespace or thread_id in latest:
+            continue  # subgraph checkpoints and older checkpoints of a thread already seen
+        latest[thread_id] = item
+    summaries = []
+    for thread_id, item in latest.items():
+        messages = item.checkpoint.get("channel_values", {}).get("messages", [])
+        questions = [m for m in messages if getattr(m, "type", None) == "human"]
+        title = str(questions[0].content) if questions else "(no question yet)"
+        summaries.append(
+            ThreadSummary(
+                thread_id=thread_id,
+                title=title if len(title) <= 80 else title[:77] + "...",
+                turns=len(questions),
+                updated=str(item.checkpoint.get("ts", "")),
+            )
+        )
+    summaries.sort(key=lambda s: s.updated, reverse=True)
+    return summaries[:limit]
