@@ -65,6 +65,13 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def _run_failed(problem: dict) -> typer.Exit:
+    """The one-line cause and what to do of a run that could not answer; exit 2 for settings, else 1."""
+    code = 1 if problem["kind"] in ("model provider", "unexpected") else 2
+    typer.echo(f"citewise: {problem['message']}\n{problem['hint']}", err=True)
+    return typer.Exit(code)
+
+
 def _open(
     index: Path, chroma_url: str | None, chunking: ChunkingConfig | None = None, create: bool = True
 ) -> Index:
@@ -291,9 +298,12 @@ def ask(
             route=ROUTES[mode],
             approve_outline=approve,
         )
+        logging.getLogger("citewise.nodes.failed").disabled = True  # the failure is reported below, once
         result = run_question(question, context)
     except ValueError as error:
         raise _fail(str(error)) from error
+    if result.get("error"):
+        raise _run_failed(result["error"])
     payload = {key: result.get(key, default) for key, default in OUTPUT_KEYS.items()}
     if result.get("route") == "report":
         payload |= report_payload(result)
@@ -326,6 +336,54 @@ def run_question(question: str, context) -> dict:  # noqa: ANN001 - citewise.con
         return result
 
     return asyncio.run(run())
+
+
+@app.command()
+def chat(
+    index: IndexOption = DEFAULT_INDEX,
+    thread: Annotated[
+        str | None, typer.Option("--thread", help="Resume this stored thread (an unknown id starts one).")
+    ] = None,
+    threads: Annotated[
+        str | None,
+        typer.Option(
+            "--threads",
+            envvar="CITEWISE_THREADS",
+            help="Thread store: a SQLite file [default: .citewise/threads.sqlite] or a postgresql:// URL.",
+        ),
+    ] = None,
+    mode: Annotated[
+        AnswerMode,
+        typer.Option(help="answer (a cited answer), report (sections) or auto (decided per question)."),
+    ] = AnswerMode.auto,
+    model: Annotated[
+        str | None, typer.Option(envvar="CITEWISE_MODEL", help="Writer as provider/model; none: local mode.")
+    ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(envvar="CITEWISE_JUDGE_MODEL", help="Judge as provider/model (default: --model)."),
+    ] = None,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, max=200, help="Chunks retrieved per query.")] = 10,
+    chroma_url: ChromaOption = None,
+) -> None:
+    """Chat with your documents: cited answers, follow-ups that use the conversation, threads kept on disk."""
+    from citewise.chat import run_chat
+    from citewise.context import Context
+
+    _searchable(index, chroma_url, None, quiet=True).close()
+    try:
+        context = Context(
+            index_dir=str(index),
+            chroma_url=chroma_url,
+            model=model,
+            judge_model=judge_model,
+            k=k,
+            route=ROUTES[mode],
+        )
+        code = run_chat(context, threads=threads, thread_id=thread)
+    except ValueError as error:
+        raise _fail(str(error)) from error
+    raise typer.Exit(code)
 
 
 EDIT_HELP = """Edit the outline, one command per line (empty line or `ok` to write the report):
@@ -536,6 +594,82 @@ def _score(value: float | None) -> str:
     return "-" if value is None else f"{value:g}"
 
 
+@app.command("eval")
+def evaluate_questions(
+    questions: Annotated[
+        Path, typer.Option("--questions", help='JSON lines: {"id" or "_id", "question" or "text"} per line.')
+    ],
+    qrels: Annotated[
+        Path | None,
+        typer.Option("--qrels", help="Relevance judgments, BEIR TSV or TREC: adds nDCG@10 and Recall@10."),
+    ] = None,
+    index: IndexOption = DEFAULT_INDEX,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the report as JSON here.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N questions.")] = None,
+    mode: Annotated[
+        AnswerMode,
+        typer.Option(help="answer (a cited answer), report (sections) or auto (decided per question)."),
+    ] = AnswerMode.auto,
+    model: Annotated[
+        str | None, typer.Option(envvar="CITEWISE_MODEL", help="Writer as provider/model; none: local mode.")
+    ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(envvar="CITEWISE_JUDGE_MODEL", help="Judge as provider/model (default: --model)."),
+    ] = None,
+    citation_judge: Annotated[
+        str,
+        typer.Option(
+            help="Who decides citation support: auto (the judge model if any, else word overlap), llm, "
+            "or word-overlap (shared words, not entailment)."
+        ),
+    ] = "auto",
+    k: Annotated[int, typer.Option("--k", "-k", min=1, max=200, help="Chunks retrieved per query.")] = 10,
+    chroma_url: ChromaOption = None,
+) -> None:
+    """Run a question set through the pipeline: retrieval, abstention, citation and verification figures."""
+    import asyncio
+
+    from citewise import evaluate
+    from citewise.context import Context
+
+    if citation_judge not in ("auto", "llm", "word-overlap"):
+        raise _fail(f"--citation-judge must be auto, llm or word-overlap, not {citation_judge!r}")
+    try:
+        asked = evaluate.read_questions(questions)[:limit]
+        judgments = evaluate.read_qrels(qrels) if qrels is not None else None
+    except evaluate.EvalInputError as error:
+        raise _fail(str(error)) from error
+    if judgments is not None:
+        try:
+            import ranx  # noqa: F401 - the retrieval metrics need it
+        except ImportError as error:
+            raise _fail("--qrels needs ranx for nDCG and recall: pip install 'citewise[bench]'") from error
+    _searchable(index, chroma_url, None, quiet=True).close()
+    try:
+        context = Context(
+            index_dir=str(index),
+            chroma_url=chroma_url,
+            model=model,
+            judge_model=judge_model,
+            k=k,
+            route=ROUTES[mode],
+        )
+        with tqdm(total=len(asked), desc="eval", unit="question", file=sys.stderr, disable=None) as bar:
+            run = evaluate.run_eval(asked, context, judgments, citation_judge, progress=bar.update)
+            report = asyncio.run(run)
+    except evaluate.EvalRunError as error:
+        raise _run_failed(error.problem) from error
+    except ValueError as error:
+        raise _fail(str(error)) from error
+    report["settings"] |= {"questions": str(questions), "qrels": qrels and str(qrels), "limit": limit}
+    typer.echo(evaluate.format_report(report))
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        typer.echo(f"wrote {out}")
+
+
 @app.command()
 def stats(
     index: IndexOption = DEFAULT_INDEX,
@@ -550,6 +684,47 @@ def stats(
     else:
         for key, value in data.items():
             typer.echo(f"{key:>14}: {value}")
+
+
+@app.command()
+def serve(
+    index: IndexOption = DEFAULT_INDEX,
+    host: Annotated[
+        str, typer.Option(help="Address to bind; 127.0.0.1 keeps the page on this machine.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port of the page.")] = 7860,
+    threads: Annotated[
+        str | None,
+        typer.Option(
+            "--threads",
+            envvar="CITEWISE_THREADS",
+            help="Thread store: a SQLite file [default: .citewise/threads.sqlite] or a postgresql:// URL.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option(envvar="CITEWISE_MODEL", help="Writer as provider/model; none: local mode.")
+    ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(envvar="CITEWISE_JUDGE_MODEL", help="Judge as provider/model (default: --model)."),
+    ] = None,
+    chroma_url: ChromaOption = None,
+) -> None:
+    """Serve the chat web page: streamed cited answers, clickable citations, the evidence chart, threads."""
+    from citewise.context import Context
+
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry
+    try:
+        context = Context(index_dir=str(index), chroma_url=chroma_url, model=model, judge_model=judge_model)
+    except ValueError as error:
+        raise _fail(str(error)) from error
+    from citewise.web import serve as serve_page
+
+    typer.echo(f"citewise: serving {index} on http://{host}:{port} (Ctrl-C stops)", err=True)
+    try:
+        serve_page(context, host=host, port=port, threads=threads)
+    except OSError as error:
+        raise _fail(f"cannot serve on {host}:{port}: {error}") from error
 
 
 def _register_outlines() -> None:

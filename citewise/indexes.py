@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from citewise.context import Context
+from citewise.deployment import check_settings
 from citewise.index import Index
 
 _indexes: dict[tuple[str, str | None], Index] = {}
@@ -19,6 +20,7 @@ _lock = threading.Lock()
 
 async def open_index(context: Context) -> Index:
     """The index the context names, opened once per process, off the event loop (opening syncs the stores)."""
+    check_settings(context)
     return await asyncio.to_thread(_open_index, context.index_dir, context.chroma_url)
 
 

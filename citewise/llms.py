@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from citewise.context import Context
+from citewise.deployment import check_settings
 
 _cache: dict[tuple[Any, ...], tuple[asyncio.AbstractEventLoop | None, tuple[Any, Any]]] = {}
 _lock = threading.Lock()
@@ -22,6 +23,7 @@ def models(context: Context) -> tuple[Any, Any]:
     """(judge, writer) LLMs for the context, or (None, None) in local mode."""
     if not context.llm:
         return None, None
+    check_settings(context)
     from citewise.models import models_for
 
     try:

@@ -58,12 +58,19 @@ async def open_checkpointer(setting: str | None = None) -> AsyncIterator[BaseChe
         yield saver
 
 
+def shown_setting(setting: str | None = None) -> str:
+    """The thread store a setting names, as messages may show it (a URL's password hidden)."""
+    return _safe(threads_setting(setting))
+
+
 def _safe(url: str) -> str:
     """A URL with its password hidden, for messages."""
     if "@" not in url:
         return url
     head, tail = url.split("@", 1)
     scheme, _, credentials = head.partition("://")
+    if ":" not in credentials:
+        return url  # no password in it
     user = credentials.split(":", 1)[0]
     return f"{scheme}://{user}:***@{tail}"
 

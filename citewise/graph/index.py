@@ -10,7 +10,9 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from citewise.context import Context
+from citewise.deployment import DeploymentError, allowed_paths, check_settings, data_root, escapes_root
 from citewise.index import Index
+from citewise.index.loaders import iter_files
 from citewise.indexes import forget_index
 
 
@@ -18,7 +20,7 @@ class IndexInput(TypedDict):
     """Files or folders to add to (or remove from) the index."""
 
     paths: list[str]
-    """Paths on the server's file system."""
+    """Paths on the server's file system (served: under CITEWISE_DATA_ROOT; relative ones taken from it)."""
     remove: NotRequired[bool]
     """Delete these files' documents instead of adding them."""
 
@@ -30,6 +32,8 @@ class IndexOutput(TypedDict):
     """Files, documents and chunks added or removed, files skipped with reasons, seconds."""
     stats: dict[str, Any]
     """Counts in each store after the run."""
+    error: NotRequired[str | None]
+    """Why nothing was read (a path outside the data root, a setting only the server decides); else None."""
 
 
 class IndexState(IndexInput, IndexOutput):
@@ -37,17 +41,29 @@ class IndexState(IndexInput, IndexOutput):
 
 
 def _run(paths: list[str], remove: bool, context: Context) -> dict[str, Any]:
+    check_settings(context)
+    allowed = allowed_paths(paths)
+    files, escaping = allowed, []
+    if not remove and data_root() is not None:  # a symlink inside an allowed folder may lead out of the root
+        found = iter_files(allowed)
+        files = [f for f in found if not escapes_root(f)]
+        escaping = [f for f in found if escapes_root(f)]
     with Index.open(context.index_dir, chroma_url=context.chroma_url) as index:
-        report = index.remove(paths) if remove else index.ingest(paths)
+        report = index.remove(files) if remove else index.ingest(files)
+        report.skipped.extend((str(f), "a symlink leading outside the data root") for f in escaping)
         return {
             "report": {**report.__dict__, "skipped": [list(s) for s in report.skipped]},
             "stats": index.stats().as_dict(),
+            "error": None,
         }
 
 
 async def ingest(state: IndexState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Decide nothing: add (or remove) the given files and report what changed."""
-    result = await asyncio.to_thread(_run, state["paths"], state.get("remove", False), runtime.context)
+    try:
+        result = await asyncio.to_thread(_run, state["paths"], state.get("remove", False), runtime.context)
+    except DeploymentError as refused:
+        return {"report": {}, "stats": {}, "error": str(refused)}
     forget_index(runtime.context)  # the next run reopens (an open index would also see it on its next search)
     return result
 

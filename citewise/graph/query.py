@@ -26,6 +26,7 @@ from citewise.nodes.collect import collect, section_failed
 from citewise.nodes.condense import condense
 from citewise.nodes.customize import customize
 from citewise.nodes.expand import expand
+from citewise.nodes.failed import failed
 from citewise.nodes.outline import outline
 from citewise.nodes.references import references
 from citewise.nodes.rerank import rerank
@@ -82,20 +83,21 @@ def after_customize(state: State, runtime: Runtime[Context]) -> Literal["customi
 
 
 builder = StateGraph(State, input_schema=InputState, output_schema=OutputState, context_schema=Context)
-builder.add_node(condense)
-builder.add_node(rewrite)
-builder.add_node("evidence", evidence)
-builder.add_node(rerank)
-builder.add_node(expand, retry_policy=io_retry)
-builder.add_node(route)
-builder.add_node(answer)
-builder.add_node(outline)
-builder.add_node(approve)
+# a run that cannot go on ends with a reply saying why (per node: set_node_defaults breaks a second compile)
+builder.add_node(condense, error_handler=failed)
+builder.add_node(rewrite, error_handler=failed)
+builder.add_node("evidence", evidence, error_handler=failed)
+builder.add_node(rerank, error_handler=failed)
+builder.add_node(expand, retry_policy=io_retry, error_handler=failed)
+builder.add_node(route, error_handler=failed)
+builder.add_node(answer, error_handler=failed)
+builder.add_node(outline, error_handler=failed)
+builder.add_node(approve, error_handler=failed)
 builder.add_node("section", section, error_handler=section_failed)
-builder.add_node(collect)
-builder.add_node(customize)
-builder.add_node(verify)
-builder.add_node(references, retry_policy=io_retry)
+builder.add_node(collect, error_handler=failed)
+builder.add_node(customize, error_handler=failed)
+builder.add_node(verify, error_handler=failed)
+builder.add_node(references, retry_policy=io_retry, error_handler=failed)
 
 builder.add_edge(START, "condense")
 builder.add_edge("condense", "rewrite")

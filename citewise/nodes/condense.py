@@ -60,6 +60,7 @@ def new_turn(usage: dict | None = None) -> dict:
         "outline_type": "",
         "validation": {},
         "route_reason": "",
+        "error": None,
     }
 
 

@@ -187,6 +187,19 @@ class Validation(TypedDict, total=False):
     """The problems of every attempt, in order."""
 
 
+class RunError(TypedDict):
+    """Why a run could not answer: where, what kind of problem, the cause and what to do."""
+
+    stage: str
+    """The node that failed."""
+    kind: str
+    """no index, model setup, model provider, model output, server setting, request or unexpected."""
+    message: str
+    """The cause, as the error said it."""
+    hint: str
+    """What the person can do about it."""
+
+
 class InputState(TypedDict):
     """What a caller sends: a conversation. The last human message is the question."""
 
@@ -229,6 +242,8 @@ class OutputState(TypedDict, total=False):
     """Section results by section id, in outline order after the join (reports only)."""
     validation: Validation
     """The customize step's checks: attempts, problems, passed (reports only)."""
+    error: RunError | None
+    """Set when the run could not answer (the reply then says why); None otherwise."""
 
 
 class State(OutputState, total=False):

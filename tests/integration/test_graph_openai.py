@@ -215,8 +215,9 @@ async def test_a_runs_usage_counts_only_its_own_requests(
     server = serve()
     ctx = context(corpus_index)
     server.script([Fail(401, "bad key")])  # the first run's rewrite request is refused: that run fails
-    with pytest.raises(Exception, match="bad key"):
-        await ask(ctx)
+    failed = await ask(ctx)
+    assert failed["error"]["kind"] == "model provider" and "bad key" in failed["error"]["message"]
+    assert "check its URL and API key" in failed["messages"][-1].content
     assert len(server.chat_requests) == 1
 
     result = await ask(ctx)  # the same settings, so the same cached models
@@ -262,3 +263,20 @@ def test_two_event_loops_in_one_process_each_reach_the_server(corpus_index: str,
     assert first["mode"] == second["mode"] == "llm"
     assert first["answer"] == second["answer"] and second["citations"]
     assert len(server.chat_requests) >= 2 * len(first["usage"])
+
+
+def test_ask_with_a_refusing_provider_prints_the_cause_in_two_lines_and_exits_1(
+    serve: Callable[..., FakeOpenAI], corpus_index: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from citewise.cli import app
+
+    server = serve()
+    server.script([Fail(401, "bad key")])
+    result = CliRunner().invoke(app, ["ask", QUESTION, "--index", corpus_index, "--model", "openai/gpt-test"])
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 2 and "bad key" in lines[0], result.stderr
+    assert "check its URL and API key" in lines[1]
+    assert "Traceback" not in result.output and "Traceback" not in result.stderr

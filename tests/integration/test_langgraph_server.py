@@ -60,10 +60,18 @@ def served(tmp_path_factory):
     executable = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
     assert executable, "langgraph-cli is not installed (pip install -e '.[test]')"
     port = free_port()
-    env = os.environ | {
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "secret.txt").write_text("The launch code is 0000. It must never be read by a client.\n")
+    (root / "docs").mkdir()
+    (root / "docs" / "kiwi.txt").write_text("Kiwi birds cannot fly. They lay very large eggs.\n")
+    (root / "docs" / "leak.txt").symlink_to(outside / "secret.txt")
+    # deployment settings come from the server's environment (langgraph.json sets CITEWISE_SERVED=1)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_")} | {
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGGRAPH_NO_VERSION_CHECK": "true",
         "LANGSMITH_TRACING": "false",
+        "CITEWISE_INDEX": str(root / "index"),
+        "CITEWISE_DATA_ROOT": str(root),
     }
     log = (root / "server.log").open("w")
     server = subprocess.Popen(
@@ -98,7 +106,7 @@ def served(tmp_path_factory):
             if server.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"langgraph dev did not come up:\n{(root / 'server.log').read_text()[-3000:]}")
             time.sleep(0.5)
-        yield url, root / "index", corpus
+        yield url, root / "index", corpus, outside
     finally:
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGTERM)
@@ -112,7 +120,7 @@ def served(tmp_path_factory):
 def test_both_graphs_are_served_with_the_context_form(served):
     from langgraph_sdk import get_client
 
-    url, _, _ = served
+    url, *_ = served
 
     async def check():
         client = get_client(url=url)
@@ -141,7 +149,7 @@ def test_a_question_gets_a_cited_local_answer_through_the_sdk(served):
 
     from citewise.index import Index
 
-    url, index_dir, _ = served
+    url, index_dir, *_ = served
 
     async def ask():
         client = get_client(url=url)
@@ -150,7 +158,6 @@ def test_a_question_gets_a_cited_local_answer_through_the_sdk(served):
             thread["thread_id"],
             "citewise",
             input={"messages": [{"role": "user", "content": "Where did Perseverance land?"}]},
-            context={"index_dir": str(index_dir)},
         )
 
     result = asyncio.run(ask())
@@ -166,7 +173,7 @@ def test_a_question_gets_a_cited_local_answer_through_the_sdk(served):
 def test_the_index_graph_reports_an_unchanged_file(served):
     from langgraph_sdk import get_client
 
-    url, index_dir, corpus = served
+    url, index_dir, corpus, _ = served
 
     async def ingest():
         client = get_client(url=url)
@@ -175,7 +182,6 @@ def test_the_index_graph_reports_an_unchanged_file(served):
             thread["thread_id"],
             "index",
             input={"paths": [str(corpus)]},
-            context={"index_dir": str(index_dir)},
         )
 
     result = asyncio.run(ingest())
@@ -189,8 +195,8 @@ def test_a_report_outline_is_approved_and_edited_through_the_sdk(served):
     """Studio's path: the run stops at the outline; resuming with an edited outline writes that outline."""
     from langgraph_sdk import get_client
 
-    url, index_dir, _ = served
-    context = {"index_dir": str(index_dir), "route": "report", "approve_outline": True}
+    url, index_dir, *_ = served
+    context = {"route": "report", "approve_outline": True}
 
     async def approve():
         client = get_client(url=url)
@@ -215,3 +221,47 @@ def test_a_report_outline_is_approved_and_edited_through_the_sdk(served):
     assert [s["title"] for s in done["outline"]] == ["Green tea leaves", "Sourdough"]
     assert "## Green tea leaves" in done["answer"] and "## Sourdough" in done["answer"]
     assert done["route"] == "report" and done["citations"]
+
+
+def test_a_client_cannot_point_the_server_at_another_index_and_is_told_why(served):
+    from langgraph_sdk import get_client
+
+    url, _, _, outside = served
+
+    async def ask():
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        return await client.runs.wait(
+            thread["thread_id"],
+            "citewise",
+            input={"messages": [{"role": "user", "content": "Where did Perseverance land?"}]},
+            context={"index_dir": str(outside)},
+        )
+
+    result = asyncio.run(ask())
+    assert result["error"]["kind"] == "server setting"
+    reply = result["messages"][-1]
+    assert reply["type"] == "ai" and "index_dir is a server setting" in reply["content"]
+    assert "CITEWISE_INDEX" in reply["content"] and not result["citations"]
+    assert not (outside / "chroma").exists()  # nothing was opened or created there
+
+
+def test_the_index_graph_reads_only_under_the_data_root(served):
+    from langgraph_sdk import get_client
+
+    url, _, _, outside = served
+
+    async def ingest(paths):
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        return await client.runs.wait(thread["thread_id"], "index", input={"paths": paths})
+
+    refused = asyncio.run(ingest([str(outside / "secret.txt")]))
+    assert "outside the data root" in refused["error"] and refused["report"] == {}
+    climbing = asyncio.run(ingest(["docs/../../" + outside.name + "/secret.txt"]))
+    assert "outside the data root" in climbing["error"]
+    folder = asyncio.run(ingest(["docs"]))  # relative to the data root; holds a symlink that leads out
+    assert folder["error"] is None
+    assert folder["report"]["documents_added"] == 1
+    assert [Path(p).name for p, reason in folder["report"]["skipped"]] == ["leak.txt"]
+    assert folder["report"]["skipped"][0][1] == "a symlink leading outside the data root"

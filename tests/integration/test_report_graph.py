@@ -24,7 +24,6 @@ from citewise.evidence import NO_ANSWER, SECTION_FAILED
 from citewise.graph.query import builder, graph
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
-from citewise.nodes.approve import OutlineEditError
 from citewise.report import headings
 
 pytestmark = pytest.mark.integration
@@ -156,8 +155,11 @@ async def test_the_outline_is_approved_edited_and_resumed_through_a_checkpointer
 
 async def test_approval_without_a_checkpointer_is_refused_clearly(corpus_index: str) -> None:
     context = Context(index_dir=corpus_index, route="report", approve_outline=True)
-    with pytest.raises(OutlineEditError, match="outline approval needs a checkpointer"):
-        await ask(OVERVIEW, context)
+    result = await ask(OVERVIEW, context)
+    assert result["error"]["kind"] == "request"
+    assert "outline approval needs a checkpointer" in result["error"]["message"]
+    assert result["messages"][-1].content.startswith("citewise could not answer this (request, in approve)")
+    assert result["citations"] == [] and result["evidence"] == []
 
 
 def test_ask_approve_takes_edits_from_the_terminal(corpus_index: str) -> None:
