@@ -16,13 +16,14 @@ import textwrap
 import threading
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from tqdm import tqdm
 
-from citewise.index import ChunkingConfig, Index, IndexOpenError, IngestReport
 from citewise.index.citations import soften_source_markers
+
+if TYPE_CHECKING:  # the stores and the embedding model load only when a command needs them: --help is fast
+    from citewise.index import ChunkingConfig, Index, IngestReport
 
 app = typer.Typer(
     name="citewise",
@@ -75,6 +76,8 @@ def _run_failed(problem: dict) -> typer.Exit:
 def _open(
     index: Path, chroma_url: str | None, chunking: ChunkingConfig | None = None, create: bool = True
 ) -> Index:
+    from citewise.index import Index, IndexOpenError
+
     try:
         return Index.open(index, chroma_url=chroma_url, chunking=chunking, create=create)
     except (IndexOpenError, ValueError) as error:
@@ -99,6 +102,10 @@ def _print_report(report: IngestReport, index: Index, verb: str) -> None:
 
 def ingest_paths(index: Index, paths: list[Path], quiet: bool = False) -> IngestReport:
     """Ingest with progress bars on stderr and the summary printed; used by `ingest` and `--docs`."""
+    from tqdm import tqdm
+
+    from citewise.index import IndexOpenError
+
     progress = None if quiet else (lambda **kw: tqdm(file=sys.stderr, disable=None, leave=False, **kw))
     interrupted = threading.Event()
 
@@ -184,6 +191,8 @@ def ingest(
         if (index / "docs.sqlite3").exists():
             with _open(index, chroma_url, create=False) as existing:
                 stored = existing.chunking
+        from citewise.index import ChunkingConfig
+
         try:
             chunking = dataclasses.replace(stored or ChunkingConfig(), **given)
         except ValueError as error:
@@ -202,6 +211,8 @@ def remove(
     chroma_url: ChromaOption = None,
 ) -> None:
     """Delete every document that came from the given files."""
+    from citewise.index import IndexOpenError
+
     with _open(index, chroma_url, create=False) as opened:
         try:
             report = opened.remove(paths)
@@ -629,6 +640,8 @@ def evaluate_questions(
 ) -> None:
     """Run a question set through the pipeline: retrieval, abstention, citation and verification figures."""
     import asyncio
+
+    from tqdm import tqdm
 
     from citewise import evaluate
     from citewise.context import Context

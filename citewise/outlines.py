@@ -30,14 +30,15 @@ from statistics import median
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from langchain_core.messages import BaseMessage
 
-from citewise.index.embeddings import Embedder
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.prompts.outline_learn import LEARN_PROMPT
 from citewise.state.schemas import LearnedOutline
 
 if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+    from citewise.index.embeddings import Embedder
     from citewise.models import LLM
 
 logger = logging.getLogger(__name__)

@@ -1,8 +1,31 @@
-"""Indexing and hybrid retrieval: loaders, semantic chunking, the three stores, and search."""
+"""Indexing and hybrid retrieval: loaders, semantic chunking, the three stores, and search.
 
-from citewise.index.chunking import ChunkingConfig
-from citewise.index.document import BibEntry, Document, LoadError, Paragraph
-from citewise.index.store import Hit, Index, IndexOpenError, IndexStats, IngestReport
+The names below load on first use (PEP 562), so importing a light submodule (`citewise.index.citations`)
+does not pull in Chroma and the embedding model.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from citewise.index.chunking import ChunkingConfig
+    from citewise.index.document import BibEntry, Document, LoadError, Paragraph
+    from citewise.index.store import Hit, Index, IndexOpenError, IndexStats, IngestReport
+
+_HOMES = {
+    "ChunkingConfig": "citewise.index.chunking",
+    "BibEntry": "citewise.index.document",
+    "Document": "citewise.index.document",
+    "LoadError": "citewise.index.document",
+    "Paragraph": "citewise.index.document",
+    "Hit": "citewise.index.store",
+    "Index": "citewise.index.store",
+    "IndexOpenError": "citewise.index.store",
+    "IndexStats": "citewise.index.store",
+    "IngestReport": "citewise.index.store",
+}
 
 __all__ = [
     "BibEntry",
@@ -16,3 +39,11 @@ __all__ = [
     "LoadError",
     "Paragraph",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'citewise.index' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value
+    return value

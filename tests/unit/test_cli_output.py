@@ -38,3 +38,20 @@ def test_quotes_and_snippets_never_show_a_sources_own_numeric_marker(
     assert row and "(ref. 70)" in row.group(1)
     assert "[70]" not in out  # the only bracketed numbers left are citewise's own markers
     assert re.findall(r"\[\d+\]", out) == ["[1]", "[1]", "[1]"]  # answer, quote line, evidence row
+
+
+def test_the_command_line_loads_no_store_or_graph_code_until_a_command_needs_it() -> None:
+    """`citewise --help` stays fast: importing the CLI pulls in neither Chroma, the model nor LangGraph."""
+    import subprocess
+    import sys
+
+    heavy = ("chromadb", "torch", "langgraph", "citewise.index.store")
+    probe = f"import sys, citewise.cli; print(','.join(m for m in {heavy!r} if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == ""
+
+
+def test_the_outline_commands_name_the_shipped_library() -> None:
+    from citewise import outlines, outlines_cli
+
+    assert outlines_cli.DEFAULT_LIBRARY == outlines.DEFAULT_LIBRARY
