@@ -290,6 +290,19 @@ def ask(
         typer.Option(envvar="CITEWISE_JUDGE_MODEL", help="Judge as provider/model (default: --model)."),
     ] = None,
     k: Annotated[int, typer.Option("--k", "-k", min=1, max=200, help="Chunks retrieved per query.")] = 10,
+    trusted: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trusted",
+            metavar="PATH_OR_GLOB",
+            help="Trusted sources (a file, folder, glob or document id; repeatable): evidence is also ranked "
+            "by its agreement with what they say, and documents that contradict them are flagged.",
+        ),
+    ] = None,
+    beta: Annotated[
+        float,
+        typer.Option(min=0.0, max=1.0, help="With --trusted: weight of topicality against accuracy."),
+    ] = 0.5,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     chroma_url: ChromaOption = None,
 ) -> None:
@@ -308,6 +321,8 @@ def ask(
             k=k,
             route=ROUTES[mode],
             approve_outline=approve,
+            trusted=list(trusted or []),
+            beta=beta,
         )
         logging.getLogger("citewise.nodes.failed").disabled = True  # the failure is reported below, once
         result = run_question(question, context)
@@ -475,6 +490,7 @@ OUTPUT_KEYS: dict[str, object] = {
     "threshold": None,
     "usage": {},
     "unsupported": [],
+    "gentext": "",
 }
 
 

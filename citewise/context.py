@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from citewise.prompts import (
+    accuracy,
     answer,
     condense,
     critique,
@@ -148,6 +149,24 @@ class Context:
         metadata={"description": "Local verification: content-word overlap that counts as support."},
     )
 
+    # accuracy (topicality + accuracy ranking) -----------------------------------------------------------
+    trusted: list[str] = field(
+        default_factory=list,
+        metadata={
+            "description": "Trusted sources: paths, globs or document ids (matched against each evidence "
+            "document's source file, its file name and its id). The kept trusted evidence yields a short "
+            "cited GenText; every kept document is scored for agreement with it and evidence is ordered by "
+            "beta x topicality + (1 - beta) x accuracy. Empty: off."
+        },
+    )
+    beta: float = field(
+        default=0.5,
+        metadata={
+            "description": "Weight of topicality against accuracy in the evidence order (1: topicality "
+            "only; used only with `trusted`)."
+        },
+    )
+
     # reports --------------------------------------------------------------------------------------------
     route: Literal["auto", "direct", "report"] = field(
         default="auto",
@@ -191,6 +210,10 @@ class Context:
     # prompts --------------------------------------------------------------------------------------------
     condense_prompt: str = field(default=condense.PROMPT, metadata={"description": "Standalone question."})
     rewrite_prompt: str = field(default=rewrite.PROMPT, metadata={"description": "Query rewriting."})
+    follow_up_prompt: str = field(
+        default=rewrite.FOLLOW_UP,
+        metadata={"description": "Second-hop queries from the first round's passages."},
+    )
     score_prompt: str = field(default=score.PROMPT, metadata={"description": "Relevance scoring."})
     reflect_prompt: str = field(default=reflect.PROMPT, metadata={"description": "Self-reflection."})
     critique_prompt: str = field(default=critique.PROMPT, metadata={"description": "Critic."})
@@ -206,6 +229,12 @@ class Context:
     )
     customize_prompt: str = field(
         default=customize.PROMPT, metadata={"description": "Merge, condense and style the report."}
+    )
+    gentext_prompt: str = field(
+        default=accuracy.GENTEXT_PROMPT, metadata={"description": "GenText from the trusted evidence."}
+    )
+    stance_prompt: str = field(
+        default=accuracy.STANCE_PROMPT, metadata={"description": "A document's stance towards the GenText."}
     )
 
     def __post_init__(self) -> None:
@@ -227,7 +256,7 @@ class Context:
         checks += [
             (getattr(self, n) < 0, f"{n} must not be negative (got {getattr(self, n)})") for n in not_negative
         ]
-        for name in ("alpha", "paragraph_weight", "paragraph_dense_weight"):
+        for name in ("alpha", "paragraph_weight", "paragraph_dense_weight", "beta"):
             value = getattr(self, name)
             checks.append((not 0 <= value <= 1, f"{name} must be between 0 and 1 (got {value})"))
         checks += [

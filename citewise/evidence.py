@@ -15,11 +15,28 @@ from __future__ import annotations
 import re
 import statistics
 from collections.abc import Sequence
+from typing import TypeVar
 
 from citewise.context import Context
 from citewise.index import Index
 from citewise.prompts.common import quote
 from citewise.state import EvidenceRecord
+
+T = TypeVar("T")
+
+
+def edges_first(ranked: Sequence[T]) -> list[T]:
+    """Put the best items at the start and the end and the weakest in the middle.
+
+    Models use the beginning and end of a long context best ("lost in the middle"), so rank 1 goes first,
+    rank 2 last, rank 3 second, rank 4 second to last, and so on.
+    """
+    front: list[T] = []
+    back: list[T] = []
+    for i, item in enumerate(ranked):
+        (front if i % 2 == 0 else back).append(item)
+    return front + back[::-1]
+
 
 NO_ANSWER = "Your documents do not answer this question."
 """citewise's own no-answer sentence (verification lets it stand uncited)."""
@@ -188,3 +205,18 @@ def failed_note(reason: str) -> str:
 
 PART_UNANSWERED = "Your documents do not answer this part of the question:"
 """What a local answer says of a part of the question no chosen sentence answers (it stands uncited)."""
+
+
+CONTRADICTS = "contradicts the trusted sources"
+"""The flag of evidence whose document contradicts the trusted sources' GenText (Context.trusted)."""
+
+
+def contradiction_note(citations: Sequence[dict], records: Sequence[EvidenceRecord]) -> str:
+    """A line naming the answer's markers whose evidence contradicts the trusted sources ("" when none)."""
+    flagged = {r["chunk_id"] for r in records if CONTRADICTS in r.get("flags", [])}
+    markers = sorted({c["marker"] for c in citations if c["chunk_id"] in flagged})
+    if not markers:
+        return ""
+    cited = ", ".join(f"[{m}]" for m in markers)
+    verb, pronoun = ("contradicts", "it") if len(markers) == 1 else ("contradict", "them")
+    return f"Note: {cited} {verb} the trusted sources; weigh {pronoun} with care."

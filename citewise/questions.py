@@ -146,7 +146,8 @@ REPORT_FORMS: list[tuple[str, re.Pattern[str]]] = [
     (
         "a comparison",
         re.compile(
-            r"\b(compare|comparison|versus|vs\.?|differences? between|differ|contrast(s|ing)? (\w+ ){1,6}(with|and))\b",
+            r"\b(compare|comparison|versus|vs\.?|differences? between|differ"
+            r"|contrast(s|ing)? (\w+ ){1,6}(with|and))\b",
             re.I,
         ),
     ),
@@ -164,7 +165,8 @@ REPORT_FORMS: list[tuple[str, re.Pattern[str]]] = [
         "a history or timeline question",
         # "the development of breast cancer" or "T cell development" is a topic, not a request for a history
         re.compile(
-            r"\b(histor(y|ies) of|timeline|over the years|(recent|key|major|latest) developments|developments in"
+            r"\b(histor(y|ies) of|timeline|over the years|(recent|key|major|latest) developments"
+            r"|developments in"
             r"|how (has|have|did) .{1,60}\b(evolve|evolved|develop|developed|change|changed)"
             r"|evolution of .{1,60}\b(over|since|from))\b",
             re.I,

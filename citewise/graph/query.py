@@ -1,7 +1,7 @@
 """The query graph, from a conversation to a verified, cited answer or report.
 
 condense -> rewrite -> evidence (subgraph: retrieve, score, reflect, critique, threshold, corrective loop)
--> rerank -> expand -> route
+-> rerank -> accuracy (only with trusted sources) -> expand -> route
 route --direct--> answer -> verify -> references
 route --report--> outline -> approve (optional interrupt) -> section x N (Send, in waves of at most
 max_parallel_sections) -> collect -> ... -> customize (retried with its validation problems, capped) -> verify
@@ -20,6 +20,7 @@ from citewise.context import Context
 from citewise.graph.evidence import graph as evidence
 from citewise.graph.evidence import io_retry
 from citewise.graph.section import graph as section
+from citewise.nodes.accuracy import accuracy
 from citewise.nodes.answer import answer
 from citewise.nodes.approve import approve
 from citewise.nodes.collect import collect, section_failed
@@ -88,6 +89,7 @@ builder.add_node(condense, error_handler=failed)
 builder.add_node(rewrite, error_handler=failed)
 builder.add_node("evidence", evidence, error_handler=failed)
 builder.add_node(rerank, error_handler=failed)
+builder.add_node(accuracy, error_handler=failed)
 builder.add_node(expand, retry_policy=io_retry, error_handler=failed)
 builder.add_node(route, error_handler=failed)
 builder.add_node(answer, error_handler=failed)
@@ -103,7 +105,8 @@ builder.add_edge(START, "condense")
 builder.add_edge("condense", "rewrite")
 builder.add_edge("rewrite", "evidence")
 builder.add_edge("evidence", "rerank")
-builder.add_edge("rerank", "expand")
+builder.add_edge("rerank", "accuracy")
+builder.add_edge("accuracy", "expand")
 builder.add_edge("expand", "route")
 builder.add_conditional_edges("route", by_route, ["answer", "outline"])
 builder.add_edge("answer", "verify")

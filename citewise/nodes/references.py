@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
+from citewise.evidence import CONTRADICTS, contradiction_note
 from citewise.index import Index
 from citewise.index.citations import find_markers
 from citewise.indexes import in_thread, open_index
@@ -89,13 +90,24 @@ def sources_footer(references: References) -> str:
     lines = ["", "Sources:"]
     for entry in references["primary"]:
         markers = ", ".join(f"[{m}]" for m in sorted(set(entry["markers"])))
-        lines.append(f"{markers} {entry['title']}")
+        note = f" ({CONTRADICTS})" if CONTRADICTS in entry.get("flags", []) else ""
+        lines.append(f"{markers} {entry['title']}{note}")
     return "\n".join(lines)
 
 
 async def references(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the primary and secondary references of the answer, and reply in the conversation."""
     index = await open_index(runtime.context)
-    refs = await in_thread(build_references, index, state.get("citations", []), state.get("support", []))
-    reply = state.get("answer", "") + sources_footer(refs)
-    return {"references": refs, "messages": [AIMessage(content=reply)]}
+    citations = state.get("citations", [])
+    refs = await in_thread(build_references, index, citations, state.get("support", []))
+    evidence = state.get("evidence", [])
+    contradicting = {r.get("doc_id") for r in evidence if CONTRADICTS in r.get("flags", [])}
+    for entry in refs["primary"]:
+        if entry["doc_id"] in contradicting:
+            entry["flags"] = [CONTRADICTS]
+    answer = state.get("answer", "")
+    note = contradiction_note(citations, evidence)
+    if note:
+        answer = f"{answer}\n\n{note}"
+    result = {"references": refs, "messages": [AIMessage(content=answer + sources_footer(refs))]}
+    return {**result, "answer": answer} if note else result

@@ -4,31 +4,17 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
-from typing import TypeVar
 
 from langgraph.runtime import Runtime
 
 from citewise import llms
 from citewise.context import Context
+from citewise.evidence import edges_first
 from citewise.state import EvidenceRecord, SectionState, State
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-
-def edges_first(ranked: Sequence[T]) -> list[T]:
-    """Put the best items at the start and the end and the weakest in the middle.
-
-    Models use the beginning and end of a long context best ("lost in the middle"), so rank 1 goes first,
-    rank 2 last, rank 3 second, rank 4 second to last, and so on.
-    """
-    front: list[T] = []
-    back: list[T] = []
-    for i, item in enumerate(ranked):
-        (front if i % 2 == 0 else back).append(item)
-    return front + back[::-1]
+__all__ = ["edges_first", "rerank"]  # edges_first lives in citewise.evidence, shared with accuracy
 
 
 @llms.metered

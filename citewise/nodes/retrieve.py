@@ -10,37 +10,77 @@ supporting passage in the first 10 for 89% of questions instead of 83%.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from citewise import llms
 from citewise.context import Context
 from citewise.index import Hit, Index
 from citewise.index.fusion import RRF_K, drop_redundant
-from citewise.index.hops import best_documents, follow_up_queries
+from citewise.index.hops import FOLLOW_UP_CHARS, HOP_KEEP, best_documents, follow_up_queries
 from citewise.indexes import in_thread, open_index
-from citewise.state import EvidenceRecord, EvidenceState
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.state import EvidenceRecord, EvidenceState, FollowUpQueries
 
 PINNED_DEPTH = 5
 """With pinned documents, search this many times deeper and keep only their chunks."""
 
 
+Found = list[tuple[str, list[Hit]]]
+"""Each search with its hits, the first query's first."""
+
+
 def search_all(
     index: Index, queries: list[str], context: Context, documents: Sequence[str] = ()
 ) -> dict[str, EvidenceRecord]:
-    """Union of the hits of every query, each chunk with its best retrieval score; redundancy filtered.
+    """Union of the hits of every query and the local second hop, each chunk with its best score.
 
     With `documents` (a report section's pinned documents) only their chunks are candidates.
     """
+    found = first_round(index, queries, context, documents)
+    if hop_wanted(found, context, documents):
+        found += second_round(index, found[0], context)
+    return merge(index, found, context, documents)
+
+
+def first_round(index: Index, queries: list[str], context: Context, documents: Sequence[str] = ()) -> Found:
+    """Every query's hits (pinned documents: searched deeper)."""
+    return [(query, _search(index, query, context, set(documents))) for query in queries]
+
+
+def hop_wanted(found: Found, context: Context, documents: Sequence[str]) -> bool:
+    """A second hop runs when it is on, the first query found something, and no documents are pinned."""
+    return bool(found and found[0][1] and context.second_hop and not documents)
+
+
+def second_round(
+    index: Index, first: tuple[str, list[Hit]], context: Context, queries: list[str] | None = None
+) -> Found:
+    """Hits of the follow-up queries beyond the first round's best documents.
+
+    `queries` are a model's; without them the local rule joins the question to each best document's text.
+    """
+    question, hits = first
+    top_docs = best_documents(hits)
+    if queries is None:
+        queries = follow_up_queries(index, question, hits, context.second_hop)
+        labels = [f"second hop: {q[len(question) + 1 :][:80]}..." for q in queries]
+    else:
+        labels = [f"second hop: {q}" for q in queries]
+    return [
+        (label, [hit for hit in _search(index, query, context, set()) if hit.doc_id not in top_docs])
+        for label, query in zip(labels, queries, strict=True)
+    ]
+
+
+def merge(
+    index: Index, found: Found, context: Context, documents: Sequence[str] = ()
+) -> dict[str, EvidenceRecord]:
+    """The union by chunk (its best-scoring query kept), near-duplicates dropped, capped, as records."""
     best: dict[str, tuple[Hit, str]] = {}
     pinned = set(documents)
-    found = [(query, _search(index, query, context, pinned)) for query in queries]
-    if found and found[0][1] and context.second_hop and not pinned:
-        question, first = found[0]
-        top_docs = best_documents(first)
-        for query in follow_up_queries(index, question, first, context.second_hop):
-            hits = [hit for hit in _search(index, query, context, pinned) if hit.doc_id not in top_docs]
-            found.append((f"second hop: {query[len(question) + 1 :][:80]}...", hits))
     for query, hits in found:
         for hit in hits:
             if pinned and hit.doc_id not in pinned:
@@ -91,10 +131,56 @@ def retrieval_score(hit: Hit, fusion: str) -> float:
     return hit.score
 
 
+@llms.metered
 async def retrieve(state: EvidenceState, runtime: Runtime[Context]) -> dict:
-    """Decide the candidate chunks of this pass."""
-    index = await open_index(runtime.context)
-    records = await in_thread(
-        search_all, index, state["queries"], runtime.context, state.get("documents") or ()
+    """Decide the candidate chunks of this pass; with a model, the model writes the second hop's searches."""
+    context = runtime.context
+    index = await open_index(context)
+    documents = state.get("documents") or ()
+    found = await in_thread(first_round, index, state["queries"], context, documents)
+    judge, _ = llms.models(context)
+    updates: dict = {}
+    if hop_wanted(found, context, documents):
+        queries = None
+        if judge is not None:
+            queries = await model_follow_ups(judge, index, found[0], context)
+            updates["usage"] = judge.take_usage()
+        found += await in_thread(second_round, index, found[0], context, queries)
+    records = await in_thread(merge, index, found, context, documents)
+    return {"candidates": Overwrite(records), **updates}
+
+
+async def model_follow_ups(
+    judge: Any, index: Index, first: tuple[str, list[Hit]], context: Context
+) -> list[str]:
+    """The model's second-hop searches from the best first-round passages ([] when it sees no need).
+
+    A malformed reply falls back to the local rule (None), so a flaky model never costs the second hop.
+    """
+    question, hits = first
+    passages = await in_thread(_best_passages, index, hits)
+    prompt = render(
+        context.follow_up_prompt,
+        count=str(context.second_hop),
+        data_rule=DATA_RULE,
+        question=quote("question", question),
+        passages=quote("passages", "\n\n".join(passages)),
     )
-    return {"candidates": Overwrite(records)}
+    samples = await judge.structured(FollowUpQueries, as_messages(prompt), stage="follow_up")
+    reply = samples[0] if samples else None
+    if reply is None:
+        return None  # type: ignore[return-value]
+    if not reply.needed:
+        return []
+    return [q.strip() for q in reply.queries if q.strip()][: context.second_hop]
+
+
+def _best_passages(index: Index, hits: list[Hit]) -> list[str]:
+    """The paragraph text of the first round's best documents, titled."""
+    chosen = [next(h for h in hits if h.doc_id == doc) for doc in dict.fromkeys(h.doc_id for h in hits)]
+    passages = []
+    for hit in chosen[:HOP_KEEP]:
+        paragraph = index.paragraph(hit.paragraph_id)
+        text = paragraph.text if paragraph is not None else hit.text
+        passages.append(f"{hit.title}: {text[:FOLLOW_UP_CHARS]}")
+    return passages

@@ -16,3 +16,16 @@ FEEDBACK = """
 {previous}
 
 {closest}"""
+
+FOLLOW_UP = """A question was searched once; below are the question and the best passages found. Decide if
+answering it needs a second search: a multi-hop question ("where was the composer of Carmen born?") needs a
+fact about something the passages name (Bizet) that they do not hold themselves. If so, set `needed` and
+write at most {count} short search queries for that fact, naming the entity from the passages. If the
+passages already answer it, or it has one part, set `needed` to false and give no queries. Do not answer the
+question.
+
+{data_rule}
+
+{question}
+
+{passages}"""

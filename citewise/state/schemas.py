@@ -22,6 +22,20 @@ class RewrittenQuery(BaseModel):
     )
 
 
+class FollowUpQueries(BaseModel):
+    """Searches for the evidence a multi-hop question needs beyond what the first round found."""
+
+    needed: bool = Field(
+        description="True when the question needs a fact the passages do not hold but name a way to "
+        "(a person, place or work they mention); false when they already answer it or it has one part."
+    )
+    queries: list[str] = Field(
+        default_factory=list,
+        description="Up to the requested number of short searches for that missing fact, naming the bridge "
+        "entity from the passages.",
+    )
+
+
 class RelevanceScore(BaseModel):
     """How relevant one evidence passage is to the question."""
 
@@ -129,3 +143,19 @@ class LearnedOutline(BaseModel):
         description="The outline instruction: which sections, in which order, what each must cover, and "
         "what the low-rated answers did that must be avoided."
     )
+
+
+class StanceItem(BaseModel):
+    """One evidence document's stance towards the trusted sources' GenText."""
+
+    id: str = Field(description="The evidence label, e.g. E3.")
+    stance: Literal["supports", "contradicts", "neutral"] = Field(
+        description="supports: agrees with the draft; contradicts: conflicts with it; neutral: neither."
+    )
+    reason: str = Field(description="One line: what agrees or conflicts.")
+
+
+class Stances(BaseModel):
+    """One stance per evidence document shown."""
+
+    items: list[StanceItem]

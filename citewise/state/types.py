@@ -84,6 +84,15 @@ class EvidenceRecord(TypedDict, total=False):
     """Position in the evidence order the writer sees (after rerank), 0 when not shown to it."""
     report_section: str
     """The report section whose retrieval found it ("" for the question's own pass)."""
+    trusted: bool
+    """Whether its document is one of the trusted sources (Context.trusted)."""
+    accuracy: float
+    """Agreement with the trusted sources' GenText in [0, 1]: stance blended with similarity (local mode:
+    similarity only); 1 for trusted evidence. Set only when Context.trusted is given."""
+    stance: Literal["supports", "contradicts", "neutral", "trusted", "unknown"]
+    """Its document's stance towards the GenText (unknown in local mode: no stance model)."""
+    rsv: float
+    """The order it was shown in: beta x topicality (final / 100) + (1 - beta) x accuracy."""
 
 
 def merge_evidence(
@@ -242,6 +251,9 @@ class OutputState(TypedDict, total=False):
     """Section results by section id, in outline order after the join (reports only)."""
     validation: Validation
     """The customize step's checks: attempts, problems, passed (reports only)."""
+    gentext: str
+    """A short text (about 64 words) written only from the trusted evidence, citing it; what accuracy is
+    judged against ("" when Context.trusted is empty or no trusted evidence was kept)."""
     error: RunError | None
     """Set when the run could not answer (the reply then says why); None otherwise."""
 

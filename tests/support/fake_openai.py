@@ -636,6 +636,7 @@ KNOWN_SCHEMAS = (
     "CriticVerdicts",
     "SupportMap",
     "RewrittenQuery",
+    "FollowUpQueries",
     "RouteDecision",
     "PlannedOutline",
 )
@@ -841,6 +842,8 @@ class SchemaResponder:
             }
         if name == "RewrittenQuery":
             return {"query": prompt.question or "test query", "sub_queries": []}
+        if name == "FollowUpQueries":  # no second hop unless a test scripts one
+            return {"needed": False, "queries": []}
         if name == "RouteDecision":
             return {"route": self.route, "reason": f"scripted: {self.route}"}
         if name == "PlannedOutline":

@@ -212,6 +212,7 @@ class Judge:
         support: float = 0.5,
         condensed: str | None = None,
         query: str | None = None,
+        follow_ups: list[str] | None = None,
     ) -> None:
         if isinstance(scorer, Mapping):
             fixed = dict(scorer)
@@ -223,6 +224,7 @@ class Judge:
         self.support = support
         self.condensed = condensed
         self.query = query
+        self.follow_ups = follow_ups or []
 
     def __call__(self, request: Request) -> Reply:
         schema = request.schema
@@ -245,6 +247,8 @@ class Judge:
             }
         if schema == "RewrittenQuery":
             return {"query": self.query or request.question, "sub_queries": []}
+        if schema == "FollowUpQueries":  # no second hop unless scripted
+            return {"needed": bool(self.follow_ups), "queries": self.follow_ups}
         if schema == "Summaries":
             return {"items": [{"id": k, "summary": v} for k, v in evidence.items()]}
         if schema == "SupportMap":

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
+from langgraph.runtime import Runtime
+from support.fakes import Judge, ScriptedChatModel
 
 from citewise.context import Context
 from citewise.index.hops import follow_up_queries, interleave
 from citewise.index.store import Hit
+from citewise.nodes import retrieve as retrieve_node
 from citewise.nodes.retrieve import search_all
 
 
@@ -69,3 +74,30 @@ def test_retrieve_adds_the_second_hop_beyond_the_first_rounds_best_documents() -
     index = Paragraphs({"Q": [hit("carmen")], "Q ": [hit("bizet")]})
     assert set(search_all(index, ["Q"], Context(second_hop=0))) == {"carmen-c0"}  # type: ignore[arg-type]
     assert index.searched == ["Q"]
+
+
+@pytest.mark.parametrize("follow_ups", [["Georges Bizet birthplace"], []])
+async def test_with_a_model_the_second_hop_searches_what_the_model_writes(
+    follow_ups: list[str], monkeypatch: pytest.MonkeyPatch, install: Callable
+) -> None:
+    index = Paragraphs({"Q": [hit("carmen"), hit("opera")], "Georges Bizet": [hit("bizet")]})
+
+    async def opened(context: Context) -> Paragraphs:
+        return index
+
+    monkeypatch.setattr(retrieve_node, "open_index", opened)
+    context = Context(model="openai/test", second_hop=1)
+    judge = ScriptedChatModel(responder=Judge(follow_ups=follow_ups))
+    install(context, judge=judge)
+    result = await retrieve_node.retrieve({"question": "Q", "queries": ["Q"]}, Runtime(context=context))
+
+    records = result["candidates"].value
+    (request,) = judge.requests_for("FollowUpQueries")
+    assert "<passages>" in request.prompt and "names Bizet" in request.prompt  # the first round's paragraphs
+    assert result["usage"]["follow_up"]["calls"] == 1
+    if follow_ups:  # a multi-hop question: the model's search finds the bridge passage
+        assert records["bizet-c0"]["query"] == "second hop: Georges Bizet birthplace"
+        assert index.searched == ["Q", "Georges Bizet birthplace"]
+    else:  # the model sees no need: single-hop questions keep the first round alone
+        assert set(records) == {"carmen-c0", "opera-c0"}
+        assert index.searched == ["Q"]

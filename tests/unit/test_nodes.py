@@ -706,7 +706,8 @@ def test_context_prompt_defaults_are_the_prompt_modules() -> None:
     assert set(PROMPTS) - {"rewrite.FEEDBACK"} == {
         "condense_prompt", "rewrite_prompt", "score_prompt", "reflect_prompt", "critique_prompt",
         "summary_prompt", "answer_prompt", "refine_prompt", "verify_prompt", "route_prompt", "outline_prompt",
-        "section_prompt", "section_refine_prompt", "customize_prompt",
+        "section_prompt", "section_refine_prompt", "customize_prompt", "gentext_prompt", "stance_prompt",
+        "follow_up_prompt",
     }  # fmt: skip
     assert context.answer_prompt == ANSWER_PROMPT
 

@@ -1,0 +1,268 @@
+"""accuracy: order the shown evidence by topicality and by agreement with the trusted sources.
+
+Off unless `Context.trusted` names trusted sources (paths, globs or document ids). The kept evidence from
+trusted documents yields a GenText of about 64 words, citing them (health-IR RAG, arXiv 2502.04666): the
+writer writes it from that evidence only, or in local mode it is the trusted evidence's sentences most
+similar to the question. Each other document shown to the writer gets an accuracy in [0, 1]: the judge's
+stance towards the GenText (supports 1, neutral 0.5, contradicts 0) blended half and half with the cosine
+similarity of its kept text to the GenText; trusted documents get 1. Local mode has no stance model, so
+accuracy is the similarity alone and every scored record says so. The shown evidence is then reordered by
+RSV = beta x topicality + (1 - beta) x accuracy, topicality being the final relevance score / 100; which
+chunks are shown (rerank's cut at max_evidence) does not change. A document that contradicts the GenText is
+flagged, and the references step notes it in the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from langgraph.runtime import Runtime
+
+from citewise import llms
+from citewise.context import Context
+from citewise.evidence import CONTRADICTS, edges_first, kept_records
+from citewise.index import Index
+from citewise.index.embeddings import Embedder
+from citewise.indexes import in_thread, open_index
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.state import EvidenceRecord, Stances, State
+from citewise.text import sentences
+
+logger = logging.getLogger(__name__)
+
+GENTEXT_WORDS = 64
+"""Length of the GenText in words (the paper's 64)."""
+STANCE_VALUE = {"supports": 1.0, "neutral": 0.5, "contradicts": 0.0}
+"""Accuracy a stance stands for."""
+STANCE_WEIGHT = 0.5
+"""Share of accuracy taken from the stance; the rest is the similarity to the GenText."""
+SIMILARITY_ONLY = "accuracy: similarity only (no stance model in local mode)"
+STANCE_MISSING = "accuracy: similarity only (the stance judgment was malformed or failed)"
+NO_TRUSTED = "accuracy not scored: no trusted evidence was kept for this question"
+_LABEL = re.compile(r"\[(T\d+)\]")
+
+
+def is_trusted(patterns: Sequence[str], file: str, doc_id: str) -> bool:
+    """Whether a document matches a trusted pattern: its source file (or a folder of it), its name, its id."""
+    name = Path(file).name if file else ""
+    for pattern in patterns:
+        absolute = str(Path(pattern).expanduser().absolute())
+        if doc_id and fnmatch.fnmatchcase(doc_id, pattern):
+            return True
+        if file and (
+            fnmatch.fnmatchcase(file, pattern)
+            or fnmatch.fnmatchcase(file, absolute)
+            or file.startswith(absolute.rstrip("/") + "/")
+            or fnmatch.fnmatchcase(name, pattern)
+        ):
+            return True
+    return False
+
+
+def document_files(index: Index, doc_ids: set[str]) -> dict[str, str]:
+    """The source file of each document ("" when it is no longer stored)."""
+    files = {}
+    for doc_id in sorted(doc_ids):
+        record = index.document(doc_id)
+        files[doc_id] = record.file if record else ""
+    return files
+
+
+def topicality(record: EvidenceRecord) -> float:
+    """The record's final relevance score on 0..1."""
+    return min(1.0, max(0.0, float(record.get("final", 0.0)) / 100.0))
+
+
+def rsv(beta: float, topical: float, accuracy: float) -> float:
+    """The retrieval status value: beta x topicality + (1 - beta) x accuracy."""
+    return round(beta * topical + (1.0 - beta) * accuracy, 4)
+
+
+def blend(stance: str, similarity: float) -> float:
+    """Accuracy from a stance and the similarity to the GenText (similarity alone for an unknown stance)."""
+    if stance not in STANCE_VALUE:
+        return similarity
+    return STANCE_WEIGHT * STANCE_VALUE[stance] + (1.0 - STANCE_WEIGHT) * similarity
+
+
+def similarities(embedder: Embedder, gentext: str, texts: dict[str, str]) -> dict[str, float]:
+    """Cosine similarity of each text to the GenText, clipped to 0..1 (vectors are L2-normalised)."""
+    keys = list(texts)
+    if not keys or not gentext.strip():
+        return dict.fromkeys(keys, 0.0)
+    vectors = embedder.embed([gentext, *(texts[k] for k in keys)])
+    cosines = vectors[1:] @ vectors[0]
+    return {k: float(np.clip(c, 0.0, 1.0)) for k, c in zip(keys, cosines.tolist(), strict=True)}
+
+
+def labelled_trusted(records: Sequence[EvidenceRecord]) -> dict[str, EvidenceRecord]:
+    """The trusted records under the labels T1..Tn."""
+    return {f"T{n}": r for n, r in enumerate(records, start=1)}
+
+
+def cite_titles(text: str, labels: dict[str, EvidenceRecord]) -> str:
+    """Markers like [T2] as the trusted document's title; markers of labels not shown are dropped."""
+
+    def title(match: re.Match[str]) -> str:
+        record = labels.get(match.group(1))
+        return f"[{record.get('title') or record['doc_id']}]" if record else ""
+
+    return re.sub(r" +([.,;])", r"\1", _LABEL.sub(title, text)).strip()
+
+
+def local_gentext(embedder: Embedder, question: str, records: Sequence[EvidenceRecord]) -> str:
+    """The trusted evidence's sentences most similar to the question, best first, until about 64 words."""
+    labels = labelled_trusted(records)
+    candidates = [
+        (label, s) for label, r in labels.items() for s in sentences(r.get("text", "")) if s.strip()
+    ]
+    if not candidates:
+        return ""
+    vectors = embedder.embed([question, *(s for _, s in candidates)])
+    order = np.argsort(-(vectors[1:] @ vectors[0]), kind="stable").tolist()
+    chosen: list[tuple[str, str]] = []
+    words = 0
+    for i in order:
+        if words >= GENTEXT_WORDS:
+            break
+        chosen.append(candidates[i])
+        words += len(candidates[i][1].split())
+    return cite_titles(" ".join(f"{text} [{label}]" for label, text in chosen), labels)
+
+
+async def write_gentext(writer, context: Context, question: str, records: Sequence[EvidenceRecord]) -> str:  # noqa: ANN001
+    """The writer's GenText from the trusted evidence only, citing it."""
+    labels = labelled_trusted(records)
+    evidence = "\n".join(
+        quote("evidence", r.get("text", ""), id=label, title=r.get("title", ""))
+        for label, r in labels.items()
+    )
+    prompt = render(
+        context.gentext_prompt,
+        words=str(GENTEXT_WORDS),
+        data_rule=DATA_RULE,
+        question=quote("question", question),
+        evidence=evidence,
+    )
+    reply = await writer.text(as_messages(prompt), stage="accuracy")
+    return cite_titles(reply.strip(), labels)
+
+
+async def _stance_batch(
+    judge,  # noqa: ANN001 - citewise.models.LLM
+    batch: list[tuple[str, str, str]],
+    question: str,
+    gentext: str,
+    context: Context,
+) -> dict[str, tuple[str, str]]:
+    labels = {f"E{n}": doc_id for n, (doc_id, _, _) in enumerate(batch, start=1)}
+    evidence = "\n".join(
+        quote("evidence", text, id=label, title=title)
+        for label, (_, title, text) in zip(labels, batch, strict=True)
+    )
+    prompt = render(
+        context.stance_prompt,
+        data_rule=DATA_RULE,
+        question=quote("question", question),
+        draft=quote("draft", gentext),
+        evidence=evidence,
+    )
+    try:
+        samples = await judge.structured(Stances, as_messages(prompt), stage="accuracy")
+    except Exception as error:  # noqa: BLE001 - provider failed after retries: similarity alone stands
+        logger.warning("stance judgment failed: %s", error)
+        return {}
+    result = samples[0] if samples else None
+    stances: dict[str, tuple[str, str]] = {}
+    for item in result.items if result else []:
+        doc_id = labels.get(item.id.strip())
+        if doc_id is not None and doc_id not in stances:  # a document listed twice: its first stance counts
+            stances[doc_id] = (item.stance, item.reason.strip())
+    return stances
+
+
+async def judge_stances(
+    judge,  # noqa: ANN001 - citewise.models.LLM
+    context: Context,
+    question: str,
+    gentext: str,
+    documents: dict[str, tuple[str, str]],
+) -> dict[str, tuple[str, str]]:
+    """Each document's (stance, reason) towards the GenText; a document the judge missed is absent."""
+    items = [(doc_id, title, text) for doc_id, (title, text) in documents.items()]
+    groups = [items[i : i + context.score_batch_size] for i in range(0, len(items), context.score_batch_size)]
+    results = await asyncio.gather(*(_stance_batch(judge, g, question, gentext, context) for g in groups))
+    return {k: v for r in results for k, v in r.items()}
+
+
+def _flagged(record: EvidenceRecord, *flags: str) -> list[str]:
+    existing = list(record.get("flags", []))
+    return existing + [f for f in flags if f not in existing]
+
+
+@llms.metered
+async def accuracy(state: State, runtime: Runtime[Context]) -> dict:
+    """Decide each shown document's agreement with the trusted sources, and order the evidence by RSV."""
+    context = runtime.context
+    if not context.trusted:
+        return {}
+    shown = kept_records(state)
+    if not shown:
+        return {"gentext": ""}
+    index = await open_index(context)
+    files = await in_thread(document_files, index, {r["doc_id"] for r in shown})
+    trusted_docs = {d for d, f in files.items() if is_trusted(context.trusted, f, d)}
+    trusted = [r for r in shown if r["doc_id"] in trusted_docs]
+    if not trusted:
+        updates = {r["chunk_id"]: {"flags": _flagged(r, NO_TRUSTED)} for r in shown}
+        evidence = [{**r, **updates.get(r["chunk_id"], {})} for r in state.get("evidence", [])]
+        return {"gentext": "", "evidence": evidence}
+    question = state["question"]
+    others: dict[str, tuple[str, str]] = {}
+    for record in shown:
+        if record["doc_id"] not in trusted_docs:
+            title, text = others.get(record["doc_id"], (record.get("title", ""), ""))
+            others[record["doc_id"]] = (title, f"{text} {record.get('text', '')}".strip())
+    judge, writer = llms.models(context)
+    usage: dict = {}
+    if writer is None:
+        gentext = await in_thread(local_gentext, index.embedder, question, trusted)
+        stances: dict[str, tuple[str, str]] = {}
+    else:
+        gentext = await write_gentext(writer, context, question, trusted)
+        stances = await judge_stances(judge or writer, context, question, gentext, others) if others else {}
+        usage = writer.take_usage()
+    texts = {doc_id: text for doc_id, (_, text) in others.items()}
+    similarity = await in_thread(similarities, index.embedder, gentext, texts)
+    updates: dict[str, EvidenceRecord] = {}
+    for record in shown:
+        doc_id = record["doc_id"]
+        if doc_id in trusted_docs:
+            update: EvidenceRecord = {"trusted": True, "stance": "trusted", "accuracy": 1.0}
+        else:
+            stance, _reason = stances.get(doc_id, ("unknown", ""))
+            score = round(blend(stance, similarity[doc_id]), 4)
+            update = {"trusted": False, "stance": stance, "accuracy": score}  # type: ignore[typeddict-item]
+            if writer is None:
+                update["flags"] = _flagged(record, SIMILARITY_ONLY)
+            elif stance == "contradicts":
+                update["flags"] = _flagged(record, CONTRADICTS)
+            elif stance == "unknown":
+                update["flags"] = _flagged(record, STANCE_MISSING)
+        update["rsv"] = rsv(context.beta, topicality(record), update["accuracy"])
+        updates[record["chunk_id"]] = update
+    ranked = sorted(
+        shown, key=lambda r: (-updates[r["chunk_id"]]["rsv"], -r.get("final", 0.0), r["chunk_id"])
+    )
+    ordered = edges_first(ranked)
+    for n, record in enumerate(ordered, start=1):
+        updates[record["chunk_id"]]["rank"] = n
+    evidence = [{**r, **updates.get(r["chunk_id"], {})} for r in state.get("evidence", [])]
+    result = {"gentext": gentext, "kept": [r["chunk_id"] for r in ordered], "evidence": evidence}
+    return {**result, "usage": usage} if usage else result
