@@ -1,0 +1,557 @@
+"""The chat page (`citewise serve`): Gradio Blocks over the query graph, with threads kept on disk.
+
+Each question runs the query graph, compiled with the thread store's checkpointer, under the thread's id and
+streams: each stage appears as it finishes (in a "thought" box of the chat), a model's answer token by token,
+then the verified answer with clickable markers, the evidence chart and scores table, and the references.
+A marker opens its passage (document, section, the supporting lines highlighted) in the side panel. Threads
+live in the store `memory.open_checkpointer` opens, so they survive a reload and a restart; the browser
+remembers which one was open.
+
+Everything runs on the page's own server: no fonts, scripts or analytics from elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import shutil
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+from langchain_core.messages import AIMessageChunk
+
+from citewise.chat import STREAMED_NODES, new_thread_id, result_payload, stage_lines
+from citewise.cli import ROUTES, AnswerMode
+from citewise.context import Context
+from citewise.index import Index, IndexOpenError
+from citewise.index.loaders import SUPPORTED_SUFFIXES
+from citewise.indexes import forget_index, open_index
+from citewise.memory import open_checkpointer, shown_setting, thread_summaries
+from citewise.text import message_text
+from citewise.web import render
+
+logger = logging.getLogger(__name__)
+
+CITE_JS = """
+window.citewiseCite = (fragment) => trigger('click', {cite: fragment});
+if (!window.citewiseCiteListener) {
+  window.citewiseCiteListener = true;
+  document.addEventListener('click', (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    const link = target ? target.closest('a.cw-cite, a[href^="#cite-"]') : null;
+    if (!link) return;
+    event.preventDefault();
+    event.stopPropagation();
+    document.querySelectorAll('a.cw-active').forEach((a) => a.classList.remove('cw-active'));
+    link.classList.add('cw-active');
+    window.citewiseCite(link.getAttribute('href').slice(1));
+  }, true);
+}
+"""
+"""One click handler for every marker link of the chat (present and future): it sends `cite-T-N` to Python."""
+
+CSS = """
+.cw-cite { font-weight: 600; text-decoration: none; padding: 0 1px; border-radius: 3px; cursor: pointer; }
+.cw-cite:hover, .cw-cite.cw-active { background: #fde68a; }
+.cw-passage { padding: 10px 12px; border: 1px solid #e5e7eb; border-radius: 8px; background: #fafafa; }
+.cw-passage-head { margin-bottom: 6px; }
+.cw-section { color: #555; }
+.cw-passage-text { line-height: 1.5; margin: 0 0 6px 0; }
+mark.cw-support { background: #fde68a; padding: 0 2px; }
+.cw-passage-meta, .cw-note, .cw-file { color: #666; font-size: 0.85em; }
+.cw-empty { color: #777; font-style: italic; padding: 8px; }
+.cw-refs h4 { margin: 6px 0 4px 0; }
+.cw-refs ol, .cw-refs ul { margin: 0 0 6px 18px; padding: 0; }
+.cw-secondary li { font-size: 0.9em; }
+.cw-chart { border: 1px solid #e5e7eb; border-radius: 8px; padding: 4px; background: white; }
+"""
+
+THEME_FONTS = {
+    "font": ["ui-sans-serif", "system-ui", "Segoe UI", "Roboto", "sans-serif"],
+    "font_mono": ["ui-monospace", "SFMono-Regular", "Menlo", "monospace"],
+}
+"""System fonts: gradio's default theme would fetch its fonts from Google."""
+
+MODES = [mode.value for mode in AnswerMode]
+
+
+@dataclasses.dataclass
+class Turn:
+    """One question and what the run gave back, as the page shows it again (also for a restored thread)."""
+
+    question: str
+    """The question as it was typed."""
+    payload: dict[str, Any]
+    """What `ask --json` would print (plus `error`)."""
+    passages: dict[int, dict[str, Any]]
+    """Per marker, its passage (see render.passages)."""
+    stages: list[str]
+    """The stage lines shown while it ran."""
+    seconds: float = 0.0
+    """How long it took (0 when restored)."""
+
+
+def stage_title(payload: dict[str, Any], seconds: float = 0.0) -> str:
+    """The title of a finished turn's stage box: mode, route and time."""
+    mode = "local mode" if payload.get("mode") == "local" else "LLM mode"
+    route = "report" if payload.get("route") == "report" else "direct answer"
+    took = f", {seconds:.1f}s" if seconds else ""
+    if payload.get("error"):
+        return f"Stages (stopped: {payload['error'].get('kind', 'error')}{took})"
+    return f"Stages ({mode}, {route}{took})"
+
+
+def summary_lines(payload: dict[str, Any]) -> list[str]:
+    """Stage lines for a restored turn, from its stored result (its live lines were not kept)."""
+    evidence = payload.get("evidence") or []
+    kept = sum(1 for r in evidence if r.get("kept"))
+    threshold = payload.get("threshold")
+    cut = f"threshold {threshold:g}" if isinstance(threshold, int | float) else "no threshold"
+    lines = [f"evidence: {len(evidence)} candidates, {kept} kept ({cut})"]
+    if payload.get("route"):
+        lines.append(f"route: {payload['route']} ({payload.get('route_reason', '')})")
+    return lines
+
+
+def error_text(payload: dict[str, Any]) -> str:
+    """The assistant's reply for a run that could not answer: what happened and what to do."""
+    problem = payload["error"]
+    text = payload.get("answer") or f"citewise could not answer this: {problem.get('message', '')}"
+    if problem.get("hint") and problem["hint"] not in text:
+        text += f"\n\n{problem['hint']}"
+    if problem.get("kind") == "no index":
+        text += "\n\nOn this page: add documents with the upload box on the right, then ask again."
+    return text
+
+
+def turn_messages(turn: Turn, number: int) -> list[dict[str, Any]]:
+    """The chat messages of one turn: the question, the stage box, the answer with its marker links."""
+    payload = turn.payload
+    if payload.get("error"):
+        answer = render.escape_markdown(error_text(payload))
+    else:
+        answer = render.answer_markdown(payload.get("answer", ""), payload.get("citations", []), number)
+    return [
+        {"role": "user", "content": render.escape_markdown(turn.question)},
+        {
+            "role": "assistant",
+            "content": render.stages_markdown(turn.stages),
+            "metadata": {"title": stage_title(payload, turn.seconds), "status": "done"},
+        },
+        {"role": "assistant", "content": answer},
+    ]
+
+
+def evidence_views(turn: Turn | None) -> tuple[str, pd.DataFrame, str]:
+    """The chart, the scores table and the references of a turn (empty ones when there is none)."""
+    if turn is None or turn.payload.get("error"):
+        empty = pd.DataFrame(columns=render.TABLE_COLUMNS)
+        return render.chart_svg([], None), empty, render.references_html({})
+    payload = turn.payload
+    evidence, citations = payload.get("evidence", []), payload.get("citations", [])
+    chart = render.chart_svg(render.chart_rows(evidence, citations), payload.get("threshold"))
+    table = pd.DataFrame(render.score_table(evidence, citations), columns=render.TABLE_COLUMNS)
+    return chart, table, render.references_html(payload.get("references") or {})
+
+
+class ChatPage:
+    """The page's server side: the compiled graph with its thread store, and the event handlers."""
+
+    def __init__(self, context: Context, threads: str | None = None, uploads: Path | None = None) -> None:
+        """Serve `context`'s index; keep threads in `threads` (see memory); store uploads in `uploads`."""
+        self.context = context
+        self.threads = threads
+        self.uploads = uploads or Path(context.index_dir).expanduser().parent / "uploads"
+        self._graph: Any = None
+        self._saver: Any = None
+        self._stack = AsyncExitStack()
+        self._lock: asyncio.Lock | None = None
+
+    async def graph(self) -> Any:
+        """The query graph compiled with the thread store (opened on the server's event loop, once)."""
+        if self._graph is None:
+            self._lock = self._lock or asyncio.Lock()
+            async with self._lock:
+                if self._graph is None:
+                    from citewise.graph.query import builder
+
+                    self._saver = await self._stack.enter_async_context(open_checkpointer(self.threads))
+                    self._graph = builder.compile(checkpointer=self._saver, name="citewise")
+        return self._graph
+
+    async def close(self) -> None:
+        """Close the thread store."""
+        await self._stack.aclose()
+
+    # threads ----------------------------------------------------------------------------------------------
+    async def thread_choices(self) -> list[tuple[str, str]]:
+        """The stored threads for the picker: (first question, turns, last update) -> id, newest first."""
+        await self.graph()
+        summaries = await thread_summaries(self._saver)
+        return [
+            (f"{s.title} · {s.turns} turn{'s' if s.turns != 1 else ''} · {s.updated[:16].replace('T', ' ')}",
+             s.thread_id)
+            for s in summaries
+        ]  # fmt: skip
+
+    async def thread_turns(self, thread_id: str) -> list[Turn]:
+        """Every answered turn of a stored thread, oldest first (from its checkpoints' history)."""
+        graph = await self.graph()
+        config = {"configurable": {"thread_id": thread_id}}
+        ends = [s async for s in graph.aget_state_history(config) if not s.next and s.values.get("messages")]
+        turns, seen = [], set()
+        for snapshot in reversed(ends):
+            messages = snapshot.values["messages"]
+            last = messages[-1]
+            if last.type != "ai" or last.id in seen:
+                continue
+            seen.add(last.id)
+            asked = [m for m in messages if m.type == "human"]
+            question = message_text(asked[-1]) if asked else snapshot.values.get("question", "")
+            payload = result_payload(snapshot.values)
+            turns.append(Turn(question, payload, render.passages(snapshot.values), summary_lines(payload)))
+        return turns
+
+    # events -----------------------------------------------------------------------------------------------
+    async def load(self, remembered: str | None) -> tuple[Any, ...]:
+        """On page load: list the threads and reopen the one this browser had open, if it is stored."""
+        skip = gr.skip()
+        try:
+            choices = await self.thread_choices()
+        except ValueError as error:  # the thread store cannot be opened: say so in the chat
+            message = {"role": "assistant", "content": render.escape_markdown(f"citewise: {error}")}
+            session = fresh_session()
+            return [message], session, gr.Dropdown(choices=[]), skip, skip, skip, skip
+        thread_id = remembered if remembered in {c[1] for c in choices} else None
+        if thread_id is None:  # a new thread: nothing to show, and a question asked meanwhile stays
+            return skip, skip, gr.Dropdown(choices=choices, value=None), skip, skip, skip, skip
+        history, session, chart, table, references = await self._open_thread(thread_id)
+        threads = gr.Dropdown(choices=choices, value=thread_id)
+        return history, session, threads, thread_id, chart, table, references
+
+    async def _open_thread(self, thread_id: str) -> tuple[Any, ...]:
+        turns = await self.thread_turns(thread_id)
+        history = [message for n, turn in enumerate(turns) for message in turn_messages(turn, n)]
+        session = {"thread": thread_id, "turns": turns}
+        return (history, session, *evidence_views(turns[-1] if turns else None))
+
+    async def switch(self, thread_id: str | None, session: dict[str, Any] | None) -> tuple[Any, ...]:
+        """Open a stored thread picked in the list: its conversation, last evidence and references."""
+        if not thread_id or thread_id == (session or {}).get("thread"):  # nothing new to open
+            return (gr.skip(),) * 7
+        history, session, chart, table, references = await self._open_thread(thread_id)
+        return history, session, chart, table, references, render.passage_html(None), thread_id
+
+    def new(self) -> tuple[Any, ...]:
+        """Start a new thread: an empty chat and panels."""
+        session = fresh_session()
+        chart, table, references = evidence_views(None)
+        passage = render.passage_html(None)
+        return [], session, chart, table, references, passage, gr.Dropdown(value=None), session["thread"]
+
+    def show_passage(self, session: dict[str, Any] | None, event: gr.EventData) -> tuple[Any, ...]:
+        """A marker was clicked: its passage, and that turn's evidence and references."""
+        data = event._data if isinstance(event._data, dict) else {}
+        found = render.parse_cite(str(data.get("cite", "")))
+        turns: list[Turn] = (session or {}).get("turns", [])
+        if found is None or not 0 <= found[0] < len(turns):
+            return (gr.skip(),) * 4
+        turn = turns[found[0]]
+        return (render.passage_html(turn.passages.get(found[1])), *evidence_views(turn))
+
+    async def ask(
+        self, question: str, mode: str, history: list[dict[str, Any]] | None, session: dict[str, Any] | None
+    ) -> Any:
+        """Run one question in the session's thread, streaming the stages and the answer to the chat.
+
+        Yields (chat, session, question box, chart, table, references, passage, thread list, remembered
+        thread); outputs that do not change are skipped.
+        """
+        question = (question or "").strip()
+        if not question:
+            yield (gr.skip(),) * 9
+            return
+        session = dict(session or {})
+        session["thread"] = session.get("thread") or new_thread_id()
+        turns: list[Turn] = list(session.get("turns") or [])
+        history = list(history or [])
+        history.append({"role": "user", "content": render.escape_markdown(question)})
+        box: dict[str, Any] = {"role": "assistant", "content": "", "metadata": {"title": "Starting…"}}
+        box["metadata"]["status"] = "pending"
+        history.append(box)
+        skip = gr.skip()
+        yield history, skip, "", skip, skip, skip, skip, skip, skip
+        lines: list[str] = []
+        streamed: dict[str, Any] | None = None
+        started = time.perf_counter()
+        context = dataclasses.replace(self.context, route=ROUTES[AnswerMode(mode or "auto")])
+        config = {"configurable": {"thread_id": session["thread"]}}
+        try:
+            graph = await self.graph()
+            async for part in graph.astream(
+                {"messages": [("user", question)]},
+                config,
+                context=context,
+                stream_mode=["updates", "messages"],
+                version="v2",
+                subgraphs=True,
+            ):
+                changed, streamed = self._follow(part, lines, box, history, streamed)
+                if changed:
+                    yield history, skip, skip, skip, skip, skip, skip, skip, skip
+            values = (await graph.aget_state(config)).values
+            payload = result_payload(values)
+        except (ValueError, IndexOpenError, OSError) as error:
+            payload = self._failure(question, error, "setting")
+            values = {}
+        except Exception as error:  # noqa: BLE001 - a failed turn must come back as a message, not a blank page
+            logger.exception("turn failed")
+            payload = self._failure(question, error, "unexpected")
+            values = {}
+        seconds = time.perf_counter() - started
+        turn = Turn(question, payload, render.passages(values), lines, seconds)
+        turns.append(turn)
+        session["turns"] = turns
+        draft = streamed["message"] if streamed else None  # the stage box and a streamed draft give way
+        history = [m for m in history if m is not box and m is not draft]
+        history.extend(turn_messages(turn, len(turns) - 1)[1:])
+        chart, table, references = evidence_views(turn)
+        try:
+            threads = gr.Dropdown(choices=await self.thread_choices(), value=session["thread"])
+        except ValueError:
+            threads = skip
+        yield (
+            history,
+            session,
+            skip,
+            chart,
+            table,
+            references,
+            render.passage_html(None),
+            threads,
+            session["thread"],
+        )
+
+    def _failure(self, question: str, error: BaseException, kind: str) -> dict[str, Any]:
+        """The payload of a turn that raised before the graph could say why itself."""
+        if kind == "setting":
+            hint = "Check the settings `citewise serve` was started with (index, thread store, model)."
+        else:
+            hint = "The server's log has the traceback; ask again, or restart `citewise serve`."
+        message = f"{type(error).__name__}: {error}"
+        return {
+            "question": question,
+            "answer": f"citewise could not answer this ({kind}): {message}",
+            "mode": "llm" if self.context.llm else "local",
+            "error": {"stage": "", "kind": kind, "message": message, "hint": hint},
+        }
+
+    def _follow(
+        self,
+        part: dict[str, Any],
+        lines: list[str],
+        box: dict[str, Any],
+        history: list[dict[str, Any]],
+        streamed: dict[str, Any] | None,
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """Apply one stream part to the chat: stage lines in the box, a model's tokens in a draft message."""
+        namespace = part.get("ns") or ()
+        if part["type"] == "updates":
+            for node, update in part["data"].items():
+                inner = [n.split(":")[0] for n in namespace]
+                box["metadata"]["title"] = f"Working: {' › '.join([*inner, node])}…"
+                if not namespace:
+                    lines.extend(stage_lines(node, update))
+                elif node == "threshold" and isinstance(update, dict) and "section" not in inner:
+                    evidence = update.get("evidence") or []
+                    kept = sum(1 for r in evidence if r.get("kept"))
+                    cut = update.get("threshold")
+                    shown = f"{cut:g}" if isinstance(cut, int | float) else "none"
+                    lines.append(f"scored {len(evidence)} candidates: threshold {shown}, {kept} kept")
+                elif node == "rewrite" and isinstance(update, dict) and update.get("queries"):
+                    lines.append("corrective pass: " + " | ".join(update["queries"]))
+            box["content"] = render.stages_markdown(lines)
+            return True, streamed
+        chunk, metadata = part["data"]
+        if namespace or not isinstance(chunk, AIMessageChunk):
+            return False, streamed
+        if metadata.get("langgraph_node") not in STREAMED_NODES:
+            return False, streamed
+        text = message_text(chunk)
+        if not text:
+            return False, streamed
+        if streamed is None or streamed.get("id") != chunk.id:  # a new draft (a report's redraft)
+            if streamed is not None:
+                history.remove(streamed["message"])
+            streamed = {"id": chunk.id, "text": "", "message": {"role": "assistant", "content": ""}}
+            history.append(streamed["message"])
+        streamed["text"] += text
+        streamed["message"]["content"] = render.escape_markdown(streamed["text"])
+        return True, streamed
+
+    async def ingest(self, files: list[str] | None, progress: Any = None) -> str:
+        """Copy uploaded files beside the index and ingest them; the report (skipped files with reasons)."""
+        if not files:
+            return ""
+        progress = progress or (lambda *args, **kwargs: None)
+        self.uploads.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for file in files:
+            source = Path(file)
+            target = self.uploads / source.name
+            shutil.copyfile(source, target)
+            paths.append(target)
+        progress((0, len(paths)), desc="reading files", unit="file")
+        try:
+            report, stats = await asyncio.to_thread(self._ingest, paths, progress)
+        except (IndexOpenError, ValueError, OSError) as error:
+            return render.escape_markdown(f"Nothing was ingested: {error}")
+        forget_index(self.context)  # the next question opens the index afresh, with the new documents
+        return render.ingest_summary(report, stats)
+
+    def _ingest(self, paths: list[Path], progress: Any) -> tuple[Any, Any]:
+        state = {"files": 0, "total": len(paths), "chunks": 0}
+
+        class Bar:
+            def __init__(self, desc: str = "", **_: Any) -> None:
+                self.desc = desc
+
+            def update(self, count: int = 1) -> None:
+                state["files" if self.desc == "files" else "chunks"] += count
+                done = (state["files"], state["total"])
+                progress(done, desc=f"ingesting: {state['chunks']} chunks embedded", unit="file")
+
+            def close(self) -> None:
+                pass
+
+        with Index.open(self.context.index_dir, chroma_url=self.context.chroma_url) as index:
+            report = index.ingest(paths, progress=Bar)
+            return report, index.stats()
+
+
+def fresh_session() -> dict[str, Any]:
+    """A browser session's start: a new thread, no turns."""
+    return {"thread": new_thread_id(), "turns": []}
+
+
+def build_page(context: Context, threads: str | None = None, uploads: Path | None = None) -> gr.Blocks:
+    """The chat page over the index `context` names, threads kept in `threads` (see citewise.memory)."""
+    page = ChatPage(context, threads, uploads)
+    llm = f"LLM mode: {context.model}" if context.llm else "local mode (no model configured)"
+    with gr.Blocks(title="citewise", analytics_enabled=False, fill_width=True) as blocks:
+        blocks.citewise = page  # type: ignore[attr-defined]  # tests and serve reach the handlers through it
+        session = gr.State(None)  # set by the first question, a restored thread or New thread
+        remembered = gr.BrowserState("", storage_key="citewise-thread")
+        gr.Markdown(
+            f"## citewise\nCited answers from your documents · {render.escape_markdown(llm)} · index "
+            f"`{render.escape(context.index_dir)}` · threads in `{render.escape(shown_setting(threads))}`",
+            elem_id="cw-header",
+        )
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                chat = gr.Chatbot(
+                    label="Conversation",
+                    elem_id="cw-chat",
+                    height=520,
+                    latex_delimiters=[],
+                    feedback_options=None,
+                    buttons=["copy"],
+                    placeholder="Ask a question about your documents. Citations like [1] open their passage.",
+                )
+                with gr.Row():
+                    question = gr.Textbox(
+                        show_label=False,
+                        placeholder="Your question (Enter to ask)",
+                        elem_id="cw-question",
+                        scale=5,
+                        lines=1,
+                        max_lines=4,
+                        submit_btn=False,
+                    )
+                    ask = gr.Button("Ask", variant="primary", elem_id="cw-ask", scale=1, min_width=80)
+                with gr.Row():
+                    mode = gr.Radio(
+                        MODES,
+                        value="auto",
+                        label="Answer as",
+                        elem_id="cw-mode",
+                        info="auto: decided per question",
+                    )
+            with gr.Column(scale=2):
+                with gr.Row():
+                    thread_list = gr.Dropdown(
+                        choices=[], label="Threads", elem_id="cw-threads", scale=4, interactive=True
+                    )
+                    new = gr.Button("New thread", elem_id="cw-new", scale=1, min_width=90)
+                gr.Markdown("**Cited passage**")
+                passage = gr.HTML(render.passage_html(None), elem_id="cw-passage", js_on_load=CITE_JS)
+                references = gr.HTML(render.references_html({}), elem_id="cw-references")
+                upload = gr.File(
+                    label="Add documents (" + " ".join(SUPPORTED_SUFFIXES) + ")",
+                    file_count="multiple",
+                    file_types=list(SUPPORTED_SUFFIXES),
+                    elem_id="cw-upload",
+                    height=120,
+                )
+                ingested = gr.Markdown(elem_id="cw-ingest")
+        gr.Markdown("### Evidence: every candidate's final score, the threshold, kept and dropped")
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=2):
+                chart = gr.HTML(render.chart_svg([], None), elem_id="cw-chart")
+            table = gr.Dataframe(
+                value=pd.DataFrame(columns=render.TABLE_COLUMNS),
+                elem_id="cw-table",
+                interactive=False,
+                wrap=True,
+                max_height=300,
+                column_widths=["4%", "6%", "11%", "7%", "11%", "7%", "6%", "8%", "40%"],
+                scale=3,
+            )
+
+        outputs = [chat, session, question, chart, table, references, passage, thread_list, remembered]
+        question.submit(page.ask, [question, mode, chat, session], outputs)
+        ask.click(page.ask, [question, mode, chat, session], outputs)
+        passage.click(page.show_passage, [session], [passage, chart, table, references])
+        new.click(page.new, None, [chat, session, chart, table, references, passage, thread_list, remembered])
+        shown = [chat, session, chart, table, references, passage, remembered]
+        thread_list.input(page.switch, [thread_list, session], shown)
+
+        async def ingest(files: list[str] | None, progress: gr.Progress = gr.Progress()) -> str:  # noqa: B008
+            return await page.ingest(files, progress)
+
+        upload.upload(ingest, [upload], [ingested])
+        blocks.load(
+            page.load, [remembered], [chat, session, thread_list, remembered, chart, table, references]
+        )
+    return blocks
+
+
+def serve(
+    context: Context,
+    host: str = "127.0.0.1",
+    port: int = 7860,
+    threads: str | None = None,
+    uploads: Path | None = None,
+) -> None:
+    """Serve the chat page on host:port until interrupted (the index is opened first, when there is one)."""
+    try:
+        asyncio.run(open_index(context))  # the index and the embedding model load before the first question
+    except IndexOpenError as error:
+        logger.warning("%s: upload documents on the page, or run `citewise ingest PATH`", error)
+    blocks = build_page(context, threads, uploads)
+    theme = gr.themes.Default(**THEME_FONTS)
+    blocks.queue(default_concurrency_limit=4).launch(
+        server_name=host,
+        server_port=port,
+        theme=theme,
+        css=CSS,
+        ssr_mode=False,
+        footer_links=[],
+        show_error=False,
+        favicon_path=None,
+    )

@@ -1,0 +1,128 @@
+"""The chat page in Chromium: ask, watch it stream, open a citation, upload and ask, reload and resume.
+
+Every request the page makes is recorded; a test fails if any leaves 127.0.0.1. Screenshots go to the test's
+tmp_path (the path is printed) so a person can look at what the browser showed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import leaving
+
+pytestmark = pytest.mark.integration
+
+QUESTION = "How do vaccines train the immune system?"
+ANSWER_TIMEOUT = 180_000  # ms: a local-mode turn takes 15-30 s on a shared two-core machine
+CITE = "#cw-chat a.cw-cite"
+
+
+def open_page(browser, url: str, seen: list[str], context=None):
+    context = context or browser.new_context(viewport={"width": 1400, "height": 1150})
+    page = context.new_page()
+    page.on("request", lambda request: seen.append(request.url))
+    page.goto(url)
+    page.wait_for_selector("#cw-question textarea")
+    return page
+
+
+def ask(page, question: str) -> None:
+    page.fill("#cw-question textarea", question)
+    page.click("#cw-ask")
+
+
+def test_a_question_streams_its_stages_then_a_cited_answer_whose_passage_opens(
+    browser, server: str, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    page = open_page(browser, server, seen)
+    before = page.locator(CITE).count()
+    ask(page, QUESTION)
+
+    # streamed: the stage box shows the graph working before any answer is there
+    page.wait_for_selector("#cw-chat :text('Working:')", timeout=ANSWER_TIMEOUT)
+    assert page.locator(CITE).count() == before
+    page.wait_for_selector("#cw-chat :text('rewrite:')", timeout=ANSWER_TIMEOUT)
+    page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
+    chat = page.inner_text("#cw-chat")
+    assert QUESTION in chat and "Vaccines train the immune system" in chat
+    assert re.search(r"Stages \(local mode, direct answer, [\d.]+s\)", chat), chat
+    page.screenshot(path=tmp_path / "1-answer.png", full_page=True)
+
+    # the evidence: a chart with kept and dropped points and the threshold, the table beside it
+    assert page.locator("#cw-chart circle.cw-kept").count() >= 1
+    assert page.locator("#cw-chart circle.cw-dropped").count() >= 1
+    threshold = page.text_content("#cw-chart svg") or ""
+    assert re.search(r"threshold [\d.]+", threshold), threshold
+    table = page.inner_text("#cw-table")  # the table scrolls: its first rows are the best candidates
+    assert re.search(r"1\s+\[1\]\s+kept\s+100", table), table
+    assert "How vaccines work" in page.inner_text("#cw-references")
+
+    # a click on [1] opens its passage: document, text, the supporting line highlighted
+    link = page.locator(CITE).first
+    marker = link.inner_text().strip("[]")
+    link.click()
+    page.wait_for_selector(f"#cw-passage .cw-passage[data-marker='{marker}'] mark.cw-support")
+    passage = page.inner_text("#cw-passage")
+    assert "How vaccines work" in passage
+    assert "Vaccines train the immune system" in page.inner_text("#cw-passage mark.cw-support")
+    assert page.url.rstrip("/") == server.rstrip("/")  # the link did not navigate anywhere
+    page.screenshot(path=tmp_path / "2-passage.png", full_page=True)
+    print(f"screenshots in {tmp_path}")
+
+    # reload: the browser reopens the thread, and the list of threads has it
+    page.reload()
+    page.wait_for_selector(CITE, timeout=60_000)
+    assert QUESTION in page.inner_text("#cw-chat")
+    page.click("#cw-threads input")
+    assert page.get_by_role("option", name=re.compile(re.escape(QUESTION))).count() >= 1
+    page.keyboard.press("Escape")
+    page.locator(CITE).first.click()
+    page.wait_for_selector("#cw-passage mark.cw-support")
+    page.screenshot(path=tmp_path / "3-reloaded.png", full_page=True)
+
+    # another browser (nothing remembered) finds the thread in the list and opens it
+    fresh = open_page(browser, server, seen)
+    assert fresh.locator(CITE).count() == 0
+    fresh.click("#cw-threads input")
+    fresh.get_by_role("option", name=re.compile(re.escape(QUESTION))).first.click()
+    fresh.wait_for_selector(CITE, timeout=60_000)
+    assert "Vaccines train the immune system" in fresh.inner_text("#cw-chat")
+    fresh.screenshot(path=tmp_path / "4-other-browser.png", full_page=True)
+
+    assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
+    assert any("127.0.0.1" in url for url in seen)
+
+
+def test_an_uploaded_document_is_ingested_and_answers_a_question(
+    browser, server: str, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    page = open_page(browser, server, seen)
+    page.click("#cw-new")
+    notes = tmp_path / "lighthouse.md"
+    notes.write_text(
+        "# The Quillmoor lighthouse\n\nThe Quillmoor lighthouse was built in 1843 by the engineer "
+        "Maren Tolv. Its lamp burned whale oil until 1901, when it was converted to kerosene.\n",
+        encoding="utf-8",
+    )
+    empty = tmp_path / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    page.set_input_files("#cw-upload input[type=file]", [str(notes), str(empty)])
+    page.wait_for_selector("#cw-ingest :text('Ingested')", timeout=ANSWER_TIMEOUT)
+    report = page.inner_text("#cw-ingest")
+    assert "Ingested 1 of 2 file(s)" in report, report
+    assert re.search(r"skipped empty\.txt: \S", report), report  # the reason is shown
+    page.screenshot(path=tmp_path / "5-uploaded.png", full_page=True)
+
+    ask(page, "Who built the Quillmoor lighthouse?")
+    page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
+    assert "Maren Tolv" in page.inner_text("#cw-chat")
+    page.locator(CITE).first.click()
+    page.wait_for_selector("#cw-passage mark.cw-support")
+    assert "Quillmoor" in page.inner_text("#cw-passage")
+    page.screenshot(path=tmp_path / "6-upload-answer.png", full_page=True)
+
+    assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
