@@ -14,6 +14,7 @@ import signal
 import sys
 import textwrap
 import threading
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -98,9 +99,13 @@ def _print_report(report: IngestReport, index: Index, verb: str) -> None:
         f"index {index.root}: {stats.documents} documents, {stats.paragraphs} paragraphs, "
         f"{stats.chunks_sqlite} chunks (chroma {stats.chunks_chroma}, bm25 {stats.chunks_bm25})"
     )
+    if report.documents_tagged:
+        typer.echo(f"documents tagged: {report.documents_tagged}")
 
 
-def ingest_paths(index: Index, paths: list[Path], quiet: bool = False) -> IngestReport:
+def ingest_paths(
+    index: Index, paths: list[Path], quiet: bool = False, tags: Sequence[str] = ()
+) -> IngestReport:
     """Ingest with progress bars on stderr and the summary printed; used by `ingest` and `--docs`."""
     from tqdm import tqdm
 
@@ -116,7 +121,7 @@ def ingest_paths(index: Index, paths: list[Path], quiet: bool = False) -> Ingest
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, on_interrupt) if in_main else None
     try:
-        report = index.ingest(paths, progress=progress, stop=interrupted.is_set)
+        report = index.ingest(paths, progress=progress, stop=interrupted.is_set, tags=tags)
     except KeyboardInterrupt:
         typer.secho(
             "interrupted: documents committed so far are kept; run the same command again to finish",
@@ -172,6 +177,15 @@ def ingest(
             "chunks' vectors (ingest ~1.4x faster, HotpotQA hybrid R@5 0.800 instead of 0.810)."
         ),
     ] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tag",
+            metavar="NAME",
+            help="Tag every document of these files (repeatable; also tags unchanged files). "
+            "`--trusted tag:NAME` trusts the documents carrying the tag.",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or summary.")] = False,
 ) -> None:
     """Add documents to the index (unchanged files are skipped; changed ones replace their old chunks).
@@ -198,7 +212,7 @@ def ingest(
         except ValueError as error:
             raise _fail(str(error)) from error
     with _open(index, chroma_url, chunking) as opened:
-        report = ingest_paths(opened, paths, quiet)
+        report = ingest_paths(opened, paths, quiet, tags=[t.strip() for t in tag or [] if t.strip()])
     nothing_done = not report.documents_added and not report.unchanged_files and not report.documents_removed
     if report.skipped and nothing_done:
         raise _fail("nothing was ingested", code=1)
@@ -295,7 +309,8 @@ def ask(
         typer.Option(
             "--trusted",
             metavar="PATH_OR_GLOB",
-            help="Trusted sources (a file, folder, glob or document id; repeatable): evidence is also ranked "
+            help="Trusted sources (a file, folder, glob, document id, or tag:NAME for documents ingested "
+            "with --tag NAME; repeatable): evidence is also ranked "
             "by its agreement with what they say, and documents that contradict them are flagged.",
         ),
     ] = None,

@@ -154,7 +154,8 @@ class Context:
         default_factory=list,
         metadata={
             "description": "Trusted sources: paths, globs or document ids (matched against each evidence "
-            "document's source file, its file name and its id). The kept trusted evidence yields a short "
+            "document's source file, its file name and its id), or `tag:NAME` (documents ingested with "
+            "`--tag NAME`; NAME may be a glob). The kept trusted evidence yields a short "
             "cited GenText; every kept document is scored for agreement with it and evidence is ordered by "
             "beta x topicality + (1 - beta) x accuracy. Empty: off."
         },

@@ -96,6 +96,12 @@ class DocumentRecord:
     metadata: dict[str, Any]
 
 
+def document_tags(metadata: dict[str, Any]) -> list[str]:
+    """The tags given at ingest (`citewise ingest --tag`), kept in a document's metadata."""
+    tags = metadata.get("tags")
+    return [str(tag) for tag in tags] if isinstance(tags, list) else []
+
+
 def paragraph_id(doc_id: str, seq: int) -> str:
     """The id of a document's `seq`-th paragraph."""
     return f"{doc_id}:p{seq}"
@@ -296,6 +302,32 @@ class DocStore:
                         for c, v in zip(item.chunks, item.vectors, strict=True)
                     ],
                 )
+
+    def tag_documents(self, file: str, tags: Iterable[str]) -> int:
+        """Add tags to every document of a file (its metadata's `tags` list); return how many were tagged.
+
+        Tags change no chunk, so the generation is not bumped and the derived stores stay in step.
+        """
+        added = {tag for tag in tags if tag}
+        if not added:
+            return 0
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            rows = db.execute("SELECT id, metadata FROM documents WHERE file = ?", (file,)).fetchall()
+            for doc_id, stored in rows:
+                metadata = json.loads(stored)
+                metadata["tags"] = sorted(set(document_tags(metadata)) | added)
+                db.execute(
+                    "UPDATE documents SET metadata = ? WHERE id = ?",
+                    (json.dumps(metadata, ensure_ascii=False), doc_id),
+                )
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return len(rows)
 
     def delete_documents(self, ids: Iterable[str], forget_file: str | None = None) -> list[str]:
         """Delete documents (and, by cascade, their paragraphs, bibliography and chunks); return chunk ids.

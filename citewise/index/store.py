@@ -109,6 +109,7 @@ class IngestReport:
     documents_removed: int = 0
     chunks_added: int = 0
     chunks_removed: int = 0
+    documents_tagged: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -426,6 +427,7 @@ class Index:
         batch_documents: int = 64,
         progress: ProgressFactory | None = None,
         stop: Callable[[], bool] | None = None,
+        tags: Sequence[str] = (),
     ) -> IngestReport:
         """Add files (or folders of files) to the index.
 
@@ -433,7 +435,8 @@ class Index:
         unreadable, empty or unsupported file is skipped with the reason in the report. `progress`, when
         given, is a tqdm-like factory used for a files bar and a chunks bar. `stop`, when given, is asked
         between batches: once it says True the ingest ends with KeyboardInterrupt, what was committed kept
-        (so an interrupt a library swallowed still stops it at the next batch).
+        (so an interrupt a library swallowed still stops it at the next batch). `tags` are added to every
+        document of every file ingested or found unchanged (tags already there are kept).
         """
         started = time.perf_counter()
         report = IngestReport()
@@ -445,7 +448,8 @@ class Index:
             with self._writing():
                 try:
                     for file in files:
-                        self._ingest_file(file, report, batch_documents, bars, stop)
+                        if self._ingest_file(file, report, batch_documents, bars, stop) and tags:
+                            report.documents_tagged += self.docstore.tag_documents(str(file.resolve()), tags)
                         bars.file_done()
                 finally:  # also after an interrupt: BM25 holds what was committed
                     if report.changed:
@@ -457,22 +461,23 @@ class Index:
 
     def _ingest_file(
         self, file: Path, report: IngestReport, batch: int, bars: _Bars, stop: Callable[[], bool] | None
-    ) -> None:
+    ) -> bool:
+        """Ingest one file; whether its documents are stored (ingested now or unchanged)."""
         name = str(file.resolve())
         try:
             data = file.read_bytes()
         except OSError as error:
             report.skipped.append((str(file), f"unreadable: {error.strerror or error}"))
-            return
+            return False
         sha = hashlib.sha256(data).hexdigest()
         if self.docstore.file_sha(name) == sha:
             report.unchanged_files += 1
-            return
+            return True
         try:
             documents = load_path(file)
         except LoadError as error:
             report.skipped.append((str(file), str(error)))
-            return
+            return False
         unique: dict[str, Document] = {}
         for document in documents:
             unique.setdefault(document.id, document)
@@ -498,6 +503,7 @@ class Index:
         with self._mirroring():
             self.docstore.mark_file(name, sha, len(data))
         report.ingested_files += 1
+        return True
 
     def _add(self, documents: list[Document], file: str, report: IngestReport, bars: _Bars) -> None:
         chunked = []

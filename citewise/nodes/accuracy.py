@@ -1,6 +1,7 @@
 """accuracy: order the shown evidence by topicality and by agreement with the trusted sources.
 
-Off unless `Context.trusted` names trusted sources (paths, globs or document ids). The kept evidence from
+Off unless `Context.trusted` names trusted sources (paths, globs, document ids, or `tag:NAME` for the
+documents ingested with `--tag NAME`). The kept evidence from
 trusted documents yields a GenText of about 64 words, citing them (health-IR RAG, arXiv 2502.04666): the
 writer writes it from that evidence only, or in local mode it is the trusted evidence's sentences most
 similar to the question. Each other document shown to the writer gets an accuracy in [0, 1]: the judge's
@@ -28,6 +29,7 @@ from citewise import llms
 from citewise.context import Context
 from citewise.evidence import CONTRADICTS, edges_first, kept_records
 from citewise.index import Index
+from citewise.index.docstore import document_tags
 from citewise.index.embeddings import Embedder
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
@@ -48,10 +50,21 @@ NO_TRUSTED = "accuracy not scored: no trusted evidence was kept for this questio
 _LABEL = re.compile(r"\[(T\d+)\]")
 
 
-def is_trusted(patterns: Sequence[str], file: str, doc_id: str) -> bool:
-    """Whether a document matches a trusted pattern: its source file (or a folder of it), its name, its id."""
+TAG = "tag:"
+"""Prefix of a trusted pattern that matches the documents' ingest tags instead of their files."""
+
+
+def is_trusted(patterns: Sequence[str], file: str, doc_id: str, tags: Sequence[str] = ()) -> bool:
+    """Whether a document matches a trusted pattern: its file (or a folder of it), name, id or an ingest tag.
+
+    A pattern `tag:NAME` (NAME may be a glob) matches only the tags; any other pattern only the rest.
+    """
     name = Path(file).name if file else ""
     for pattern in patterns:
+        if pattern.startswith(TAG):
+            if any(fnmatch.fnmatchcase(tag, pattern[len(TAG) :]) for tag in tags):
+                return True
+            continue
         absolute = str(Path(pattern).expanduser().absolute())
         if doc_id and fnmatch.fnmatchcase(doc_id, pattern):
             return True
@@ -65,13 +78,13 @@ def is_trusted(patterns: Sequence[str], file: str, doc_id: str) -> bool:
     return False
 
 
-def document_files(index: Index, doc_ids: set[str]) -> dict[str, str]:
-    """The source file of each document ("" when it is no longer stored)."""
-    files = {}
+def document_sources(index: Index, doc_ids: set[str]) -> dict[str, tuple[str, list[str]]]:
+    """The source file and ingest tags of each document (("", []) when it is no longer stored)."""
+    sources: dict[str, tuple[str, list[str]]] = {}
     for doc_id in sorted(doc_ids):
         record = index.document(doc_id)
-        files[doc_id] = record.file if record else ""
-    return files
+        sources[doc_id] = (record.file, document_tags(record.metadata)) if record else ("", [])
+    return sources
 
 
 def topicality(record: EvidenceRecord) -> float:
@@ -216,8 +229,8 @@ async def accuracy(state: State, runtime: Runtime[Context]) -> dict:
     if not shown:
         return {"gentext": ""}
     index = await open_index(context)
-    files = await in_thread(document_files, index, {r["doc_id"] for r in shown})
-    trusted_docs = {d for d, f in files.items() if is_trusted(context.trusted, f, d)}
+    sources = await in_thread(document_sources, index, {r["doc_id"] for r in shown})
+    trusted_docs = {d for d, (f, tags) in sources.items() if is_trusted(context.trusted, f, d, tags)}
     trusted = [r for r in shown if r["doc_id"] in trusted_docs]
     if not trusted:
         updates = {r["chunk_id"]: {"flags": _flagged(r, NO_TRUSTED)} for r in shown}

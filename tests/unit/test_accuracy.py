@@ -52,7 +52,7 @@ class FakeIndex:
         self.files = files
 
     def document(self, doc_id: str) -> SimpleNamespace | None:
-        return SimpleNamespace(file=self.files[doc_id]) if doc_id in self.files else None
+        return SimpleNamespace(file=self.files[doc_id], metadata={}) if doc_id in self.files else None
 
 
 TRUSTED_FILE = "/data/trusted/hydration-guide.md"
@@ -128,6 +128,15 @@ def test_trusted_patterns_match_file_folder_name_and_id() -> None:
     assert is_trusted(["doc-t"], "", "doc-t")  # the document id
     assert not is_trusted(["/data/trusted/*.md", "doc-t"], "/data/web/a.html", "doc-a")
     assert not is_trusted(["/data/trust"], TRUSTED_FILE, "doc-t")  # a folder prefix is not a folder
+
+
+def test_tag_patterns_match_the_ingest_tags_and_nothing_else() -> None:
+    assert is_trusted(["tag:who"], "/data/web/a.html", "doc-a", ["who"])
+    assert is_trusted(["tag:w*"], "/data/web/a.html", "doc-a", ["reviewed", "who-2024"])  # a glob
+    assert not is_trusted(["tag:who"], "/data/web/a.html", "doc-a", ["whom"])
+    assert not is_trusted(["tag:who"], "/data/web/a.html", "doc-a")  # untagged
+    assert not is_trusted(["who"], "/data/web/a.html", "doc-a", ["who"])  # a plain pattern is not a tag
+    assert not is_trusted(["tag:doc-a"], "/data/tag:doc-a", "doc-a")  # a tag pattern is not a file or id
 
 
 def test_rsv_is_the_beta_weighted_sum() -> None:
@@ -340,3 +349,53 @@ def test_the_query_graph_writes_gentext_and_orders_evidence_by_rsv(
     writer_order = [r["chunk_id"] for r in sorted(shown, key=lambda r: r["rank"])]
     assert writer_order == edges_first([r["chunk_id"] for r in best_first])
     assert len(shown) >= 2
+
+
+# trusted by a tag given at ingest ------------------------------------------------------------------------
+
+
+def test_documents_ingested_with_a_tag_are_the_trusted_ones(
+    tmp_path: Any, embedder: Any, small_corpus_records: list[dict[str, str]]
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from citewise.cli import app
+    from citewise.index import Index
+    from citewise.indexes import forget_index
+
+    guide = tmp_path / "guide.jsonl"
+    web = tmp_path / "web.jsonl"
+    vaccines = [r for r in small_corpus_records if r["_id"] == "vaccines"]
+    guide.write_text("".join(json.dumps(r) + "\n" for r in vaccines), encoding="utf-8")
+    web.write_text(json.dumps(MYTH) + "\n", encoding="utf-8")
+    path = tmp_path / "index"
+    runner = CliRunner()
+    for args in (
+        [guide, "--tag", "who", "--tag", " "],  # a blank tag is ignored
+        [web],
+        [guide, "--tag", "reviewed"],  # unchanged: not re-ingested, but tagged
+    ):
+        result = runner.invoke(app, ["ingest", *map(str, args), "--index", str(path)], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+    assert "1 unchanged" in result.output and "documents tagged: 1" in result.output
+    with Index.open(path, embedder=embedder, create=False) as index:
+        (guide_id,) = index.docstore.document_ids(str(guide.resolve()))
+        (web_id,) = index.docstore.document_ids(str(web.resolve()))
+        assert index.document(guide_id).metadata["tags"] == ["reviewed", "who"]
+        assert "tags" not in index.document(web_id).metadata
+        assert index.stats().chunks_bm25 == index.stats().chunks_sqlite  # tagging left the stores in step
+    shown = [
+        record("g", vaccines[0]["text"], doc_id=guide_id, title="How vaccines work", final=50.0, kept=True),
+        record("m", MYTH["text"], doc_id=web_id, title=MYTH["title"], final=50.0, kept=True),
+    ]
+    context = Context(index_dir=str(path), trusted=["tag:who"])
+    try:
+        records = by_id(run(context, state(*shown, question="How do vaccines train the immune system?")))
+        untagged = by_id(run(Context(index_dir=str(path), trusted=["tag:nobody"]), state(*shown)))
+    finally:
+        forget_index(context)
+    assert records["g"]["trusted"] is True and records["g"]["accuracy"] == 1.0
+    assert records["m"]["trusted"] is False and records["m"]["stance"] == "unknown"
+    assert NO_TRUSTED in untagged["g"]["flags"] and NO_TRUSTED in untagged["m"]["flags"]
