@@ -265,3 +265,90 @@ def test_the_index_graph_reads_only_under_the_data_root(served):
     assert folder["report"]["documents_added"] == 1
     assert [Path(p).name for p, reason in folder["report"]["skipped"]] == ["leak.txt"]
     assert folder["report"]["skipped"][0][1] == "a symlink leading outside the data root"
+
+
+EVIDENCE_NODES = ("retrieve", "score", "reflect", "critique", "threshold", "rewrite")
+QUERY_NODES = {
+    *("condense", "rewrite", "rerank", "accuracy", "expand", "route", "answer", "outline", "approve"),
+    *("collect", "customize", "verify", "references", "__start__", "__end__"),
+    *(f"evidence:{n}" for n in (*EVIDENCE_NODES, "__start__", "__end__")),
+    *(f"section:evidence:{n}" for n in (*EVIDENCE_NODES, "__start__", "__end__")),
+    *("section:rerank", "section:expand", "section:write_section"),
+}
+"""The query graph as Studio draws it (xray): both subgraphs opened, the section's evidence step too."""
+
+DIRECT_STEPS = [
+    "condense", "rewrite", "evidence", "rerank", "accuracy", "expand", "route", "answer", "verify",
+    "references",
+]  # fmt: skip
+
+
+def test_a_follow_up_streams_every_step_and_the_thread_keeps_both_turns(served):
+    """A chat client's path: two streamed turns on one thread; the second is read with the first."""
+    from langgraph_sdk import get_client
+
+    url, *_ = served
+
+    async def converse():
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        turns = []
+        for question in ("Where did Perseverance land?", "What does it collect?"):
+            events = [
+                part
+                async for part in client.runs.stream(
+                    thread["thread_id"],
+                    "citewise",
+                    input={"messages": [{"role": "user", "content": question}]},
+                    stream_mode=["updates", "messages-tuple"],
+                )
+            ]
+            turns.append(events)
+        state = await client.threads.get_state(thread["thread_id"])
+        return turns, state
+
+    turns, state = asyncio.run(converse())
+    for events in turns:
+        assert not [e for e in events if e.event == "error"], events
+        steps = [node for e in events if e.event == "updates" for node in e.data]
+        assert steps == DIRECT_STEPS
+    messages = [e.data for e in turns[1] if e.event == "messages"]
+    assert messages, [e.event for e in turns[1]]
+    reply, metadata = messages[-1]
+    assert metadata["langgraph_node"] == "references" and reply["type"] == "ai"
+    assert "rock samples" in reply["content"]
+    values = state["values"]
+    assert reply["content"].startswith(values["answer"]) and "Mars rovers" in reply["content"]  # sources
+    assert "[1]" in values["answer"], values["answer"]
+    assert "Perseverance" in values["question"]  # the follow-up was read with the question before it
+    assert values["citations"] and {c["title"] for c in values["citations"]} == {"Mars rovers"}
+    assert [m["type"] for m in values["messages"]] == ["human", "ai", "human", "ai"]
+    assert "Jezero" in values["messages"][1]["content"]
+
+
+def test_both_graphs_are_drawn_with_every_node_and_the_form_holds_every_setting(served):
+    from dataclasses import fields
+
+    from langgraph_sdk import get_client
+
+    from citewise.context import Context
+
+    url, *_ = served
+
+    async def look():
+        client = get_client(url=url)
+        assistants = {a["graph_id"]: a["assistant_id"] for a in await client.assistants.search()}
+        query = await client.assistants.get_graph(assistants["citewise"], xray=True)
+        index = await client.assistants.get_graph(assistants["index"], xray=True)
+        schemas = await client.assistants.get_schemas(assistants["citewise"])
+        return query, index, schemas
+
+    query, index, schemas = asyncio.run(look())
+    drawn = {node["id"] for node in query["nodes"]}
+    handled = {n.removeprefix("__error_handler__") for n in drawn if n.startswith("__error_handler__")}
+    assert drawn - {f"__error_handler__{n}" for n in handled} == QUERY_NODES, sorted(drawn)
+    steps = {n for n in QUERY_NODES if ":" not in n and not n.startswith("__")} | {"evidence", "section"}
+    assert handled == steps  # every step of the query graph ends a failed run with a reply
+    assert {"ingest", "__start__", "__end__"} <= {node["id"] for node in index["nodes"]}
+    form = schemas["context_schema"]["properties"]
+    assert set(form) == {f.name for f in fields(Context)}
