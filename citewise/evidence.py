@@ -128,7 +128,52 @@ def judge_all(records: Sequence[EvidenceRecord], context: Context) -> tuple[floa
         else:
             reason = f"dropped: final {value:g} < threshold {cut:g}"
         updates[chunk_id] = {"final": value, "kept": kept, "reason": reason}
+    if not context.llm and not unanswered and context.second_hop:
+        updates |= bridges(records, updates, context)
     return cut, updates
+
+
+BRIDGE_FLAG = "bridge"
+"""The flag of a chunk kept because the best kept passage names its document (a multi-hop bridge)."""
+_TITLE_CORE = re.compile(r"\s*[,(].*$")
+
+
+def bridges(
+    records: Sequence[EvidenceRecord], verdicts: dict[str, EvidenceRecord], context: Context
+) -> dict[str, EvidenceRecord]:
+    """Keep the best chunk of a document the best kept document names by its title, when local scoring cut it.
+
+    A multi-hop question's bridge passage ("the film shot in Leland" -> Maximum Overdrive) is about an entity
+    the first passage names, not about the question's words, so similarity scores it low; the first passage
+    naming its title is the evidence that it belongs. One document at most, above the floor.
+    """
+    kept = [r for r in records if verdicts[r["chunk_id"]]["kept"]]
+    if not kept:
+        return {}
+    best = max(kept, key=lambda r: (verdicts[r["chunk_id"]]["final"], r["chunk_id"]))
+    naming = " ".join(r.get("text", "") for r in kept if r.get("doc_id") == best.get("doc_id"))
+    kept_docs = {r.get("doc_id") for r in kept}
+    named = []
+    for record in records:
+        verdict = verdicts[record["chunk_id"]]
+        core = _TITLE_CORE.sub("", record.get("title", "")).strip()
+        if (
+            record.get("doc_id") in kept_docs
+            or verdict["final"] < context.threshold_floor
+            or len(core) < 4
+            or not re.search(rf"(?<!\w){re.escape(core)}(?!\w)", naming)
+        ):
+            continue
+        named.append(record)
+    if not named:
+        return {}
+    bridge = max(named, key=lambda r: (verdicts[r["chunk_id"]]["final"], r["chunk_id"]))
+    final = verdicts[bridge["chunk_id"]]["final"]
+    reason = f"kept: a bridge, {best.get('title', '')!r} names {bridge.get('title', '')!r} (final {final:g})"
+    flags = [*bridge.get("flags", []), BRIDGE_FLAG]
+    return {
+        bridge["chunk_id"]: {**verdicts[bridge["chunk_id"]], "kept": True, "reason": reason, "flags": flags}
+    }
 
 
 def estimate_tokens(text: str) -> int:

@@ -8,7 +8,7 @@ The direct answer, every report section and the report's introduction and conclu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -232,11 +232,13 @@ def pick(question: questions.Question, candidates: list[Candidate], vectors: np.
 
 
 def answering_sentences(
-    index: Index, question: str, sources: Sequence[tuple[str, str, str]]
+    index: Index, question: str, sources: Sequence[tuple[str, str, str]], bridged: Collection[str] = ()
 ) -> tuple[list[Sentence], list[str]]:
     """The sentences that answer the question, best first, with their antecedents; and the unanswered parts.
 
-    `sources` are (label, chunk text, paragraph text) of the kept evidence, in the writer's order.
+    `sources` are (label, chunk text, paragraph text) of the kept evidence, in the writer's order. `bridged`
+    labels are bridge passages (about an entity the best passage names): the answer ends with the best
+    sentence of one when none of its sentences was chosen, since a two-hop answer needs both hops.
     """
     candidates = paragraph_candidates(sources)
     if not candidates:
@@ -244,6 +246,9 @@ def answering_sentences(
     whole = questions.read(question)
     vectors = score_candidates(index, whole, candidates)
     chosen = pick(whole, candidates, vectors)
+    hop = [i for i in range(len(candidates)) if candidates[i].label in bridged]
+    if hop and not any(candidates[i].label in bridged for i in chosen):
+        chosen.append(max(hop, key=lambda i: (candidates[i].score, -i)))
     pieces = questions.parts(question)
     missing: list[str] = []
     if len(pieces) > 1:

@@ -14,7 +14,14 @@ from langgraph.runtime import Runtime
 
 from citewise import llms
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER, PART_UNANSWERED, evidence_blocks, kept_records, paragraph_texts
+from citewise.evidence import (
+    BRIDGE_FLAG,
+    NO_ANSWER,
+    PART_UNANSWERED,
+    evidence_blocks,
+    kept_records,
+    paragraph_texts,
+)
 from citewise.index import Index
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import quote
@@ -32,7 +39,8 @@ def extractive_answer(
         (label, r.get("text", ""), paragraphs[r["chunk_id"]])
         for label, r in zip(labels, records, strict=True)
     ]
-    chosen, missing = answering_sentences(index, question, sources)
+    bridged = {label for label, r in zip(labels, records, strict=True) if BRIDGE_FLAG in r.get("flags", [])}
+    chosen, missing = answering_sentences(index, question, sources, bridged)
     if not chosen:
         return NO_ANSWER, {}
     text = cite(chosen)

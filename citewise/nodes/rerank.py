@@ -1,4 +1,8 @@
-"""rerank: Cohere rerank when configured, else the score order; then order against lost-in-the-middle."""
+"""rerank: Cohere rerank when configured, else the score order; then order against lost-in-the-middle.
+
+A rerank that fails with a transient provider fault after its retries keeps the score order (listed in
+`degraded`); a refused key or a rejected request ends the run.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,9 @@ from langgraph.runtime import Runtime
 
 from citewise import llms
 from citewise.context import Context
-from citewise.evidence import edges_first
-from citewise.state import EvidenceRecord, SectionState, State
+from citewise.evidence import BRIDGE_FLAG, edges_first
+from citewise.models import degradation, fault_reason, is_transient, provider_errors
+from citewise.state import Degraded, EvidenceRecord, SectionState, State
 
 logger = logging.getLogger(__name__)
 
@@ -25,21 +30,29 @@ async def rerank(state: State | SectionState, runtime: Runtime[Context]) -> dict
     ranked = sorted(kept, key=lambda r: (-r.get("final", 0.0), -r.get("retrieval", 0.0), r["chunk_id"]))
     flags: dict[str, list[str]] = {}
     usage: dict = {}
+    degraded: list[Degraded] = []
     if len(ranked) > 1 and os.environ.get("COHERE_API_KEY"):
-        from citewise.models import reranker
+        from citewise.models import reranker  # looked up at call time: tests replace it
 
         cohere = reranker(context)
         if cohere is not None:
             try:
                 order = await cohere.rerank(state["question"], [r["text"] for r in ranked], top_n=len(ranked))
                 ranked = [ranked[i] for i, _ in order]
-            except Exception as error:  # noqa: BLE001 - rerank is an improvement, not a requirement
+            except provider_errors() as error:
+                if not is_transient(error):
+                    raise  # a refused key or a rejected request ends the run
                 logger.warning("rerank failed, keeping the score order: %s", error)
                 flags = {
                     r["chunk_id"]: [*r.get("flags", []), "rerank failed: score order kept"] for r in ranked
                 }
+                reason = f"{fault_reason(error)}: score order kept"
+                degraded = [degradation("rerank", reason, [r["chunk_id"] for r in ranked])]
             usage = cohere.take_usage()
     limit = state.get("evidence_limit") or context.max_evidence
+    bridged = [r for r in ranked if BRIDGE_FLAG in r.get("flags", [])][:limit]  # never cut: kept for the hop
+    ranked = [r for r in ranked if r not in bridged]
+    ranked = ranked[: limit - len(bridged)] + bridged + ranked[limit - len(bridged) :]
     beyond = f"; not shown to the writer: only the best {limit} are (max_evidence)"
     cut = {r["chunk_id"]: {"rank": 0, "reason": f"{r.get('reason', 'kept')}{beyond}"} for r in ranked[limit:]}
     ordered = edges_first(ranked[:limit])
@@ -48,4 +61,6 @@ async def rerank(state: State | SectionState, runtime: Runtime[Context]) -> dict
         updates.setdefault(chunk_id, {})["flags"] = extra
     evidence = [{**r, **updates.get(r["chunk_id"], {"rank": 0})} for r in state.get("evidence", [])]
     result = {"kept": [r["chunk_id"] for r in ordered], "evidence": evidence}
+    if degraded:
+        result["degraded"] = degraded
     return {**result, "usage": usage} if usage else result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from types import SimpleNamespace
 
@@ -9,11 +10,14 @@ import numpy as np
 import pytest
 from langgraph.runtime import Runtime
 from support.fakes import Judge, ScriptedChatModel
+from support.fakes import candidate as record
 
 from citewise.context import Context
+from citewise.evidence import BRIDGE_FLAG, judge_all
 from citewise.index.hops import follow_up_queries, interleave
 from citewise.index.store import Hit
 from citewise.nodes import retrieve as retrieve_node
+from citewise.nodes.rerank import rerank
 from citewise.nodes.retrieve import search_all
 
 
@@ -101,3 +105,59 @@ async def test_with_a_model_the_second_hop_searches_what_the_model_writes(
     else:  # the model sees no need: single-hop questions keep the first round alone
         assert set(records) == {"carmen-c0", "opera-c0"}
         assert index.searched == ["Q"]
+
+
+# the bridge passage of a two-hop question -----------------------------------------------------------------
+
+LELAND = "Films such as Maximum Overdrive (1986) were shot in or around Leland."
+
+
+def leland_records(overdrive_score: float = 31.5) -> list[dict]:
+    return [
+        record("leland", LELAND, title="Leland, North Carolina", relevance_mean=96.0, answering=0.62),
+        record("leland-2", "Leland is a town in Brunswick County.", title="Leland, North Carolina",
+               doc_id="doc-leland", relevance_mean=90.0, answering=0.5),
+        record("overdrive", "Maximum Overdrive is a 1986 film directed by Stephen King.",
+               title="Maximum Overdrive (film)", relevance_mean=overdrive_score, answering=0.2),
+        record("bread", "Sourdough rises with wild yeast.", title="Sourdough", relevance_mean=25.0,
+               answering=0.1),
+    ]  # fmt: skip
+
+
+def test_a_passage_the_best_kept_passage_names_is_kept_as_a_bridge() -> None:
+    records = leland_records()
+    cut, verdicts = judge_all(records, Context())
+    assert cut > 31.5  # similarity alone would drop the film's passage
+    assert verdicts["overdrive"]["kept"] and BRIDGE_FLAG in verdicts["overdrive"]["flags"]
+    assert verdicts["overdrive"]["reason"].startswith("kept: a bridge, 'Leland, North Carolina' names")
+    assert not verdicts["bread"]["kept"]  # named by nothing: still dropped
+
+
+@pytest.mark.parametrize(
+    ("context", "score", "why"),
+    [
+        (Context(model="openai/test"), 31.5, "a model's judgments stand"),
+        (Context(second_hop=0), 31.5, "no second hop asked for"),
+        (Context(), 12.0, "below the floor"),
+    ],
+)
+def test_no_bridge_when_it_does_not_apply(context: Context, score: float, why: str) -> None:
+    _, verdicts = judge_all(leland_records(score), context)
+    assert not verdicts["overdrive"]["kept"], why
+
+
+def test_no_bridge_when_nothing_answers_the_question() -> None:
+    records = leland_records()
+    for r in records:
+        r["answering"] = 0.1  # local mode abstains: nothing at all is kept
+    _, verdicts = judge_all(records, Context())
+    assert not any(v["kept"] for v in verdicts.values())
+
+
+def test_rerank_never_cuts_the_bridge() -> None:
+    evidence = [record(f"c{n}", relevance_mean=90 - n, final=90 - n, kept=True) for n in range(4)]
+    evidence.append(record("bridge", final=30.0, kept=True, flags=[BRIDGE_FLAG]))
+    ranked = asyncio.run(
+        rerank({"question": "q", "evidence": evidence}, Runtime(context=Context(max_evidence=3)))
+    )
+    assert "bridge" in ranked["kept"] and len(ranked["kept"]) == 3
