@@ -25,6 +25,7 @@ from citewise.index.citations import is_reference_heading, link_citations, split
 from citewise.index.document import BibEntry, Document, LoadError, Paragraph
 
 logger = logging.getLogger(__name__)
+logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about odd PDFs are not the user's concern
 
 SUPPORTED_SUFFIXES: tuple[str, ...] = (".docx", ".htm", ".html", ".jsonl", ".md", ".pdf", ".txt")
 """File suffixes `load_path` understands (compared case-insensitively)."""
@@ -59,6 +60,23 @@ def iter_files(paths: Iterable[str | Path]) -> list[Path]:
         else:
             files.setdefault(path)
     return list(files)
+
+
+def unsupported_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Files inside the given folders that `iter_files` leaves out for their type (hidden ones aside)."""
+    found: list[Path] = []
+    for entry in paths:
+        root = Path(entry)
+        if not root.is_dir():
+            continue
+        for directory, subdirectories, names in os.walk(root):
+            subdirectories[:] = sorted(name for name in subdirectories if not name.startswith("."))
+            found += [
+                Path(directory) / name
+                for name in sorted(names)
+                if not name.startswith(".") and Path(name).suffix.lower() not in SUPPORTED_SUFFIXES
+            ]
+    return found
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -106,14 +124,28 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _read_text(path: Path) -> str:
+    """The file's text: UTF-8 when it is, else in the encoding charset-normalizer detects (Latin-1, ...)."""
     data = _read_bytes(path)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise LoadError(f"not UTF-8 text (invalid byte at offset {error.start})") from error
+        text, encoding = _decode_other(data, error)
+        logger.info("%s: read as %s (not UTF-8)", path, encoding)
     if not text.strip():
         raise LoadError("empty file")
     return text
+
+
+def _decode_other(data: bytes, error: UnicodeDecodeError) -> tuple[str, str]:
+    """(text, encoding) when another encoding fits; binary data (NUL bytes, no encoding fits) is refused."""
+    if b"\x00" in data[:8192]:
+        raise LoadError("a binary file, not text (NUL bytes)") from error
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data).best()
+    if best is None:
+        raise LoadError(f"not text in a known encoding (not UTF-8: invalid byte at offset {error.start})")
+    return str(best), best.encoding
 
 
 def _finish(

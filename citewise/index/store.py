@@ -46,7 +46,7 @@ from citewise.index.document import Document, LoadError
 from citewise.index.embeddings import Embedder, default_embedder
 from citewise.index.fusion import drop_redundant, rank, reciprocal_rank_fusion, weighted_fusion
 from citewise.index.lexical import LexicalIndex
-from citewise.index.loaders import iter_files, load_path
+from citewise.index.loaders import SUPPORTED_SUFFIXES, iter_files, load_path, unsupported_files
 from citewise.index.paragraphs import ParagraphVectors
 from citewise.index.vectors import COLLECTION, VectorIndex, make_client
 
@@ -783,6 +783,11 @@ def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[tuple[str, st
             existing.append(candidate)
         else:
             missing.append((str(path), "no such file or directory"))
+    supported = ", ".join(SUPPORTED_SUFFIXES)
+    missing += [
+        (str(path), f"unsupported type {path.suffix or '(no suffix)'} (supported: {supported})")
+        for path in unsupported_files(existing)
+    ]
     return iter_files(existing), missing
 
 

@@ -93,6 +93,20 @@ def test_ingest_of_a_missing_path_exits_1(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert "no such file or directory" in result.stderr
     assert "nothing was ingested" in result.stderr
+    assert not (tmp_path / "idx").exists()  # a failed ingest leaves no empty index behind
+
+
+def test_a_folders_files_of_other_types_are_listed_as_skipped(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "kiwi.md").write_text("# Kiwi\n\nKiwi birds cannot fly. They lay very large eggs.\n")
+    (folder / "photo.png").write_bytes(b"\x89PNG\r\n")
+    latin = "Le caf\u00e9 cr\u00e8me co\u00fbte deux euros.\n"
+    (folder / "caf\u00e9.txt").write_bytes(latin.encode("latin-1"))
+    result = run("ingest", folder, "--index", tmp_path / "idx")
+    assert result.exit_code == 0, result.output
+    assert "photo.png: unsupported type .png" in result.stderr
+    assert "2 ingested" in result.stdout  # the Latin-1 file is read in its encoding
 
 
 def test_ingest_of_a_good_and_a_bad_file_exits_0_and_reports_the_bad_one(

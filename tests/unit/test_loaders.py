@@ -12,7 +12,7 @@ import pytest
 
 import citewise
 from citewise.index.document import BibEntry, Document, LoadError, Paragraph
-from citewise.index.loaders import SUPPORTED_SUFFIXES, iter_files, load_path
+from citewise.index.loaders import SUPPORTED_SUFFIXES, iter_files, load_path, unsupported_files
 
 UNARXIVE = Path(__file__).resolve().parents[3] / "shared" / "data" / "unarxive" / "papers.jsonl"
 SCIFACT = UNARXIVE.parents[1] / "scifact" / "corpus.jsonl"
@@ -100,9 +100,25 @@ def test_missing_and_empty_and_badly_encoded_files(tmp_path: Path) -> None:
     (tmp_path / "blank.md").write_text(" \n\n \n")
     with pytest.raises(LoadError, match="empty file"):
         load_path(tmp_path / "blank.md")
-    (tmp_path / "latin.txt").write_bytes("caf\xe9 cr\xe8me".encode("latin-1"))
-    with pytest.raises(LoadError, match="not UTF-8 text"):
-        load_path(tmp_path / "latin.txt")
+    (tmp_path / "binary.txt").write_bytes(b"PK\x03\x04\x00\x00\xff\xfe\x00" * 50)
+    with pytest.raises(LoadError, match="a binary file, not text"):
+        load_path(tmp_path / "binary.txt")
+
+
+def test_a_latin_1_text_file_is_read_in_its_encoding(tmp_path: Path) -> None:
+    text = "Le caf\xe9 cr\xe8me co\xfbte deux euros \xe0 la gare. " * 3
+    (tmp_path / "latin.txt").write_bytes(f"Caf\xe9s\n\n{text}\n".encode("latin-1"))
+    (document,) = load_path(tmp_path / "latin.txt")
+    assert "caf\xe9 cr\xe8me co\xfbte" in " ".join(p.text for p in document.paragraphs)
+
+
+def test_a_folders_files_of_other_types_are_named_not_skipped_silently(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("# Notes\n\nKiwi birds cannot fly.\n")
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG")
+    (tmp_path / "sheet.xlsx").write_bytes(b"PK")
+    (tmp_path / ".hidden.bin").write_bytes(b"x")
+    assert [p.name for p in iter_files([tmp_path])] == ["notes.md"]
+    assert [p.name for p in unsupported_files([tmp_path])] == ["photo.png", "sheet.xlsx"]
 
 
 def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
