@@ -85,9 +85,16 @@ def _open(
         raise _fail(str(error)) from error
 
 
+SKIPPED_SHOWN = 20
+"""Skipped files listed one per line; beyond this, a count (a folder of photos need not fill the screen)."""
+
+
 def _print_report(report: IngestReport, index: Index, verb: str) -> None:
-    for path, reason in report.skipped:
+    for path, reason in report.skipped[:SKIPPED_SHOWN]:
         typer.secho(f"skipped {path}: {reason}", err=True, fg=typer.colors.YELLOW)
+    if len(report.skipped) > SKIPPED_SHOWN:
+        more = len(report.skipped) - SKIPPED_SHOWN
+        typer.secho(f"... and {more} more skipped files", err=True, fg=typer.colors.YELLOW)
     stats = index.stats()
     typer.echo(
         f"{verb}: {report.files} files ({report.ingested_files} ingested, "
@@ -159,13 +166,13 @@ def ingest(
     index: IndexOption = DEFAULT_INDEX,
     chroma_url: ChromaOption = None,
     threshold: Annotated[
-        float | None, typer.Option(help="Semantic chunking: cosine drop that starts a chunk [default: 0.8].")
+        float | None, typer.Option(help="Semantic chunking: cosine drop that starts a chunk (default: 0.8).")
     ] = None,
     max_chars: Annotated[
-        int | None, typer.Option(help="Semantic chunking: largest chunk in characters [default: 500].")
+        int | None, typer.Option(help="Semantic chunking: largest chunk in characters (default: 500).")
     ] = None,
     min_chars: Annotated[
-        int | None, typer.Option(help="Semantic chunking: a chunk grows at least to this [default: 0].")
+        int | None, typer.Option(help="Semantic chunking: a chunk grows at least to this (default: 0).")
     ] = None,
     reembed: Annotated[
         bool | None, typer.Option(help="Embed chunk texts instead of pooling sentence vectors.")
@@ -173,7 +180,7 @@ def ingest(
     whole_paragraphs: Annotated[
         bool | None,
         typer.Option(
-            help="Embed each paragraph whole for paragraph-level dense search [default: on]; off pools its "
+            help="Embed each paragraph whole for paragraph-level dense search (default: on); off pools its "
             "chunks' vectors (ingest ~1.4x faster, HotpotQA hybrid R@5 0.800 instead of 0.810)."
         ),
     ] = None,
@@ -211,6 +218,10 @@ def ingest(
             chunking = dataclasses.replace(stored or ChunkingConfig(), **given)
         except ValueError as error:
             raise _fail(str(error)) from error
+    if not any(path.expanduser().exists() for path in paths):  # refuse before an index folder is made
+        for path in paths:
+            typer.secho(f"skipped {path}: no such file or directory", err=True, fg=typer.colors.YELLOW)
+        raise _fail("nothing was ingested", code=1)
     with _open(index, chroma_url, chunking) as opened:
         report = ingest_paths(opened, paths, quiet, tags=[t.strip() for t in tag or [] if t.strip()])
     nothing_done = not report.documents_added and not report.unchanged_files and not report.documents_removed
@@ -390,7 +401,7 @@ def chat(
         typer.Option(
             "--threads",
             envvar="CITEWISE_THREADS",
-            help="Thread store: a SQLite file [default: .citewise/threads.sqlite] or a postgresql:// URL.",
+            help="Thread store: a SQLite file (default: .citewise/threads.sqlite) or a postgresql:// URL.",
         ),
     ] = None,
     mode: Annotated[
@@ -506,6 +517,7 @@ OUTPUT_KEYS: dict[str, object] = {
     "usage": {},
     "unsupported": [],
     "gentext": "",
+    "degraded": [],
 }
 
 
@@ -576,6 +588,7 @@ def show_answer(result: dict) -> None:
     show_evidence(result)
     if result.get("unsupported"):
         typer.secho(f"Dropped {len(result['unsupported'])} unsupported sentence(s).", fg=typer.colors.YELLOW)
+    show_degraded(result.get("degraded") or [])
     usage = {stage: spent for stage, spent in result.get("usage", {}).items() if spent.get("calls")}
     if usage:
         calls = sum(spent["calls"] for spent in usage.values())
@@ -583,6 +596,16 @@ def show_answer(result: dict) -> None:
         tokens_out = sum(spent["output_tokens"] for spent in usage.values())
         stages = ", ".join(f"{stage} {spent['calls']}" for stage, spent in usage.items())
         typer.echo(f"Model use: {calls} calls ({stages}), {tokens_in} input and {tokens_out} output tokens.")
+
+
+def show_degraded(degraded: list[dict]) -> None:
+    """The stages that fell back to a weaker method, why, and how many chunks it decided (none: nothing)."""
+    if not degraded:
+        return
+    typer.secho("Degraded:", bold=True, fg=typer.colors.YELLOW)
+    for entry in degraded:
+        chunks = len(entry.get("chunks", []))
+        typer.secho(f"  {entry['stage']}: {entry['reason']} ({chunks} chunk(s))", fg=typer.colors.YELLOW)
 
 
 def show_sections(result: dict) -> None:
@@ -742,7 +765,7 @@ def serve(
         typer.Option(
             "--threads",
             envvar="CITEWISE_THREADS",
-            help="Thread store: a SQLite file [default: .citewise/threads.sqlite] or a postgresql:// URL.",
+            help="Thread store: a SQLite file (default: .citewise/threads.sqlite) or a postgresql:// URL.",
         ),
     ] = None,
     model: Annotated[

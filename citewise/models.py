@@ -43,7 +43,7 @@ from tenacity.wait import wait_base, wait_exponential_jitter
 
 from citewise.context import Context
 from citewise.prompts.common import quote
-from citewise.state.types import StageUsage, merge_usage
+from citewise.state.types import Degraded, StageUsage, merge_usage
 
 if TYPE_CHECKING:
     from langchain_cohere import CohereRerank
@@ -214,7 +214,7 @@ def chat_model(
 # errors and retries -------------------------------------------------------------------------------------
 
 
-def _status(error: BaseException) -> int | None:
+def http_status(error: BaseException) -> int | None:
     """The HTTP status of a provider error, when it carries one."""
     if isinstance(error, openai.APIStatusError):
         return error.status_code
@@ -247,7 +247,7 @@ TRANSPORT_ERRORS = _transport_errors()
 
 def is_retryable(error: BaseException) -> bool:
     """True for errors a later try may not meet: rate limits, 5xx (not 501), timeouts, connection errors."""
-    status = _status(error)
+    status = http_status(error)
     if status is not None:
         return status in (408, 429) or (status >= 500 and status != 501)
     if isinstance(error, openai.APITimeoutError | openai.APIConnectionError):
@@ -261,13 +261,83 @@ def is_retryable(error: BaseException) -> bool:
     return False
 
 
+_FORMAT_PARAMS = frozenset({"response_format", "tools", "tool_choice", "functions", "function_call"})
+"""Request parameters through which citewise asks for structured output."""
+_FORMAT_WORDS = re.compile(
+    r"response.?format|json.?schema|json.?object|json.?mode|structured.?output|tool.?choice|\btools?\b"
+    r"|function.?calling|\bgrammar\b",
+    re.IGNORECASE,
+)
+"""How an error message names a structured-output feature."""
+_CONTEXT_WORDS = re.compile(
+    r"context.?length|context.?window|maximum context|too many tokens|reduce the length|prompt is too long",
+    re.IGNORECASE,
+)
+"""How an error message says the prompt is too long (it may also count the tokens "in the functions")."""
+
+
 def rejects_method(error: BaseException) -> bool:
-    """True when a server refused the request itself (400 / 422 / 501), e.g. a structured-output method."""
+    """True when a server refused the structured-output method itself (response_format, tools).
+
+    A 400 / 422 / 501 counts only when it names the method's parameter (`param`) or its message speaks of
+    response_format, JSON schema / mode, tools or tool choice; any other refused request (a prompt too long,
+    an unknown model, a bad argument) is no reason to give up a method and propagates. LangChain's own
+    NotImplementedError (a model class without the method) counts too.
+    """
     if isinstance(error, ContextOverflowError):
         return False
     if isinstance(error, NotImplementedError):
         return True
-    return _status(error) in (400, 422, 501)
+    if http_status(error) not in (400, 422, 501):
+        return False
+    if getattr(error, "param", None) in _FORMAT_PARAMS:
+        return True
+    message = f"{error} {getattr(error, 'body', '') or ''}"
+    return bool(_FORMAT_WORDS.search(message)) and not _CONTEXT_WORDS.search(message)
+
+
+def provider_errors() -> tuple[type[BaseException], ...]:
+    """Every error type a provider call may raise: the ones a node's `except` may name.
+
+    A node catches these and then keeps only the transient ones (`is_transient`); anything else (a bug in
+    citewise, a KeyError, a ModelSetupError) is never caught by a node.
+    """
+    from cohere.core.api_error import ApiError
+
+    return (
+        openai.APIError,
+        ApiError,
+        ModelError,
+        MalformedOutput,
+        TimeoutError,
+        ConnectionError,
+        *TRANSPORT_ERRORS,
+    )
+
+
+def is_transient(error: BaseException) -> bool:
+    """True for a provider fault a stage may work around after its retries (recorded as `degraded`).
+
+    Transient: what `is_retryable` retries (rate limits, 5xx, timeouts, connection errors) and output still
+    malformed after the repairs. Fatal, for the whole run: a refused key (401 / 403), a request the server
+    rejects (400 / 404 / 422 that is not a structured-output method, already handled by the fallback), a
+    ModelSetupError, and every error that does not come from a provider (a bug).
+    """
+    return isinstance(error, MalformedOutput) or is_retryable(error)
+
+
+def fault_reason(error: BaseException) -> str:
+    """A transient provider fault in a few words, for a `degraded` entry and a record's flag."""
+    status = http_status(error)
+    code = f" (HTTP {status})" if status is not None else ""
+    if isinstance(error, MalformedOutput):
+        return f"model output malformed after repairs: {error}"
+    return f"provider failed after retries: {type(error).__name__}{code}"
+
+
+def degradation(stage: str, reason: str, chunks: Sequence[str]) -> Degraded:
+    """One `degraded` entry: the stage that fell back, why, and the chunks whose result it affects."""
+    return {"stage": stage, "reason": reason, "chunks": list(dict.fromkeys(chunks))}
 
 
 def _retry_after(error: BaseException | None) -> float | None:
@@ -962,10 +1032,15 @@ __all__ = [
     "RunShared",
     "UsageMeter",
     "chat_model",
+    "degradation",
     "extract_json",
+    "fault_reason",
+    "http_status",
     "is_retryable",
+    "is_transient",
     "models_for",
     "parse_model",
+    "provider_errors",
     "rejects_method",
     "reranker",
     "retrying",

@@ -32,6 +32,7 @@ from citewise.index import Index
 from citewise.index.docstore import document_tags
 from citewise.index.embeddings import Embedder
 from citewise.indexes import in_thread, open_index
+from citewise.models import is_transient, provider_errors
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, Stances, State
 from citewise.text import sentences
@@ -188,8 +189,10 @@ async def _stance_batch(
     )
     try:
         samples = await judge.structured(Stances, as_messages(prompt), stage="accuracy")
-    except Exception as error:  # noqa: BLE001 - provider failed after retries: similarity alone stands
-        logger.warning("stance judgment failed: %s", error)
+    except provider_errors() as error:
+        if not is_transient(error):
+            raise  # a refused key or a rejected request ends the run
+        logger.warning("stance judgment failed, similarity alone stands: %s", error)  # flagged stance missing
         return {}
     result = samples[0] if samples else None
     stances: dict[str, tuple[str, str]] = {}

@@ -55,6 +55,7 @@ def new_turn(usage: dict | None = None) -> dict:
     return {
         "attempt": 0,
         "usage": Overwrite(usage or {}),
+        "degraded": Overwrite([]),
         "sections": Overwrite({}),
         "outline": [],
         "outline_type": "",

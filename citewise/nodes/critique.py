@@ -1,6 +1,8 @@
 """critique: a critic re-judges the borderline chunks, those near the provisional threshold.
 
 A chunk the critic's reply lists more than once keeps its first verdict; one it leaves out keeps its score.
+A batch the critic fails (a transient provider fault after the retries, or output malformed after repairs)
+keeps its scores and is listed in `degraded`; a refused key or a rejected request ends the run.
 """
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ from langgraph.runtime import Runtime
 from citewise import llms
 from citewise.context import Context
 from citewise.evidence import batches, context_threshold, final_score, labelled, with_scores
+from citewise.models import degradation, fault_reason, is_transient, provider_errors
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.state import CriticVerdicts, EvidenceRecord, EvidenceState
+from citewise.state import CriticVerdicts, Degraded, EvidenceRecord, EvidenceState
 
 logger = logging.getLogger(__name__)
+
+STANDS = "the reflected scores stand"
+"""What a batch the critic could not judge keeps (recorded in `degraded`)."""
 
 
 def borderline(records: list[EvidenceRecord], context: Context) -> list[EvidenceRecord]:
@@ -28,7 +34,8 @@ def borderline(records: list[EvidenceRecord], context: Context) -> list[Evidence
 
 async def _critique_batch(
     judge, batch: list[EvidenceRecord], question: str, context: Context
-) -> dict[str, EvidenceRecord]:  # noqa: ANN001
+) -> tuple[dict[str, EvidenceRecord], list[Degraded]]:  # noqa: ANN001
+    """The critic's verdicts on the batch, and the fallback taken when the critic failed it (if it did)."""
     labels, evidence = labelled(
         with_scores(batch, "reflection" if batch[0].get("reflection") is not None else "relevance_mean")
     )
@@ -41,16 +48,22 @@ async def _critique_batch(
     )
     try:
         samples = await judge.structured(CriticVerdicts, as_messages(prompt), stage="critique")
-    except Exception as error:  # noqa: BLE001 - provider failed after retries: the reflected score stands
+    except provider_errors() as error:
+        if not is_transient(error):
+            raise  # a refused key or a rejected request ends the run
         logger.warning("critique failed: %s", error)
-        return {r["chunk_id"]: {"flags": [*r.get("flags", []), "critic failed"]} for r in batch}
+        failed = {r["chunk_id"]: {"flags": [*r.get("flags", []), "critic failed"]} for r in batch}
+        return failed, [degradation("critique", f"{fault_reason(error)}: {STANDS}", list(failed))]
     result = samples[0] if samples else None
+    if result is None:
+        reason = f"model output malformed after repairs: {STANDS}"
+        return {}, [degradation("critique", reason, [r["chunk_id"] for r in batch])]
     updates: dict[str, EvidenceRecord] = {}
     for item in result.items if result else []:
         chunk_id = labels.get(item.id.strip())
         if chunk_id is not None and chunk_id not in updates:  # a chunk listed twice: its first verdict counts
             updates[chunk_id] = {"critic": float(item.score), "critic_note": item.reason.strip()}
-    return updates
+    return updates, []
 
 
 @llms.metered
@@ -70,4 +83,6 @@ async def critique(state: EvidenceState, runtime: Runtime[Context]) -> dict:
             for b in batches(doubtful, context.score_batch_size)
         )
     )
-    return {"candidates": {k: v for r in results for k, v in r.items()}, "usage": judge.take_usage()}
+    degraded = [entry for _, entries in results for entry in entries]
+    update = {"candidates": {k: v for r, _ in results for k, v in r.items()}, "usage": judge.take_usage()}
+    return {**update, "degraded": degraded} if degraded else update

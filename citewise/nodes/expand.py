@@ -4,7 +4,8 @@ ScoreRAG maps chunks back to the full source and summarises it at a length that 
 LLM-Ref keeps the paragraph as the unit of context. A chunk's context here is its paragraph (the
 hierarchy the index keeps). With a model, one request summarises every kept paragraph at its band's
 length; in local mode the summary is extractive: the paragraph's sentences closest to the question, as many
-as the band allows, in reading order.
+as the band allows, in reading order. When the summary request fails (a transient provider fault after the
+retries, or output malformed after repairs) the paragraphs themselves are the context, listed in `degraded`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ from citewise import llms
 from citewise.context import Context
 from citewise.evidence import kept_records, paragraph_texts
 from citewise.indexes import in_thread, open_index
+from citewise.models import degradation, fault_reason, is_transient, provider_errors
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.prompts.expand import band
 from citewise.state import SectionState, State, Summaries
 from citewise.writing import extractive_summary
 
 logger = logging.getLogger(__name__)
+
+PARAGRAPHS = "the paragraphs themselves are the context"
+"""What the writer sees when the summaries failed (recorded in `degraded`)."""
 
 
 @llms.metered
@@ -65,11 +70,20 @@ async def expand(state: State | SectionState, runtime: Runtime[Context]) -> dict
     summaries = {chunk_id: texts[chunk_id] for chunk_id in labels.values()}
     try:
         samples = await judge.structured(Summaries, as_messages(prompt), stage="expand")
-        result = samples[0] if samples else None
-        for item in result.items if result else []:
-            chunk_id = labels.get(item.id.strip())
-            if chunk_id is not None and item.summary.strip():
-                summaries[chunk_id] = item.summary.strip()
-    except Exception as error:  # noqa: BLE001 - without summaries the paragraphs themselves are the context
+    except provider_errors() as error:
+        if not is_transient(error):
+            raise  # a refused key or a rejected request ends the run
         logger.warning("summaries failed, using paragraphs: %s", error)
+        reason = f"{fault_reason(error)}: {PARAGRAPHS}"
+        degraded = [degradation("expand", reason, list(labels.values()))]
+        return {"summaries": summaries, "usage": judge.take_usage(), "degraded": degraded}
+    result = samples[0] if samples else None
+    for item in result.items if result else []:
+        chunk_id = labels.get(item.id.strip())
+        if chunk_id is not None and item.summary.strip():
+            summaries[chunk_id] = item.summary.strip()
+    if result is None:
+        reason = f"model output malformed after repairs: {PARAGRAPHS}"
+        degraded = [degradation("expand", reason, list(labels.values()))]
+        return {"summaries": summaries, "usage": judge.take_usage(), "degraded": degraded}
     return {"summaries": summaries, "usage": judge.take_usage()}

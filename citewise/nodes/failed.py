@@ -16,7 +16,7 @@ from langgraph.types import Command
 
 from citewise.deployment import DeploymentError
 from citewise.index.store import IndexOpenError
-from citewise.models import MalformedOutput, ModelSetupError
+from citewise.models import MalformedOutput, ModelSetupError, http_status
 from citewise.state import RunError, State
 
 logger = logging.getLogger(__name__)
@@ -39,6 +39,13 @@ def explain(error: BaseException, stage: str) -> RunError:
         hint = "The model's replies did not fit the expected form after repairs: try another model."
     elif isinstance(error, ValueError) and type(error).__module__.startswith("citewise"):
         kind, hint = "request", "Check the run's input and settings."
+    elif http_status(error) in (401, 403):
+        kind = "model provider"
+        cause = f"the API key was refused ({http_status(error)}): {type(error).__name__}: {cause}"
+        hint = (
+            "Set a valid key for the provider (OPENAI_API_KEY, or COHERE_API_KEY for Cohere) that may use "
+            "this model, or run without a model for local mode."
+        )
     elif type(error).__module__.split(".")[0] in PROVIDER_MODULES or isinstance(error, TimeoutError):
         kind = "model provider"
         cause = f"{type(error).__name__}: {cause}"

@@ -1,7 +1,9 @@
 """reflect: self-reflection revisits each relevance score with a one-line justification (ChunkRAG).
 
 A chunk the reply lists more than once keeps its first item; a chunk it leaves out keeps its relevance score,
-flagged "reflection missing".
+flagged "reflection missing". A batch the judge fails (a transient provider fault after the retries, or
+output malformed after repairs) keeps its relevance scores and is listed in `degraded`; a refused key or a
+rejected request ends the run.
 """
 
 from __future__ import annotations
@@ -14,17 +16,21 @@ from langgraph.runtime import Runtime
 from citewise import llms
 from citewise.context import Context
 from citewise.evidence import batches, labelled, with_scores
+from citewise.models import degradation, fault_reason, is_transient, provider_errors
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.state import EvidenceRecord, EvidenceState, Reflections
+from citewise.state import Degraded, EvidenceRecord, EvidenceState, Reflections
 
 logger = logging.getLogger(__name__)
 
 SKIPPED = "reflection skipped (local mode)"
+KEPT = "relevance scores kept unreflected"
+"""What a batch the judge could not reflect on keeps (recorded in `degraded`)."""
 
 
 async def _reflect_batch(
     judge, batch: list[EvidenceRecord], question: str, context: Context
-) -> dict[str, EvidenceRecord]:  # noqa: ANN001
+) -> tuple[dict[str, EvidenceRecord], list[Degraded]]:  # noqa: ANN001
+    """The batch's reflected scores, and the fallback taken when the judge failed it (if it did)."""
     labels, evidence = labelled(with_scores(batch, "relevance_mean"))
     prompt = render(
         context.reflect_prompt,
@@ -39,10 +45,15 @@ async def _reflect_batch(
     }
     try:
         samples = await judge.structured(Reflections, as_messages(prompt), stage="reflect")
-    except Exception as error:  # noqa: BLE001 - provider failed after retries: keep the relevance scores
+    except provider_errors() as error:
+        if not is_transient(error):
+            raise  # a refused key or a rejected request ends the run
         logger.warning("reflection failed: %s", error)
-        return updates
+        return updates, [degradation("reflect", f"{fault_reason(error)}: {KEPT}", list(updates))]
     result = samples[0] if samples else None
+    if result is None:
+        reason = f"model output malformed after repairs: {KEPT}"
+        return updates, [degradation("reflect", reason, list(updates))]
     seen: set[str] = set()
     for item in result.items if result else []:
         chunk_id = labels.get(item.id.strip())
@@ -52,7 +63,7 @@ async def _reflect_batch(
                 "reflection": float(item.score),
                 "reflection_note": item.justification.strip(),
             }
-    return updates
+    return updates, []
 
 
 @llms.metered
@@ -71,4 +82,6 @@ async def reflect(state: EvidenceState, runtime: Runtime[Context]) -> dict:
             for b in batches(records, context.score_batch_size)
         )
     )
-    return {"candidates": {k: v for r in results for k, v in r.items()}, "usage": judge.take_usage()}
+    degraded = [entry for _, entries in results for entry in entries]
+    update = {"candidates": {k: v for r, _ in results for k, v in r.items()}, "usage": judge.take_usage()}
+    return {**update, "degraded": degraded} if degraded else update

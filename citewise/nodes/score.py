@@ -12,11 +12,12 @@ one-paper question over the sample corpus the stored vectors scored 14 of 14 can
 HotpotQA questions the chunk's own text raised the gold answer's presence in the local answer from 0.35 to
 0.39 and answers citing a supporting passage from 0.94 to 0.96.
 
-A chunk the judge could not score (the provider failed after its retries, or no sample scored it) gets the
-same local score, flagged with the reason; never the retrieval score, which comes from the stored vector (and
-is mixed with its paragraph's) and so says how the chunk was found, not what it says. A sample that lists a
-chunk more than once counts its first score only, so each sample weighs every chunk once in the mean and
-the spread.
+A chunk the judge could not score (a transient provider fault after the retries, or no sample scored it)
+gets the same local score, flagged with the reason and listed in the run's `degraded` output; never the
+retrieval score, which comes from the stored vector (and is mixed with its paragraph's) and so says how the
+chunk was found, not what it says. A refused key or a rejected request is no fallback: it ends the run. A
+sample that lists a chunk more than once counts its first score only, so each sample weighs every chunk once
+in the mean and the spread.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ from citewise.context import Context
 from citewise.evidence import batches, labelled
 from citewise.index import Index
 from citewise.indexes import in_thread, open_index
+from citewise.models import degradation, fault_reason, is_transient, provider_errors
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.questions import report_form
-from citewise.state import EvidenceRecord, EvidenceState, RelevanceScores
+from citewise.state import Degraded, EvidenceRecord, EvidenceState, RelevanceScores
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +85,8 @@ async def fallbacks(
 
 async def _score_batch(
     judge, batch: list[EvidenceRecord], question: str, context: Context
-) -> dict[str, EvidenceRecord]:  # noqa: ANN001
+) -> tuple[dict[str, EvidenceRecord], list[Degraded]]:  # noqa: ANN001
+    """The batch's score updates, and the fallback taken for chunks the judge did not score (if any)."""
     labels, evidence = labelled(batch)
     prompt = render(
         context.score_prompt,
@@ -97,9 +100,13 @@ async def _score_batch(
         samples = await judge.structured(
             RelevanceScores, as_messages(prompt), stage="score", n=context.n_samples
         )
-    except Exception as error:  # noqa: BLE001 - provider failed after retries: every chunk falls back, flagged
+    except provider_errors() as error:
+        if not is_transient(error):
+            raise  # a refused key or a rejected request ends the run; it is not a reason to score locally
         logger.warning("relevance scoring failed: %s", error)
-        return await fallbacks(batch, question, context, f"judge failed ({type(error).__name__})")
+        reason = f"{fault_reason(error)}: {FALLBACK}"
+        updates = await fallbacks(batch, question, context, f"judge failed ({type(error).__name__})")
+        return updates, [degradation("score", reason, list(by_id))]
     values: dict[str, list[float]] = {cid: [] for cid in by_id}
     for sample in samples:
         if sample is None:
@@ -122,7 +129,10 @@ async def _score_batch(
             "relevance_spread": round(statistics.pstdev(got), 1) if len(got) > 1 else 0.0,
             "relevance_samples": got,
         }
-    return updates
+    if not missed:
+        return updates, []
+    reason = f"judge output malformed after repairs or missing the chunk: {FALLBACK}"
+    return updates, [degradation("score", reason, [r["chunk_id"] for r in missed])]
 
 
 @llms.metered
@@ -153,5 +163,7 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
             for batch in batches(records, context.score_batch_size)
         )
     )
-    updates = {k: v for result in results for k, v in result.items()}
-    return {"candidates": updates, "usage": judge.take_usage()}
+    updates = {k: v for result, _ in results for k, v in result.items()}
+    degraded = [entry for _, entries in results for entry in entries]
+    result = {"candidates": updates, "usage": judge.take_usage()}
+    return {**result, "degraded": degraded} if degraded else result

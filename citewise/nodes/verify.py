@@ -6,7 +6,8 @@ that chunk's line sharing the largest part of its content words, if the share re
 (an uncited sentence: by the best such line of all). A sentence no line supports is unsupported: dropped,
 or flagged when Context.drop_unsupported is off. Only citewise's own sentences about missing evidence
 (`citewise.report.is_own_text`) stand unverified; a writer's sentence about the documents is checked like
-any other.
+any other. When the model cannot map the sentences (a transient provider fault after the retries, or output
+malformed after repairs) word overlap decides, and the run's `degraded` output says so.
 
 A supported sentence is re-cited to its supporting lines: it keeps a marker only for evidence one of its
 supporting lines comes from, and gains a marker for supporting evidence it does not cite yet (after its
@@ -29,9 +30,10 @@ from citewise.context import Context
 from citewise.evidence import NO_ANSWER, paragraph_texts
 from citewise.index.citations import soften_source_markers
 from citewise.indexes import in_thread, open_index
+from citewise.models import degradation, fault_reason, is_transient, provider_errors
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.report import LABEL, is_own_text
-from citewise.state import Citation, State, SupportMap
+from citewise.state import Citation, Degraded, State, SupportMap
 from citewise.text import overlap, sentences
 
 logger = logging.getLogger(__name__)
@@ -46,6 +48,8 @@ UNVERIFIED = (
 )
 NOTHING_VERIFIED = "No sentence of this section could be verified against its sources."
 BREAK = ""
+OVERLAP = "sentences verified by word overlap"
+"""What decided support when the model could not (recorded in `degraded`)."""
 """A paragraph break among the parts of a draft."""
 
 
@@ -162,9 +166,12 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     support: dict[int, list[str]] = {}
     usage: dict[str, Any] = {}
     judge, _ = llms.models(context)
+    degraded: list[Degraded] = []
     if judge is not None and lines and claims:
-        found, usage = await _llm_support(judge, [parts[i] for i in claims], labels, lines, context)
+        found, usage, fallback = await _llm_support(judge, [parts[i] for i in claims], labels, lines, context)
         support = {claims[n]: keys for n, keys in found.items()}
+        if fallback:
+            degraded = [degradation("verify", f"{fallback}: {OVERLAP}", list(dict.fromkeys(labels.values())))]
     else:
         for i in claims:
             support[i] = local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)
@@ -199,6 +206,8 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
         result["sections"] = section_markers(text, state)
     if usage:
         result["usage"] = usage
+    if degraded:
+        result["degraded"] = degraded
     return result
 
 
@@ -285,7 +294,12 @@ def cited_chunks(sentence: str, labels: dict[str, str]) -> set[str]:
 
 async def _llm_support(
     judge, parts: list[str], labels: dict[str, str], lines: dict[str, tuple[str, str]], context: Context
-) -> tuple[dict[int, list[str]], dict[str, Any]]:  # noqa: ANN001
+) -> tuple[dict[int, list[str]], dict[str, Any], str]:  # noqa: ANN001
+    """Supporting line labels per sentence, the usage, and why word overlap decided instead ("": it did not).
+
+    A transient provider fault after the retries, or output malformed after repairs, falls back to word
+    overlap; a refused key or a rejected request propagates and ends the run.
+    """
     numbered = "\n".join(f"{n}. {LABEL.sub('', part).strip()}" for n, part in enumerate(parts, start=1))
     evidence = "\n".join(quote("evidence", text, id=key) for key, (_, text) in lines.items())
     prompt = render(
@@ -296,17 +310,21 @@ async def _llm_support(
         evidence=evidence,
     )
     support: dict[int, list[str]] = {}
+    fallback = ""
     try:
         samples = await judge.structured(SupportMap, as_messages(prompt), stage="verify")
         result = samples[0] if samples else None
-    except Exception as error:  # noqa: BLE001 - fall back to local verification below
+    except provider_errors() as error:
+        if not is_transient(error):
+            raise
         logger.warning("verification failed, using word overlap: %s", error)
-        result = None
+        result, fallback = None, fault_reason(error)
     if result is None:
+        fallback = fallback or "model output malformed after repairs"
         for i, part in enumerate(parts):
             support[i] = local_support(part, cited_chunks(part, labels), lines, context.local_support)
     else:
         for item in result.sentences:
             if item.supported and 1 <= item.sentence <= len(parts):
                 support[item.sentence - 1] = [s.strip() for s in item.sources if s.strip() in lines]
-    return support, judge.take_usage()
+    return support, judge.take_usage(), fallback

@@ -25,6 +25,7 @@ from citewise.state.schemas import (
 )
 from citewise.state.types import (
     Citation,
+    Degraded,
     EvidenceInput,
     EvidenceOutput,
     EvidenceRecord,
@@ -41,6 +42,7 @@ from citewise.state.types import (
     StageUsage,
     State,
     Validation,
+    merge_degraded,
     merge_evidence,
     merge_sections,
     merge_usage,
@@ -50,6 +52,7 @@ __all__ = [
     "Citation",
     "CriticVerdict",
     "CriticVerdicts",
+    "Degraded",
     "EvidenceInput",
     "EvidenceOutput",
     "EvidenceRecord",
@@ -82,6 +85,7 @@ __all__ = [
     "Summary",
     "SupportMap",
     "Validation",
+    "merge_degraded",
     "merge_evidence",
     "merge_sections",
     "merge_usage",

@@ -32,6 +32,26 @@ def merge_usage(
     return merged
 
 
+class Degraded(TypedDict):
+    """A stage that fell back to a weaker method because its model failed (the run still answered)."""
+
+    stage: str
+    """The stage that fell back (score, reflect, critique, expand, verify, rerank, accuracy)."""
+    reason: str
+    """Why: the transient provider fault after retries, or output still malformed after repairs."""
+    chunks: list[str]
+    """The chunk ids whose result the fallback decided."""
+
+
+def merge_degraded(left: list[Degraded] | None, right: list[Degraded] | None) -> list[Degraded]:
+    """Append fallbacks, skipping an entry already listed (idempotent: a re-delivered update adds nothing)."""
+    merged = list(left or [])
+    for entry in right or []:
+        if entry not in merged:
+            merged.append(entry)
+    return merged
+
+
 class EvidenceRecord(TypedDict, total=False):
     """Everything known about one candidate chunk: where it came from, every score, and the verdict."""
 
@@ -256,6 +276,9 @@ class OutputState(TypedDict, total=False):
     judged against ("" when Context.trusted is empty or no trusted evidence was kept)."""
     error: RunError | None
     """Set when the run could not answer (the reply then says why); None otherwise."""
+    degraded: Annotated[list[Degraded], merge_degraded]
+    """Stages that fell back to a weaker method this turn (provider fault after retries, or output malformed
+    after repairs), with the chunks affected; empty when every stage ran as `mode` says."""
 
 
 class State(OutputState, total=False):
@@ -306,6 +329,8 @@ class EvidenceOutput(TypedDict, total=False):
     """The cut of the last pass."""
     usage: Annotated[dict[str, StageUsage], merge_usage]
     """LLM spend inside the subgraph (only its own: the input carries none)."""
+    degraded: Annotated[list[Degraded], merge_degraded]
+    """Stages of the subgraph that fell back (only its own: the input carries none)."""
 
 
 class EvidenceState(EvidenceInput, EvidenceOutput, total=False):
@@ -347,6 +372,8 @@ class SectionOutput(TypedDict, total=False):
     """This section's result under its id."""
     usage: Annotated[dict[str, StageUsage], merge_usage]
     """LLM spend of the branch."""
+    degraded: Annotated[list[Degraded], merge_degraded]
+    """Stages of the branch that fell back."""
 
 
 class SectionState(SectionInput, SectionOutput, total=False):

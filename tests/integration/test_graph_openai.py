@@ -46,16 +46,25 @@ def schema_of(body: Any) -> str | None:
 
 
 class ScoringScript:
-    """The responder, except that scoring requests get `first` replies in turn (then `rest`, if given)."""
+    """The responder, except that scoring requests get `first` replies in turn (then `rest`, if given).
 
-    def __init__(self, first: list[Any] = (), rest: Any = None) -> None:  # type: ignore[assignment]
+    `schema` names another structured-output request to script instead (SupportMap: verification).
+    """
+
+    def __init__(
+        self,
+        first: list[Any] = (),  # type: ignore[assignment]
+        rest: Any = None,
+        schema: str = "RelevanceScores",
+    ) -> None:
         self.base = SchemaResponder()
         self.first = deque(first)
         self.rest = rest
+        self.schema = schema
         self._lock = threading.Lock()
 
     def __call__(self, body: dict[str, Any]) -> Any:
-        if schema_of(body) == "RelevanceScores":
+        if schema_of(body) == self.schema:
             with self._lock:
                 if self.first:
                     return self.first.popleft()
@@ -207,6 +216,62 @@ async def test_an_outage_of_the_judge_falls_back_to_question_similarity(
     assert all(any(flag.fullmatch(f) for f in r["flags"]) for r in result["evidence"])
     assert all(r["relevance_samples"] == [] and r["relevance_spread"] is None for r in result["evidence"])
     assert_cited_answer(result, corpus_index, embedder)
+    # the fallback is in the output; `mode` still says models ran, and `degraded` says where they did not
+    assert result["mode"] == "llm" and result["error"] is None
+    scored = [entry for entry in result["degraded"] if entry["stage"] == "score"]
+    assert scored and all("(HTTP 500): used question similarity" in entry["reason"] for entry in scored)
+    assert {r["chunk_id"] for r in result["evidence"]} <= {c for entry in scored for c in entry["chunks"]}
+    assert {entry["stage"] for entry in result["degraded"]} == {"score"}  # the other stages ran as told
+
+
+async def test_a_refused_key_in_scoring_ends_the_run_instead_of_scoring_locally(
+    serve: Callable[..., FakeOpenAI], corpus_index: str
+) -> None:
+    server = serve(ScoringScript(rest=Fail(401, "Incorrect API key provided")))
+    result = await ask(context(corpus_index, max_retries=2))
+
+    assert len(scoring(server)) == 1  # a refused key is neither retried nor worked around
+    assert result["error"]["kind"] == "model provider" and result["error"]["stage"] == "evidence"
+    assert result["error"]["message"].startswith("the API key was refused (401)")
+    assert "Incorrect API key provided" in result["error"]["message"]
+    assert result["answer"].startswith("citewise could not answer this (model provider, in evidence)")
+    assert result["citations"] == [] and result["evidence"] == []
+    assert not any(schema_of(r.body) == "SupportMap" for r in server.chat_requests)  # no answer was verified
+
+
+async def test_a_refused_key_in_verification_is_not_word_overlap_verification(
+    serve: Callable[..., FakeOpenAI], corpus_index: str
+) -> None:
+    server = serve(ScoringScript(rest=Fail(401, "key revoked"), schema="SupportMap"))
+    result = await ask(context(corpus_index))
+
+    assert [r.status for r in server.chat_requests if schema_of(r.body) == "SupportMap"] == [401]
+    assert (
+        result["error"]["stage"] == "verify" and "the API key was refused (401)" in result["error"]["message"]
+    )
+    assert result["citations"] == [] and result["messages"][-1].content == result["answer"]
+    assert "key revoked" in result["answer"]
+
+
+async def test_a_bug_under_scoring_fails_the_run_as_unexpected(
+    serve: Callable[..., FakeOpenAI], corpus_index: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import citewise.models
+
+    validate = citewise.models.validate_output
+
+    def broken(schema: Any, value: Any) -> Any:
+        if schema.__name__ == "RelevanceScores":
+            raise KeyError("scores")  # a bug in a helper the judge's scores pass through
+        return validate(schema, value)
+
+    server = serve()
+    monkeypatch.setattr(citewise.models, "validate_output", broken)
+    result = await ask(context(corpus_index))
+    assert len(scoring(server)) == 1  # reached scoring, and a bug is not retried
+    assert result["error"]["kind"] == "unexpected" and result["error"]["stage"] == "evidence"
+    assert result["error"]["message"] == "KeyError: 'scores'"
+    assert result["citations"] == [] and not result.get("degraded")
 
 
 async def test_a_runs_usage_counts_only_its_own_requests(
@@ -217,7 +282,8 @@ async def test_a_runs_usage_counts_only_its_own_requests(
     server.script([Fail(401, "bad key")])  # the first run's rewrite request is refused: that run fails
     failed = await ask(ctx)
     assert failed["error"]["kind"] == "model provider" and "bad key" in failed["error"]["message"]
-    assert "check its URL and API key" in failed["messages"][-1].content
+    assert failed["error"]["message"].startswith("the API key was refused (401)")
+    assert "Set a valid key for the provider" in failed["messages"][-1].content
     assert len(server.chat_requests) == 1
 
     result = await ask(ctx)  # the same settings, so the same cached models
@@ -278,5 +344,6 @@ def test_ask_with_a_refusing_provider_prints_the_cause_in_two_lines_and_exits_1(
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 2 and "bad key" in lines[0], result.stderr
-    assert "check its URL and API key" in lines[1]
+    assert "the API key was refused (401)" in lines[0]
+    assert "Set a valid key for the provider" in lines[1]
     assert "Traceback" not in result.output and "Traceback" not in result.stderr

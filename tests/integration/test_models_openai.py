@@ -296,6 +296,38 @@ async def test_a_server_rejecting_every_method_raises(serve: Callable[..., FakeO
     assert len(server.chat_requests) == 3
 
 
+async def test_a_400_about_response_format_downgrades_only_that_model_spec(server: FakeOpenAI) -> None:
+    server.script([Fail(400, "'response_format' of type 'json_schema' is not supported by this model")])
+    judge = make_llm()
+    writer = LLM("openai/other-model", judge.context, shared=judge.shared, backoff=FAST)
+    samples = await judge.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
+    assert set(score_sets(samples)[0]) == {"E1", "E2", "E3"}
+    await writer.structured(RewrittenQuery, SCORE_MESSAGES, stage="rewrite")
+
+    assert (judge.method, writer.method) == ("function_calling", "json_schema")
+    requests = server.chat_requests
+    assert [r.status for r in requests] == [400, 200, 200]
+    assert "tools" in requests[1].body and requests[1].body["model"] == "fake-model"
+    assert requests[2].body["model"] == "other-model"
+    assert requests[2].body["response_format"]["type"] == "json_schema"  # the other spec keeps its method
+
+
+async def test_a_400_about_the_prompt_length_surfaces_and_downgrades_nothing(server: FakeOpenAI) -> None:
+    too_long = (
+        "This model's maximum context length is 8192 tokens. However, you requested 9100 tokens "
+        "(8100 in the messages, 1000 in the functions). Please reduce the length of the messages."
+    )
+    server.script([Fail(400, too_long)])
+    llm = make_llm()
+    with pytest.raises(openai.BadRequestError, match="maximum context length"):
+        await llm.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
+    assert llm.method == "json_schema"
+    await llm.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
+    requests = server.chat_requests
+    assert [r.status for r in requests] == [400, 200]  # not retried, not re-sent by another method
+    assert all(r.body["response_format"]["type"] == "json_schema" for r in requests)
+
+
 # concurrency and usage ----------------------------------------------------------------------------------
 
 

@@ -275,6 +275,14 @@ def server_error() -> openai.InternalServerError:
     )
 
 
+def auth_error() -> openai.AuthenticationError:
+    """What the OpenAI client raises for an HTTP 401 (the API key was refused)."""
+    request = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+    return openai.AuthenticationError(
+        "Incorrect API key provided", response=httpx.Response(401, request=request), body=None
+    )
+
+
 def scoring_state(*records: dict[str, Any], question: str = "How do vaccines work?") -> dict[str, Any]:
     """The evidence subgraph's state as the scoring steps read it: the question and its candidates."""
     return {"question": question, "candidates": {r["chunk_id"]: r for r in records}}

@@ -32,9 +32,12 @@ from citewise.models import (
     UsageMeter,
     chat_model,
     extract_json,
+    fault_reason,
     is_retryable,
+    is_transient,
     models_for,
     parse_model,
+    provider_errors,
     rejects_method,
     reranker,
     take_usage,
@@ -199,10 +202,23 @@ def test_judge_defaults_to_the_writing_model(monkeypatch: pytest.MonkeyPatch) ->
 # error classification ------------------------------------------------------------------------------------
 
 
-def openai_error(cls: type[openai.APIStatusError], status: int, headers: dict[str, str] | None = None) -> Any:
+def openai_error(
+    cls: type[openai.APIStatusError],
+    status: int,
+    headers: dict[str, str] | None = None,
+    message: str = "",
+    param: str | None = None,
+) -> Any:
     request = http.Request("POST", "http://127.0.0.1/v1/chat/completions")
     response = http.Response(status, headers=headers or {}, request=request)
-    return cls(f"status {status}", response=response, body=None)
+    body = {"message": message, "type": "invalid_request_error", "param": param} if message or param else None
+    return cls(message or f"status {status}", response=response, body=body)
+
+
+CONTEXT_TOO_LONG = (
+    "This model's maximum context length is 8192 tokens. However, you requested 9100 tokens "
+    "(8100 in the messages, 1000 in the functions)."
+)
 
 
 REQUEST = http.Request("POST", "http://127.0.0.1/v1/chat/completions")
@@ -249,21 +265,67 @@ def test_only_rate_limits_5xx_timeouts_and_connection_errors_are_retried(
 @pytest.mark.parametrize(
     ("error", "rejected"),
     [
-        (openai_error(openai.BadRequestError, 400), True),
-        (openai_error(openai.UnprocessableEntityError, 422), True),
-        (openai_error(openai.APIStatusError, 501), True),
+        (
+            openai_error(openai.BadRequestError, 400, message="'response_format' json_schema not supported"),
+            True,
+        ),
+        (openai_error(openai.BadRequestError, 400, message="Invalid value", param="response_format"), True),
+        (openai_error(openai.UnprocessableEntityError, 422, message="'tools' are not supported"), True),
+        (openai_error(openai.APIStatusError, 501, message="json_object mode is not implemented"), True),
         (NotImplementedError("no tools"), True),
-        (CohereBadRequest(body=None), True),
-        (openai_error(openai.RateLimitError, 429), False),
-        (openai_error(openai.AuthenticationError, 401), False),
-        (openai_error(OpenAIContextOverflowError, 400), False),
-        (ValueError("x"), False),
+        (CohereBadRequest(body={"message": "response_format is not supported by this model"}), True),
+        (openai_error(openai.BadRequestError, 400), False),
+        (openai_error(openai.BadRequestError, 400, message=CONTEXT_TOO_LONG), False),
+        (openai_error(openai.BadRequestError, 400, message="model 'gpt-9' does not exist"), False),
+        (openai_error(openai.UnprocessableEntityError, 422), False),
+        (openai_error(openai.APIStatusError, 501), False),
+        (CohereBadRequest(body=None), False),
+        (openai_error(openai.RateLimitError, 429, message="tools rate limit"), False),
+        (openai_error(openai.AuthenticationError, 401, message="key may not use response_format"), False),
+        (openai_error(OpenAIContextOverflowError, 400, message="response_format too long"), False),
+        (ValueError("response_format"), False),
     ],
 )
-def test_method_rejections_are_400_422_501_but_not_context_overflow(
+def test_only_a_refused_structured_output_method_is_a_method_rejection(
     error: BaseException, rejected: bool
 ) -> None:
     assert rejects_method(error) is rejected
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (openai_error(openai.InternalServerError, 500), True),
+        (openai_error(openai.RateLimitError, 429), True),
+        (openai.APITimeoutError(REQUEST), True),
+        (httpx.ConnectError("connection refused"), True),
+        (CohereServiceUnavailable(body=None), True),
+        (TimeoutError(), True),
+        (MalformedOutput("still not json after repairs"), True),
+        (openai_error(openai.AuthenticationError, 401), False),
+        (openai_error(openai.PermissionDeniedError, 403), False),
+        (openai_error(openai.BadRequestError, 400, message=CONTEXT_TOO_LONG), False),
+        (CohereUnauthorized(body=None), False),
+        (ModelSetupError("no key"), False),
+        (KeyError("a bug"), False),
+    ],
+    ids=lambda value: type(value).__name__,
+)
+def test_only_transient_provider_faults_may_degrade_a_stage(error: BaseException, transient: bool) -> None:
+    assert is_transient(error) is transient
+    if transient:  # what a node's `except provider_errors()` catches before it keeps only transient faults
+        assert isinstance(error, provider_errors())
+
+
+@pytest.mark.parametrize("error", [KeyError("a bug"), ModelSetupError("no key"), AttributeError("a bug")])
+def test_a_node_never_catches_what_is_not_a_provider_error(error: BaseException) -> None:
+    assert not isinstance(error, provider_errors())
+
+
+def test_fault_reason_names_the_error_and_its_status() -> None:
+    reason = fault_reason(openai_error(openai.InternalServerError, 503))
+    assert reason == "provider failed after retries: InternalServerError (HTTP 503)"
+    assert fault_reason(MalformedOutput("no JSON")).startswith("model output malformed after repairs")
 
 
 def retry_state(error: BaseException, attempt: int = 1) -> RetryCallState:
@@ -489,6 +551,31 @@ async def test_a_rejected_method_falls_back_and_is_remembered() -> None:
     assert llm.method == "function_calling"
     assert "response_format" in model.calls[0]
     assert [("tools" in call) for call in model.calls[1:]] == [True, True]
+
+
+async def test_a_400_about_response_format_downgrades_that_model_spec_only() -> None:
+    call = {"name": "RewrittenQuery", "args": {"query": "q", "sub_queries": []}, "id": "call_1"}
+    refused = openai_error(
+        openai.BadRequestError, 400, message="'response_format' of type 'json_schema' is not supported"
+    )
+    llm, model = scripted_llm([refused, AIMessage("", tool_calls=[call])], spec="vllm/small")
+    other = LLM("openai/large", llm.context, model=ScriptedChat(replies=[VALID]), shared=llm.shared)
+    result = await llm.structured(RewrittenQuery, PROMPT, stage="rewrite")
+    assert result[0] == RewrittenQuery(query="q", sub_queries=[])
+    assert llm.method == "function_calling"  # the refusing server's spec is downgraded
+    assert other.method == "json_schema"  # the other spec of the same run is not
+    assert (await other.structured(RewrittenQuery, PROMPT, stage="rewrite"))[0] is not None
+    assert "response_format" in other.model.calls[0] and "tools" not in other.model.calls[0]
+
+
+async def test_a_400_about_something_else_surfaces_and_downgrades_nothing() -> None:
+    too_long = openai_error(openai.BadRequestError, 400, message=CONTEXT_TOO_LONG)
+    llm, model = scripted_llm([too_long, VALID])
+    with pytest.raises(openai.BadRequestError, match="maximum context length"):
+        await llm.structured(RewrittenQuery, PROMPT, stage="rewrite")
+    assert len(model.calls) == 1  # neither retried nor re-sent by another method
+    assert llm.method == "json_schema"
+    assert llm.shared.methods == {}
 
 
 async def test_a_transient_error_is_retried_and_counted() -> None:

@@ -8,11 +8,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import fields
 from typing import Any
 
+import openai
 import pytest
 from langgraph.checkpoint.memory import MemorySaver
 from langgraph.graph import END
 from langgraph.runtime import Runtime
-from support.fakes import Judge, Request, Samples, ScriptedChatModel, overlap, scoring_state, server_error
+from support.fakes import (
+    Judge,
+    Request,
+    Samples,
+    ScriptedChatModel,
+    auth_error,
+    overlap,
+    scoring_state,
+    server_error,
+)
 from support.fakes import candidate as record
 
 from citewise import llms
@@ -25,6 +35,7 @@ from citewise.index.embeddings import Embedder
 from citewise.indexes import forget_index
 from citewise.nodes.answer import answer
 from citewise.nodes.critique import borderline, critique
+from citewise.nodes.expand import expand
 from citewise.nodes.reflect import SKIPPED, reflect
 from citewise.nodes.rerank import edges_first, rerank
 from citewise.nodes.score import local_relevance, score
@@ -174,6 +185,7 @@ async def test_score_averages_n_samples_keeps_the_spread_and_maps_labels_back(in
         "alpha": {"relevance_mean": 10.0, "relevance_spread": 3.3, "relevance_samples": [10.0, 14.0, 6.0]},
     }
     assert result["usage"] == {"score": {"calls": 1, "input_tokens": 10, "output_tokens": 2}}
+    assert "degraded" not in result  # every chunk scored by the judge: nothing fell back
 
 
 async def test_malformed_judge_output_falls_back_to_question_similarity_with_a_flag(
@@ -200,6 +212,7 @@ async def test_malformed_judge_output_falls_back_to_question_similarity_with_a_f
     assert result["candidates"]["second"]["relevance_mean"] <= 10.0  # the retrieval score would give 100
     assert result["candidates"]["second"]["flags"] == ["judge output malformed: used question similarity"]
     assert result["usage"]["score"]["calls"] == 6
+    assert [(d["stage"], d["chunks"]) for d in result["degraded"]] == [("score", ["first", "second"])]
 
 
 async def test_a_chunk_the_judge_never_scores_falls_back_alone(install: Callable, index_dir: str) -> None:
@@ -213,6 +226,7 @@ async def test_a_chunk_the_judge_never_scores_falls_back_alone(install: Callable
     assert "flags" not in result["candidates"]["seen"]
     assert result["candidates"]["missed"]["relevance_mean"] >= 90.0  # its text answers the question
     assert result["candidates"]["missed"]["flags"] == ["judge output malformed: used question similarity"]
+    assert [(d["stage"], d["chunks"]) for d in result["degraded"]] == [("score", ["missed"])]
 
 
 async def test_a_provider_error_after_retries_falls_back_with_a_flag(
@@ -228,6 +242,15 @@ async def test_a_provider_error_after_retries_falls_back_with_a_flag(
     flags = result["candidates"]["a"]["flags"]
     assert flags == ["judge failed (InternalServerError): used question similarity"]
     assert result["usage"]["score"]["calls"] == 2
+    assert result["degraded"] == [
+        {
+            "stage": "score",
+            "reason": (
+                "provider failed after retries: InternalServerError (HTTP 500): used question similarity"
+            ),
+            "chunks": ["a"],
+        }
+    ]
 
 
 async def test_one_request_per_batch_with_n_samples(install: Callable) -> None:
@@ -374,7 +397,7 @@ async def test_a_rerank_failure_keeps_earlier_flags(monkeypatch: pytest.MonkeyPa
 
     class FailingReranker:
         async def rerank(self, *args: Any, **kwargs: Any) -> list[tuple[int, float]]:
-            raise RuntimeError("cohere down")
+            raise server_error()  # after the reranker's retries
 
         def take_usage(self) -> dict:
             return {}
@@ -391,6 +414,103 @@ async def test_a_rerank_failure_keeps_earlier_flags(monkeypatch: pytest.MonkeyPa
     flags = {r["chunk_id"]: r["flags"] for r in result["evidence"]}
     assert "rerank failed: score order kept" in flags["b"]
     assert flags["a"] == [earlier, "rerank failed: score order kept"]
+    assert result["degraded"] == [
+        {
+            "stage": "rerank",
+            "reason": "provider failed after retries: InternalServerError (HTTP 500): score order kept",
+            "chunks": ["a", "b"],
+        }
+    ]
+
+
+@pytest.mark.parametrize("error", [auth_error(), KeyError("chunk_id")], ids=["401", "bug"])
+async def test_a_refused_key_or_a_bug_in_rerank_is_not_swallowed(
+    error: BaseException, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import citewise.models
+
+    class FailingReranker:
+        async def rerank(self, *args: Any, **kwargs: Any) -> list[tuple[int, float]]:
+            raise error
+
+        def take_usage(self) -> dict:
+            return {}
+
+    monkeypatch.setenv("COHERE_API_KEY", "test")
+    monkeypatch.setattr(citewise.models, "reranker", lambda context: FailingReranker())
+    evidence = [record("a", final=90.0, kept=True), record("b", final=80.0, kept=True)]
+    with pytest.raises(type(error)):
+        await rerank({"question": "q", "evidence": evidence}, run(Context()))
+
+
+# which model failures a stage works around, and which end the run ---------------------------------------
+
+
+def failing_stage(stage: str, index_dir: str) -> tuple[Callable, dict[str, Any], Context, list[str]]:
+    """The node of `stage`, a state that makes it call the judge, its context, and the chunks it judges."""
+    context = Context(index_dir=index_dir, model=MODEL, max_retries=1)
+    scored = [record("a", VACCINES, relevance_mean=60.0), record("b", BREAD, relevance_mean=40.0)]
+    if stage == "score":
+        return score, scoring_state(*scored), context, ["a", "b"]
+    if stage == "reflect":
+        return reflect, scoring_state(*scored), context, ["a", "b"]
+    if stage == "critique":
+        near = [record(k, relevance_mean=50.0, reflection=v) for k, v in (("r90", 90.0), ("r70", 70.0))]
+        near += [record(k, relevance_mean=50.0, reflection=v) for k, v in (("r55", 55.0), ("r10", 10.0))]
+        return critique, scoring_state(*near), context, ["r70", "r55"]
+    kept = {"question": "How do vaccines work?", "evidence": EVIDENCE, "kept": ["c-vaccines", "c-memory"]}
+    if stage == "expand":
+        return expand, kept, context, ["c-vaccines", "c-memory"]
+    draft = "Vaccines train the immune system to recognise a pathogen [E1]."
+    return verify, verify_state(draft), context, list(dict.fromkeys(WRITER_LABELS.values()))
+
+
+STAGES = ["score", "reflect", "critique", "expand", "verify"]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+async def test_a_provider_outage_after_retries_is_a_recorded_fallback(
+    stage: str, install: Callable, index_dir: str
+) -> None:
+    node, state, context, chunks = failing_stage(stage, index_dir)
+    judge = ScriptedChatModel(responder=lambda request: server_error())
+    install(context, judge=judge)
+    result = await node(state, run(context))
+
+    assert len(judge.calls) == 2  # the request and its one retry: then the stage falls back
+    assert [entry["stage"] for entry in result["degraded"]] == [stage]
+    assert result["degraded"][0]["reason"].startswith(
+        "provider failed after retries: InternalServerError (HTTP 500)"
+    )
+    assert result["degraded"][0]["chunks"] == chunks
+    assert result["usage"][stage]["calls"] == 2
+
+
+@pytest.mark.parametrize("stage", STAGES)
+async def test_a_refused_api_key_is_not_a_fallback(stage: str, install: Callable, index_dir: str) -> None:
+    node, state, context, _ = failing_stage(stage, index_dir)
+    judge = ScriptedChatModel(responder=lambda request: auth_error())
+    install(context, judge=judge)
+    with pytest.raises(openai.AuthenticationError):
+        await node(state, run(context))
+    assert len(judge.calls) == 1  # a refused key is not retried either
+
+
+@pytest.mark.parametrize("stage", STAGES)
+async def test_a_bug_under_a_stage_is_not_swallowed(
+    stage: str, install: Callable, index_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import citewise.models
+
+    node, state, context, _ = failing_stage(stage, index_dir)
+    install(context, judge=ScriptedChatModel(responder=Judge()))
+
+    def broken(schema: Any, value: Any) -> Any:
+        raise KeyError("items")  # a bug in the parsing helper, not a provider fault
+
+    monkeypatch.setattr(citewise.models, "validate_output", broken)
+    with pytest.raises(KeyError, match="items"):
+        await node(state, run(context))
 
 
 # verify -------------------------------------------------------------------------------------------------
