@@ -1,0 +1,265 @@
+"""The overhead of each way in: a local-mode answer in-process, through `langgraph dev`, and on the chat page.
+
+    python bench/waysin.py [--n 5] [--memory 200] [--out bench/results/waysin.json]
+
+The same questions on the bundled sample, one after another, through the three ways in within one run: the
+compiled graph streamed in this process (`astream`, updates), the LangGraph server driven by langgraph_sdk
+(`runs.stream`, updates), and the Gradio page driven in Debian's Chromium (Playwright). For each, the time
+until the first stage is visible (rewrite's queries: local mode streams no tokens, so this is its "first
+token") and until the cited answer is there; medians and the ratio to in-process. Then the server's memory
+(resident set of its process group) after `--memory` questions, sampled as it goes: it must level off at the
+caches' caps, not grow with every question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import machine, print_table, save  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "citewise" / "samples" / "unarxive_sample.jsonl"
+QUESTIONS = [
+    "How many transits of GJ 486b were observed?",
+    "What is the equilibrium temperature of GJ 1132b?",
+    "What does the second-generation HTRF donor improve?",
+    "Which telescope observed the transits of GJ 486b?",
+    "What is the boiling point of ethanol?",  # not in the sample: the no-answer path
+]
+QUIET = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "ANONYMIZED_TELEMETRY": "False",
+    "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+    "LANGGRAPH_NO_VERSION_CHECK": "true",
+    "LANGSMITH_TRACING": "false",
+    "GRADIO_ANALYTICS_ENABLED": "False",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_up(url: str, process: subprocess.Popen, log: Path, seconds: float = 240) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            if process.poll() is not None:
+                break
+            time.sleep(0.5)
+    raise SystemExit(f"{url} did not come up:\n{log.read_text()[-2000:]}")
+
+
+def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        command, cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def group_rss_mb(pid: int) -> float:
+    """Resident memory of a process group (the server and its workers), from /proc."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry.name)) != pid:
+                continue
+            status = (entry / "status").read_text()
+        except (OSError, ProcessLookupError):
+            continue
+        total += next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS")), 0)
+    return total / 1024
+
+
+async def in_process(index: Path, questions: list[str]) -> list[dict[str, float]]:
+    from citewise.context import Context
+    from citewise.graph.query import graph
+
+    context = Context(index_dir=str(index))
+    await graph.ainvoke({"messages": [("user", "warm up")]}, context=context)  # the model and index load
+    rows = []
+    for question in questions:
+        began = time.perf_counter()
+        first = None
+        async for update in graph.astream(
+            {"messages": [("user", question)]}, context=context, stream_mode="updates"
+        ):
+            if first is None and "rewrite" in update:
+                first = time.perf_counter() - began
+        rows.append({"first": first or 0.0, "total": time.perf_counter() - began})
+    return rows
+
+
+async def through_server(url: str, questions: list[str]) -> list[dict[str, float]]:
+    from langgraph_sdk import get_client
+
+    client = get_client(url=url)
+    rows = []
+    for n, question in enumerate([QUESTIONS[0], *questions]):
+        thread = await client.threads.create()
+        began = time.perf_counter()
+        first = None
+        async for part in client.runs.stream(
+            thread["thread_id"], "citewise", input={"messages": [{"role": "user", "content": question}]},
+            stream_mode="updates",
+        ):  # fmt: skip
+            if first is None and part.event == "updates" and "rewrite" in (part.data or {}):
+                first = time.perf_counter() - began
+        if n:  # the first question warms the server's model and index
+            rows.append({"first": first or 0.0, "total": time.perf_counter() - began})
+    return rows
+
+
+def through_page(url: str, questions: list[str]) -> tuple[list[dict[str, float]], list[str]]:
+    from playwright.sync_api import sync_playwright
+
+    rows, seen = [], []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1150})
+        page.on("request", lambda request: seen.append(request.url))
+        page.goto(url)
+        page.wait_for_selector("#cw-question textarea")
+        for n, question in enumerate([QUESTIONS[0], *questions]):
+            stages = page.locator("#cw-chat :text('rewrite:')").count()
+            links = page.locator("#cw-chat a.cw-cite").count()
+            page.fill("#cw-question textarea", question)
+            began = time.perf_counter()
+            page.click("#cw-ask")
+            page.wait_for_function(
+                "n => document.querySelectorAll('#cw-chat :is(p, li, span, div)').length && "
+                "[...document.querySelectorAll('#cw-chat *')].filter(e => e.children.length === 0 && "
+                "e.textContent.trim().startsWith('rewrite:')).length > n",
+                arg=stages,
+                timeout=300_000,
+            )
+            first = time.perf_counter() - began
+            page.wait_for_function(  # the answer is there when its cited markers are (a no-answer cites too)
+                "n => document.querySelectorAll('#cw-chat a.cw-cite').length > n", arg=links, timeout=300_000
+            )
+            if n:
+                rows.append({"first": first, "total": time.perf_counter() - began})
+        browser.close()
+    return rows, seen
+
+
+def summary(name: str, rows: list[dict[str, float]], base: dict[str, float] | None) -> dict[str, Any]:
+    first = statistics.median(r["first"] for r in rows)
+    total = statistics.median(r["total"] for r in rows)
+    row = {"way in": name, "first stage (s)": round(first, 2), "answer (s)": round(total, 2)}
+    if base:
+        row["first x"] = round(first / base["first"], 2)
+        row["answer x"] = round(total / base["total"], 2)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--n", type=int, default=len(QUESTIONS), help="questions per way in")
+    parser.add_argument("--memory", type=int, default=200, help="questions for the server's memory (0: skip)")
+    parser.add_argument("--out", type=Path, default=REPO / "bench/results/waysin.json")
+    args = parser.parse_args()
+    os.environ.update(QUIET)
+    questions = (QUESTIONS * (1 + args.n // len(QUESTIONS)))[: args.n]
+    work = Path(tempfile.mkdtemp(prefix="citewise-waysin-"))
+    index = work / "index"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "COHERE_", "CITEWISE_"))}
+    env |= QUIET | {"CITEWISE_INDEX": str(index), "CITEWISE_DATA_ROOT": str(work)}
+    citewise = [sys.executable, "-m", "citewise.cli"]
+    subprocess.run([*citewise, "ingest", str(SAMPLE), "--index", str(index), "-q"], check=True, env=env)
+
+    local = asyncio.run(in_process(index, questions))
+    base = {
+        "first": statistics.median(r["first"] for r in local),
+        "total": statistics.median(r["total"] for r in local),
+    }
+    results = [summary("in-process (astream)", local, None)]
+
+    langgraph = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or "langgraph"
+    port = free_port()
+    log = work / "server.log"
+    dev = [langgraph, "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload"]
+    server = start([*dev, "--config", str(REPO / "langgraph.json")], env, log)
+    memory: list[dict[str, float]] = []
+    try:
+        wait_up(f"http://127.0.0.1:{port}/ok", server, log)
+        results.append(
+            summary(
+                "langgraph dev (SDK)",
+                asyncio.run(through_server(f"http://127.0.0.1:{port}", questions)),
+                base,
+            )
+        )
+        if args.memory:
+            memory.append({"questions": 0, "rss_mb": round(group_rss_mb(server.pid), 1)})
+            done = 0
+            for step in (20, 50, 100, 150, 200, 300, 400):
+                if step > args.memory:
+                    break
+                asked = (QUESTIONS * (1 + step // len(QUESTIONS)))[done:step]
+                asyncio.run(through_server(f"http://127.0.0.1:{port}", asked[:1] + asked))
+                done = step
+                memory.append({"questions": step, "rss_mb": round(group_rss_mb(server.pid), 1)})
+                print(f"server after {step} questions: {memory[-1]['rss_mb']} MB", flush=True)
+    finally:
+        stop(server)
+
+    port = free_port()
+    log = work / "page.log"
+    page = start([*citewise, "serve", "--index", str(index), "--port", str(port), "--threads",
+                  str(work / "threads.sqlite")], env, log)  # fmt: skip
+    try:
+        wait_up(f"http://127.0.0.1:{port}/", page, log)
+        rows, seen = through_page(f"http://127.0.0.1:{port}/", questions)
+        results.append(summary("chat page (Chromium)", rows, base))
+    finally:
+        stop(page)
+    outside = [
+        u for u in seen if not u.startswith(("http://127.0.0.1", "http://localhost", "data:", "blob:"))
+    ]
+
+    print(f"A local-mode answer through each way in, {len(questions)} questions (medians; x: to in-process)")
+    print_table(results, ["way in", "first stage (s)", "first x", "answer (s)", "answer x"])
+    if memory:
+        print("\nlanggraph dev server memory (resident, process group)")
+        print_table(memory, ["questions", "rss_mb"])
+    print(f"\nrequests the page made beyond 127.0.0.1: {len(outside)}")
+    save(args.out, {"questions": questions, "ways_in": results, "server_memory": memory,
+                    "page_requests_outside": outside, "machine": machine()})  # fmt: skip
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
