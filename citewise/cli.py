@@ -292,6 +292,28 @@ class AnswerMode(StrEnum):
 
 ROUTES = {AnswerMode.auto: "auto", AnswerMode.answer: "direct", AnswerMode.report: "report"}
 
+# the options `ask`, `chat`, `eval` and `serve` share
+ModeOption = Annotated[
+    AnswerMode,
+    typer.Option(help="answer (a cited answer), report (sections) or auto (decided per question)."),
+]
+ModelOption = Annotated[
+    str | None, typer.Option(envvar="CITEWISE_MODEL", help="Writer as provider/model; none: local mode.")
+]
+JudgeOption = Annotated[
+    str | None,
+    typer.Option(envvar="CITEWISE_JUDGE_MODEL", help="Judge as provider/model (default: --model)."),
+]
+ThreadsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--threads",
+        envvar="CITEWISE_THREADS",
+        help="Thread store: a SQLite file (default: .citewise/threads.sqlite) or a postgresql:// URL.",
+    ),
+]
+KOption = Annotated[int, typer.Option("--k", "-k", min=1, max=200, help="Chunks retrieved per query.")]
+
 
 @app.command()
 def ask(
@@ -300,21 +322,13 @@ def ask(
     docs: Annotated[
         list[Path] | None, typer.Option("--docs", help="Ingest these files first (skipped when unchanged).")
     ] = None,
-    mode: Annotated[
-        AnswerMode,
-        typer.Option(help="answer (a cited answer), report (sections) or auto (decided per question)."),
-    ] = AnswerMode.auto,
+    mode: ModeOption = AnswerMode.auto,
     approve: Annotated[
         bool, typer.Option("--approve", help="Show a report's outline and take edits before writing it.")
     ] = False,
-    model: Annotated[
-        str | None, typer.Option(envvar="CITEWISE_MODEL", help="Writer as provider/model; none: local mode.")
-    ] = None,
-    judge_model: Annotated[
-        str | None,
-        typer.Option(envvar="CITEWISE_JUDGE_MODEL", help="Judge as provider/model (default: --model)."),
-    ] = None,
-    k: Annotated[int, typer.Option("--k", "-k", min=1, max=200, help="Chunks retrieved per query.")] = 10,
+    model: ModelOption = None,
+    judge_model: JudgeOption = None,
+    k: KOption = 10,
     trusted: Annotated[
         list[str] | None,
         typer.Option(
@@ -396,26 +410,11 @@ def chat(
     thread: Annotated[
         str | None, typer.Option("--thread", help="Resume this stored thread (an unknown id starts one).")
     ] = None,
-    threads: Annotated[
-        str | None,
-        typer.Option(
-            "--threads",
-            envvar="CITEWISE_THREADS",
-            help="Thread store: a SQLite file (default: .citewise/threads.sqlite) or a postgresql:// URL.",
-        ),
-    ] = None,
-    mode: Annotated[
-        AnswerMode,
-        typer.Option(help="answer (a cited answer), report (sections) or auto (decided per question)."),
-    ] = AnswerMode.auto,
-    model: Annotated[
-        str | None, typer.Option(envvar="CITEWISE_MODEL", help="Writer as provider/model; none: local mode.")
-    ] = None,
-    judge_model: Annotated[
-        str | None,
-        typer.Option(envvar="CITEWISE_JUDGE_MODEL", help="Judge as provider/model (default: --model)."),
-    ] = None,
-    k: Annotated[int, typer.Option("--k", "-k", min=1, max=200, help="Chunks retrieved per query.")] = 10,
+    threads: ThreadsOption = None,
+    mode: ModeOption = AnswerMode.auto,
+    model: ModelOption = None,
+    judge_model: JudgeOption = None,
+    k: KOption = 10,
     chroma_url: ChromaOption = None,
 ) -> None:
     """Chat with your documents: cited answers, follow-ups that use the conversation, threads kept on disk."""
@@ -671,17 +670,9 @@ def evaluate_questions(
     index: IndexOption = DEFAULT_INDEX,
     out: Annotated[Path | None, typer.Option("--out", help="Write the report as JSON here.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", min=1, help="Only the first N questions.")] = None,
-    mode: Annotated[
-        AnswerMode,
-        typer.Option(help="answer (a cited answer), report (sections) or auto (decided per question)."),
-    ] = AnswerMode.auto,
-    model: Annotated[
-        str | None, typer.Option(envvar="CITEWISE_MODEL", help="Writer as provider/model; none: local mode.")
-    ] = None,
-    judge_model: Annotated[
-        str | None,
-        typer.Option(envvar="CITEWISE_JUDGE_MODEL", help="Judge as provider/model (default: --model)."),
-    ] = None,
+    mode: ModeOption = AnswerMode.auto,
+    model: ModelOption = None,
+    judge_model: JudgeOption = None,
     citation_judge: Annotated[
         str,
         typer.Option(
@@ -689,7 +680,7 @@ def evaluate_questions(
             "or word-overlap (shared words, not entailment)."
         ),
     ] = "auto",
-    k: Annotated[int, typer.Option("--k", "-k", min=1, max=200, help="Chunks retrieved per query.")] = 10,
+    k: KOption = 10,
     chroma_url: ChromaOption = None,
 ) -> None:
     """Run a question set through the pipeline: retrieval, abstention, citation and verification figures."""
@@ -760,21 +751,9 @@ def serve(
         str, typer.Option(help="Address to bind; 127.0.0.1 keeps the page on this machine.")
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port of the page.")] = 7860,
-    threads: Annotated[
-        str | None,
-        typer.Option(
-            "--threads",
-            envvar="CITEWISE_THREADS",
-            help="Thread store: a SQLite file (default: .citewise/threads.sqlite) or a postgresql:// URL.",
-        ),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(envvar="CITEWISE_MODEL", help="Writer as provider/model; none: local mode.")
-    ] = None,
-    judge_model: Annotated[
-        str | None,
-        typer.Option(envvar="CITEWISE_JUDGE_MODEL", help="Judge as provider/model (default: --model)."),
-    ] = None,
+    threads: ThreadsOption = None,
+    model: ModelOption = None,
+    judge_model: JudgeOption = None,
     chroma_url: ChromaOption = None,
 ) -> None:
     """Serve the chat web page: streamed cited answers, clickable citations, the evidence chart, threads."""
