@@ -22,9 +22,9 @@ import typer
 from langchain_core.messages import AIMessageChunk, RemoveMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from citewise.cli import OUTPUT_KEYS, ROUTES, AnswerMode, report_payload, show_answer, show_evidence
 from citewise.context import Context
 from citewise.memory import ThreadSummary, open_checkpointer, shown_setting, thread_summaries
+from citewise.terminal import OUTPUT_KEYS, ROUTES, AnswerMode, report_payload, show_answer, show_evidence
 from citewise.text import message_text
 
 logger = logging.getLogger(__name__)

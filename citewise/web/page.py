@@ -26,12 +26,12 @@ import pandas as pd
 from langchain_core.messages import AIMessageChunk
 
 from citewise.chat import STREAMED_NODES, new_thread_id, result_payload, stage_lines
-from citewise.cli import ROUTES, AnswerMode
 from citewise.context import Context
 from citewise.index import Index, IndexOpenError
 from citewise.index.loaders import SUPPORTED_SUFFIXES
 from citewise.indexes import forget_index, open_index
 from citewise.memory import open_checkpointer, shown_setting, thread_summaries
+from citewise.terminal import ROUTES, AnswerMode
 from citewise.text import message_text
 from citewise.web import render
 
