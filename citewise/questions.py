@@ -25,6 +25,13 @@ NUMBER = re.compile(
     re.I,
 )
 NAME = re.compile(r"\b[A-Z][a-z\u00c0-\u024f'\-]+(?:\s+(?:[A-Z][a-z\u00c0-\u024f'\-]+|of|de|von|van|the))*")
+FINDING = re.compile(
+    r"\b(results? (indicate|show|suggest|imply)|we (find|found|conclude|show|rule out)|our (results|findings|"
+    r"observations|data)|in summary|indicat(e|es|ing) that|suggest(s|ing)? that|reveal(s|ed)?|rules? out|"
+    r"ruled out|consistent with|demonstrat(e|es|ed) that|no evidence (of|for)|(is|are) (likely|unlikely))\b",
+    re.I,
+)
+"""A sentence that states a finding, not a method ("our results indicate", "we rule out")."""
 REFERENCE = re.compile(
     r"^(it|its|it's|this|these|that|those|they|their|them|he|his|him|she|her|hers|such|there|both|"
     r"the latter|the former)\b",
@@ -52,6 +59,15 @@ KINDS: list[tuple[str, re.Pattern[str]]] = [
     ),
     ("person", re.compile(r"^\s*(who|whom|whose)\b", re.I)),
     ("place", re.compile(r"^\s*(where|in (what|which) (country|city|state|town|place|region))\b", re.I)),
+    (
+        "finding",
+        re.compile(
+            r"^\s*what (do|does|did) .{0,100}\b(reveal|show|find|indicate|suggest|tell us|conclude"
+            r"|demonstrate)"
+            r"|^\s*what (are|were|is|was) the (main )?(results?|findings?|conclusions?)\b",
+            re.I,
+        ),
+    ),
     ("choice", re.compile(r"\b(which|what)\b.*\b(or)\b", re.I)),
     ("yesno", re.compile(r"^\s*(is|are|was|were|did|does|do|can|could|has|have|had)\b", re.I)),
 ]
@@ -64,7 +80,7 @@ class Question:
 
     text: str
     kind: str
-    """date, number, person, place, choice, yesno or description."""
+    """date, number, person, place, finding, choice, yesno or description."""
     terms: frozenset[str]
     """Its content words, by stem."""
     names: frozenset[str]
@@ -130,6 +146,8 @@ def has_kind(sentence: str, question: Question) -> bool:
         return bool(NUMBER.search(sentence))
     if question.kind in ("person", "place", "choice"):
         return bool(names(sentence) - question.names)
+    if question.kind == "finding":
+        return FINDING.search(sentence) is not None
     return True
 
 

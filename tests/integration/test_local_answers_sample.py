@@ -44,6 +44,13 @@ async def test_the_sentence_with_the_count_comes_first(sample_index: str) -> Non
     )
 
 
+async def test_the_quick_start_question_gets_the_finding_before_the_method(sample_index: str) -> None:
+    text = await answer(
+        "What does the transmission spectrum of GJ 486b reveal about its atmosphere?", sample_index
+    )
+    assert text.startswith("In summary, our results indicate that GJ 486b does not possess a cloud-free H/He")
+
+
 async def test_the_telescope_question_gets_the_telescope_sentence(sample_index: str) -> None:
     text = await answer("Which telescope observed the first transit of GJ 486b?", sample_index)
     cited = re.split(r"(?<=\]\.)\s+", text)  # one sentence per cited line
