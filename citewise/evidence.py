@@ -49,27 +49,31 @@ Block = tuple[str, str, str]
 """(label, chunk id, prompt block) of one piece of evidence."""
 
 
-def labelled(records: Sequence[EvidenceRecord]) -> tuple[dict[str, str], str]:
-    """Give records the labels E1..En; return label -> chunk id and the evidence block for a prompt."""
+def labelled(records: Sequence[EvidenceRecord], score: str | None = None) -> tuple[dict[str, str], str]:
+    """Give records the labels E1..En; return label -> chunk id and the evidence block for a prompt.
+
+    With `score`, each tag also shows the score under review (that key, else the relevance mean) as its
+    `score` attribute, so the model sees what it is revisiting. It is an attribute of the tag, never a line of
+    the text: the text is escaped, so a document cannot forge one.
+    """
     labels: dict[str, str] = {}
     blocks = []
     for n, record in enumerate(records, start=1):
         label = f"E{n}"
         labels[label] = record["chunk_id"]
-        blocks.append(quote("evidence", record.get("text", ""), id=label, title=record.get("title", "")))
+        attributes = {"id": label, "title": record.get("title", "")}
+        if score is not None:
+            attributes["score"] = shown_score(record, score)
+        blocks.append(quote("evidence", record.get("text", ""), **attributes))
     return labels, "\n".join(blocks)
 
 
-def with_scores(records: list[EvidenceRecord], key: str) -> list[EvidenceRecord]:
-    """Records whose text shows the score under review, so the model sees what it is revisiting."""
-    shown = []
-    for record in records:
-        value = record.get(key)
-        if value is None:
-            value = record.get("relevance_mean")
-        score = "n/a" if value is None else f"{value:g}"
-        shown.append({**record, "text": f"(current score: {score}) {record.get('text', '')}"})
-    return shown
+def shown_score(record: EvidenceRecord, key: str) -> str:
+    """The score under review as a prompt shows it: `key`'s value, else the relevance mean, else "n/a"."""
+    value = record.get(key)
+    if value is None:
+        value = record.get("relevance_mean")
+    return "n/a" if value is None else f"{value:g}"
 
 
 def batches(records: Sequence[EvidenceRecord], size: int) -> list[list[EvidenceRecord]]:

@@ -335,6 +335,47 @@ def fault_reason(error: BaseException) -> str:
     return f"provider failed after retries: {type(error).__name__}{code}"
 
 
+REDACTED = "[redacted key]"
+"""What an API key becomes in any text citewise shows or logs."""
+
+
+def _secrets() -> list[str]:
+    """This process's provider keys (the values of *_API_KEY variables), longest first."""
+    keys = {v for name, v in os.environ.items() if name.upper().endswith("_API_KEY") and len(v) >= 8}
+    return sorted(keys, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """`text` with every provider key of this process replaced by REDACTED."""
+    for secret in _secrets():
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def scrub(error: BaseException) -> BaseException:
+    """Redact the provider keys from an error and the errors it chains, in place; return it.
+
+    A provider may echo the key it refused in its error message (some OpenAI-compatible proxies repeat it
+    whole), and that message reaches logs, tracebacks, the run's `error` and the CLI's output.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current.args = tuple(redact(a) if isinstance(a, str) else a for a in current.args)
+        for name in ("message", "body"):
+            value = getattr(current, name, None)
+            try:
+                if isinstance(value, str):
+                    setattr(current, name, redact(value))
+                elif isinstance(value, dict | list):
+                    setattr(current, name, json.loads(redact(json.dumps(value))))
+            except (AttributeError, TypeError, ValueError):  # a read-only or unserialisable attribute
+                continue
+        current = current.__cause__ or current.__context__
+    return error
+
+
 def degradation(stage: str, reason: str, chunks: Sequence[str]) -> Degraded:
     """One `degraded` entry: the stage that fell back, why, and the chunks whose result it affects."""
     return {"stage": stage, "reason": reason, "chunks": list(dict.fromkeys(chunks))}
@@ -750,8 +791,9 @@ class LLM:
                             **self._call_kwargs,
                             **kwargs,
                         )
-                    except Exception:
+                    except Exception as error:
                         self.meter.add(stage, calls=1)
+                        scrub(error)  # before the retry log or any caller sees its message
                         raise
         generations: list[ChatGeneration] = result.generations[0]  # type: ignore[assignment]
         if not _from_cache(generations):
@@ -979,6 +1021,9 @@ class Reranker:
             with attempt:
                 try:
                     results = await asyncio.to_thread(self.compressor.rerank, documents, query, top_n=top)
+                except Exception as error:
+                    scrub(error)  # before the retry log or any caller sees its message
+                    raise
                 finally:
                     self.meter.add(stage, calls=1)
         ranked = [(int(r["index"]), float(r["relevance_score"])) for r in results]
@@ -1024,6 +1069,7 @@ __all__ = [
     "METHODS",
     "NOSTREAM_TAGS",
     "PROVIDERS",
+    "REDACTED",
     "Backoff",
     "ConcurrencyLimit",
     "MalformedOutput",
@@ -1041,9 +1087,11 @@ __all__ = [
     "models_for",
     "parse_model",
     "provider_errors",
+    "redact",
     "rejects_method",
     "reranker",
     "retrying",
+    "scrub",
     "speaks_openai",
     "sqlite_cache",
     "take_usage",

@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 
 from citewise import llms
 from citewise.context import Context
-from citewise.evidence import batches, context_threshold, final_score, labelled, with_scores
+from citewise.evidence import batches, context_threshold, final_score, labelled
 from citewise.models import degradation, fault_reason, is_transient, provider_errors
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import CriticVerdicts, Degraded, EvidenceRecord, EvidenceState
@@ -37,7 +37,7 @@ async def _critique_batch(
 ) -> tuple[dict[str, EvidenceRecord], list[Degraded]]:  # noqa: ANN001
     """The critic's verdicts on the batch, and the fallback taken when the critic failed it (if it did)."""
     labels, evidence = labelled(
-        with_scores(batch, "reflection" if batch[0].get("reflection") is not None else "relevance_mean")
+        batch, score="reflection" if batch[0].get("reflection") is not None else "relevance_mean"
     )
     prompt = render(
         context.critique_prompt,

@@ -16,7 +16,7 @@ from langgraph.types import Command
 
 from citewise.deployment import DeploymentError
 from citewise.index.store import IndexOpenError
-from citewise.models import MalformedOutput, ModelSetupError, http_status
+from citewise.models import MalformedOutput, ModelSetupError, http_status, redact
 from citewise.state import RunError, State
 
 logger = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ PROVIDER_MODULES = ("openai", "cohere", "httpx", "httpcore", "langchain_openai",
 
 def explain(error: BaseException, stage: str) -> RunError:
     """What went wrong in words a user can act on: the kind, the cause and what to do."""
-    cause = str(error).strip() or type(error).__name__
+    cause = redact(str(error).strip()) or type(error).__name__  # a provider may echo the key it refused
     if isinstance(error, IndexOpenError):
         kind, hint = "no index", "Add documents first (`citewise ingest PATH` or the index graph), then ask."
     elif isinstance(error, ModelSetupError):

@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 
 from citewise import llms
 from citewise.context import Context
-from citewise.evidence import batches, labelled, with_scores
+from citewise.evidence import batches, labelled
 from citewise.models import degradation, fault_reason, is_transient, provider_errors
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import Degraded, EvidenceRecord, EvidenceState, Reflections
@@ -31,7 +31,7 @@ async def _reflect_batch(
     judge, batch: list[EvidenceRecord], question: str, context: Context
 ) -> tuple[dict[str, EvidenceRecord], list[Degraded]]:  # noqa: ANN001
     """The batch's reflected scores, and the fallback taken when the judge failed it (if it did)."""
-    labels, evidence = labelled(with_scores(batch, "relevance_mean"))
+    labels, evidence = labelled(batch, score="relevance_mean")
     prompt = render(
         context.reflect_prompt,
         labels=", ".join(labels),

@@ -298,8 +298,10 @@ async def test_reflection_revises_scores_and_flags_a_passage_it_skipped(install:
     state = scoring_state(record("a", relevance_mean=60.0), record("b", relevance_mean=70.0))
     result = await reflect(state, run(context))
 
-    shown = judge.calls[0].evidence
-    assert shown["E1"].startswith("(current score: 60) ") and shown["E2"].startswith("(current score: 70) ")
+    prompt = judge.calls[0].prompt
+    assert '<evidence id="E1" title="Title a" score="60">\ntext of a\n</evidence>' in prompt
+    assert '<evidence id="E2" title="Title b" score="70">\ntext of b\n</evidence>' in prompt
+    assert "current score" not in prompt  # the score is the tag's, never a line a document could imitate
     assert result["candidates"]["b"] == {"reflection": 35.0, "reflection_note": "shares words only"}
     assert result["candidates"]["a"] == {"reflection": None, "flags": ["reflection missing"]}
     assert result["usage"]["reflect"]["calls"] == 1
@@ -318,10 +320,8 @@ async def test_the_critic_judges_only_borderline_chunks(install: Callable) -> No
     result = await critique(scoring_state(*records), run(context))
 
     assert len(judge.calls) == 1
-    assert judge.calls[0].evidence == {
-        "E1": "(current score: 70) passage r70",
-        "E2": "(current score: 55) passage r55",
-    }
+    assert judge.calls[0].evidence == {"E1": "passage r70", "E2": "passage r55"}
+    assert 'id="E1" title="Title r70" score="70">' in judge.calls[0].prompt
     assert result["candidates"] == {
         "r70": {"critic": 20.0, "critic_note": "critic on E1"},
         "r55": {"critic": 95.0, "critic_note": "critic on E2"},
