@@ -542,11 +542,6 @@ def evaluate_questions(
         judgments = evaluate.read_qrels(qrels) if qrels is not None else None
     except evaluate.EvalInputError as error:
         raise _fail(str(error)) from error
-    if judgments is not None:
-        try:
-            import ranx  # noqa: F401 - the retrieval metrics need it
-        except ImportError as error:
-            raise _fail("--qrels needs ranx for nDCG and recall: pip install 'citewise[bench]'") from error
     _searchable(index, chroma_url, None, quiet=True).close()
     try:
         context = Context(
