@@ -346,23 +346,14 @@ def ask(
     chroma_url: ChromaOption = None,
 ) -> None:
     """Answer a question with citations, references and the evidence table, or write a cited report."""
-    from citewise.context import Context
-
     if not question.strip():
         raise _fail("the question is empty")
     _searchable(index, chroma_url, docs, quiet=as_json).close()
     try:
-        context = Context(
-            index_dir=str(index),
-            chroma_url=chroma_url,
-            model=model,
-            judge_model=judge_model,
-            k=k,
-            route=ROUTES[mode],
-            approve_outline=approve,
-            trusted=list(trusted or []),
-            beta=beta,
-        )
+        context = run_context(
+            index, chroma_url, model, judge_model, k, mode, approve_outline=approve,
+            trusted=list(trusted or []), beta=beta,
+        )  # fmt: skip
         logging.getLogger("citewise.nodes.failed").disabled = True  # the failure is reported below, once
         result = run_question(question, context)
     except ValueError as error:
@@ -376,6 +367,24 @@ def ask(
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     show_answer(payload)
+
+
+def run_context(
+    index: Path,
+    chroma_url: str | None,
+    model: str | None,
+    judge: str | None,
+    k: int,
+    mode: AnswerMode,
+    **settings: object,
+):  # noqa: ANN201 - citewise.context.Context, imported here so that --help stays fast
+    """The Context of a run from the options ask, chat and eval share."""
+    from citewise.context import Context
+
+    return Context(
+        index_dir=str(index), chroma_url=chroma_url, model=model, judge_model=judge, k=k, route=ROUTES[mode],
+        **settings,
+    )  # fmt: skip
 
 
 def run_question(question: str, context) -> dict:  # noqa: ANN001 - citewise.context.Context
@@ -418,18 +427,10 @@ def chat(
 ) -> None:
     """Chat with your documents: cited answers, follow-ups that use the conversation, threads kept on disk."""
     from citewise.chat import run_chat
-    from citewise.context import Context
 
     _searchable(index, chroma_url, None, quiet=True).close()
     try:
-        context = Context(
-            index_dir=str(index),
-            chroma_url=chroma_url,
-            model=model,
-            judge_model=judge_model,
-            k=k,
-            route=ROUTES[mode],
-        )
+        context = run_context(index, chroma_url, model, judge_model, k, mode)
         code = run_chat(context, threads=threads, thread_id=thread)
     except ValueError as error:
         raise _fail(str(error)) from error
@@ -533,7 +534,6 @@ def evaluate_questions(
     from tqdm import tqdm
 
     from citewise import evaluate
-    from citewise.context import Context
 
     if citation_judge not in ("auto", "llm", "word-overlap"):
         raise _fail(f"--citation-judge must be auto, llm or word-overlap, not {citation_judge!r}")
@@ -544,14 +544,7 @@ def evaluate_questions(
         raise _fail(str(error)) from error
     _searchable(index, chroma_url, None, quiet=True).close()
     try:
-        context = Context(
-            index_dir=str(index),
-            chroma_url=chroma_url,
-            model=model,
-            judge_model=judge_model,
-            k=k,
-            route=ROUTES[mode],
-        )
+        context = run_context(index, chroma_url, model, judge_model, k, mode)
         with tqdm(total=len(asked), desc="eval", unit="question", file=sys.stderr, disable=None) as bar:
             run = evaluate.run_eval(asked, context, judgments, citation_judge, progress=bar.update)
             report = asyncio.run(run)
