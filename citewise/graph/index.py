@@ -45,9 +45,9 @@ def _run(paths: list[str], remove: bool, context: Context) -> dict[str, Any]:
     allowed = allowed_paths(paths)
     files, escaping = allowed, []
     if not remove and data_root() is not None:  # a symlink inside an allowed folder may lead out of the root
-        found = iter_files(allowed)
-        files = [f for f in found if not escapes_root(f)]
-        escaping = [f for f in found if escapes_root(f)]
+        found = [(f, escapes_root(f)) for f in iter_files(allowed)]
+        files = [f for f, escapes in found if not escapes]
+        escaping = [f for f, escapes in found if escapes]
     with Index.open(context.index_dir, chroma_url=context.chroma_url) as index:
         report = index.remove(files) if remove else index.ingest(files)
         report.skipped.extend((str(f), "a symlink leading outside the data root") for f in escaping)

@@ -24,18 +24,23 @@ FOLLOW_UP_CHARS = 1000
 
 def follow_up_queries(index: Index, question: str, first: Sequence[Hit], count: int) -> list[str]:
     """The question joined to the paragraph text of each of the first round's `count` best documents."""
-    queries: list[str] = []
+    return [f"{question} {hit.title}: {text}" for hit, text in best_paragraphs(index, first, count)]
+
+
+def best_paragraphs(index: Index, hits: Sequence[Hit], count: int) -> list[tuple[Hit, str]]:
+    """The best hit of each of the `count` best documents, with its paragraph's text (FOLLOW_UP_CHARS)."""
+    found: list[tuple[Hit, str]] = []
     seen: set[str] = set()
-    for hit in first:
-        if len(queries) >= count:
+    for hit in hits:
+        if len(found) >= count:
             break
         if hit.doc_id in seen:
             continue
         seen.add(hit.doc_id)
         paragraph = index.paragraph(hit.paragraph_id)
         text = paragraph.text if paragraph is not None else hit.text
-        queries.append(f"{question} {hit.title}: {text[:FOLLOW_UP_CHARS]}")
-    return queries
+        found.append((hit, text[:FOLLOW_UP_CHARS]))
+    return found
 
 
 def best_documents(hits: Sequence[Hit], keep: int = HOP_KEEP) -> set[str]:

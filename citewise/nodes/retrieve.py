@@ -19,7 +19,7 @@ from citewise import llms
 from citewise.context import Context
 from citewise.index import Hit, Index
 from citewise.index.fusion import RRF_K, drop_redundant
-from citewise.index.hops import FOLLOW_UP_CHARS, HOP_KEEP, best_documents, follow_up_queries
+from citewise.index.hops import HOP_KEEP, best_documents, best_paragraphs, follow_up_queries
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, EvidenceState, FollowUpQueries
@@ -177,10 +177,4 @@ async def model_follow_ups(
 
 def _best_passages(index: Index, hits: list[Hit]) -> list[str]:
     """The paragraph text of the first round's best documents, titled."""
-    chosen = [next(h for h in hits if h.doc_id == doc) for doc in dict.fromkeys(h.doc_id for h in hits)]
-    passages = []
-    for hit in chosen[:HOP_KEEP]:
-        paragraph = index.paragraph(hit.paragraph_id)
-        text = paragraph.text if paragraph is not None else hit.text
-        passages.append(f"{hit.title}: {text[:FOLLOW_UP_CHARS]}")
-    return passages
+    return [f"{hit.title}: {text}" for hit, text in best_paragraphs(index, hits, HOP_KEEP)]

@@ -47,6 +47,18 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def run_on_a_new_thread(url: str, graph_id: str, **run):
+    """One run of a served graph on a fresh thread, waited for: its output."""
+    from langgraph_sdk import get_client
+
+    async def wait():
+        client = get_client(url=url)
+        thread = await client.threads.create()
+        return await client.runs.wait(thread["thread_id"], graph_id, **run)
+
+    return asyncio.run(wait())
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """A small index and `langgraph dev` serving langgraph.json on a free loopback port."""
@@ -145,22 +157,11 @@ def test_both_graphs_are_served_with_the_context_form(served):
 
 
 def test_a_question_gets_a_cited_local_answer_through_the_sdk(served):
-    from langgraph_sdk import get_client
-
     from citewise.index import Index
 
     url, index_dir, *_ = served
-
-    async def ask():
-        client = get_client(url=url)
-        thread = await client.threads.create()
-        return await client.runs.wait(
-            thread["thread_id"],
-            "citewise",
-            input={"messages": [{"role": "user", "content": "Where did Perseverance land?"}]},
-        )
-
-    result = asyncio.run(ask())
+    question = {"messages": [{"role": "user", "content": "Where did Perseverance land?"}]}
+    result = run_on_a_new_thread(url, "citewise", input=question)
     assert result["mode"] == "local"
     assert "Jezero" in result["answer"]
     assert result["citations"], result["answer"]
@@ -171,20 +172,8 @@ def test_a_question_gets_a_cited_local_answer_through_the_sdk(served):
 
 
 def test_the_index_graph_reports_an_unchanged_file(served):
-    from langgraph_sdk import get_client
-
     url, index_dir, corpus, _ = served
-
-    async def ingest():
-        client = get_client(url=url)
-        thread = await client.threads.create()
-        return await client.runs.wait(
-            thread["thread_id"],
-            "index",
-            input={"paths": [str(corpus)]},
-        )
-
-    result = asyncio.run(ingest())
+    result = run_on_a_new_thread(url, "index", input={"paths": [str(corpus)]})
     assert result["report"]["unchanged_files"] == 1
     assert result["report"]["documents_added"] == 0
     assert result["stats"]["documents"] == len(DOCS)
@@ -224,21 +213,9 @@ def test_a_report_outline_is_approved_and_edited_through_the_sdk(served):
 
 
 def test_a_client_cannot_point_the_server_at_another_index_and_is_told_why(served):
-    from langgraph_sdk import get_client
-
     url, _, _, outside = served
-
-    async def ask():
-        client = get_client(url=url)
-        thread = await client.threads.create()
-        return await client.runs.wait(
-            thread["thread_id"],
-            "citewise",
-            input={"messages": [{"role": "user", "content": "Where did Perseverance land?"}]},
-            context={"index_dir": str(outside)},
-        )
-
-    result = asyncio.run(ask())
+    question = {"messages": [{"role": "user", "content": "Where did Perseverance land?"}]}
+    result = run_on_a_new_thread(url, "citewise", input=question, context={"index_dir": str(outside)})
     assert result["error"]["kind"] == "server setting"
     reply = result["messages"][-1]
     assert reply["type"] == "ai" and "index_dir is a server setting" in reply["content"]
@@ -247,20 +224,16 @@ def test_a_client_cannot_point_the_server_at_another_index_and_is_told_why(serve
 
 
 def test_the_index_graph_reads_only_under_the_data_root(served):
-    from langgraph_sdk import get_client
-
     url, _, _, outside = served
 
-    async def ingest(paths):
-        client = get_client(url=url)
-        thread = await client.threads.create()
-        return await client.runs.wait(thread["thread_id"], "index", input={"paths": paths})
+    def ingest(paths):
+        return run_on_a_new_thread(url, "index", input={"paths": paths})
 
-    refused = asyncio.run(ingest([str(outside / "secret.txt")]))
+    refused = ingest([str(outside / "secret.txt")])
     assert "outside the data root" in refused["error"] and refused["report"] == {}
-    climbing = asyncio.run(ingest(["docs/../../" + outside.name + "/secret.txt"]))
+    climbing = ingest(["docs/../../" + outside.name + "/secret.txt"])
     assert "outside the data root" in climbing["error"]
-    folder = asyncio.run(ingest(["docs"]))  # relative to the data root; holds a symlink that leads out
+    folder = ingest(["docs"])  # relative to the data root; holds a symlink that leads out
     assert folder["error"] is None
     assert folder["report"]["documents_added"] == 1
     assert [Path(p).name for p, reason in folder["report"]["skipped"]] == ["leak.txt"]
