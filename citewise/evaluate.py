@@ -40,7 +40,7 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from pydantic import BaseModel, Field
 
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER
+from citewise.evidence import is_abstention
 from citewise.prompts import judge as judge_prompt
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.report import is_own_text
@@ -298,11 +298,6 @@ class Claim:
     """Its [n] markers, in order."""
     flagged: bool = False
     """Marked "(unsupported)" by verification (when unsupported sentences are flagged, not dropped)."""
-
-
-def is_abstention(answer: str) -> bool:
-    """Whether the answer is citewise's no-answer reply (nothing kept, or nothing verified)."""
-    return answer.strip().startswith(NO_ANSWER)
 
 
 def answer_claims(answer: str, question: str) -> list[Claim]:

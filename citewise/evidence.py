@@ -44,6 +44,14 @@ NOTHING_MATCHED = "Nothing in the index matched it."
 """What follows NO_ANSWER when the searches found nothing at all."""
 CLOSEST = "The closest passages are below; they do not answer it."
 """What follows NO_ANSWER before the closest passages, quoted and cited, are listed."""
+CLOSEST_HEADING = "Closest passages (they do not answer the question)"
+"""How a no-answer reply labels the documents it quotes, where an answer would say "Sources"."""
+
+
+def is_abstention(answer: str) -> bool:
+    """Whether the answer is citewise's no-answer reply (nothing kept, or nothing verified)."""
+    return answer.strip().startswith(NO_ANSWER)
+
 
 Block = tuple[str, str, str]
 """(label, chunk id, prompt block) of one piece of evidence."""

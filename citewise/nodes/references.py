@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
-from citewise.evidence import CONTRADICTS, contradiction_note
+from citewise.evidence import CLOSEST_HEADING, CONTRADICTS, contradiction_note, is_abstention
 from citewise.index import Index
 from citewise.index.citations import find_markers
 from citewise.indexes import in_thread, open_index
@@ -83,11 +83,11 @@ def build_references(index: Index, citations: list[Citation], support: list[dict
     return {"primary": list(primary.values()), "secondary": ordered}
 
 
-def sources_footer(references: References) -> str:
-    """A short 'Sources' list for the chat message."""
+def sources_footer(references: References, *, abstained: bool = False) -> str:
+    """A short 'Sources' list for the chat message ('Closest passages' when the reply is a no-answer)."""
     if not references["primary"]:
         return ""
-    lines = ["", "Sources:"]
+    lines = ["", f"{CLOSEST_HEADING}:" if abstained else "Sources:"]
     for entry in references["primary"]:
         markers = ", ".join(f"[{m}]" for m in sorted(set(entry["markers"])))
         note = f" ({CONTRADICTS})" if CONTRADICTS in entry.get("flags", []) else ""
@@ -106,8 +106,14 @@ async def references(state: State, runtime: Runtime[Context]) -> dict:
         if entry["doc_id"] in contradicting:
             entry["flags"] = [CONTRADICTS]
     answer = state.get("answer", "")
+    abstained = is_abstention(answer)
+    if abstained:  # the works that passages which do not answer cite are no references of anything
+        refs["secondary"] = []
     note = contradiction_note(citations, evidence)
     if note:
         answer = f"{answer}\n\n{note}"
-    result = {"references": refs, "messages": [AIMessage(content=answer + sources_footer(refs))]}
+    result = {
+        "references": refs,
+        "messages": [AIMessage(content=answer + sources_footer(refs, abstained=abstained))],
+    }
     return {**result, "answer": answer} if note else result

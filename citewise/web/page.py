@@ -27,6 +27,7 @@ from langchain_core.messages import AIMessageChunk
 
 from citewise.chat import STREAMED_NODES, new_thread_id, result_payload, stage_lines
 from citewise.context import Context
+from citewise.evidence import is_abstention
 from citewise.index import Index, IndexOpenError
 from citewise.index.loaders import SUPPORTED_SUFFIXES
 from citewise.indexes import forget_index, open_index
@@ -156,7 +157,8 @@ def evidence_views(turn: Turn | None) -> tuple[str, pd.DataFrame, str]:
     evidence, citations = payload.get("evidence", []), payload.get("citations", [])
     chart = render.chart_svg(render.chart_rows(evidence, citations), payload.get("threshold"))
     table = pd.DataFrame(render.score_table(evidence, citations), columns=render.TABLE_COLUMNS)
-    return chart, table, render.references_html(payload.get("references") or {})
+    abstained = is_abstention(payload.get("answer") or "")
+    return chart, table, render.references_html(payload.get("references") or {}, abstained=abstained)
 
 
 class ChatPage:

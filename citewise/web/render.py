@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from citewise.evidence import CLOSEST_HEADING
 from citewise.index.citations import soften_source_markers
 
 MARKER = re.compile(r"\[(\d+)\]")
@@ -165,8 +166,11 @@ def passage_html(passage: dict[str, Any] | None) -> str:
     )
 
 
-def references_html(references: dict[str, Any]) -> str:
-    """Primary references (the documents cited, with their markers) and secondary ones (works they cite)."""
+def references_html(references: dict[str, Any], *, abstained: bool = False) -> str:
+    """Primary references (the documents cited, with their markers) and secondary ones (works they cite).
+
+    A no-answer reply's documents are headed as the closest passages: they are not references of an answer.
+    """
     primary = references.get("primary") or []
     secondary = references.get("secondary") or []
     if not primary:
@@ -177,7 +181,8 @@ def references_html(references: dict[str, Any]) -> str:
         file = Path(entry.get("file") or "").name
         where = f' <span class="cw-file">{escape(file)}</span>' if file else ""
         items.append(f"<li>{markers} {escape(entry.get('title') or '(untitled)')}{where}</li>")
-    out = f'<div class="cw-refs"><h4>Primary references</h4><ol class="cw-primary">{"".join(items)}</ol>'
+    heading = CLOSEST_HEADING if abstained else "Primary references"
+    out = f'<div class="cw-refs"><h4>{heading}</h4><ol class="cw-primary">{"".join(items)}</ol>'
     if secondary:
         cited = []
         for entry in secondary:

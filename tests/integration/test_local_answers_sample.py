@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from citewise.context import Context
-from citewise.evidence import CLOSEST, NO_ANSWER, PART_UNANSWERED
+from citewise.evidence import CLOSEST, CLOSEST_HEADING, NO_ANSWER, PART_UNANSWERED
 from citewise.graph.query import graph
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -90,6 +90,19 @@ async def test_a_question_the_papers_do_not_answer_gets_the_honest_reply(
     assert all("no passage answers the question" in r["reason"] for r in result["evidence"])
     listed = [line for line in text.splitlines() if line.startswith("- ")]
     assert listed and len(listed) == len(result["citations"])  # the closest passages, each quoted and cited
+    # the documents are named as the closest passages, and the works they cite are no references of anything
+    assert result["references"]["primary"] and result["references"]["secondary"] == []
+    reply = result["messages"][-1].content
+    assert f"\n{CLOSEST_HEADING}:\n" in reply and "Sources:" not in reply
+
+
+async def test_an_answer_lists_its_sources_and_the_works_they_cite(sample_index: str) -> None:
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage("How many transits of GJ 486b were observed?")]},
+        context=Context(index_dir=sample_index),
+    )
+    assert result["references"]["secondary"]  # the sample papers keep their bibliographies
+    assert "\nSources:\n" in result["messages"][-1].content
 
 
 async def test_answerable_sample_questions_are_still_answered(sample_index: str) -> None:

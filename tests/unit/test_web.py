@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("gradio")
 
 from citewise.context import Context  # noqa: E402
+from citewise.evidence import CLOSEST_HEADING  # noqa: E402
 from citewise.web import render  # noqa: E402
 from citewise.web.page import ChatPage  # noqa: E402
 
@@ -130,6 +131,11 @@ def test_references_list_primary_and_secondary_escaped() -> None:
     assert "[1] [2] &lt;b&gt;Paper&lt;/b&gt;" in shown and "p.pdf" in shown and "/x/" not in shown
     assert "★ Lee &lt;2021&gt;" in shown and "Kim 2020" in shown
     assert "No references yet" in render.references_html({"primary": [], "secondary": []})
+    assert "<h4>Primary references</h4>" in shown
+    closest = render.references_html(
+        {"primary": [{"title": "P", "markers": [1]}], "secondary": []}, abstained=True
+    )
+    assert f"<h4>{CLOSEST_HEADING}</h4>" in closest and "Primary references" not in closest
 
 
 async def test_asking_without_an_index_replies_what_happened_and_what_to_do(tmp_path: Path) -> None:
