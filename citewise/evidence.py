@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 from citewise.context import Context
@@ -115,11 +115,14 @@ def context_threshold(scores: Sequence[float], context: Context) -> float:
     )
 
 
-def judge_all(records: Sequence[EvidenceRecord], context: Context) -> tuple[float, dict[str, EvidenceRecord]]:
+def judge_all(
+    records: Sequence[EvidenceRecord], context: Context, paragraphs: Mapping[str, str] | None = None
+) -> tuple[float, dict[str, EvidenceRecord]]:
     """Apply the threshold: the cut and, per chunk, final score, verdict and reason.
 
     In local mode nothing is kept when no candidate's answering score (citewise.answerable) reaches
-    Context.local_answerable: the documents are taken not to answer the question.
+    Context.local_answerable: the documents are taken not to answer the question. `paragraphs` (chunk id ->
+    its paragraph's text) let the local bridge rule read what the best kept passage's paragraph names.
     """
     finals = {r["chunk_id"]: final_score(r) for r in records}
     cut = context_threshold(list(finals.values()), context)
@@ -141,7 +144,7 @@ def judge_all(records: Sequence[EvidenceRecord], context: Context) -> tuple[floa
             reason = f"dropped: final {value:g} < threshold {cut:g}"
         updates[chunk_id] = {"final": value, "kept": kept, "reason": reason}
     if not context.llm and not unanswered and context.second_hop:
-        updates |= bridges(records, updates, context)
+        updates |= bridges(records, updates, context, paragraphs or {})
     return cut, updates
 
 
@@ -150,30 +153,49 @@ BRIDGE_FLAG = "bridge"
 _TITLE_CORE = re.compile(r"\s*[,(].*$")
 
 
+def title_core(title: str) -> str:
+    """A title without its qualifier ("Charles Andrews (Maine politician)" -> "Charles Andrews")."""
+    return _TITLE_CORE.sub("", title).strip()
+
+
+def names_title(text: str, title: str) -> bool:
+    """Whether `text` names the document `title` verbatim (by its core; cores under 4 characters never)."""
+    core = title_core(title)
+    return len(core) >= 4 and re.search(rf"(?<!\w){re.escape(core)}(?!\w)", text) is not None
+
+
 def bridges(
-    records: Sequence[EvidenceRecord], verdicts: dict[str, EvidenceRecord], context: Context
+    records: Sequence[EvidenceRecord],
+    verdicts: dict[str, EvidenceRecord],
+    context: Context,
+    paragraphs: Mapping[str, str],
 ) -> dict[str, EvidenceRecord]:
     """Keep the best chunk of a document the best kept document names by its title, when local scoring cut it.
 
     A multi-hop question's bridge passage ("the film shot in Leland" -> Maximum Overdrive) is about an entity
     the first passage names, not about the question's words, so similarity scores it low; the first passage
-    naming its title is the evidence that it belongs. One document at most, above the floor.
+    naming its title is the evidence that it belongs. What the kept chunks' paragraphs name counts (a cast
+    list is seldom the sentence kept). One document at most, above the floor.
     """
     kept = [r for r in records if verdicts[r["chunk_id"]]["kept"]]
     if not kept:
         return {}
     best = max(kept, key=lambda r: (verdicts[r["chunk_id"]]["final"], r["chunk_id"]))
-    naming = " ".join(r.get("text", "") for r in kept if r.get("doc_id") == best.get("doc_id"))
+    naming = " ".join(
+        dict.fromkeys(
+            paragraphs.get(r["chunk_id"]) or r.get("text", "")
+            for r in kept
+            if r.get("doc_id") == best.get("doc_id")
+        )
+    )
     kept_docs = {r.get("doc_id") for r in kept}
     named = []
     for record in records:
         verdict = verdicts[record["chunk_id"]]
-        core = _TITLE_CORE.sub("", record.get("title", "")).strip()
         if (
             record.get("doc_id") in kept_docs
             or verdict["final"] < context.threshold_floor
-            or len(core) < 4
-            or not re.search(rf"(?<!\w){re.escape(core)}(?!\w)", naming)
+            or not names_title(naming, record.get("title", ""))
         ):
             continue
         named.append(record)

@@ -8,13 +8,13 @@ The direct answer, every report section and the report's introduction and conclu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from citewise import questions
-from citewise.evidence import CLOSEST, NO_ANSWER, NOTHING_MATCHED, Block, pack
+from citewise.evidence import CLOSEST, NO_ANSWER, NOTHING_MATCHED, Block, names_title, pack
 from citewise.index import Index
 from citewise.index.fusion import drop_redundant
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
@@ -232,13 +232,19 @@ def pick(question: questions.Question, candidates: list[Candidate], vectors: np.
 
 
 def answering_sentences(
-    index: Index, question: str, sources: Sequence[tuple[str, str, str]], bridged: Collection[str] = ()
+    index: Index,
+    question: str,
+    sources: Sequence[tuple[str, str, str]],
+    bridged: Collection[str] = (),
+    titles: Mapping[str, str] | None = None,
 ) -> tuple[list[Sentence], list[str]]:
     """The sentences that answer the question, best first, with their antecedents; and the unanswered parts.
 
     `sources` are (label, chunk text, paragraph text) of the kept evidence, in the writer's order. `bridged`
     labels are bridge passages (about an entity the best passage names): the answer ends with the best
-    sentence of one when none of its sentences was chosen, since a two-hop answer needs both hops.
+    sentence of one when none of its sentences was chosen, since a two-hop answer needs both hops. `titles`
+    (label -> document title) lets a chosen sentence that names another kept document by its title bring in
+    that document's best sentence, right after it: the entity a two-hop question goes through.
     """
     candidates = paragraph_candidates(sources)
     if not candidates:
@@ -249,6 +255,8 @@ def answering_sentences(
     hop = [i for i in range(len(candidates)) if candidates[i].label in bridged]
     if hop and not any(candidates[i].label in bridged for i in chosen):
         chosen.append(max(hop, key=lambda i: (candidates[i].score, -i)))
+    if titles:
+        chosen = with_named_documents(candidates, chosen, titles)
     pieces = questions.parts(question)
     missing: list[str] = []
     if len(pieces) > 1:
@@ -260,14 +268,57 @@ def answering_sentences(
                 chosen.append(best)
             else:
                 missing.append(piece.text)
+    return spoken([candidates[i] for i in chosen])[:MAX_LOCAL_SENTENCES], missing
+
+
+def spoken(chosen: Sequence[Candidate]) -> list[Sentence]:
+    """The chosen sentences as said: each once, and one that opens with "It" right after its antecedent."""
     result: list[Sentence] = []
-    for i in chosen:
-        candidate = candidates[i]
-        if candidate.refers and candidate.previous and (candidate.label, candidate.previous) not in result:
+    said: list[str] = []  # a sentence two chunks (or two copies of a document) hold is said once
+    for candidate in chosen:
+        key = _said(candidate.text)
+        if key in said:
+            continue
+        antecedent = _said(candidate.previous) if candidate.refers and candidate.previous else ""
+        if antecedent and antecedent in said:  # "It ..." goes right after what "It" is, said earlier
+            at = said.index(antecedent) + 1
+            said.insert(at, key)
+            result.insert(at, (candidate.label, candidate.text))
+            continue
+        if antecedent:
+            said.append(antecedent)
             result.append((candidate.label, candidate.previous))
-        if (candidate.label, candidate.text) not in result:
-            result.append((candidate.label, candidate.text))
-    return result[:MAX_LOCAL_SENTENCES], missing
+        said.append(key)
+        result.append((candidate.label, candidate.text))
+    return result
+
+
+def _said(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def with_named_documents(
+    candidates: list[Candidate], chosen: list[int], titles: Mapping[str, str]
+) -> list[int]:
+    """`chosen` with the best sentence of a kept document a chosen sentence names, right after that sentence.
+
+    Only a document nothing chosen comes from, and one an answer ("... a song written by Yoko Ono" -> Yoko
+    Ono's best sentence): the entity a two-hop question goes through.
+    """
+    present = {titles.get(candidates[i].label, "") for i in chosen}
+    for position, i in enumerate(chosen):
+        said = (
+            f"{candidates[i].previous} {candidates[i].text}" if candidates[i].refers else candidates[i].text
+        )
+        named = [
+            n
+            for n, other in enumerate(candidates)
+            if (title := titles.get(other.label, "")) not in present and names_title(said, title)
+        ]
+        if named:
+            best = max(named, key=lambda n: (candidates[n].score, -n))
+            return [*chosen[: position + 1], best, *chosen[position + 1 :]]
+    return chosen
 
 
 def _fit(candidate: Candidate, piece: questions.Question) -> float:

@@ -40,7 +40,8 @@ def extractive_answer(
         for label, r in zip(labels, records, strict=True)
     ]
     bridged = {label for label, r in zip(labels, records, strict=True) if BRIDGE_FLAG in r.get("flags", [])}
-    chosen, missing = answering_sentences(index, question, sources, bridged)
+    titles = {label: r.get("title", "") for label, r in zip(labels, records, strict=True)}
+    chosen, missing = answering_sentences(index, question, sources, bridged, titles)
     if not chosen:
         return NO_ANSWER, {}
     text = cite(chosen)

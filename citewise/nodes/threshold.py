@@ -10,14 +10,19 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
-from citewise.evidence import judge_all
+from citewise.evidence import judge_all, paragraph_texts
+from citewise.indexes import in_thread, open_index
 from citewise.state import EvidenceState
 
 
 async def threshold(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide which chunks pass, recording each chunk's final score, verdict and reason."""
+    context = runtime.context
     records = list(state.get("candidates", {}).values())
-    cut, updates = judge_all(records, runtime.context)
+    paragraphs = None
+    if not context.llm and context.second_hop:  # the local bridge rule reads the kept passages' paragraphs
+        paragraphs = await in_thread(paragraph_texts, await open_index(context), records)
+    cut, updates = judge_all(records, context, paragraphs)
     evidence = sorted(
         ({**r, **updates[r["chunk_id"]]} for r in records), key=lambda r: (-r["final"], r["chunk_id"])
     )

@@ -40,6 +40,7 @@ logger = logging.getLogger(__name__)
 
 TRAILING_LABELS = re.compile(r"([.!?])((?:\s*\[(?:S\d+)?E\d+\])+)")
 ENDS_WITH_LABEL = re.compile(r"\[(?:S\d+)?E\d+\]$")
+LEADING_LABELS = re.compile(r"\s*(?:\[(?:S\d+)?E\d+\]\s*)+")
 SPACED_LABEL = re.compile(r"\s*\[((?:S\d+)?E\d+)\]")
 """A label with the space before it (removed together, so no double space is left)."""
 UNVERIFIED = (
@@ -74,6 +75,12 @@ def split_answer(draft: str) -> list[str]:
             parts += [stripped, BREAK]
             continue
         for part in sentences(line) if not line.lstrip().startswith("- ") else [stripped]:
+            lead = LEADING_LABELS.match(part)
+            if lead and parts and not is_structure(parts[-1]):  # 'said "X." [E1] Next' splits after the quote
+                parts[-1] = f"{parts[-1]} {lead.group(0).strip()}"
+                part = part[lead.end() :]
+                if not part.strip():
+                    continue
             if parts and not is_structure(parts[-1]) and not LABEL.sub("", part).strip(" .,;"):
                 parts[-1] = f"{parts[-1]} {part.strip()}"  # a lone "[E2]" belongs to the sentence before it
             else:

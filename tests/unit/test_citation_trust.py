@@ -419,3 +419,11 @@ def test_a_failed_section_note_is_one_sentence_citewise_recognises() -> None:
     note = failed_note("ValueError: bad (input). Try again! [E1]")
     assert is_own_text(note, "Any question?")
     assert len(split_answer(note)) == 1
+
+
+def test_a_label_after_a_closing_quote_stays_with_its_sentence() -> None:
+    draft = 'He recorded it on "A Man Without Love." [E1] "Wonderland by Night" is a song by Kaempfert [E2].'
+    assert split_answer(draft) == [
+        'He recorded it on "A Man Without Love." [E1]',  # not carried into the next sentence's citations
+        '"Wonderland by Night" is a song by Kaempfert [E2].',
+    ]

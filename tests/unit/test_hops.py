@@ -133,6 +133,16 @@ def test_a_passage_the_best_kept_passage_names_is_kept_as_a_bridge() -> None:
     assert not verdicts["bread"]["kept"]  # named by nothing: still dropped
 
 
+def test_what_the_kept_passage_s_paragraph_names_counts() -> None:
+    records = leland_records()
+    records[0]["text"] = "Leland is known for its film shoots."  # the kept sentence names no film
+    _, alone = judge_all(records, Context())
+    assert not alone["overdrive"]["kept"]
+    paragraph = f"{records[0]['text']} {LELAND}"  # its paragraph does
+    _, verdicts = judge_all(records, Context(), {"leland": paragraph})
+    assert verdicts["overdrive"]["kept"] and BRIDGE_FLAG in verdicts["overdrive"]["flags"]
+
+
 @pytest.mark.parametrize(
     ("context", "score", "why"),
     [

@@ -100,3 +100,46 @@ def test_a_sentence_is_cited_to_the_chunk_that_holds_it() -> None:
     candidates = paragraph_candidates([("E1", first, MILL), ("E2", second, MILL)])
     labels = {c.text: c.label for c in candidates}
     assert labels[first] == "E1" and labels[second] == "E2"  # not E1, whose paragraph listed it first
+
+
+SONG = (
+    '"Death of Samantha" is a song written by Yoko Ono and first released on her 1973 album "Approximately '
+    'Infinite Universe". It was also released as a single, backed by "Yang Yang".'
+)
+ONO = (
+    "Yoko Ono is a Japanese multimedia artist, singer and songwriter. She is known for her work in "
+    "performance art and filmmaking, and she was the second wife of John Lennon."
+)
+
+
+def test_a_document_the_answer_names_brings_its_best_sentence(embedder: Embedder) -> None:
+    question = 'The writer of the song "Death of Samantha" was the second wife of what singer?'
+    sources = [("E1", SONG, SONG), ("E2", ONO, ONO)]
+    titles = {"E1": "Death of Samantha (song)", "E2": "Yoko Ono"}
+    chosen, _ = answering_sentences(Embedded(embedder), question, sources, titles=titles)
+    texts = [text for _, text in chosen]
+    assert texts[0].startswith('"Death of Samantha" is a song written by Yoko Ono')
+    assert any("second wife of John Lennon" in text for label, text in chosen if label == "E2")
+    # a title no chosen sentence names brings nothing
+    others = {"E1": "Death of Samantha (song)", "E2": "Sean Lennon"}
+    plain, _ = answering_sentences(Embedded(embedder), question, [("E1", SONG, SONG)], titles=others)
+    assert all(label == "E1" for label, _ in plain)
+
+
+def test_a_sentence_two_copies_of_a_document_hold_is_said_once(embedder: Embedder) -> None:
+    chosen, _ = answering_sentences(
+        Embedded(embedder), "When was the paper mill closed?", [("E1", MILL, MILL), ("E2", MILL[:70], MILL)]
+    )
+    texts = [" ".join(text.lower().split()) for _, text in chosen]
+    assert len(texts) == len(set(texts)) and "it was closed in 2013." in texts
+
+
+def test_a_sentence_that_opens_with_it_follows_its_antecedent_said_earlier() -> None:
+    from citewise.writing import Candidate, spoken
+
+    song = Candidate("E1", '"Dear Brother" is a duet by Hank and Audrey Williams.', "", False)
+    audrey = Candidate("E2", "Audrey Williams was the first wife of Hank Williams.", "", False)
+    released = Candidate("E3", "It was released by MGM Records in 1950.", song.text, True)
+    again = Candidate("E4", song.text, "", False)
+    assert [label for label, _ in spoken([song, audrey, released, again])] == ["E1", "E3", "E2"]
+    assert spoken([released])[0] == ("E3", song.text)  # the antecedent first, under the label that holds it
