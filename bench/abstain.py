@@ -114,6 +114,28 @@ def measure(claims: dict, results: dict, index: Index, subset: list[str]) -> dic
     }
 
 
+def claim_rows(claims: dict, result: dict, index: Index, cosines: dict[str, float]) -> list[dict[str, Any]]:
+    """Per claim under one setting: kind, whether it abstained, whether a gold abstract was cited, the signal.
+
+    Kept in the JSON so a change in the figures can be traced to the claims that moved.
+    """
+    rows = []
+    for claim_id in sorted(claims):
+        text, gold, answerable = claims[claim_id]
+        cited = keys_of(index, {c["doc_id"] for c in result[claim_id]["citations"]})
+        rows.append(
+            {
+                "claim": claim_id,
+                "text": text,
+                "answerable": answerable,
+                "abstained": result[claim_id]["answer"].startswith(NO_ANSWER),
+                "gold_cited": bool(cited & gold),
+                "best_cosine": round(cosines[claim_id], 4),
+            }
+        )
+    return rows
+
+
 def best_cosine(index: Index, claim: str, result: dict[str, Any]) -> float:
     """The best candidate chunk's own cosine similarity to the claim (unclamped, unlike local relevance)."""
     texts = [r.get("text", "") for r in result["evidence"]]
@@ -227,6 +249,7 @@ def main() -> None:
             )
             print(rows[-1], flush=True)
         cosines = {c: best_cosine(index, claims[c][0], results["no abstention cut"][c]) for c in claims}
+        per_claim = claim_rows(claims, results["defaults"], index, cosines)
     print(
         f"SciFact train, local mode, odd-numbered claims: {len(claims)} claims ({args.answerable} "
         f"answerable, {args.unanswerable} unanswerable) over {size} abstracts"
@@ -252,6 +275,7 @@ def main() -> None:
                 "unanswerable": statistics.median(una),
             },
             "roc_auc_best_cosine": area,
+            "per_claim_defaults": per_claim,
             "machine": machine(),
         },
     )
