@@ -148,6 +148,9 @@ def judge_all(
     return cut, updates
 
 
+BRIDGE_SOURCES = 2
+"""The best kept documents whose paragraphs may each bring one bridge document (a two-hop question's first
+hop is not always the single best passage)."""
 BRIDGE_FLAG = "bridge"
 """The flag of a chunk kept because the best kept passage names its document (a multi-hop bridge)."""
 _TITLE_CORE = re.compile(r"\s*[,(].*$")
@@ -178,36 +181,42 @@ def bridges(
     list is seldom the sentence kept). One document at most, above the floor.
     """
     kept = [r for r in records if verdicts[r["chunk_id"]]["kept"]]
-    if not kept:
-        return {}
-    best = max(kept, key=lambda r: (verdicts[r["chunk_id"]]["final"], r["chunk_id"]))
-    naming = " ".join(
-        dict.fromkeys(
-            paragraphs.get(r["chunk_id"]) or r.get("text", "")
-            for r in kept
-            if r.get("doc_id") == best.get("doc_id")
+    ranked_docs: list[str] = []  # kept documents, best first
+    for r in sorted(kept, key=lambda r: (-verdicts[r["chunk_id"]]["final"], r["chunk_id"])):
+        if r.get("doc_id") not in ranked_docs:
+            ranked_docs.append(r.get("doc_id"))
+    kept_docs = set(ranked_docs)
+    found: dict[str, EvidenceRecord] = {}
+    for naming_doc in ranked_docs[:BRIDGE_SOURCES]:
+        naming = " ".join(
+            dict.fromkeys(
+                paragraphs.get(r["chunk_id"]) or r.get("text", "")
+                for r in kept
+                if r.get("doc_id") == naming_doc
+            )
         )
-    )
-    kept_docs = {r.get("doc_id") for r in kept}
-    named = []
-    for record in records:
-        verdict = verdicts[record["chunk_id"]]
-        if (
-            record.get("doc_id") in kept_docs
-            or verdict["final"] < context.threshold_floor
-            or not names_title(naming, record.get("title", ""))
-        ):
+        named = [
+            record
+            for record in records
+            if record.get("doc_id") not in kept_docs
+            and verdicts[record["chunk_id"]]["final"] >= context.threshold_floor
+            and names_title(naming, record.get("title", ""))
+        ]
+        if not named:
             continue
-        named.append(record)
-    if not named:
-        return {}
-    bridge = max(named, key=lambda r: (verdicts[r["chunk_id"]]["final"], r["chunk_id"]))
-    final = verdicts[bridge["chunk_id"]]["final"]
-    reason = f"kept: a bridge, {best.get('title', '')!r} names {bridge.get('title', '')!r} (final {final:g})"
-    flags = [*bridge.get("flags", []), BRIDGE_FLAG]
-    return {
-        bridge["chunk_id"]: {**verdicts[bridge["chunk_id"]], "kept": True, "reason": reason, "flags": flags}
-    }
+        bridge = max(named, key=lambda r: (verdicts[r["chunk_id"]]["final"], r["chunk_id"]))
+        kept_docs.add(bridge.get("doc_id"))
+        title = next(r.get("title", "") for r in kept if r.get("doc_id") == naming_doc)
+        final = verdicts[bridge["chunk_id"]]["final"]
+        reason = f"kept: a bridge, {title!r} names {bridge.get('title', '')!r} (final {final:g})"
+        flags = [*bridge.get("flags", []), BRIDGE_FLAG]
+        found[bridge["chunk_id"]] = {
+            **verdicts[bridge["chunk_id"]],
+            "kept": True,
+            "reason": reason,
+            "flags": flags,
+        }
+    return found
 
 
 def estimate_tokens(text: str) -> int:

@@ -149,7 +149,7 @@ class Candidate:
     label: str
     text: str
     previous: str
-    """The sentence before it in its paragraph ("" for the first)."""
+    """The sentence it leans on when it opens with a reference (`antecedent`; "" for the first)."""
     refers: bool
     """It opens with a pronoun or reference, so it needs `previous`."""
     owned: bool = False
@@ -170,9 +170,22 @@ def paragraph_candidates(sources: Sequence[tuple[str, str, str]]) -> list[Candid
             owned = line in chunk
             if key in found and (found[key].owned or not owned):  # first seen, unless this chunk holds it
                 continue
-            previous = lines[n - 1] if n else ""
-            found[key] = Candidate(label, line, previous, questions.refers_back(line), owned=owned)
+            found[key] = Candidate(
+                label, line, antecedent(lines, n), questions.refers_back(line), owned=owned
+            )
     return list(found.values())
+
+
+def antecedent(lines: Sequence[str], n: int) -> str:
+    """What sentence `n` of a paragraph leans on: the nearest earlier sentence that names its subject.
+
+    "He was Leader of the Opposition" after "He was a member of the House" needs "William Copley was a
+    politician", not the other "He" sentence ("" for the first sentence).
+    """
+    for back in range(n - 1, -1, -1):
+        if not questions.refers_back(lines[back]):
+            return lines[back]
+    return lines[n - 1] if n else ""
 
 
 def score_candidates(index: Index, question: questions.Question, candidates: list[Candidate]) -> np.ndarray:
