@@ -167,6 +167,22 @@ def names_title(text: str, title: str) -> bool:
     return len(core) >= 4 and re.search(rf"(?<!\w){re.escape(core)}(?!\w)", text) is not None
 
 
+def may_bridge(
+    records: Sequence[EvidenceRecord], verdicts: dict[str, EvidenceRecord], context: Context
+) -> bool:
+    """Whether the local bridge rule could keep anything (only then are the kept paragraphs worth reading).
+
+    Something is kept, and a dropped chunk above the floor comes from a document nothing was kept from.
+    """
+    if context.llm or not context.second_hop:
+        return False
+    kept_docs = {r.get("doc_id") for r in records if verdicts[r["chunk_id"]]["kept"]}
+    return bool(kept_docs) and any(
+        r.get("doc_id") not in kept_docs and verdicts[r["chunk_id"]]["final"] >= context.threshold_floor
+        for r in records
+    )
+
+
 def bridges(
     records: Sequence[EvidenceRecord],
     verdicts: dict[str, EvidenceRecord],

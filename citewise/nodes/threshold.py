@@ -10,7 +10,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
-from citewise.evidence import judge_all, paragraph_texts
+from citewise.evidence import judge_all, may_bridge, paragraph_texts
 from citewise.indexes import in_thread, open_index
 from citewise.state import EvidenceState
 
@@ -19,10 +19,11 @@ async def threshold(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide which chunks pass, recording each chunk's final score, verdict and reason."""
     context = runtime.context
     records = list(state.get("candidates", {}).values())
-    paragraphs = None
-    if not context.llm and context.second_hop:  # the local bridge rule reads the kept passages' paragraphs
-        paragraphs = await in_thread(paragraph_texts, await open_index(context), records)
-    cut, updates = judge_all(records, context, paragraphs)
+    cut, updates = judge_all(records, context)
+    if may_bridge(records, updates, context):  # the local bridge rule reads what the kept paragraphs name
+        kept = [r for r in records if updates[r["chunk_id"]]["kept"]]
+        paragraphs = await in_thread(paragraph_texts, await open_index(context), kept)
+        cut, updates = judge_all(records, context, paragraphs)
     evidence = sorted(
         ({**r, **updates[r["chunk_id"]]} for r in records), key=lambda r: (-r["final"], r["chunk_id"])
     )
