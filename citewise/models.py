@@ -105,6 +105,15 @@ class MalformedOutput(ValueError):
     """A model reply that is not valid JSON for the requested schema."""
 
 
+class UnreadableResponse(Exception):
+    """A provider response that cannot be read (a cut or non-JSON body, a stream ended early, a bad rerank).
+
+    Transient: retried, then a fallback or a provider error.
+
+    Not a ConnectionError / OSError: `retrieve`'s node retry policy re-runs the whole node on those.
+    """
+
+
 def _env(name: str) -> str | None:
     return os.environ.get(name) or None
 
@@ -250,7 +259,7 @@ def is_retryable(error: BaseException) -> bool:
     status = http_status(error)
     if status is not None:
         return status in (408, 429) or (status >= 500 and status != 501)
-    if isinstance(error, openai.APITimeoutError | openai.APIConnectionError):
+    if isinstance(error, openai.APITimeoutError | openai.APIConnectionError | UnreadableResponse):
         return True
     if isinstance(error, TRANSPORT_ERRORS):
         return True
@@ -309,6 +318,7 @@ def provider_errors() -> tuple[type[BaseException], ...]:
         ApiError,
         ModelError,
         MalformedOutput,
+        UnreadableResponse,
         TimeoutError,
         ConnectionError,
         *TRANSPORT_ERRORS,
@@ -717,10 +727,19 @@ class LLM:
         return (_node_usage.get() or self.meter).take(stage)
 
     async def text(self, messages: Messages, *, stage: str, stream: bool = False) -> str:
-        """Free text. `stream=True` only for the answer the user watches; other calls are tagged nostream."""
-        model = self.model if stream else self._quiet
-        generations = await self._generate(model, self._prepare(messages), stage=stage, internal=not stream)
-        return _message_text(generations[0].message) if generations else ""
+        """Free text. `stream=True` only for the answer the user watches; other calls are tagged nostream.
+
+        An empty reply is asked for again (uncached), then raises MalformedOutput: an empty answer must not
+        pass for "your documents do not answer".
+        """
+        prepared = self._prepare(messages)
+        for attempt in range(1 + MALFORMED_RETRIES):
+            model = (self.model if stream else self._quiet) if attempt == 0 else self._fresh
+            generations = await self._generate(model, prepared, stage=stage, internal=not stream)
+            reply = _message_text(generations[0].message) if generations else ""
+            if reply.strip():
+                return reply
+        raise MalformedOutput(f"the model's reply was empty {1 + MALFORMED_RETRIES} times")
 
     async def structured(
         self, schema: type[Schema], messages: Messages, *, stage: str, n: int = 1
@@ -794,7 +813,14 @@ class LLM:
                     except Exception as error:
                         self.meter.add(stage, calls=1)
                         scrub(error)  # before the retry log or any caller sees its message
+                        if isinstance(error, json.JSONDecodeError):  # a body cut off or not JSON
+                            raise UnreadableResponse(
+                                f"the provider's reply could not be read: {error}"
+                            ) from error
                         raise
+                    if self._cut_off(model, result.generations[0]):
+                        self.meter.add(stage, calls=1)
+                        raise UnreadableResponse("the reply was cut off before its end (no finish reason)")
         generations: list[ChatGeneration] = result.generations[0]  # type: ignore[assignment]
         if not _from_cache(generations):
             # every choice of an n-request carries the whole request's usage: count it once
@@ -806,6 +832,24 @@ class LLM:
                 output_tokens=int(usage.get("output_tokens") or 0),
             )
         return generations
+
+    @staticmethod
+    def _cut_off(model: BaseChatModel, generations: list[Any]) -> bool:
+        """Whether an OpenAI client's reply ended without a finish reason (a stream that broke off).
+
+        Only langchain_openai's models: the field is part of every complete OpenAI reply, streamed or not;
+        cached replies and other providers are taken as they are.
+        """
+        if not type(model).__module__.startswith("langchain_openai") or not generations:
+            return False
+        if _from_cache(generations):
+            return False
+        for generation in generations:
+            info = getattr(generation, "generation_info", None) or {}
+            metadata = getattr(generation.message, "response_metadata", None) or {}
+            if not (info.get("finish_reason") or metadata.get("finish_reason")):
+                return True
+        return False
 
     def _structured_request(self, method: Method, schema: type[BaseModel]) -> _Structured:
         function = convert_to_openai_function(schema, strict=True)
@@ -1020,14 +1064,38 @@ class Reranker:
         async for attempt in retrying(self.context.max_retries, self.backoff):
             with attempt:
                 try:
-                    results = await asyncio.to_thread(self.compressor.rerank, documents, query, top_n=top)
+                    ranked = await asyncio.to_thread(self._ask, documents, query, top)
                 except Exception as error:
                     scrub(error)  # before the retry log or any caller sees its message
                     raise
                 finally:
                     self.meter.add(stage, calls=1)
-        ranked = [(int(r["index"]), float(r["relevance_score"])) for r in results]
         return sorted(ranked, key=lambda pair: -pair[1])
+
+    def _ask(self, documents: list[str], query: str, top: int) -> list[tuple[int, float]]:
+        """One rerank request; a reply without one result per document asked for is unreadable.
+
+        A reply with no results would otherwise drop every passage without a word.
+        """
+        from cohere.core.api_error import ApiError
+
+        try:
+            response = self.compressor.client.rerank(
+                model=self.compressor.model, query=query, documents=documents, top_n=top
+            )
+        except ApiError as error:
+            status = error.status_code
+            if status is not None and 200 <= int(status) < 300:  # a 200 whose body could not be parsed
+                raise UnreadableResponse("the rerank reply could not be read") from error
+            raise
+        results = getattr(response, "results", None)
+        if not isinstance(results, list):
+            raise UnreadableResponse("the rerank reply has no results")
+        ranked = [(int(r.index), float(r.relevance_score)) for r in results]
+        indexes = {index for index, _ in ranked}
+        if len(ranked) != top or len(indexes) != top or not all(0 <= i < len(documents) for i in indexes):
+            raise UnreadableResponse(f"the rerank reply ranks {len(ranked)} of the {top} documents asked for")
+        return ranked
 
     def usage(self) -> dict[str, StageUsage]:
         """Rerank calls so far."""

@@ -16,7 +16,7 @@ from langgraph.types import Command
 
 from citewise.deployment import DeploymentError
 from citewise.index.store import IndexOpenError
-from citewise.models import MalformedOutput, ModelSetupError, http_status, redact
+from citewise.models import MalformedOutput, ModelSetupError, UnreadableResponse, http_status, redact
 from citewise.state import RunError, State
 
 logger = logging.getLogger(__name__)
@@ -46,7 +46,9 @@ def explain(error: BaseException, stage: str) -> RunError:
             "Set a valid key for the provider (OPENAI_API_KEY, or COHERE_API_KEY for Cohere) that may use "
             "this model, or run without a model for local mode."
         )
-    elif type(error).__module__.split(".")[0] in PROVIDER_MODULES or isinstance(error, TimeoutError):
+    elif type(error).__module__.split(".")[0] in PROVIDER_MODULES or isinstance(
+        error, TimeoutError | UnreadableResponse
+    ):
         kind = "model provider"
         cause = f"{type(error).__name__}: {cause}"
         hint = (

@@ -21,6 +21,7 @@ from citewise.index import Hit, Index
 from citewise.index.fusion import RRF_K, drop_redundant
 from citewise.index.hops import HOP_KEEP, best_documents, best_paragraphs, follow_up_queries
 from citewise.indexes import in_thread, open_index
+from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, EvidenceState, FollowUpQueries
 
@@ -145,6 +146,9 @@ async def retrieve(state: EvidenceState, runtime: Runtime[Context]) -> dict:
         if judge is not None:
             queries = await model_follow_ups(judge, index, found[0], context)
             updates["usage"] = judge.take_usage()
+            if queries is None:
+                reason = "model output malformed after repairs: the local second-hop rule searched"
+                updates["degraded"] = [degradation("follow_up", reason, [])]
         found += await in_thread(second_round, index, found[0], context, queries)
     records = await in_thread(merge, index, found, context, documents)
     return {"candidates": Overwrite(records), **updates}

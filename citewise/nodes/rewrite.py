@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 from citewise import llms
 from citewise.context import Context
 from citewise.indexes import in_thread, open_index
+from citewise.models import degradation
 from citewise.prompts import rewrite as prompts
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceState, RewrittenQuery, State
@@ -75,9 +76,15 @@ async def rewrite(state: State | EvidenceState, runtime: Runtime[Context]) -> di
     )
     samples = await judge.structured(RewrittenQuery, as_messages(prompt), stage="rewrite")
     result = samples[0] if samples else None
-    if result is None:  # malformed after retries and repair: fall back to the local rewrite
+    if result is None:  # malformed after retries and repair: fall back to the local rewrite, said so
         queries = await local_rewrite(question, state, context)
-    else:
-        queries = [question if attempt == 0 else result.query, result.query, *result.sub_queries]
-        queries = ordered_unique(q.strip() for q in queries if q.strip())[: 2 + context.max_sub_queries]
+        reason = "model output malformed after repairs: the local rewrite was used"
+        return {
+            "queries": queries,
+            "attempt": attempt + 1,
+            "usage": judge.take_usage(),
+            "degraded": [degradation("rewrite", reason, [])],
+        }
+    queries = [question if attempt == 0 else result.query, result.query, *result.sub_queries]
+    queries = ordered_unique(q.strip() for q in queries if q.strip())[: 2 + context.max_sub_queries]
     return {"queries": queries, "attempt": attempt + 1, "usage": judge.take_usage()}

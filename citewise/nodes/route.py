@@ -9,6 +9,7 @@ from langgraph.runtime import Runtime
 from citewise import llms
 from citewise.context import Context
 from citewise.evidence import overview
+from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.questions import report_form
 from citewise.state import RouteDecision, State
@@ -51,5 +52,12 @@ async def route(state: State, runtime: Runtime[Context]) -> dict:
     decision = samples[0] if samples else None
     if decision is None:
         path, reason = local_route(state["question"], documents)
-        return {"route": path, "route_reason": f"{reason} (the model's decision was malformed)"}
+        return {
+            "route": path,
+            "route_reason": f"{reason} (the model's decision was malformed)",
+            "usage": judge.take_usage(),
+            "degraded": [
+                degradation("route", "model output malformed after repairs: the local rule routed", [])
+            ],
+        }
     return {"route": decision.route, "route_reason": decision.reason.strip(), "usage": judge.take_usage()}

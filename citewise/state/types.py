@@ -36,7 +36,8 @@ class Degraded(TypedDict):
     """A stage that fell back to a weaker method because its model failed (the run still answered)."""
 
     stage: str
-    """The stage that fell back (score, reflect, critique, expand, verify, rerank, accuracy)."""
+    """The stage that fell back (rewrite, follow_up, score, reflect, critique, expand, verify, rerank,
+    accuracy, route)."""
     reason: str
     """Why: the transient provider fault after retries, or output still malformed after repairs."""
     chunks: list[str]

@@ -15,7 +15,18 @@ Replies (from the script or the responder, which gets the parsed request body):
 - `ToolCall(name, arguments)`: a tool call; `Choices([...])`: one reply per choice when `n` > 1
   (any other reply is repeated for every choice);
 - `Fail(status)`: an error response; `Delay(seconds, reply)`: wait, then reply (None: ask the responder);
-- `Hang(seconds)`: answer nothing until the client has given up (or the server stops).
+- `Hang(seconds)`: answer nothing until the client has given up (or the server stops);
+- `Reset()`: drop the connection without a response (a TCP reset);
+- `Truncated(reply)`: a 200 whose JSON body is cut off (a stream: cut before its end, no `[DONE]`);
+- `Malformed(reply)`: a well-formed 200 whose content is cut in half (broken JSON; a stream: a broken event);
+- `Empty()`: a well-formed 200 with empty content (a rerank with no results).
+
+`Faults` injects these at seeded rates into every request (`FakeOpenAI(..., faults=Faults(0.3, seed=1))`);
+each request's `Recorded.fault` says which fault it met (None: answered as asked)::
+
+    server = FakeOpenAI(SchemaResponder(), faults=Faults(0.3, seed=7)).start()
+    ...
+    assert server.fault_counts()["429"] == sum(r.status == 429 for r in server.requests)
 """
 
 from __future__ import annotations
@@ -24,7 +35,10 @@ import hashlib
 import html
 import json
 import math
+import random
 import re
+import socket
+import struct
 import threading
 import time
 import uuid
@@ -37,14 +51,24 @@ from typing import Any
 __all__ = [
     "Choices",
     "Delay",
+    "Empty",
+    "Exchange",
+    "FAULT_KINDS",
     "Fail",
     "FakeOpenAI",
+    "Faults",
     "Hang",
+    "Malformed",
+    "READABLE_FAULTS",
     "Recorded",
+    "Reset",
     "SchemaResponder",
     "ToolCall",
+    "Truncated",
+    "exchanges",
     "overlap_score",
     "prompt_text",
+    "request_schema",
 ]
 
 
@@ -76,6 +100,39 @@ class Hang:
 
 
 @dataclass(frozen=True)
+class Reset:
+    """Drop the connection without answering: the client reads a reset (RST), not a response."""
+
+
+@dataclass(frozen=True)
+class Truncated:
+    """A 200 whose JSON body stops at `keep` of its length (Content-Length agrees: the body itself is cut).
+
+    A streamed reply sends that share of its events and closes without `[DONE]`.
+    """
+
+    reply: Any = None
+    """What would have been sent (None: the script or the responder decides)."""
+    keep: float = 0.5
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A well-formed 200 whose message content (or tool arguments) is cut in half: broken JSON.
+
+    A streamed reply carries one event whose data is not JSON; a rerank answers JSON without `results`.
+    """
+
+    reply: Any = None
+    """What would have been sent (None: the script or the responder decides)."""
+
+
+@dataclass(frozen=True)
+class Empty:
+    """A well-formed 200 with nothing in it: empty content and no tool call; a rerank with no results."""
+
+
+@dataclass(frozen=True)
 class ToolCall:
     """A tool call reply: the function name and its arguments (a dict, or a raw string for malformed ones)."""
 
@@ -104,6 +161,8 @@ class Recorded:
     """The HTTP status answered (None: nothing was sent, e.g. a Hang)."""
     response: Any = None
     """The JSON answered (for a stream: the completion the chunks were cut from)."""
+    fault: str | None = None
+    """The fault this request met (a FAULT_KINDS name, or the status of another scripted Fail); None: none."""
 
     @property
     def text(self) -> str:
@@ -117,6 +176,217 @@ Responder = Callable[[dict[str, Any]], Any]
 def default_responder(request: dict[str, Any]) -> Any:
     """Reply "ok" to anything."""
     return "ok"
+
+
+# fault injection ----------------------------------------------------------------------------------------
+
+FAULT_KINDS = ("429", "500", "503", "reset", "timeout", "truncated", "malformed", "empty")
+"""What `Faults` injects: rate limit (with Retry-After), server errors, a dropped connection, no answer
+before the client's timeout, a cut JSON body, broken JSON content, an empty completion."""
+
+
+class Faults:
+    """Seeded fault injection: each request meets a fault of kind k with probability `rates[k]`.
+
+    The draw is a function of the seed, the endpoint, the request body and how often that same body was
+    seen before, so a campaign repeats exactly whatever the threads' timing, and a retry of a request (the
+    same body again) draws afresh.
+    """
+
+    def __init__(
+        self,
+        rate: float = 0.3,
+        *,
+        kinds: Iterable[str] = FAULT_KINDS,
+        rates: dict[str, float] | None = None,
+        seed: int = 0,
+        retry_after: float = 1.0,
+        hang: float = 60.0,
+        endpoints: Iterable[str] = ("chat", "rerank"),
+        where: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> None:
+        """Set the rates.
+
+        Args:
+            rate: Share of requests that meet a fault, split evenly over `kinds`.
+            kinds: The kinds to inject (FAULT_KINDS names; any other HTTP status as digits).
+            rates: Per-kind rates instead of `rate` and `kinds`.
+            seed: Changes every draw.
+            retry_after: Seconds a 429 asks for in its Retry-After header.
+            hang: Seconds a timeout holds the request (longer than the client's timeout).
+            endpoints: Where faults are injected ("chat", "rerank").
+            where: Only into requests whose body this accepts (e.g. one schema's: `request_schema`).
+        """
+        kinds = list(kinds)
+        self.rates = dict(rates) if rates is not None else {k: rate / len(kinds) for k in kinds}
+        unknown = [k for k in self.rates if k not in FAULT_KINDS and not k.isdigit()]
+        if unknown:
+            raise ValueError(f"unknown fault kinds {unknown}: use {FAULT_KINDS} or an HTTP status")
+        if not 0 <= sum(self.rates.values()) <= 1 or min(self.rates.values(), default=0) < 0:
+            raise ValueError(f"fault rates must be >= 0 and sum to at most 1: {self.rates}")
+        self.seed = seed
+        self.retry_after = retry_after
+        self.hang = hang
+        self.endpoints = frozenset(endpoints)
+        self.where = where
+        self._seen: dict[tuple[str, str], int] = {}
+        self._lock = threading.Lock()
+
+    def draw(self, endpoint: str, body: Any) -> tuple[str, Any] | None:
+        """(kind, the reply that plays it) for one request, or None when it is answered as asked."""
+        if endpoint not in self.endpoints or (self.where is not None and not self.where(body)):
+            return None
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+        with self._lock:
+            occurrence = self._seen.get((endpoint, digest), 0)
+            self._seen[(endpoint, digest)] = occurrence + 1
+        roll = random.Random(f"{self.seed}|{endpoint}|{digest}|{occurrence}").random()
+        bound = 0.0
+        for kind, rate in self.rates.items():
+            bound += rate
+            if roll < bound:
+                return kind, self.reply(kind)
+        return None
+
+    def reply(self, kind: str) -> Any:
+        """The reply that plays a fault kind."""
+        if kind == "429":
+            return Fail(429, "rate limit reached (injected)", {"Retry-After": f"{self.retry_after:g}"})
+        if kind.isdigit():
+            return Fail(int(kind), f"server error {kind} (injected)")
+        return {
+            "reset": Reset(),
+            "timeout": Hang(self.hang),
+            "truncated": Truncated(),
+            "malformed": Malformed(),
+            "empty": Empty(),
+        }[kind]
+
+
+def fault_kind(reply: Any) -> str | None:
+    """The FAULT_KINDS name of a fault reply (a Fail: its status), None for an ordinary reply."""
+    if isinstance(reply, Fail):
+        return str(reply.status)
+    return _KIND_OF.get(type(reply))
+
+
+_KIND_OF: dict[type, str] = {
+    Reset: "reset",
+    Hang: "timeout",
+    Truncated: "truncated",
+    Malformed: "malformed",
+    Empty: "empty",
+}
+
+
+# reading a campaign -------------------------------------------------------------------------------------
+
+READABLE_FAULTS = frozenset({"malformed", "empty"})
+"""Faults whose reply arrives whole: what the client makes of it is its own business. Every other fault (an
+error status, a reset, a timeout, a cut body or stream) leaves the client no reply: the attempt failed."""
+
+REPAIR_MARK = "corrected JSON object"
+"""Words of citewise's repair prompt: a request that asks to fix a malformed reply."""
+
+
+def request_schema(body: Any) -> str | None:
+    """The structured-output schema a chat request asks for (json_schema name or forced tool), else None."""
+    if not isinstance(body, dict):
+        return None
+    response_format = body.get("response_format") or {}
+    if response_format.get("type") == "json_schema":
+        return (response_format.get("json_schema") or {}).get("name")
+    return _forced_tool(body)
+
+
+def _endpoint(recorded: Recorded) -> str:
+    return "rerank" if recorded.path.rstrip("/").endswith("/rerank") else "chat"
+
+
+def _kind(recorded: Recorded) -> str:
+    """What a request is for: "rerank", a schema name, or "text"."""
+    if _endpoint(recorded) == "rerank":
+        return "rerank"
+    return request_schema(recorded.body) or "text"
+
+
+@dataclass
+class Exchange:
+    """One call as the server saw it: the same request (endpoint and body), sent until the client stopped.
+
+    A client's retries and its re-asks of a malformed reply repeat the request unchanged; a new call of the
+    same request is told apart by a request of another kind started in between (the run moved on).
+    """
+
+    kind: str
+    """"rerank", the schema asked for, or "text"."""
+    requests: list[Recorded]
+    """In arrival order."""
+
+    @property
+    def repair(self) -> bool:
+        """Whether this asks to repair a malformed reply (citewise's repair prompt)."""
+        return REPAIR_MARK in self.requests[0].text
+
+    @staticmethod
+    def failed(recorded: Recorded) -> bool:
+        """Whether an attempt left the client no reply (a fault not in READABLE_FAULTS)."""
+        return recorded.fault is not None and recorded.fault not in READABLE_FAULTS
+
+    def retry_runs(self) -> list[int]:
+        """The retries of each attempt sequence: failed attempts followed by another try of the same request.
+
+        A sequence ends at a reply the client could read (then every failure before it was retried) or at
+        the last request (then the last failure was given up, not retried).
+        """
+        runs: list[int] = []
+        failures = 0
+        for n, recorded in enumerate(self.requests):
+            if self.failed(recorded):
+                failures += 1
+                if n == len(self.requests) - 1:
+                    runs.append(failures - 1)
+            else:
+                runs.append(failures)
+                failures = 0
+        return runs
+
+    @property
+    def retries(self) -> int:
+        """Requests that repeated a failed attempt."""
+        return sum(self.retry_runs())
+
+    @property
+    def given_up(self) -> bool:
+        """Whether the last attempt failed: the client went without a reply."""
+        return self.failed(self.requests[-1])
+
+    @property
+    def answered(self) -> Recorded | None:
+        """The last request that got a reply the client could read (None: none did)."""
+        return next((r for r in reversed(self.requests) if not self.failed(r)), None)
+
+
+def exchanges(records: Iterable[Recorded]) -> list[Exchange]:
+    """The POST requests of one run grouped into exchanges, in the order their first requests arrived."""
+    posts = sorted((r for r in records if r.method == "POST"), key=lambda r: r.started)
+    open_: dict[tuple[str, str], Exchange] = {}
+    found: list[Exchange] = []
+    for recorded in posts:
+        kind = _kind(recorded)
+        key = (_endpoint(recorded), json.dumps(recorded.body, sort_keys=True, default=str))
+        current = open_.get(key)
+        if current is not None:
+            last = current.requests[-1].started
+            moved_on = any(
+                _kind(other) != kind and last < other.started < recorded.started for other in posts
+            )
+            if not moved_on:
+                current.requests.append(recorded)
+                continue
+        open_[key] = Exchange(kind, [recorded])
+        found.append(open_[key])
+    return found
 
 
 # the server ---------------------------------------------------------------------------------------------
@@ -135,6 +405,7 @@ class FakeOpenAI:
         reject_json_mode: bool = False,
         ignore_n: bool = False,
         model: str = "fake-model",
+        faults: Faults | None = None,
     ) -> None:
         """Configure the server; `start()` (or `with`) runs it.
 
@@ -146,6 +417,7 @@ class FakeOpenAI:
             reject_json_mode: Answer 400 to `response_format` `json_object`.
             ignore_n: Return one choice whatever `n` asks for (as llama.cpp and Ollama do).
             model: The model name reported by GET /v1/models.
+            faults: Inject faults at seeded rates (before the script and the responder); settable later.
         """
         self.responder: Responder = responder or default_responder
         self.delay = delay
@@ -154,6 +426,7 @@ class FakeOpenAI:
         self.reject_json_mode = reject_json_mode
         self.ignore_n = ignore_n
         self.model = model
+        self.faults = faults
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._scripts: dict[str, deque[Any]] = {"chat": deque(), "rerank": deque()}
@@ -256,6 +529,15 @@ class FakeOpenAI:
         """The most requests answered at the same time since start (or `reset`)."""
         with self._lock:
             return self._max_in_flight
+
+    def fault_counts(self, endpoint: str | None = None) -> dict[str, int]:
+        """How many requests met each fault (of one endpoint, "chat" or "rerank", or all)."""
+        requests = {None: self.requests, "chat": self.chat_requests, "rerank": self.rerank_requests}[endpoint]
+        counts: dict[str, int] = {}
+        for recorded in requests:
+            if recorded.fault is not None:
+                counts[recorded.fault] = counts.get(recorded.fault, 0) + 1
+        return counts
 
     def reported_usage(self) -> dict[str, int]:
         """Token usage summed over the chat completions answered (what a client should have counted)."""
@@ -481,6 +763,30 @@ def rerank_response(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_GONE = object()
+"""A reply that will never be sent: the request hung until the client gave up, or the server stopped."""
+
+
+def _cut(text: str, choice: int) -> str:
+    return text[: max(1, len(text) // 2 - choice)]
+
+
+def _broken(reply: Any, request: dict[str, Any], choice: int = 0) -> Any:
+    """A reply cut about in half: JSON content or tool arguments that no longer parse (text: half of it).
+
+    Choice i loses i more characters, so the n samples of one request stay distinct (as are their repairs).
+    """
+    tool = _forced_tool(request)
+    if isinstance(reply, dict) and tool:
+        reply = ToolCall(tool, reply)
+    if isinstance(reply, ToolCall):
+        arguments = reply.arguments if isinstance(reply.arguments, str) else json.dumps(reply.arguments)
+        return ToolCall(reply.name, _cut(arguments, choice))
+    if isinstance(reply, dict | list):
+        return _cut(json.dumps(reply), choice)
+    return _cut(str(reply), choice)
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Serves one connection; `fake` is set on a per-server subclass."""
 
@@ -508,9 +814,19 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
-    def _send_events(self, chunks: list[dict[str, Any]], completion: dict[str, Any]) -> None:
+    def _send_events(
+        self,
+        chunks: list[dict[str, Any]],
+        completion: dict[str, Any],
+        *,
+        done: bool = True,
+        broken: bool = False,
+    ) -> None:
+        """Stream `chunks` as server-sent events; `done=False` closes without `[DONE]` (a cut stream),
+        `broken=True` ends with an event whose data is not JSON (neither records the usage as delivered)."""
         if self.current is not None:
-            self.current.status, self.current.response = 200, completion
+            self.current.status = 200
+            self.current.response = completion if done and not broken else None
         try:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -520,7 +836,10 @@ class _Handler(BaseHTTPRequestHandler):
             for chunk in chunks:
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
-            self.wfile.write(b"data: [DONE]\n\n")
+            if broken:
+                self.wfile.write(f"data: {json.dumps(chunks[-1])[:20]}\n\n".encode())
+            if done:
+                self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
@@ -589,32 +908,124 @@ class _Handler(BaseHTTPRequestHandler):
         if endpoint == "chat" and (rejection := self._rejection(body)):
             self._fail(Fail(400, rejection), endpoint)
             return
-        reply = fake._next(endpoint, body)
-        while isinstance(reply, Delay | Hang):
-            if isinstance(reply, Hang):
-                fake._sleep(reply.seconds)
-                self.close_connection = True  # the client has given up: answer nothing
-                return
-            if not fake._sleep(reply.seconds):
-                self.close_connection = True
-                return
-            reply = reply.reply if reply.reply is not None else fake._next(endpoint, body)
+        drawn = fake.faults.draw(endpoint, body) if fake.faults is not None else None
+        reply = self._settle(drawn[1] if drawn else fake._next(endpoint, body), endpoint, body)
+        if reply is _GONE:
+            return
+        if self.current is not None:
+            self.current.fault = fault_kind(reply)
         if isinstance(reply, Fail):
             self._fail(reply, endpoint)
-            return
-        if endpoint == "rerank":
+        elif isinstance(reply, Reset):
+            self._reset()
+        elif isinstance(reply, Truncated | Malformed):
+            inner = reply.reply if reply.reply is not None else fake._next(endpoint, body)
+            inner = self._settle(inner, endpoint, body)
+            if inner is _GONE:
+                return
+            if isinstance(reply, Truncated):
+                self._truncated(endpoint, body, inner, reply.keep)
+            else:
+                self._malformed(endpoint, body, inner)
+        elif isinstance(reply, Empty):
+            if endpoint == "rerank":
+                self._send_json(200, {**rerank_response(body), "results": []})
+            else:
+                self._reply(body, [""] * self._choices(body))
+        elif endpoint == "rerank":
             self._send_json(200, reply if isinstance(reply, dict) else rerank_response(body))
-            return
-        n = 1 if fake.ignore_n else max(1, int(body.get("n") or 1))
-        if isinstance(reply, Choices):
-            replies = [reply.replies[i % len(reply.replies)] for i in range(n)]
         else:
-            replies = [reply] * n
-        payload = completion(body, replies, fake.model)
+            self._reply(body, self._spread(reply, body))
+
+    def _settle(self, reply: Any, endpoint: str, body: dict[str, Any]) -> Any:
+        """The reply after its Delays (asking the responder when one says None); _GONE after a Hang."""
+        fake = self.fake
+        while isinstance(reply, Delay | Hang):
+            if isinstance(reply, Hang):
+                if self.current is not None:
+                    self.current.fault = "timeout"
+                fake._sleep(reply.seconds)
+                self.close_connection = True  # the client has given up: answer nothing
+                return _GONE
+            if not fake._sleep(reply.seconds):
+                self.close_connection = True
+                return _GONE
+            reply = reply.reply if reply.reply is not None else fake._next(endpoint, body)
+        return reply
+
+    def _choices(self, body: dict[str, Any]) -> int:
+        return 1 if self.fake.ignore_n else max(1, int(body.get("n") or 1))
+
+    def _spread(self, reply: Any, body: dict[str, Any]) -> list[Any]:
+        """One reply per choice the request asks for."""
+        n = self._choices(body)
+        if isinstance(reply, Choices):
+            return [reply.replies[i % len(reply.replies)] for i in range(n)]
+        return [reply] * n
+
+    def _reply(self, body: dict[str, Any], replies: list[Any]) -> None:
+        payload = completion(body, replies, self.fake.model)
         if body.get("stream"):
             self._send_events(stream_chunks(body, payload), payload)
         else:
             self._send_json(200, payload)
+
+    def _reset(self) -> None:
+        """Close the socket at once with SO_LINGER 0: the kernel sends a reset, and no response is read."""
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            return
+        self.rfile.close()  # the socket's last reference goes with it: closed before any FIN
+        self.connection.close()
+
+    def _send_raw(self, status: int, data: bytes) -> None:
+        """Send `data` as a JSON response whatever it holds (a cut body)."""
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+
+    def _truncated(self, endpoint: str, body: dict[str, Any], inner: Any, keep: float) -> None:
+        if isinstance(inner, Fail):  # nothing to cut: the error stands
+            self.current.fault = fault_kind(inner)  # type: ignore[union-attr]
+            self._fail(inner, endpoint)
+            return
+        if endpoint == "rerank":
+            payload = inner if isinstance(inner, dict) else rerank_response(body)
+        else:
+            payload = completion(body, self._spread(inner, body), self.fake.model)
+        if body.get("stream") and endpoint == "chat":
+            chunks = stream_chunks(body, payload)
+            self._send_events(chunks[: int(len(chunks) * keep)], payload, done=False)
+            return
+        data = json.dumps(payload).encode()
+        cut = data[: max(1, min(len(data) - 1, int(len(data) * keep)))]
+        if self.current is not None:
+            self.current.status, self.current.response = 200, cut.decode(errors="replace")
+        self._send_raw(200, cut)
+
+    def _malformed(self, endpoint: str, body: dict[str, Any], inner: Any) -> None:
+        if isinstance(inner, Fail):
+            self.current.fault = fault_kind(inner)  # type: ignore[union-attr]
+            self._fail(inner, endpoint)
+            return
+        if endpoint == "rerank":  # JSON, but not a rerank response
+            self._send_json(200, {"id": str(uuid.uuid4()), "message": "ok"})
+            return
+        replies = [_broken(r, body, i) for i, r in enumerate(self._spread(inner, body))]
+        payload = completion(body, replies, self.fake.model)
+        if body.get("stream"):
+            chunks = stream_chunks(body, payload)
+            at = max(1, len(chunks) // 2)
+            self._send_events(chunks[:at], payload, broken=True)
+            return
+        self._send_json(200, payload)
 
     def _rejection(self, body: dict[str, Any]) -> str | None:
         fake = self.fake
