@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from support.langgraph_dev import langgraph_dev
 
 pytestmark = pytest.mark.integration
 
@@ -41,12 +34,6 @@ DOCS = [
 ]
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def run_on_a_new_thread(url: str, graph_id: str, **run):
     """One run of a served graph on a fresh thread, waited for: its output."""
     from langgraph_sdk import get_client
@@ -69,64 +56,18 @@ def served(tmp_path_factory):
     corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
     with Index.open(root / "index") as index:
         index.ingest([corpus])
-    executable = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
-    assert executable, "langgraph-cli is not installed (pip install -e '.[test]')"
-    port = free_port()
     outside = tmp_path_factory.mktemp("outside")
     (outside / "secret.txt").write_text("The launch code is 0000. It must never be read by a client.\n")
     (root / "docs").mkdir()
     (root / "docs" / "kiwi.txt").write_text("Kiwi birds cannot fly. They lay very large eggs.\n")
     (root / "docs" / "leak.txt").symlink_to(outside / "secret.txt")
     # deployment settings come from the server's environment (langgraph.json sets CITEWISE_SERVED=1)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_")} | {
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-        "LANGGRAPH_NO_VERSION_CHECK": "true",
-        "LANGSMITH_TRACING": "false",
-        "CITEWISE_INDEX": str(root / "index"),
-        "CITEWISE_DATA_ROOT": str(root),
-    }
-    log = (root / "server.log").open("w")
-    server = subprocess.Popen(
-        [
-            executable,
-            "dev",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--no-browser",
-            "--no-reload",
-            "--config",
-            str(REPO / "langgraph.json"),
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
+    environment = {"CITEWISE_INDEX": str(root / "index"), "CITEWISE_DATA_ROOT": str(root)}
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/ok", timeout=2) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev did not come up:\n{(root / 'server.log').read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield url, root / "index", corpus, outside
-    finally:
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-        log.close()
+        with langgraph_dev(root, environment) as url:
+            yield url, root / "index", corpus, outside
+    except RuntimeError as error:  # it did not come up: the log says why
+        pytest.fail(str(error))
 
 
 def test_both_graphs_are_served_with_the_context_form(served):

@@ -1,0 +1,74 @@
+"""LangGraph's own dev server (`langgraph dev`) serving langgraph.json on a free loopback port, for tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+STARTUP_GUARD = 180.0
+"""Seconds the server may take to answer /ok; only a server that never comes up reaches it."""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def langgraph_dev(log_dir: Path, environment: dict[str, str]) -> Iterator[str]:
+    """Start `langgraph dev` with `environment` on top of this process's (no CITEWISE_ settings of its own,
+    no analytics, no version check, no tracing); yield its URL; stop its process group afterwards.
+    """
+    executable = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
+    if not executable:
+        raise RuntimeError("langgraph-cli is not installed (pip install -e '.[test]')")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_")} | {
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "true",
+        "LANGSMITH_TRACING": "false",
+        **environment,
+    }
+    port = free_port()
+    log_path = log_dir / "server.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [executable, "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload",
+             "--config", str(REPO / "langgraph.json")],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + STARTUP_GUARD
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/ok", timeout=2) as reply:
+                        if reply.status == 200:
+                            break
+                except OSError:
+                    pass
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"langgraph dev did not come up:\n{log_path.read_text()[-3000:]}")
+                time.sleep(0.5)
+            yield url
+        finally:
+            if server.poll() is None:
+                os.killpg(server.pid, signal.SIGTERM)
+                try:
+                    server.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(server.pid, signal.SIGKILL)
