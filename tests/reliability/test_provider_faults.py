@@ -18,6 +18,8 @@ a `degraded` entry.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -286,6 +288,58 @@ async def test_a_fault_campaign_ends_every_run_with_an_answer_or_a_specific_erro
     assert retries > 0  # so the cap above was put to the test
     assert not report, "\n".join(report)
     assert answered > CAMPAIGN / 2  # faults at 30% are mostly worked around
+
+
+REPORTS = 8
+"""Report runs of the campaign over the report path (each one outline, several sections, an introduction)."""
+
+
+async def test_the_report_path_under_faults_ends_every_run_with_a_report_or_a_specific_error(
+    serve: Callable[..., FakeOpenAI],
+    quick_backoff: None,
+    campaign_index: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The report path at 30% faults: outline, parallel sections, introduction and conclusion.
+
+    Sections run at once, so their requests interleave and a retry cannot be told from a new call by order
+    (`exchanges`): here the run's ending, its sections and the retry cap per distinct request are checked.
+    """
+    server = serve(KEPT_ALL)
+    server.faults = Faults(RATE, seed=SEED + 1, retry_after=RETRY_AFTER, hang=DEADLINE)
+    cohere_on(server, monkeypatch)
+    ctx = dataclasses.replace(context(campaign_index), route="report")
+    report: list[str] = []
+    reports = 0
+    for n in range(REPORTS):
+        first = len(server.requests)
+        result, _ = await ask(f"Write a report on vaccines, bread and rovers ({n})", ctx, stream=n % 2 == 1)
+        if isinstance(result, BaseException):
+            report.append(f"report {n} raised {type(result).__name__}: {result}")
+            continue
+        error = result.get("error")
+        if error is not None:
+            if error["kind"] not in SPECIFIC:
+                report.append(f"report {n}: not a specific error: {error['kind']}: {error['message'][:120]}")
+            continue
+        reports += 1
+        if result.get("route") != "report" or result["answer"].count("## ") < 2:
+            report.append(f"report {n} is no report: {result['answer'][:200]!r}")
+        for section in (result.get("sections") or {}).values():
+            if not section.get("text", "").strip():
+                report.append(f"report {n}: section {section.get('title')!r} is silently empty")
+        sent: dict[str, int] = {}
+        for request in server.requests[first:]:
+            if request.method == "POST":
+                body = json.dumps(request.body, sort_keys=True, default=str)
+                sent[body] = sent.get(body, 0) + 1
+        # sections may send the very same request; more than (cap + 1) x sections of them would be a loop
+        worst = max(sent.values(), default=0)
+        if worst > (MAX_RETRIES + 1) * ctx.max_sections:
+            report.append(f"report {n}: one request sent {worst} times")
+    assert sum(server.fault_counts().values()) > 0
+    assert not report, "\n".join(report)
+    assert reports > REPORTS / 2
 
 
 # one fault, every time, on one stage -------------------------------------------------------------------
