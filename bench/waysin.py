@@ -171,7 +171,7 @@ def through_page(url: str, questions: list[str]) -> tuple[list[dict[str, float]]
         page.goto(url)
         page.wait_for_selector("#cw-question textarea")
         for n, question in enumerate([QUESTIONS[0], *questions]):
-            stages = page.locator("#cw-chat :text('rewrite:')").count()
+            stages = page.locator("#cw-chat :text('Working:')").count()
             links = page.locator("#cw-chat a.cw-cite").count()
             page.fill("#cw-question textarea", question)
             began = time.perf_counter()
@@ -179,7 +179,9 @@ def through_page(url: str, questions: list[str]) -> tuple[list[dict[str, float]]
             first = None
             deadline = began + 300
             while time.perf_counter() < deadline:  # polled as the browser tests look: the visible text
-                if first is None and page.locator("#cw-chat :text('rewrite:')").count() > stages:
+                # the stage box's title names the first finished stage ("Working: rewrite…"); its lines sit
+                # in a collapsed box, so the title is what a person sees first
+                if first is None and page.locator("#cw-chat :text('Working:')").count() > stages:
                     first = time.perf_counter() - began
                 if page.locator("#cw-chat a.cw-cite").count() > links:  # the answer, with its markers
                     break
