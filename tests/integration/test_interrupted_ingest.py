@@ -256,3 +256,53 @@ def test_ctrl_c_right_after_a_commit_stays_a_keyboard_interrupt(tmp_path: Path) 
         store.db = real
         assert store.file_sha("/data/a.txt") == "0" * 64  # the commit itself went through
         store.close()
+
+
+KILLS = 20
+
+
+def kill_after(process: subprocess.Popen[str], database: Path, target: int) -> int:
+    """SIGKILL the ingest once at least `target` documents are stored; the count it was killed at."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            out, err = process.communicate()
+            pytest.fail(f"ingest ended (exit {process.returncode}) before the kill:\n{out}\n{err}")
+        count = stored_documents(database)
+        if count is not None and count >= target:
+            process.kill()
+            return count
+        time.sleep(0.005)
+    process.kill()
+    out, err = process.communicate()
+    pytest.fail(f"{target} documents were not stored within {WAIT_SECONDS}s:\n{out}\n{err}")
+
+
+def test_twenty_kills_at_random_points_then_a_rerun_completes_exactly(
+    tmp_path: Path, corpus: Path, clean_chunk_ids: set[str], embedder: Embedder
+) -> None:
+    """kill -9 twenty times, each run resuming the last one's file, at seeded random numbers of documents."""
+    root, rng = tmp_path / "idx", random.Random(20)
+    stored, kills = 0, []
+    for _ in range(KILLS):
+        target = stored + rng.randint(1, 12)  # the ingest stores batches of 8 documents
+        process = subprocess.Popen(
+            [sys.executable, "-c", INGEST_SCRIPT, str(root), str(corpus)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "CITEWISE_LOG": "WARNING"},
+        )
+        kills.append(kill_after(process, root / "docs.sqlite3", target))
+        code, out, _ = finish(process)
+        assert code == -signal.SIGKILL and "finished" not in out
+        with Index.open(root, embedder=embedder, create=False) as index:  # opens, consistent, searchable
+            partial = assert_consistent(index)
+            assert partial <= clean_chunk_ids  # no orphan, no chunk a clean ingest would not make
+            stored = index.stats().documents
+            assert stored >= target - 8 and len(index.search("a farmer measured the harvest", k=3)) == 3
+    assert len(set(kills)) > 10 and stored < TOTAL  # twenty different points, all before the end
+    with Index.open(root, embedder=embedder, create=False) as index:
+        report = index.ingest([corpus])
+        assert report.documents_added == TOTAL - stored and report.documents_removed == 0
+        assert assert_consistent(index) == clean_chunk_ids  # exact: no duplicates, no orphans
