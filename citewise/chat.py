@@ -217,12 +217,16 @@ class ChatSession:
         """Answer, report or auto from the next question on."""
         self.context = dataclasses.replace(self.context, route=ROUTES[AnswerMode(mode)])
 
-    async def ask(self, question: str, view: TurnView | None = None) -> dict[str, Any]:
-        """Run one turn in the current thread, streaming to `view`; the answer's payload (as `ask --json`)."""
+    async def ask(self, question: str | None, view: TurnView | None = None) -> dict[str, Any]:
+        """Run one turn in the current thread, streaming to `view`; the answer's payload (as `ask --json`).
+
+        With `question` None the thread's cut-off run (`cut_off`) goes on from its last checkpoint: the
+        stages it finished are not run again.
+        """
         view = view or TurnView()
         try:
             async for part in self.graph.astream(
-                {"messages": [("user", question)]},
+                None if question is None else {"messages": [("user", question)]},
                 self.config,
                 context=self.context,
                 stream_mode=["updates", "messages"],
@@ -234,6 +238,21 @@ class ChatSession:
         snapshot = await self.graph.aget_state(self.config)
         self.last = result_payload(snapshot.values)
         return self.last
+
+    async def cut_off(self) -> tuple[str, tuple[str, ...]] | None:
+        """The current thread's question whose run stopped before its end, with the stages still to run.
+
+        A process killed mid-answer leaves the thread's last checkpoint with stages still to run and the
+        question without its answer; None when the last run ended (or waits for the person, as an outline
+        approval does).
+        """
+        snapshot = await self.graph.aget_state(self.config)
+        if not snapshot.next or any(task.interrupts for task in snapshot.tasks):
+            return None
+        messages = snapshot.values.get("messages", [])
+        if not messages or messages[-1].type != "human":
+            return None
+        return message_text(messages[-1]), tuple(snapshot.next)
 
     async def forget_unanswered(self) -> None:
         """After a cancelled turn: drop its question from the thread, so follow-ups do not build on it."""
@@ -390,6 +409,7 @@ def run_chat(
                 "/help lists the commands",
                 dim=True,
             )
+            finish_cut_off(runner, session)
             while True:
                 try:
                     line = read()
@@ -409,14 +429,34 @@ def run_chat(
                             return 0
                     except KeyboardInterrupt:  # Ctrl-C during a command (a slow /threads): back to the prompt
                         typer.secho("\ncancelled", fg=typer.colors.YELLOW)
+                    if command.name == "thread":
+                        finish_cut_off(runner, session)
                     continue
                 _turn(runner, session, line.strip())
         finally:
             runner.run(stack.aclose())
 
 
-def _turn(runner: asyncio.Runner, session: ChatSession, question: str) -> None:
-    """One question: stream it, then show the answer; Ctrl-C cancels it and keeps the thread."""
+def finish_cut_off(runner: asyncio.Runner, session: ChatSession) -> None:
+    """Answer the current thread's cut-off question (a process killed mid-answer) from its checkpoint."""
+    try:
+        found = runner.run(session.cut_off())
+    except Exception as error:  # noqa: BLE001 - an unreadable checkpoint must not end the chat
+        logger.warning("could not read the thread's last run: %s", error)
+        return
+    if found is None:
+        return
+    question, stages = found
+    typer.secho(
+        f'the last question in this thread, "{_short(question, 80)}", was cut off before its answer '
+        f"(next: {', '.join(stages)}): finishing it from where it stopped",
+        fg=typer.colors.YELLOW,
+    )
+    _turn(runner, session, None)
+
+
+def _turn(runner: asyncio.Runner, session: ChatSession, question: str | None) -> None:
+    """One question (None: the cut-off one): stream it, show the answer; Ctrl-C cancels only it."""
     try:
         payload = runner.run(session.ask(question))
     except KeyboardInterrupt:  # asyncio.Runner cancelled the turn's task on the first Ctrl-C
