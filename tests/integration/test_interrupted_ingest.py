@@ -161,17 +161,22 @@ print("finished")
 """
 
 
-def test_sigkill_mid_ingest_then_reopen_and_resume(
-    tmp_path: Path, corpus: Path, clean_chunk_ids: set[str], embedder: Embedder
-) -> None:
-    root = tmp_path / "idx"
-    process = subprocess.Popen(
+def start_ingest(root: Path, corpus: Path) -> subprocess.Popen[str]:
+    """INGEST_SCRIPT in its own process (quiet logs), to be interrupted."""
+    return subprocess.Popen(
         [sys.executable, "-c", INGEST_SCRIPT, str(root), str(corpus)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "CITEWISE_LOG": "WARNING"},
     )
+
+
+def test_sigkill_mid_ingest_then_reopen_and_resume(
+    tmp_path: Path, corpus: Path, clean_chunk_ids: set[str], embedder: Embedder
+) -> None:
+    root = tmp_path / "idx"
+    process = start_ingest(root, corpus)
     interrupt_midway(process, root / "docs.sqlite3", signal.SIGKILL)
     code, out, _ = finish(process)
     assert code == -signal.SIGKILL
@@ -286,13 +291,7 @@ def test_twenty_kills_at_random_points_then_a_rerun_completes_exactly(
     stored, kills = 0, []
     for _ in range(KILLS):
         target = stored + rng.randint(1, 12)  # the ingest stores batches of 8 documents
-        process = subprocess.Popen(
-            [sys.executable, "-c", INGEST_SCRIPT, str(root), str(corpus)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "CITEWISE_LOG": "WARNING"},
-        )
+        process = start_ingest(root, corpus)
         kills.append(kill_after(process, root / "docs.sqlite3", target))
         code, out, _ = finish(process)
         assert code == -signal.SIGKILL and "finished" not in out
