@@ -288,11 +288,16 @@ def run_hotpotqa(args: argparse.Namespace) -> None:
         "similarity-only": [],
         "top passage": [],
     }
+    per_question = []
     for item, result, single in zip(questions, results, one_round, strict=True):
         for name, got in (("local answer", result), ("local answer, one retrieval round", single)):
             abstained = got["answer"].startswith(NO_ANSWER)
             cited = set() if abstained else {c["title"] for c in got["citations"]}
             rows[name].append(answer_quality(got["answer"], item, keys, cited))
+        per_question.append(
+            {"question": item["question"], "gold": item["answer"], "answer": result["answer"]}
+            | rows["local answer"][-1]
+        )
         kept = [r for r in result["evidence"] if r.get("kept") and r.get("rank")]
         kept.sort(key=lambda r: r["rank"])
         labelled = [(f"E{n}", r.get("text", "")) for n, r in enumerate(kept, start=1)]
@@ -309,7 +314,10 @@ def run_hotpotqa(args: argparse.Namespace) -> None:
     print(f"HotpotQA local answers, {len(questions)} questions")
     print_table(table, ["run", "gold", "precision", "recall", "sentences", "chars", "abstained", "all_cited"])
     if args.out:
-        save(args.out, {"questions": len(questions), "runs": table, "machine": machine()})
+        save(
+            args.out,
+            {"questions": len(questions), "runs": table, "per_question": per_question, "machine": machine()},
+        )
 
 
 def main() -> None:

@@ -5,7 +5,9 @@ A chunk's answering score is the best, over its sentences, of
     weight * cosine(sentence, question) + (1 - weight) * idf-weighted share of the question's terms in it
 
 (terms stemmed as BM25 stems them; idf over the index's paragraphs, so a rare term the question hinges on
-weighs most). A question is answered from the documents only when some candidate's score reaches
+weighs most). A chunk that another document's chunk names by its title is also read with each sentence of
+that chunk (the better cosine, the coverage of the two together): a two-hop question's words are spread over
+the passage that names an entity and the passage about it, and neither alone covers them. A question is answered from the documents only when some candidate's score reaches
 Context.local_answerable; below it local mode keeps nothing and says the documents do not answer, listing
 the closest passages as not answering. Neither signal is enough alone (a related abstract reaches a high
 cosine; a sentence can repeat a term in another sense); on SciFact train claims the mix separates claims
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from citewise.evidence import names_title
 from citewise.index import Index
 from citewise.questions import parts
 from citewise.state import EvidenceRecord
@@ -48,7 +51,9 @@ def sentence_signals(
 ) -> tuple[dict[str, float], dict[str, list[tuple[float, float]]]]:
     """Per chunk: its own cosine to the question, and (cosine, coverage) of its sentences against each part.
 
-    A question of two parts is answered when either part is (the other is then named as unanswered).
+    A question of two parts is answered when either part is (the other is then named as unanswered). A chunk
+    that another document's chunk names by its title (`chains`) also counts each of its sentences read with
+    each sentence of the naming chunk: the better cosine of the two, the coverage of both together.
     """
     ids = [r["chunk_id"] for r in records]
     if not ids:
@@ -62,15 +67,38 @@ def sentence_signals(
     cosines = vectors[len(asked) + len(ids) :] @ vectors[: len(asked)].T
     weights = [term_weights(index, text) for text in asked]
     tokens = [set(t) for t in index.paragraph_lexical.tokenize(flat)]
+    spans: list[range] = []
+    for sentence_list in split:
+        start = spans[-1].stop if spans else 0
+        spans.append(range(start, start + len(sentence_list)))
     signals: dict[str, list[tuple[float, float]]] = {}
-    offset = 0
-    for chunk_id, sentence_list in zip(ids, split, strict=True):
-        span = range(offset, offset + len(sentence_list))
+    for chunk_id, span in zip(ids, spans, strict=True):
         signals[chunk_id] = [
             (float(cosines[i, q]), coverage(weights[q], tokens[i])) for i in span for q in range(len(asked))
         ]
-        offset += len(sentence_list)
+    for naming, named in chains(records):
+        signals[ids[named]] += [
+            (float(max(cosines[a, q], cosines[b, q])), coverage(weights[q], tokens[a] | tokens[b]))
+            for a in spans[naming]
+            for b in spans[named]
+            for q in range(len(asked))
+        ]
     return dict(zip(ids, np.asarray(own).tolist(), strict=True)), signals
+
+
+def chains(records: Sequence[EvidenceRecord]) -> list[tuple[int, int]]:
+    """(naming, named) positions of chunks whose text names another document by its title.
+
+    A two-hop question's words are spread over two passages, the first naming the entity the second is
+    about ("... a song written by Yoko Ono" -> Yoko Ono): neither alone covers the question.
+    """
+    return [
+        (a, b)
+        for a, first in enumerate(records)
+        for b, second in enumerate(records)
+        if first.get("doc_id") != second.get("doc_id")
+        and names_title(first.get("text", ""), second.get("title", ""))
+    ]
 
 
 def answering(signals: list[tuple[float, float]], weight: float = WEIGHT) -> float:

@@ -156,6 +156,9 @@ class Candidate:
     """Its label's chunk holds the sentence itself (not only its paragraph)."""
     score: float = 0.0
     terms: frozenset[str] = frozenset()
+    """Its content stems, with its antecedent's when it needs one (what a reader of the pair learns)."""
+    own_terms: frozenset[str] = frozenset()
+    """Its own content stems: what choosing it adds beyond an antecedent that could be chosen alone."""
 
 
 def paragraph_candidates(sources: Sequence[tuple[str, str, str]]) -> list[Candidate]:
@@ -200,19 +203,31 @@ def score_candidates(index: Index, question: questions.Question, candidates: lis
         context = candidate.previous if candidate.refers else ""
         if context:
             similarity = max(similarity, next(extra))
-        candidate.terms = frozenset(questions.stems(f"{context} {candidate.text}"))
+        candidate.own_terms = frozenset(questions.stems(candidate.text))
+        candidate.terms = candidate.own_terms | questions.stems(context)
         coverage = question.coverage(candidate.terms)
         kind = question.kind != "description" and questions.has_kind(candidate.text, question)
         candidate.score = similarity + COVERAGE_WEIGHT * coverage + KIND_WEIGHT * kind
     return vectors[1 : 1 + len(candidates)]
 
 
-def pick(question: questions.Question, candidates: list[Candidate], vectors: np.ndarray) -> list[int]:
+def pick(
+    question: questions.Question,
+    candidates: list[Candidate],
+    vectors: np.ndarray,
+    documents: Mapping[str, str] | None = None,
+) -> list[int]:
     """The best sentence, then sentences that cover what is still open.
 
     Open are the question's terms not yet covered, the names the answer so far brought in (the bridge of a
-    two-hop question), and the kind of thing asked for until a chosen sentence has it.
+    two-hop question), and the kind of thing asked for until a chosen sentence has it. A further sentence
+    must bring a bridge name, the kind asked for, or an open identifier of the question (a name, a number);
+    an open common word counts only in a document already chosen from, since another document sharing a
+    word of the question ("character", "coach") is more often a look-alike than the answer. A sentence
+    that opens with a pronoun is credited with its own words only: its antecedent's are the antecedent's,
+    which may be chosen alone. `documents` (label -> document) tells chunks of one document apart.
     """
+    documents = documents or {}
     order = sorted(range(len(candidates)), key=lambda i: (-candidates[i].score, i))
     if not order:
         return []
@@ -224,17 +239,21 @@ def pick(question: questions.Question, candidates: list[Candidate], vectors: np.
     wanted = question.kind != "description" and not questions.has_kind(candidates[best].text, question)
     while len(chosen) < MAX_ANSWER_SENTENCES:
         open_terms = question.terms - covered
+        chosen_from = {documents.get(candidates[j].label, candidates[j].label) for j in chosen}
         gains = []
         for i in order:
-            if i in chosen or candidates[i].score < floor:
+            candidate = candidates[i]
+            if i in chosen or candidate.score < floor:
                 continue
             if float(np.max(vectors[chosen] @ vectors[i])) > DUPLICATE:
                 continue
-            gain = len(candidates[i].terms & open_terms)
-            bridge = bool(open_terms) and any(b in candidates[i].text.lower() for b in bridges)
-            kind = wanted and questions.has_kind(candidates[i].text, question)
-            if gain or bridge or kind:
-                gains.append((gain + bridge + kind, candidates[i].score, -i))
+            found = candidate.own_terms & open_terms
+            identifier = bool(found & question.key_terms)
+            known = documents.get(candidate.label, candidate.label) in chosen_from
+            bridge = bool(open_terms) and any(b in candidate.text.lower() for b in bridges)
+            kind = wanted and questions.has_kind(candidate.text, question)
+            if bridge or kind or identifier or (found and known):
+                gains.append((len(found) + bridge + kind, candidate.score, -i))
         if not gains:
             break
         _, _, negative = max(gains)
@@ -264,7 +283,7 @@ def answering_sentences(
         return [], []
     whole = questions.read(question)
     vectors = score_candidates(index, whole, candidates)
-    chosen = pick(whole, candidates, vectors)
+    chosen = pick(whole, candidates, vectors, titles)
     hop = [i for i in range(len(candidates)) if candidates[i].label in bridged]
     if hop and not any(candidates[i].label in bridged for i in chosen):
         chosen.append(max(hop, key=lambda i: (candidates[i].score, -i)))

@@ -66,3 +66,25 @@ def test_a_sentence_that_answers_outscores_a_related_one(tmp_path: Path, embedde
     assert best.startswith("Lake Baikal is the deepest")
     assert by_text[best] > by_text["Sourdough bread rises with wild yeast."] + 0.3
     assert set(own) == set(scores)
+
+
+def test_a_passage_named_by_another_answers_with_it(tmp_path: Path, embedder: Embedder) -> None:
+    # a two-hop question: the song's passage names Yoko Ono, whose passage holds the rest; neither alone
+    # covers the question's terms, the two together do
+    song = "Death of Samantha is a song written by Yoko Ono in 1973."
+    ono = "Yoko Ono was the second wife of John Lennon, a singer."
+    question = "The writer of Death of Samantha was the second wife of which singer?"
+    (tmp_path / "song.txt").write_text(song, encoding="utf-8")
+    (tmp_path / "ono.txt").write_text(ono, encoding="utf-8")
+    records: list[EvidenceRecord] = [
+        {"chunk_id": "song", "doc_id": "d1", "title": "Death of Samantha (song)", "text": song},
+        {"chunk_id": "ono", "doc_id": "d2", "title": "Yoko Ono", "text": ono},
+    ]
+    with Index.open(tmp_path / "idx", embedder=embedder) as index:
+        index.ingest([tmp_path / "song.txt", tmp_path / "ono.txt"])
+        _, together = answering_scores(index, question, records)
+        _, alone = answering_scores(index, question, records[1:])
+        unnamed = [records[0] | {"text": "Death of Samantha is a song from 1973."}, records[1]]
+        _, apart = answering_scores(index, question, unnamed)
+    assert together["ono"] > alone["ono"] + 0.1  # read with the sentence that names it
+    assert apart["ono"] == alone["ono"]  # nothing names it: its own sentences only

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 from citewise import questions
@@ -143,3 +144,35 @@ def test_a_sentence_that_opens_with_it_follows_its_antecedent_said_earlier() -> 
     again = Candidate("E4", song.text, "", False)
     assert [label for label, _ in spoken([song, audrey, released, again])] == ["E1", "E3", "E2"]
     assert spoken([released])[0] == ("E3", song.text)  # the antecedent first, under the label that holds it
+
+
+PULP = "The Baikalsk Pulp and Paper Mill made bleached pulp for aircraft tyres."
+SIBERIA = "Pulp mills across Siberia sell their pulp to paper makers in China."
+
+
+def test_another_document_sharing_only_a_common_word_of_the_question_is_left_out(embedder: Embedder) -> None:
+    # the mill's sentence leaves "sell" open; another document's "sell" is about other mills: an open
+    # common word counts only in a document already chosen from (an open identifier anywhere). Before this
+    # rule the Siberian mills' sentence was added
+    question = "What did the Baikalsk mill make and sell?"
+    sources = [("E1", PULP, PULP), ("E2", SIBERIA, SIBERIA)]
+    titles = {"E1": "Baikalsk Pulp and Paper Mill", "E2": "Pulp industry in Siberia"}
+    chosen, _ = answering_sentences(Embedded(embedder), question, sources, titles=titles)
+    assert [label for label, _ in chosen] == ["E1"]
+
+
+def test_a_pronoun_sentence_is_not_credited_with_its_antecedents_words() -> None:
+    from citewise.writing import Candidate, pick
+
+    question = questions.read("Which painter spoke at the Brisbane Institute in Queensland?")
+    speaker = Candidate("E1", "Jeffrey Smart spoke at the Brisbane Institute.", "", False)
+    forum = Candidate("E2", "The Brisbane Institute is a forum in Queensland.", "", False)
+    pronoun = Candidate("E2", "It invites speakers from every field.", forum.text, True)
+    for candidate, score in ((speaker, 1.0), (forum, 0.8), (pronoun, 0.9)):
+        candidate.score = score
+        candidate.own_terms = frozenset(questions.stems(candidate.text))
+        candidate.terms = candidate.own_terms | questions.stems(candidate.previous)
+    documents = {"E1": "Jeffrey Smart", "E2": "Brisbane Institute"}
+    # "Queensland" is left open; the pronoun sentence holds it only through its antecedent, which says it
+    # alone (before, the pronoun sentence won on its higher score and brought the antecedent: two sentences)
+    assert pick(question, [speaker, forum, pronoun], np.eye(3, dtype=np.float32), documents) == [0, 1]
