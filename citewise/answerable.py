@@ -7,8 +7,10 @@ A chunk's answering score is the best, over its sentences, of
 (terms stemmed as BM25 stems them; idf over the index's paragraphs, so a rare term the question hinges on
 weighs most). A chunk that another document's chunk names by its title is also read with each sentence of
 that chunk (the better cosine, the coverage of the two together): a two-hop question's words are spread over
-the passage that names an entity and the passage about it, and neither alone covers them. A question is answered from the documents only when some candidate's score reaches
-Context.local_answerable; below it local mode keeps nothing and says the documents do not answer, listing
+the passage that names an entity and the passage about it, and neither alone covers them.
+
+A question is answered from the documents only when some candidate's score reaches Context.local_answerable;
+below it local mode keeps nothing and says the documents do not answer, listing
 the closest passages as not answering. Neither signal is enough alone (a related abstract reaches a high
 cosine; a sentence can repeat a term in another sense); on SciFact train claims the mix separates claims
 whose source is in the collection from those whose source is not better than either (bench/abstain.py, which

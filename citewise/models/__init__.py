@@ -1,0 +1,86 @@
+"""The one place that talks to model providers, split by concern.
+
+- `specs`: "provider/model" -> a LangChain chat model with `init_chat_model` (OpenAI, any OpenAI-compatible
+  server through OPENAI_BASE_URL, Cohere). The client's own retries are off: tenacity is the one retry layer.
+- `faults`: which provider errors are transient (429, 5xx, timeouts, connection errors, unreadable bodies),
+  the retry policy (exponential backoff with jitter, a server's Retry-After honoured), what a fallback
+  records in `degraded`, and API keys kept out of every message.
+- `structured`: lenient JSON from a reply, validation against the schema, the JSON-mode and repair prompts.
+- `usage`: calls and tokens per stage, counted per node run.
+- `llm`: the `LLM` nodes call: `text(...)` for free text, `structured(schema, ..., n=...)` for n parsed
+  samples in one request. It bounds requests in flight, retries transient errors, falls back through the
+  structured-output methods a server rejects, retries and then repairs malformed output (never raising for
+  it), and counts usage. `models_for(context)` gives the run's (judge, writer) pair, (None, None) in
+  local mode.
+- `rerank`: Cohere rerank (when COHERE_API_KEY is set) behind the same retry policy.
+
+Internal calls are tagged so LangGraph's message stream skips them: only the writer's answer streams.
+"""
+
+from citewise.models.faults import (
+    BACKOFF_INITIAL,
+    BACKOFF_MAX,
+    REDACTED,
+    Backoff,
+    UnreadableResponse,
+    degradation,
+    fault_reason,
+    http_status,
+    is_retryable,
+    is_transient,
+    provider_errors,
+    redact,
+    rejects_method,
+    retrying,
+    scrub,
+)
+from citewise.models.llm import LLM, NOSTREAM_TAGS, ConcurrencyLimit, RunShared, models_for
+from citewise.models.rerank import Reranker, reranker
+from citewise.models.specs import (
+    PROVIDERS,
+    ModelSetupError,
+    chat_model,
+    parse_model,
+    speaks_openai,
+    sqlite_cache,
+)
+from citewise.models.structured import METHODS, MalformedOutput, extract_json, validate_output
+from citewise.models.usage import UsageMeter, take_usage, usage_scope
+
+__all__ = [
+    "BACKOFF_INITIAL",
+    "BACKOFF_MAX",
+    "LLM",
+    "METHODS",
+    "NOSTREAM_TAGS",
+    "PROVIDERS",
+    "REDACTED",
+    "Backoff",
+    "ConcurrencyLimit",
+    "MalformedOutput",
+    "ModelSetupError",
+    "Reranker",
+    "RunShared",
+    "UnreadableResponse",
+    "UsageMeter",
+    "chat_model",
+    "degradation",
+    "extract_json",
+    "fault_reason",
+    "http_status",
+    "is_retryable",
+    "is_transient",
+    "models_for",
+    "parse_model",
+    "provider_errors",
+    "redact",
+    "rejects_method",
+    "reranker",
+    "retrying",
+    "scrub",
+    "speaks_openai",
+    "sqlite_cache",
+    "take_usage",
+    "usage_scope",
+    "validate_output",
+]

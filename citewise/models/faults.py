@@ -1,0 +1,271 @@
+"""Provider errors and retries: what is transient, what a fallback records, keys kept out of messages."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import openai
+from langchain_core.exceptions import ContextOverflowError, ModelError
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity.wait import wait_base, wait_exponential_jitter
+
+from citewise.models.structured import MalformedOutput
+from citewise.state.types import Degraded
+
+if TYPE_CHECKING:
+    pass
+
+logger = logging.getLogger(__name__)
+
+
+BACKOFF_INITIAL = 1.0
+"""First retry wait in seconds (doubles per retry, plus up to a second of jitter)."""
+BACKOFF_MAX = 30.0
+"""Longest retry wait in seconds (also caps a server's Retry-After)."""
+
+
+class UnreadableResponse(Exception):
+    """A provider response that cannot be read (a cut or non-JSON body, a stream ended early, a bad rerank).
+
+    Transient: retried, then a fallback or a provider error.
+
+    Not a ConnectionError / OSError: `retrieve`'s node retry policy re-runs the whole node on those.
+    """
+
+
+# errors and retries -------------------------------------------------------------------------------------
+
+
+def http_status(error: BaseException) -> int | None:
+    """The HTTP status of a provider error, when it carries one."""
+    if isinstance(error, openai.APIStatusError):
+        return error.status_code
+    from cohere.core.api_error import ApiError
+
+    if isinstance(error, ApiError) and error.status_code is not None:
+        return int(error.status_code)
+    return None
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """Timeouts and connection failures of the HTTP clients (cohere: httpx; openai 3: httpx2).
+
+    The openai client wraps them in APITimeoutError / APIConnectionError, except while reading a stream.
+    """
+    errors: list[type[BaseException]] = [
+        httpx.TimeoutException,
+        httpx.NetworkError,
+        httpx.RemoteProtocolError,
+    ]
+    try:
+        import httpx2  # type: ignore[import-not-found]
+    except ImportError:
+        return tuple(errors)
+    return (*errors, httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError)
+
+
+TRANSPORT_ERRORS = _transport_errors()
+
+
+def is_retryable(error: BaseException) -> bool:
+    """True for errors a later try may not meet: rate limits, 5xx (not 501), timeouts, connection errors."""
+    status = http_status(error)
+    if status is not None:
+        return status in (408, 429) or (status >= 500 and status != 501)
+    if isinstance(error, openai.APITimeoutError | openai.APIConnectionError | UnreadableResponse):
+        return True
+    if isinstance(error, TRANSPORT_ERRORS):
+        return True
+    if isinstance(error, TimeoutError | ConnectionError):
+        return True
+    if isinstance(error, ModelError):
+        return error.is_retryable
+    return False
+
+
+_FORMAT_PARAMS = frozenset({"response_format", "tools", "tool_choice", "functions", "function_call"})
+"""Request parameters through which citewise asks for structured output."""
+_FORMAT_WORDS = re.compile(
+    r"response.?format|json.?schema|json.?object|json.?mode|structured.?output|tool.?choice|\btools?\b"
+    r"|function.?calling|\bgrammar\b",
+    re.IGNORECASE,
+)
+"""How an error message names a structured-output feature."""
+_CONTEXT_WORDS = re.compile(
+    r"context.?length|context.?window|maximum context|too many tokens|reduce the length|prompt is too long",
+    re.IGNORECASE,
+)
+"""How an error message says the prompt is too long (it may also count the tokens "in the functions")."""
+
+
+def rejects_method(error: BaseException) -> bool:
+    """True when a server refused the structured-output method itself (response_format, tools).
+
+    A 400 / 422 / 501 counts only when it names the method's parameter (`param`) or its message speaks of
+    response_format, JSON schema / mode, tools or tool choice; any other refused request (a prompt too long,
+    an unknown model, a bad argument) is no reason to give up a method and propagates. LangChain's own
+    NotImplementedError (a model class without the method) counts too.
+    """
+    if isinstance(error, ContextOverflowError):
+        return False
+    if isinstance(error, NotImplementedError):
+        return True
+    if http_status(error) not in (400, 422, 501):
+        return False
+    if getattr(error, "param", None) in _FORMAT_PARAMS:
+        return True
+    message = f"{error} {getattr(error, 'body', '') or ''}"
+    return bool(_FORMAT_WORDS.search(message)) and not _CONTEXT_WORDS.search(message)
+
+
+def provider_errors() -> tuple[type[BaseException], ...]:
+    """Every error type a provider call may raise: the ones a node's `except` may name.
+
+    A node catches these and then keeps only the transient ones (`is_transient`); anything else (a bug in
+    citewise, a KeyError, a ModelSetupError) is never caught by a node.
+    """
+    from cohere.core.api_error import ApiError
+
+    return (
+        openai.APIError,
+        ApiError,
+        ModelError,
+        MalformedOutput,
+        UnreadableResponse,
+        TimeoutError,
+        ConnectionError,
+        *TRANSPORT_ERRORS,
+    )
+
+
+def is_transient(error: BaseException) -> bool:
+    """True for a provider fault a stage may work around after its retries (recorded as `degraded`).
+
+    Transient: what `is_retryable` retries (rate limits, 5xx, timeouts, connection errors) and output still
+    malformed after the repairs. Fatal, for the whole run: a refused key (401 / 403), a request the server
+    rejects (400 / 404 / 422 that is not a structured-output method, already handled by the fallback), a
+    ModelSetupError, and every error that does not come from a provider (a bug).
+    """
+    return isinstance(error, MalformedOutput) or is_retryable(error)
+
+
+def fault_reason(error: BaseException) -> str:
+    """A transient provider fault in a few words, for a `degraded` entry and a record's flag."""
+    status = http_status(error)
+    code = f" (HTTP {status})" if status is not None else ""
+    if isinstance(error, MalformedOutput):
+        return f"model output malformed after repairs: {error}"
+    return f"provider failed after retries: {type(error).__name__}{code}"
+
+
+REDACTED = "[redacted key]"
+"""What an API key becomes in any text citewise shows or logs."""
+
+
+def _secrets() -> list[str]:
+    """This process's provider keys (the values of *_API_KEY variables), longest first."""
+    keys = {v for name, v in os.environ.items() if name.upper().endswith("_API_KEY") and len(v) >= 8}
+    return sorted(keys, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """`text` with every provider key of this process replaced by REDACTED."""
+    for secret in _secrets():
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def scrub(error: BaseException) -> BaseException:
+    """Redact the provider keys from an error and the errors it chains, in place; return it.
+
+    A provider may echo the key it refused in its error message (some OpenAI-compatible proxies repeat it
+    whole), and that message reaches logs, tracebacks, the run's `error` and the CLI's output.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current.args = tuple(redact(a) if isinstance(a, str) else a for a in current.args)
+        for name in ("message", "body"):
+            value = getattr(current, name, None)
+            try:
+                if isinstance(value, str):
+                    setattr(current, name, redact(value))
+                elif isinstance(value, dict | list):
+                    setattr(current, name, json.loads(redact(json.dumps(value))))
+            except (AttributeError, TypeError, ValueError):  # a read-only or unserialisable attribute
+                continue
+        current = current.__cause__ or current.__context__
+    return error
+
+
+def degradation(stage: str, reason: str, chunks: Sequence[str]) -> Degraded:
+    """One `degraded` entry: the stage that fell back, why, and the chunks whose result it affects."""
+    return {"stage": stage, "reason": reason, "chunks": list(dict.fromkeys(chunks))}
+
+
+def _retry_after(error: BaseException | None) -> float | None:
+    """Seconds a server asked us to wait (Retry-After / retry-after-ms headers)."""
+    headers: Any = None
+    if isinstance(error, openai.APIStatusError):
+        headers = error.response.headers
+    elif error is not None:
+        headers = getattr(error, "headers", None)
+    if not headers:
+        return None
+    lowered = {str(k).lower(): str(v) for k, v in dict(headers).items()}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            return float(lowered[name]) * scale
+        except (KeyError, ValueError):
+            continue
+    return None
+
+
+class Backoff(wait_base):
+    """Exponential backoff with jitter, waiting at least what the server's Retry-After asks (capped)."""
+
+    def __init__(self, initial: float = BACKOFF_INITIAL, maximum: float = BACKOFF_MAX) -> None:
+        try:
+            self._jittered = wait_exponential_jitter(multiplier=initial, max=maximum, jitter=initial)
+        except TypeError:  # older tenacity only knows `initial` (9.2 deprecates that name)
+            self._jittered = wait_exponential_jitter(initial=initial, max=maximum, jitter=initial)
+        self._maximum = maximum
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        """Seconds to wait before the next try."""
+        wait = self._jittered(retry_state)
+        error = retry_state.outcome.exception() if retry_state.outcome else None
+        asked = _retry_after(error)
+        return min(self._maximum, max(wait, asked)) if asked else wait
+
+
+def _log_retry(retry_state: RetryCallState) -> None:
+    error = retry_state.outcome.exception() if retry_state.outcome else None
+    wait = retry_state.next_action.sleep if retry_state.next_action else 0.0
+    logger.warning(
+        "provider call failed (%s: %s); try %d, retrying in %.1fs",
+        type(error).__name__,
+        error,
+        retry_state.attempt_number,
+        wait,
+    )
+
+
+def retrying(
+    max_retries: int, backoff: tuple[float, float] = (BACKOFF_INITIAL, BACKOFF_MAX)
+) -> AsyncRetrying:
+    """The one retry policy of provider calls: `max_retries` retries of retryable errors, then re-raise."""
+    return AsyncRetrying(
+        stop=stop_after_attempt(max(0, max_retries) + 1),
+        wait=Backoff(*backoff),
+        retry=retry_if_exception(is_retryable),
+        before_sleep=_log_retry,
+        reraise=True,
+    )

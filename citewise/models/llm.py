@@ -1,0 +1,501 @@
+"""The LLM nodes call: bounded, retried, structured, metered; and the run's (judge, writer) pair."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import openai
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration
+from langchain_core.runnables import ensure_config
+from langchain_core.utils.function_calling import convert_to_openai_function, convert_to_openai_tool
+from langgraph.constants import TAG_NOSTREAM
+from pydantic import BaseModel
+
+from citewise.context import Context
+from citewise.models.faults import (
+    BACKOFF_INITIAL,
+    BACKOFF_MAX,
+    UnreadableResponse,
+    rejects_method,
+    retrying,
+    scrub,
+)
+from citewise.models.specs import chat_model, parse_model, speaks_openai
+from citewise.models.structured import (
+    JSON_MODE_INSTRUCTION,
+    METHODS,
+    REPAIR_PROMPT,
+    MalformedOutput,
+    Method,
+    Schema,
+    validate_output,
+)
+from citewise.models.usage import UsageMeter, scoped_meter
+from citewise.prompts.common import quote
+from citewise.state.types import StageUsage
+
+if TYPE_CHECKING:
+    pass
+
+logger = logging.getLogger(__name__)
+
+
+Messages = Sequence[BaseMessage] | str
+
+NOSTREAM_TAGS = ("langsmith:nostream", TAG_NOSTREAM)
+"""Tags of internal calls. LangGraph 1.2's message stream skips runs tagged "nostream"; LangSmith and the
+LangGraph server UIs know "langsmith:nostream". Both, so only the answer streams whichever reads the tags."""
+MALFORMED_RETRIES = 2
+"""Extra requests for samples whose output is not valid JSON for the schema (before one repair request)."""
+
+
+class ConcurrencyLimit:
+    """At most `limit` requests in flight: a semaphore per event loop (a cached LLM may see several loops)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, int(limit))
+        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
+
+    def semaphore(self) -> asyncio.Semaphore:
+        """The semaphore of the running loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            semaphore = self._semaphores.get(loop)
+            if semaphore is None:
+                semaphore = self._semaphores[loop] = asyncio.Semaphore(self.limit)
+            return semaphore
+
+    async def __aenter__(self) -> None:
+        await self.semaphore().acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.semaphore().release()
+
+
+@dataclass
+class RunShared:
+    """What the models of one run share: the in-flight limit and what each server turned out to support."""
+
+    limit: ConcurrencyLimit
+    methods: dict[str, int] = field(default_factory=dict)
+    """Index into METHODS of the structured-output method that works, per model spec."""
+    n_ignored: set[str] = field(default_factory=set)
+    """Model specs whose server answered an `n` request with fewer choices (llama.cpp, Ollama)."""
+
+
+# the LLM nodes call ------------------------------------------------------------------------------------
+
+
+def _message_text(message: BaseMessage) -> str:
+    return str(message.text)
+
+
+def _from_cache(generations: list[ChatGeneration]) -> bool:
+    """True when LangChain served the generations from its cache (it zeroes `total_cost` on cache hits)."""
+    return bool(generations) and all(
+        isinstance(g.message, AIMessage) and (g.message.usage_metadata or {}).get("total_cost") == 0
+        for g in generations
+    )
+
+
+def _first_error(results: list[Any]) -> BaseException | None:
+    return next((r for r in results if isinstance(r, BaseException)), None)
+
+
+@dataclass(frozen=True)
+class _Structured:
+    """How one structured-output method asks for a schema."""
+
+    method: Method
+    name: str
+    schema_json: str
+    kwargs: dict[str, Any]
+
+
+class LLM:
+    """A chat model as graph nodes use it: bounded, retried, structured, metered.
+
+    Nodes call `await llm.text(messages, stage=...)` or
+    `await llm.structured(Schema, messages, stage=..., n=3)` and return `{"usage": llm.take_usage()}`
+    with their other keys.
+    """
+
+    def __init__(
+        self,
+        spec: str,
+        context: Context,
+        *,
+        temperature: float | None = None,
+        shared: RunShared | None = None,
+        model: BaseChatModel | None = None,
+        backoff: tuple[float, float] = (BACKOFF_INITIAL, BACKOFF_MAX),
+    ) -> None:
+        """Build the chat model for `spec` with the context's timeout, retries and cache.
+
+        Args:
+            spec: "provider/model".
+            context: The run's settings (timeout, retries, concurrency, structured-output method, cache).
+            temperature: Sampling temperature (default: the context's judge temperature).
+            shared: The in-flight limit and server facts shared with the run's other LLM.
+            model: A ready chat model to use instead of building one (tests).
+            backoff: (first wait, longest wait) of retries in seconds.
+        """
+        self.spec = spec
+        self.provider, self.name = parse_model(spec)
+        self.context = context
+        self.shared = shared or RunShared(ConcurrencyLimit(context.max_concurrency))
+        self.meter = UsageMeter()
+        self.backoff = backoff
+        self.model: BaseChatModel
+        """Streams when a streaming callback (LangGraph's message stream) is attached: the answer call."""
+        self._quiet: BaseChatModel
+        """Internal calls: never stream (n > 1 choices cannot be streamed into one message)."""
+        self._fresh: BaseChatModel
+        """Retries after malformed output: the cache would only hand the same output back."""
+        if model is None:
+            self.model = chat_model(
+                spec,
+                temperature=context.judge_temperature if temperature is None else temperature,
+                timeout=context.timeout_seconds,
+                cache_path=context.llm_cache,
+            )
+            self._quiet = self.model.model_copy(update={"disable_streaming": True})
+            self._fresh = self._quiet.model_copy(update={"cache": False})
+        else:  # a test's scripted model: copies would not share its script, so it plays every part
+            self.model = self._quiet = self._fresh = model
+        self._call_kwargs: dict[str, Any] = (
+            {"request_options": {"max_retries": 0}} if self.provider == "cohere" else {}
+        )  # the cohere client retries 429 / 5xx twice on its own unless told not to
+
+    def __repr__(self) -> str:
+        return f"LLM({self.spec!r}, method={self.method!r})"
+
+    # public ------------------------------------------------------------------------------------------
+
+    @property
+    def supports_n(self) -> bool:
+        """Whether one request can ask for several samples (OpenAI-compatible servers)."""
+        return speaks_openai(self.provider) and self.spec not in self.shared.n_ignored
+
+    @property
+    def method(self) -> Method:
+        """The structured-output method the next call starts with."""
+        return METHODS[self._method_index()]
+
+    def usage(self) -> dict[str, StageUsage]:
+        """Calls and tokens of every stage so far."""
+        return self.meter.usage()
+
+    def take_usage(self, stage: str | None = None) -> dict[str, StageUsage]:
+        """Usage counted since the last take (of one stage, or all): a node returns it as {"usage": ...}."""
+        return (scoped_meter() or self.meter).take(stage)
+
+    async def text(self, messages: Messages, *, stage: str, stream: bool = False) -> str:
+        """Free text. `stream=True` only for the answer the user watches; other calls are tagged nostream.
+
+        An empty reply is asked for again (uncached), then raises MalformedOutput: an empty answer must not
+        pass for "your documents do not answer".
+        """
+        prepared = self._prepare(messages)
+        for attempt in range(1 + MALFORMED_RETRIES):
+            model = (self.model if stream else self._quiet) if attempt == 0 else self._fresh
+            generations = await self._generate(model, prepared, stage=stage, internal=not stream)
+            reply = _message_text(generations[0].message) if generations else ""
+            if reply.strip():
+                return reply
+        raise MalformedOutput(f"the model's reply was empty {1 + MALFORMED_RETRIES} times")
+
+    async def structured(
+        self, schema: type[Schema], messages: Messages, *, stage: str, n: int = 1
+    ) -> list[Schema | None]:
+        """`n` samples parsed as `schema`; None for a sample still malformed after retries and a repair.
+
+        One request asks for all samples where the server takes `n`, else n requests run concurrently.
+        Provider errors propagate after the retries; malformed output never raises.
+        """
+        if n < 1:
+            return []
+        prepared = self._prepare(messages)
+        index = self._method_index()
+        while True:
+            try:
+                return await self._structured_with(METHODS[index], schema, prepared, stage=stage, n=n)
+            except Exception as error:
+                if index + 1 >= len(METHODS) or not rejects_method(error):
+                    raise
+                logger.warning(
+                    "%s rejected structured output by %s (%s); falling back to %s",
+                    self.spec,
+                    METHODS[index],
+                    error,
+                    METHODS[index + 1],
+                )
+                index += 1
+                self.shared.methods[self.spec] = max(index, self.shared.methods.get(self.spec, 0))
+
+    # internals ---------------------------------------------------------------------------------------
+
+    def _method_index(self) -> int:
+        return self.shared.methods.get(self.spec, METHODS.index(self.context.structured_output))
+
+    def _prepare(self, messages: Messages) -> list[BaseMessage]:
+        prepared: list[BaseMessage] = (
+            [HumanMessage(messages)] if isinstance(messages, str) else list(messages)
+        )
+        if not prepared:
+            raise ValueError("no messages to send")
+        if self.provider == "cohere" and not isinstance(prepared[-1], HumanMessage | ToolMessage):
+            # Cohere's chat wants the last message from the user; a prompt-only call is sent as one
+            last = prepared[-1]
+            prepared[-1] = HumanMessage(last.content)
+        return prepared
+
+    async def _generate(
+        self,
+        model: BaseChatModel,
+        messages: list[BaseMessage],
+        *,
+        stage: str,
+        internal: bool = True,
+        **kwargs: Any,
+    ) -> list[ChatGeneration]:
+        """One request (retried on transient errors, counted); all its choices."""
+        config = ensure_config()  # the running node's config: its callbacks, tags and metadata
+        tags = [*(config.get("tags") or []), *(NOSTREAM_TAGS if internal else ())]
+        async for attempt in retrying(self.context.max_retries, self.backoff):
+            with attempt:
+                async with self.shared.limit:
+                    try:
+                        result = await model.agenerate(
+                            [messages],
+                            callbacks=config.get("callbacks"),
+                            tags=tags,
+                            metadata=config.get("metadata"),
+                            **self._call_kwargs,
+                            **kwargs,
+                        )
+                    except Exception as error:
+                        self.meter.add(stage, calls=1)
+                        scrub(error)  # before the retry log or any caller sees its message
+                        if isinstance(error, json.JSONDecodeError):  # a body cut off or not JSON
+                            raise UnreadableResponse(
+                                f"the provider's reply could not be read: {error}"
+                            ) from error
+                        raise
+                    if self._cut_off(model, result.generations[0]):
+                        self.meter.add(stage, calls=1)
+                        raise UnreadableResponse("the reply was cut off before its end (no finish reason)")
+        generations: list[ChatGeneration] = result.generations[0]  # type: ignore[assignment]
+        if not _from_cache(generations):
+            # every choice of an n-request carries the whole request's usage: count it once
+            usage = (generations[0].message.usage_metadata if generations else None) or {}
+            self.meter.add(
+                stage,
+                calls=1,
+                input_tokens=int(usage.get("input_tokens") or 0),
+                output_tokens=int(usage.get("output_tokens") or 0),
+            )
+        return generations
+
+    @staticmethod
+    def _cut_off(model: BaseChatModel, generations: list[Any]) -> bool:
+        """Whether an OpenAI client's reply ended without a finish reason (a stream that broke off).
+
+        Only langchain_openai's models: the field is part of every complete OpenAI reply, streamed or not;
+        cached replies and other providers are taken as they are.
+        """
+        if not type(model).__module__.startswith("langchain_openai") or not generations:
+            return False
+        if _from_cache(generations):
+            return False
+        for generation in generations:
+            info = getattr(generation, "generation_info", None) or {}
+            metadata = getattr(generation.message, "response_metadata", None) or {}
+            if not (info.get("finish_reason") or metadata.get("finish_reason")):
+                return True
+        return False
+
+    def _structured_request(self, method: Method, schema: type[BaseModel]) -> _Structured:
+        function = convert_to_openai_function(schema, strict=True)
+        name, parameters = function["name"], function["parameters"]
+        schema_json = json.dumps(parameters, indent=1)
+        kwargs: dict[str, Any]
+        if method == "json_schema":
+            if self.provider == "cohere":
+                kwargs = {"response_format": {"type": "json_object", "json_schema": parameters}}
+            else:
+                kwargs = {
+                    "response_format": {
+                        "type": "json_schema",
+                        "json_schema": {
+                            "name": name,
+                            "description": function.get("description", ""),
+                            "schema": parameters,
+                            "strict": True,
+                        },
+                    }
+                }
+        elif method == "function_calling":
+            if self.provider == "cohere":
+                kwargs = {"tools": [convert_to_openai_tool(schema)], "tool_choice": "REQUIRED"}
+            else:
+                kwargs = {
+                    "tools": [convert_to_openai_tool(schema, strict=True)],
+                    "tool_choice": {"type": "function", "function": {"name": name}},
+                }
+        else:
+            kwargs = {"response_format": {"type": "json_object"}}
+        return _Structured(method, name, schema_json, kwargs)
+
+    @staticmethod
+    def _json_mode_messages(messages: list[BaseMessage], request: _Structured) -> list[BaseMessage]:
+        """Spell the schema out in the system prompt (json_mode enforces JSON, not the schema)."""
+        instruction = JSON_MODE_INSTRUCTION.format(name=request.name, schema=request.schema_json)
+        first = messages[0]
+        if isinstance(first, SystemMessage) and isinstance(first.content, str):
+            return [SystemMessage(f"{first.content}\n\n{instruction}"), *messages[1:]]
+        return [SystemMessage(instruction), *messages]
+
+    async def _structured_with(
+        self, method: Method, schema: type[Schema], messages: list[BaseMessage], *, stage: str, n: int
+    ) -> list[Schema | None]:
+        request = self._structured_request(method, schema)
+        if method == "json_mode":
+            messages = self._json_mode_messages(messages, request)
+        results: list[Schema | None] = [None] * n
+        raw: list[str] = [""] * n
+        problems: list[str] = [""] * n
+        pending = list(range(n))
+        for attempt in range(1 + MALFORMED_RETRIES):
+            model = self._quiet if attempt == 0 else self._fresh
+            replies = await self._samples(model, messages, request, stage=stage, count=len(pending))
+            still: list[int] = []
+            for slot, reply in zip(pending, replies, strict=True):
+                parsed, raw_text, problem = self._parse(schema, reply, method)
+                if parsed is None:
+                    still.append(slot)
+                    raw[slot], problems[slot] = raw_text, problem
+                else:
+                    results[slot] = parsed
+            pending = still
+            if not pending:
+                return results
+            logger.warning(
+                "%s/%s: %d of %d samples malformed (%s)", stage, method, len(pending), n, problems[pending[0]]
+            )
+        repairs = await asyncio.gather(
+            *(self._repair(schema, request, raw[slot], problems[slot], stage=stage) for slot in pending),
+            return_exceptions=True,
+        )
+        if error := _first_error(repairs):
+            raise error
+        for slot, repaired in zip(pending, repairs, strict=True):
+            results[slot] = repaired  # type: ignore[assignment]
+        return results
+
+    async def _choices(
+        self, model: BaseChatModel, messages: list[BaseMessage], request: _Structured, *, stage: str, n: int
+    ) -> list[AIMessage | None]:
+        """The choices of one request; one None per asked choice when the reply was cut off or filtered."""
+        extra = {"n": n} if n > 1 else {}
+        try:
+            generations = await self._generate(model, messages, stage=stage, **request.kwargs, **extra)
+        except (openai.LengthFinishReasonError, openai.ContentFilterFinishReasonError) as error:
+            logger.warning("%s: the reply was cut off or filtered (%s)", stage, type(error).__name__)
+            return [None] * n
+        return [g.message if isinstance(g.message, AIMessage) else None for g in generations]
+
+    async def _samples(
+        self,
+        model: BaseChatModel,
+        messages: list[BaseMessage],
+        request: _Structured,
+        *,
+        stage: str,
+        count: int,
+    ) -> list[AIMessage | None]:
+        """`count` replies: one request with `n` where the server takes it, else concurrent requests."""
+        replies: list[AIMessage | None] = []
+        if count > 1 and self.supports_n:
+            replies = (await self._choices(model, messages, request, stage=stage, n=count))[:count]
+            if len(replies) < count:
+                logger.info(
+                    "%s answered n=%d with %d choice(s): sampling with separate requests from now on",
+                    self.spec,
+                    count,
+                    len(replies),
+                )
+                self.shared.n_ignored.add(self.spec)
+        missing = count - len(replies)
+        if missing:
+            singles = await asyncio.gather(
+                *(self._choices(model, messages, request, stage=stage, n=1) for _ in range(missing)),
+                return_exceptions=True,
+            )
+            if error := _first_error(singles):
+                raise error
+            replies += [single[0] if single else None for single in singles]  # type: ignore[index]
+        return replies
+
+    @staticmethod
+    def _parse(
+        schema: type[Schema], reply: AIMessage | None, method: Method
+    ) -> tuple[Schema | None, str, str]:
+        """(parsed sample or None, the raw output, what is wrong with it)."""
+        if reply is None:
+            return None, "", "the reply was cut off or filtered"
+        raw = _message_text(reply)
+        if method == "function_calling":
+            if reply.tool_calls:
+                raw = json.dumps(reply.tool_calls[0]["args"])
+            elif reply.invalid_tool_calls:
+                raw = reply.invalid_tool_calls[0].get("args") or raw
+        try:
+            return validate_output(schema, raw), raw, ""
+        except MalformedOutput as error:
+            return None, raw, str(error)
+
+    async def _repair(
+        self, schema: type[Schema], request: _Structured, raw: str, problem: str, *, stage: str
+    ) -> Schema | None:
+        """One request to fix a malformed sample; None when it does not come back valid either."""
+        instructions = REPAIR_PROMPT.format(
+            name=request.name, problem=problem or "it is not valid JSON", schema=request.schema_json
+        )
+        messages: list[BaseMessage] = [SystemMessage(instructions), HumanMessage(quote("output", raw))]
+        try:
+            replies = await self._choices(self._quiet, messages, request, stage=stage, n=1)
+        except Exception as error:
+            if not rejects_method(error):
+                raise
+            logger.warning("%s: the repair request was refused (%s)", stage, error)
+            return None
+        parsed, _, still = self._parse(schema, replies[0] if replies else None, request.method)
+        if parsed is None:
+            logger.warning("%s: sample given up after a repair (%s)", stage, still)
+        return parsed
+
+
+# the run's models --------------------------------------------------------------------------------------
+
+
+def models_for(context: Context) -> tuple[LLM | None, LLM | None]:
+    """(judge, writer) sharing one in-flight limit; (None, None) in local mode (no model configured)."""
+    if not context.llm or not context.model:
+        return None, None
+    shared = RunShared(ConcurrencyLimit(context.max_concurrency))
+    writer = LLM(context.model, context, temperature=context.writer_temperature, shared=shared)
+    judge = LLM(context.judge or context.model, context, temperature=context.judge_temperature, shared=shared)
+    return judge, writer

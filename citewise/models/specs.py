@@ -1,0 +1,143 @@
+"""Model specs: "provider/model" -> a LangChain chat model (OpenAI, OpenAI-compatible servers, Cohere)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from langchain_core.language_models import BaseChatModel
+
+if TYPE_CHECKING:
+    from langchain_core.caches import BaseCache
+
+logger = logging.getLogger(__name__)
+
+
+OPENAI_COMPATIBLE = ("ollama", "vllm", "llamacpp", "lmstudio")
+"""Providers that mean "an OpenAI-compatible server at OPENAI_BASE_URL"."""
+PROVIDERS = ("openai", "cohere", *OPENAI_COMPATIBLE)
+"""Every provider a model spec may name."""
+PLACEHOLDER_KEY = "not-needed"
+"""The API key sent to an OpenAI-compatible server when OPENAI_API_KEY is not set (most ignore it)."""
+
+_EXAMPLE_BASE_URLS = {
+    "ollama": "http://localhost:11434/v1",
+    "vllm": "http://localhost:8000/v1",
+    "llamacpp": "http://localhost:8080/v1",
+    "lmstudio": "http://localhost:1234/v1",
+}
+
+
+class ModelSetupError(ValueError):
+    """A model spec or its credentials are wrong (unknown provider, missing key or base URL)."""
+
+
+def env_setting(name: str) -> str | None:
+    """An environment variable's value, None when unset or empty."""
+    return os.environ.get(name) or None
+
+
+# model specs and chat models ----------------------------------------------------------------------------
+
+
+def parse_model(spec: str) -> tuple[str, str]:
+    """Split "provider/model" into (provider, model); the model part may itself contain "/" or ":".
+
+    Raises:
+        ModelSetupError: No "/", an empty part, or a provider citewise does not know.
+    """
+    accepted = ", ".join(PROVIDERS)
+    if not isinstance(spec, str) or "/" not in spec:
+        raise ModelSetupError(
+            f"model {spec!r} must be written as provider/model, e.g. openai/gpt-4o-mini or "
+            f"cohere/command-r-plus (providers: {accepted})"
+        )
+    provider, _, name = spec.strip().partition("/")
+    provider, name = provider.strip().lower(), name.strip()
+    if provider not in PROVIDERS:
+        raise ModelSetupError(
+            f"unknown model provider {provider!r} in {spec!r}; accepted providers: {accepted}"
+        )
+    if not name:
+        raise ModelSetupError(f"model {spec!r} names no model after {provider}/")
+    return provider, name
+
+
+def speaks_openai(provider: str) -> bool:
+    """True for OpenAI and OpenAI-compatible servers (they take `n`, `response_format` and tools)."""
+    return provider == "openai" or provider in OPENAI_COMPATIBLE
+
+
+_caches: dict[str, BaseCache] = {}
+_caches_lock = threading.Lock()
+
+
+def sqlite_cache(path: str) -> BaseCache:
+    """One langchain_community SQLiteCache per database path in this process."""
+    with _caches_lock:
+        if path not in _caches:
+            with warnings.catch_warnings():
+                # langchain-community 0.4 warns on import that it is being sunset; the cache still works
+                warnings.simplefilter("ignore", DeprecationWarning)
+                from langchain_community.cache import SQLiteCache
+            directory = os.path.dirname(path)
+            if directory:
+                os.makedirs(directory, exist_ok=True)
+            _caches[path] = SQLiteCache(database_path=path)
+        return _caches[path]
+
+
+def chat_model(
+    spec: str, *, temperature: float, timeout: float, cache_path: str | None = None
+) -> BaseChatModel:
+    """A LangChain chat model for "provider/model", with no client-side retries and an optional SQLite cache.
+
+    OpenAI-compatible servers are reached through OPENAI_BASE_URL (key: OPENAI_API_KEY, or a placeholder when
+    a base URL is set); Cohere needs COHERE_API_KEY (and takes COHERE_BASE_URL).
+
+    Raises:
+        ModelSetupError: Bad spec, or the key / base URL the provider needs is not set.
+    """
+    from langchain.chat_models import init_chat_model
+
+    provider, name = parse_model(spec)
+    options: dict[str, Any] = {"temperature": temperature}
+    if cache_path:
+        options["cache"] = sqlite_cache(cache_path)
+    if provider == "cohere":
+        key = env_setting("COHERE_API_KEY")
+        if not key:
+            raise ModelSetupError(f"{spec} needs the COHERE_API_KEY environment variable")
+        options.update(model_provider="cohere", cohere_api_key=key, timeout_seconds=timeout)
+        if base_url := env_setting("COHERE_BASE_URL"):
+            options["base_url"] = base_url
+    else:
+        base_url = env_setting("OPENAI_BASE_URL")
+        if provider != "openai" and not base_url:
+            raise ModelSetupError(
+                f"{spec} runs on an OpenAI-compatible server: set OPENAI_BASE_URL "
+                f"(e.g. {_EXAMPLE_BASE_URLS[provider]})"
+            )
+        key = env_setting("OPENAI_API_KEY") or (PLACEHOLDER_KEY if base_url else None)
+        if not key:
+            raise ModelSetupError(
+                f"{spec} needs the OPENAI_API_KEY environment variable "
+                "(or OPENAI_BASE_URL for an OpenAI-compatible server)"
+            )
+        options.update(
+            model_provider="openai",
+            api_key=key,
+            base_url=base_url,
+            max_retries=0,  # tenacity retries; the openai client's own retries would multiply them
+            timeout=timeout,
+            use_responses_api=False,  # Chat Completions: the API that takes `n` and that local servers speak
+            stream_usage=True,  # token usage of the streamed answer too
+            # A client of its own: langchain-openai otherwise shares one cached async client per base URL
+            # across event loops, and a second asyncio.run (the next chat turn) fails on the closed loop.
+            http_async_client=httpx.AsyncClient(timeout=timeout),
+        )
+    return init_chat_model(name, **options)
