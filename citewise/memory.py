@@ -88,15 +88,50 @@ class ThreadSummary:
     """When its last checkpoint was written (ISO 8601)."""
 
 
+LATEST_PER_THREAD = (
+    "SELECT thread_id, MAX(checkpoint_id) AS latest FROM checkpoints "
+    "WHERE checkpoint_ns = '' GROUP BY thread_id"
+)
+"""Each thread's newest checkpoint id, in the SQLite and PostgreSQL savers' own table (ids grow with time)."""
+
+
+async def _newest_threads(saver: BaseCheckpointSaver, limit: int) -> list[str] | None:
+    """The `limit` most recently updated thread ids, asked of the store's table; None for other savers."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    if isinstance(saver, AsyncSqliteSaver):
+        async with saver.lock, saver.conn.execute(LATEST_PER_THREAD) as cursor:
+            rows = [(row[0], row[1]) for row in await cursor.fetchall()]
+    elif type(saver).__name__ == "AsyncPostgresSaver" and hasattr(saver, "_cursor"):
+        async with saver._cursor() as cursor:  # the saver's own lock and connection (or pool)
+            await cursor.execute(LATEST_PER_THREAD)
+            rows = [(row["thread_id"], row["latest"]) for row in await cursor.fetchall()]
+    else:
+        return None
+    rows.sort(key=lambda row: row[1], reverse=True)
+    return [thread_id for thread_id, _ in rows[:limit]]
+
+
 async def thread_summaries(saver: BaseCheckpointSaver, limit: int = 50) -> list[ThreadSummary]:
-    """The stored threads, most recently updated first (at most `limit`)."""
+    """The stored threads, most recently updated first (at most `limit`).
+
+    The SQLite and PostgreSQL stores are asked for each thread's newest checkpoint id, and only the `limit`
+    newest threads' checkpoints are read; other savers (in memory) are read whole.
+    """
     latest: dict[str, Any] = {}
-    async for item in saver.alist(None):
-        thread_id = item.config["configurable"]["thread_id"]
-        namespace = item.config["configurable"].get("checkpoint_ns", "")
-        if namespace or thread_id in latest:
-            continue  # subgraph checkpoints and older checkpoints of a thread already seen
-        latest[thread_id] = item
+    newest = await _newest_threads(saver, limit)
+    if newest is not None:
+        for thread_id in newest:
+            item = await saver.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+            if item is not None:
+                latest[thread_id] = item
+    else:
+        async for item in saver.alist(None):
+            thread_id = item.config["configurable"]["thread_id"]
+            namespace = item.config["configurable"].get("checkpoint_ns", "")
+            if namespace or thread_id in latest:
+                continue  # subgraph checkpoints and older checkpoints of a thread already seen
+            latest[thread_id] = item
     summaries = []
     for thread_id, item in latest.items():
         messages = item.checkpoint.get("channel_values", {}).get("messages", [])

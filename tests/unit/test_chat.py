@@ -209,6 +209,25 @@ async def test_threads_lists_each_thread_with_its_first_question_and_turns(
     assert "* alpha1" in capsys.readouterr().out
 
 
+async def test_the_store_lists_its_newest_threads_as_a_full_read_would(session: ChatSession) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from citewise.memory import thread_summaries
+
+    in_memory = ChatSession(InMemorySaver(), session.context)
+    for store in (session, in_memory):  # SQLite asks its table for each thread's newest checkpoint
+        for n in range(6):
+            await remember(store, f"t{n}", (f"Question {n}?", f"Answer {n} [1]."))
+        await remember(store, "t2", ("And then?", "Then [1]."))  # t2 is now the newest
+    newest = await thread_summaries(session.saver, limit=3)
+    assert [(s.thread_id, s.turns) for s in newest] == [("t2", 2), ("t5", 1), ("t4", 1)]
+    read_whole = await thread_summaries(in_memory.saver, limit=3)
+    assert [(s.thread_id, s.title, s.turns) for s in newest] == [
+        (s.thread_id, s.title, s.turns) for s in read_whole
+    ]
+    assert len(await thread_summaries(session.saver, limit=50)) == 6
+
+
 async def test_an_empty_store_says_so(session: ChatSession) -> None:
     assert format_threads(await session.threads()) == ["no stored threads yet"]
 
