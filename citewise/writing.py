@@ -225,7 +225,8 @@ def pick(
     an open common word counts only in a document already chosen from, since another document sharing a
     word of the question ("character", "coach") is more often a look-alike than the answer. A sentence
     that opens with a pronoun is credited with its own words only: its antecedent's are the antecedent's,
-    which may be chosen alone. `documents` (label -> document) tells chunks of one document apart.
+    which may be chosen alone; and at equal gain a sentence that needs no antecedent added goes first.
+    `documents` (label -> document) tells chunks of one document apart.
     """
     documents = documents or {}
     order = sorted(range(len(candidates)), key=lambda i: (-candidates[i].score, i))
@@ -240,6 +241,7 @@ def pick(
     while len(chosen) < MAX_ANSWER_SENTENCES:
         open_terms = question.terms - covered
         chosen_from = {documents.get(candidates[j].label, candidates[j].label) for j in chosen}
+        said = {candidates[j].text for j in chosen}
         gains = []
         for i in order:
             candidate = candidates[i]
@@ -253,10 +255,11 @@ def pick(
             bridge = bool(open_terms) and any(b in candidate.text.lower() for b in bridges)
             kind = wanted and questions.has_kind(candidate.text, question)
             if bridge or kind or identifier or (found and known):
-                gains.append((len(found) + bridge + kind, candidate.score, -i))
+                alone = not candidate.refers or candidate.previous in said  # no antecedent to add
+                gains.append((len(found) + bridge + kind, alone, candidate.score, -i))
         if not gains:
             break
-        _, _, negative = max(gains)
+        *_, negative = max(gains)
         chosen.append(-negative)
         covered |= candidates[-negative].terms & question.terms
         wanted = wanted and not questions.has_kind(candidates[-negative].text, question)
