@@ -24,6 +24,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from citewise.context import Context
 from citewise.memory import ThreadSummary, open_checkpointer, shown_setting, thread_summaries
+from citewise.questions import BadQuestion, check_question
 from citewise.terminal import OUTPUT_KEYS, ROUTES, AnswerMode, report_payload, show_answer, show_evidence
 from citewise.text import message_text
 
@@ -432,7 +433,12 @@ def run_chat(
                     if command.name == "thread":
                         finish_cut_off(runner, session)
                     continue
-                _turn(runner, session, line.strip())
+                try:
+                    question = check_question(line)
+                except BadQuestion as error:
+                    typer.secho(f"error: {error}", fg=typer.colors.YELLOW)
+                    continue
+                _turn(runner, session, question)
         finally:
             runner.run(stack.aclose())
 

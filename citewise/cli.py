@@ -346,8 +346,12 @@ def ask(
     chroma_url: ChromaOption = None,
 ) -> None:
     """Answer a question with citations, references and the evidence table, or write a cited report."""
-    if not question.strip():
-        raise _fail("the question is empty")
+    from citewise.questions import BadQuestion, check_question
+
+    try:
+        question = check_question(question)
+    except BadQuestion as error:
+        raise _fail(str(error)) from error
     _searchable(index, chroma_url, docs, quiet=as_json).close()
     try:
         context = run_context(

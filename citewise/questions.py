@@ -9,9 +9,46 @@ is split so each part can be checked on its own.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from citewise.text import content_words
+
+MAX_QUESTION_CHARS = 10_000
+"""A longer text is a document to ingest, not a question (it would also crowd every prompt)."""
+
+
+class BadQuestion(ValueError):
+    """A question citewise cannot take: empty, too long, or not text."""
+
+
+def check_question(text: str) -> str:
+    """The question without surrounding whitespace.
+
+    Raises:
+        BadQuestion: it is empty, holds bytes that are not UTF-8 characters (a terminal in another
+            encoding), control characters, or more than MAX_QUESTION_CHARS characters; the message says which.
+    """
+    question = text.strip()
+    if not question:
+        raise BadQuestion("the question is empty")
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in question):  # what Python makes of bytes that are not UTF-8
+        raise BadQuestion(
+            "the question is not valid UTF-8 text (it holds bytes that are not characters): retype it, or "
+            "check the terminal's encoding"
+        )
+    controls = sorted(
+        {f"U+{ord(c):04X}" for c in question if unicodedata.category(c) == "Cc" and c not in "\t\n\r"}
+    )
+    if controls:
+        raise BadQuestion(f"the question holds control characters ({', '.join(controls)}): remove them")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise BadQuestion(
+            f"the question is {len(question):,} characters long, at most {MAX_QUESTION_CHARS:,} are taken: "
+            "ask about one thing, or put the text in a document and ingest it"
+        )
+    return question
+
 
 YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})s?\b")
 MONTH = re.compile(

@@ -223,6 +223,12 @@ class DocStore:
         row = self.db.execute("SELECT sha256 FROM files WHERE path = ?", (path,)).fetchone()
         return row[0] if row else None
 
+    def file_with_sha(self, sha256: str, other_than: str) -> str | None:
+        """Another file recorded with this content hash (the same bytes under another name), or None."""
+        query = "SELECT path FROM files WHERE sha256 = ? AND path != ? ORDER BY path LIMIT 1"
+        row = self.db.execute(query, (sha256, other_than)).fetchone()
+        return row[0] if row else None
+
     def mark_file(self, path: str, sha256: str, size: int) -> None:
         """Record that every document of `path` (at this content hash) is stored."""
         with self.transaction() as db:

@@ -58,12 +58,34 @@ class LexicalIndex:
             self._load()
 
     def pointed(self) -> tuple[str, int] | None:
-        """The folder the pointer file names now and its generation (None when there is no pointer yet)."""
+        """The folder the pointer file names now and its generation.
+
+        None when there is no pointer yet, or when it cannot be read or names no build folder of this index
+        (garbage, a path elsewhere): the index is then rebuilt from the document store, as a new one is.
+        """
         try:
             state = json.loads(self.pointer.read_text())
+            folder, generation = state["dir"], int(state["generation"])
         except FileNotFoundError:
             return None
-        return state["dir"], int(state["generation"])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            logger.warning(
+                "%s: the pointer %s cannot be read (%s); it will be rebuilt", self.name, self.pointer, error
+            )
+            return None
+        if (
+            not isinstance(folder, str)
+            or Path(folder).name != folder
+            or not folder.startswith(f"{self.name}-")
+        ):
+            logger.warning(
+                "%s: the pointer %s names no index folder (%r); it will be rebuilt",
+                self.name,
+                self.pointer,
+                folder,
+            )
+            return None
+        return folder, generation
 
     def _load(self) -> None:
         """Load the folder the pointer names; an index that cannot be loaded stays empty at generation -1."""

@@ -59,6 +59,10 @@ PARAGRAPH_WEIGHT = 0.7
 PARAGRAPH_DENSE_WEIGHT = 0.5
 
 
+MAX_DOCUMENT_CHARS = 5_000_000
+"""The most text one document may hold (about 2,500 pages); a longer one is skipped with the reason."""
+
+
 class IndexOpenError(Exception):
     """The index cannot be opened or written as asked; the message says why."""
 
@@ -473,6 +477,10 @@ class Index:
         if self.docstore.file_sha(name) == sha:
             report.unchanged_files += 1
             return True
+        twin = self.docstore.file_with_sha(sha, name)
+        if twin is not None and Path(twin).exists():  # a copy: its documents would be stored twice
+            report.skipped.append((str(file), f"the same bytes as {twin}, already in the index"))
+            return False
         try:
             documents = load_path(file)
         except LoadError as error:
@@ -480,7 +488,19 @@ class Index:
             return False
         unique: dict[str, Document] = {}
         for document in documents:
+            size = sum(len(paragraph.text) for paragraph in document.paragraphs)
+            if size > MAX_DOCUMENT_CHARS:  # one document of thousands of pages: hours of embedding
+                where = f"{file}#{document.key}" if document.key else str(file)
+                report.skipped.append(
+                    (
+                        where,
+                        f"{size:,} characters of text in one document, over {MAX_DOCUMENT_CHARS:,}: split it",
+                    )
+                )
+                continue
             unique.setdefault(document.id, document)
+        if not unique:  # every document too long: the file is not recorded as ingested
+            return False
         owners = self.docstore.document_files(unique)
         fresh = []
         for doc_id, document in unique.items():

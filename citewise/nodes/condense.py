@@ -11,6 +11,7 @@ from langgraph.types import Overwrite
 from citewise import llms
 from citewise.context import Context
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.questions import check_question
 from citewise.state import State
 from citewise.text import last_human, message_text
 
@@ -32,9 +33,7 @@ def local_condense(history: list[str], question: str) -> str:
 async def condense(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the standalone question this turn asks."""
     messages = state.get("messages", [])
-    question = last_human(messages).strip()
-    if not question:
-        raise ValueError("no question: the conversation has no human message")
+    question = check_question(last_human(messages))
     history = [message_text(m) for m in messages[:-1] if isinstance(m, HumanMessage) or m.type == "human"]
     judge, _ = llms.models(runtime.context)
     if not history or judge is None:

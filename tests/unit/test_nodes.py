@@ -393,7 +393,7 @@ async def test_rerank_breaks_score_ties_by_retrieval() -> None:
 
 
 async def test_a_rerank_failure_keeps_earlier_flags(monkeypatch: pytest.MonkeyPatch) -> None:
-    import citewise.models
+    import citewise.models.llm
 
     class FailingReranker:
         async def rerank(self, *args: Any, **kwargs: Any) -> list[tuple[int, float]]:
@@ -427,7 +427,7 @@ async def test_a_rerank_failure_keeps_earlier_flags(monkeypatch: pytest.MonkeyPa
 async def test_a_refused_key_or_a_bug_in_rerank_is_not_swallowed(
     error: BaseException, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import citewise.models
+    import citewise.models.llm
 
     class FailingReranker:
         async def rerank(self, *args: Any, **kwargs: Any) -> list[tuple[int, float]]:
@@ -500,7 +500,7 @@ async def test_a_refused_api_key_is_not_a_fallback(stage: str, install: Callable
 async def test_a_bug_under_a_stage_is_not_swallowed(
     stage: str, install: Callable, index_dir: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import citewise.models
+    import citewise.models.llm
 
     node, state, context, _ = failing_stage(stage, index_dir)
     install(context, judge=ScriptedChatModel(responder=Judge()))
@@ -508,7 +508,7 @@ async def test_a_bug_under_a_stage_is_not_swallowed(
     def broken(schema: Any, value: Any) -> Any:
         raise KeyError("items")  # a bug in the parsing helper, not a provider fault
 
-    monkeypatch.setattr(citewise.models, "validate_output", broken)
+    monkeypatch.setattr(citewise.models.llm, "validate_output", broken)
     with pytest.raises(KeyError, match="items"):
         await node(state, run(context))
 
