@@ -54,13 +54,23 @@ Node = TypeVar("Node", bound=Callable[..., Awaitable[Any]])
 
 
 def metered(node: Node) -> Node:
-    """Run a node inside its own usage scope, so the usage it reports is only its own requests'."""
+    """Run a node inside its own usage scope and report what its requests spent as its update's `usage`.
+
+    The requests are counted by a LangChain callback (citewise.models.usage) into the scope, so the usage a
+    node reports is only its own run's, however many runs share the models; the node itself carries no
+    metering code (one that takes usage itself, to reset it, keeps what it took).
+    """
 
     @functools.wraps(node)
     async def run(*args: Any, **kwargs: Any) -> Any:
         from citewise.models import usage_scope
+        from citewise.state.types import merge_usage
 
-        with usage_scope():
-            return await node(*args, **kwargs)
+        with usage_scope() as meter:
+            result = await node(*args, **kwargs)
+        spent = meter.take()
+        if spent and isinstance(result, dict):
+            result = {**result, "usage": merge_usage(result.get("usage") or {}, spent)}
+        return result
 
     return run  # type: ignore[return-value]

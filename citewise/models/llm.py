@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import openai
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration
@@ -39,7 +40,7 @@ from citewise.models.structured import (
     Schema,
     validate_output,
 )
-from citewise.models.usage import UsageMeter, scoped_meter
+from citewise.models.usage import STAGE_KEY, UsageCallback, UsageMeter, from_cache, scoped_meter
 from citewise.prompts.common import quote
 from citewise.state.types import StageUsage
 
@@ -102,12 +103,15 @@ def _message_text(message: BaseMessage) -> str:
     return str(message.text)
 
 
-def _from_cache(generations: list[ChatGeneration]) -> bool:
-    """True when LangChain served the generations from its cache (it zeroes `total_cost` on cache hits)."""
-    return bool(generations) and all(
-        isinstance(g.message, AIMessage) and (g.message.usage_metadata or {}).get("total_cost") == 0
-        for g in generations
-    )
+def _with_handler(callbacks: Any, handler: BaseCallbackHandler) -> Any:
+    """The run's callbacks (a list, a manager or None) with `handler` added; theirs stay as they are."""
+    if callbacks is None:
+        return [handler]
+    if isinstance(callbacks, list):
+        return [*callbacks, handler]
+    manager = callbacks.copy()
+    manager.add_handler(handler, inherit=True)
+    return manager
 
 
 def _first_error(results: list[Any]) -> BaseException | None:
@@ -157,6 +161,8 @@ class LLM:
         self.context = context
         self.shared = shared or RunShared(ConcurrencyLimit(context.max_concurrency))
         self.meter = UsageMeter()
+        self.usage_callback = UsageCallback(self.meter)
+        """Attached to every request: counts it under its stage (citewise.models.usage)."""
         self.backoff = backoff
         self.model: BaseChatModel
         """Streams when a streaming callback (LangGraph's message stream) is attached: the answer call."""
@@ -274,20 +280,17 @@ class LLM:
         """One request (retried on transient errors, counted); all its choices."""
         config = ensure_config()  # the running node's config: its callbacks, tags and metadata
         tags = [*(config.get("tags") or []), *(NOSTREAM_TAGS if internal else ())]
+        callbacks = _with_handler(config.get("callbacks"), self.usage_callback)
+        metadata = {**(config.get("metadata") or {}), STAGE_KEY: stage}
         async for attempt in retrying(self.context.max_retries, self.backoff):
             with attempt:
                 async with self.shared.limit:
                     try:
                         result = await model.agenerate(
-                            [messages],
-                            callbacks=config.get("callbacks"),
-                            tags=tags,
-                            metadata=config.get("metadata"),
-                            **self._call_kwargs,
-                            **kwargs,
-                        )
+                            [messages], callbacks=callbacks, tags=tags, metadata=metadata,
+                            **self._call_kwargs, **kwargs,
+                        )  # fmt: skip
                     except Exception as error:
-                        self.meter.add(stage, calls=1)
                         scrub(error)  # before the retry log or any caller sees its message
                         if isinstance(error, json.JSONDecodeError):  # a body cut off or not JSON
                             raise UnreadableResponse(
@@ -295,19 +298,8 @@ class LLM:
                             ) from error
                         raise
                     if self._cut_off(model, result.generations[0]):
-                        self.meter.add(stage, calls=1)
                         raise UnreadableResponse("the reply was cut off before its end (no finish reason)")
-        generations: list[ChatGeneration] = result.generations[0]  # type: ignore[assignment]
-        if not _from_cache(generations):
-            # every choice of an n-request carries the whole request's usage: count it once
-            usage = (generations[0].message.usage_metadata if generations else None) or {}
-            self.meter.add(
-                stage,
-                calls=1,
-                input_tokens=int(usage.get("input_tokens") or 0),
-                output_tokens=int(usage.get("output_tokens") or 0),
-            )
-        return generations
+        return result.generations[0]  # type: ignore[return-value]
 
     @staticmethod
     def _cut_off(model: BaseChatModel, generations: list[Any]) -> bool:
@@ -318,7 +310,7 @@ class LLM:
         """
         if not type(model).__module__.startswith("langchain_openai") or not generations:
             return False
-        if _from_cache(generations):
+        if from_cache(generations):
             return False
         for generation in generations:
             info = getattr(generation, "generation_info", None) or {}

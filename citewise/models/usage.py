@@ -1,4 +1,10 @@
-"""Model usage: calls and tokens per stage, counted per node run."""
+"""Model usage: calls and tokens per stage, counted by a LangChain callback, apart per node run.
+
+Every chat-model request carries a `UsageCallback`: LangChain reports its start, its end (with the provider's
+token counts) or its error, and the callback adds a call to the stage the request names in its metadata
+(`citewise_stage`, else the LangGraph node that made it). Requests LangChain answered from its cache are not
+counted. A node run (`usage_scope`, which `citewise.llms.metered` opens) sees only its own requests.
+"""
 
 from __future__ import annotations
 
@@ -7,17 +13,20 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
 
 from citewise.state.types import StageUsage, merge_usage
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 
 
-# usage and concurrency ---------------------------------------------------------------------------------
+STAGE_KEY = "citewise_stage"
+"""The metadata key a request names its stage with."""
 
 
 def _zero() -> StageUsage:
@@ -97,3 +106,60 @@ def take_usage(*llms: Metered | None) -> dict[str, StageUsage]:
         if llm is not None:
             merged = merge_usage(merged, llm.take_usage())
     return merged
+
+
+def from_cache(generations: list[ChatGeneration]) -> bool:
+    """True when LangChain served the generations from its cache (it zeroes `total_cost` on cache hits)."""
+    return bool(generations) and all(
+        isinstance(g.message, AIMessage) and (g.message.usage_metadata or {}).get("total_cost") == 0
+        for g in generations
+    )
+
+
+class UsageCallback(BaseCallbackHandler):
+    """Counts the chat-model requests it is attached to into a meter, keyed by stage.
+
+    A request that failed (an error status, a reset, a timeout) counts as a call too: it was sent.
+    """
+
+    run_inline = True  # count in the request's own task, before the caller reads the meter
+
+    def __init__(self, meter: UsageMeter) -> None:
+        """Count into `meter`."""
+        self.meter = meter
+        self._stages: dict[UUID, str] = {}
+        self._lock = threading.Lock()
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[Any], *, run_id: UUID, **kwargs: Any
+    ) -> None:
+        """Remember the stage the request names (or its node)."""
+        metadata = kwargs.get("metadata") or {}
+        with self._lock:
+            self._stages[run_id] = str(metadata.get(STAGE_KEY) or metadata.get("langgraph_node") or "model")
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        """One call with the provider's token counts; none for a reply from LangChain's cache.
+
+        Every choice of an n-request carries the whole request's usage: it is counted once.
+        """
+        stage = self._stage(run_id)
+        generations = response.generations[0] if response.generations else []
+        if from_cache(generations):  # type: ignore[arg-type]
+            return
+        message = getattr(generations[0], "message", None) if generations else None
+        usage = getattr(message, "usage_metadata", None) or {}
+        self.meter.add(
+            stage,
+            calls=1,
+            input_tokens=int(usage.get("input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0),
+        )
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """One call, no tokens."""
+        self.meter.add(self._stage(run_id), calls=1)
+
+    def _stage(self, run_id: UUID) -> str:
+        with self._lock:
+            return self._stages.pop(run_id, "model")

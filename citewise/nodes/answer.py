@@ -73,5 +73,4 @@ async def answer(state: State, runtime: Runtime[Context]) -> dict:
     return {
         "draft": draft,
         "labels": {label: chunk_id for label, chunk_id, _ in blocks},
-        "usage": writer.take_usage(),
     }

@@ -84,5 +84,5 @@ async def critique(state: EvidenceState, runtime: Runtime[Context]) -> dict:
         )
     )
     degraded = [entry for _, entries in results for entry in entries]
-    update = {"candidates": {k: v for r, _ in results for k, v in r.items()}, "usage": judge.take_usage()}
+    update = {"candidates": {k: v for r, _ in results for k, v in r.items()}}
     return {**update, "degraded": degraded} if degraded else update

@@ -76,7 +76,7 @@ async def expand(state: State | SectionState, runtime: Runtime[Context]) -> dict
         logger.warning("summaries failed, using paragraphs: %s", error)
         reason = f"{fault_reason(error)}: {PARAGRAPHS}"
         degraded = [degradation("expand", reason, list(labels.values()))]
-        return {"summaries": summaries, "usage": judge.take_usage(), "degraded": degraded}
+        return {"summaries": summaries, "degraded": degraded}
     result = samples[0] if samples else None
     for item in result.items if result else []:
         chunk_id = labels.get(item.id.strip())
@@ -85,5 +85,5 @@ async def expand(state: State | SectionState, runtime: Runtime[Context]) -> dict
     if result is None:
         reason = f"model output malformed after repairs: {PARAGRAPHS}"
         degraded = [degradation("expand", reason, list(labels.values()))]
-        return {"summaries": summaries, "usage": judge.take_usage(), "degraded": degraded}
-    return {"summaries": summaries, "usage": judge.take_usage()}
+        return {"summaries": summaries, "degraded": degraded}
+    return {"summaries": summaries}

@@ -239,4 +239,4 @@ async def outline(state: State, runtime: Runtime[Context]) -> dict:
     if planned is None:
         planned = await in_thread(local_outline, index, state["question"], passed(state), context)
     result: dict = {"outline": numbered(planned, state["question"]), "outline_type": kind.name}
-    return {**result, "usage": writer.take_usage()} if writer is not None else result
+    return result

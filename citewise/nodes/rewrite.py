@@ -82,9 +82,8 @@ async def rewrite(state: State | EvidenceState, runtime: Runtime[Context]) -> di
         return {
             "queries": queries,
             "attempt": attempt + 1,
-            "usage": judge.take_usage(),
             "degraded": [degradation("rewrite", reason, [])],
         }
     queries = [question if attempt == 0 else result.query, result.query, *result.sub_queries]
     queries = ordered_unique(q.strip() for q in queries if q.strip())[: 2 + context.max_sub_queries]
-    return {"queries": queries, "attempt": attempt + 1, "usage": judge.take_usage()}
+    return {"queries": queries, "attempt": attempt + 1}

@@ -55,9 +55,8 @@ async def route(state: State, runtime: Runtime[Context]) -> dict:
         return {
             "route": path,
             "route_reason": f"{reason} (the model's decision was malformed)",
-            "usage": judge.take_usage(),
             "degraded": [
                 degradation("route", "model output malformed after repairs: the local rule routed", [])
             ],
         }
-    return {"route": decision.route, "route_reason": decision.reason.strip(), "usage": judge.take_usage()}
+    return {"route": decision.route, "route_reason": decision.reason.strip()}

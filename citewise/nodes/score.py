@@ -165,5 +165,5 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     )
     updates = {k: v for result, _ in results for k, v in result.items()}
     degraded = [entry for _, entries in results for entry in entries]
-    result = {"candidates": updates, "usage": judge.take_usage()}
+    result = {"candidates": updates}
     return {**result, "degraded": degraded} if degraded else result

@@ -633,3 +633,34 @@ async def test_take_usage_merges_several_models() -> None:
         "answer": {"calls": 1, "input_tokens": 10, "output_tokens": 2},
     }
     assert take_usage(judge, writer) == {}
+
+
+def test_usage_is_counted_by_a_callback_under_the_stage_or_the_node() -> None:
+    from uuid import uuid4
+
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, LLMResult
+
+    from citewise.models.usage import UsageCallback, UsageMeter
+
+    meter = UsageMeter()
+    counter = UsageCallback(meter)
+    reply = AIMessage("ok", usage_metadata={"input_tokens": 12, "output_tokens": 3, "total_tokens": 15})
+    cached = AIMessage(
+        "ok", usage_metadata={"input_tokens": 12, "output_tokens": 3, "total_tokens": 15, "total_cost": 0}
+    )  # type: ignore[typeddict-unknown-key]
+    for metadata, message in (
+        ({"citewise_stage": "score", "langgraph_node": "evidence"}, reply),  # the stage named wins
+        ({"langgraph_node": "route"}, reply),  # else the node that made the request
+        ({"citewise_stage": "score"}, cached),  # LangChain's cache answered: not a request
+    ):
+        run = uuid4()
+        counter.on_chat_model_start({}, [], run_id=run, metadata=metadata)
+        counter.on_llm_end(LLMResult(generations=[[ChatGeneration(message=message)]]), run_id=run)
+    failed = uuid4()
+    counter.on_chat_model_start({}, [], run_id=failed, metadata={"citewise_stage": "score"})
+    counter.on_llm_error(TimeoutError(), run_id=failed)  # sent, so counted, without tokens
+    assert meter.usage() == {
+        "score": {"calls": 2, "input_tokens": 12, "output_tokens": 3},
+        "route": {"calls": 1, "input_tokens": 12, "output_tokens": 3},
+    }
