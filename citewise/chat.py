@@ -232,6 +232,9 @@ class ChatSession:
                 context=self.context,
                 stream_mode=["updates", "messages"],
                 version="v2",
+                # store each stage's checkpoint before the next stage starts, so a process killed
+                # mid-answer leaves the thread at the stage it was in (LangGraph by default stores it later)
+                durability="sync",
             ):
                 view.show(part)
         finally:

@@ -302,6 +302,7 @@ class ChatPage:
                 stream_mode=["updates", "messages"],
                 version="v2",
                 subgraphs=True,
+                durability="sync",  # a thread holds every stage that finished, as in terminal chat
             ):
                 changed, streamed = self._follow(part, lines, box, history, streamed)
                 if changed:

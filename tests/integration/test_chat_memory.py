@@ -271,3 +271,42 @@ async def test_with_a_model_the_answer_streams_and_the_follow_up_sends_the_conve
     condensing = [r for r in server.chat_requests[asked:] if "conversation" in str(r.body.get("messages"))]
     assert condensing, "the follow-up was not condensed with the conversation"
     assert "How do vaccines train the immune system?" in str(condensing[0].body["messages"])
+
+
+class StageRecorder(chat.TurnView):
+    """Notes, as each stage's update streams, how many of the turn's checkpoints the store had finished."""
+
+    def __init__(self, saver: Any) -> None:
+        super().__init__(echo=lambda *args, **kwargs: None)
+        self.saver = saver
+        self.seen: list[tuple[str, int]] = []
+
+    def show(self, part: dict[str, Any]) -> None:
+        if part["type"] == "updates":
+            self.seen += [(node, self.saver.stored) for node in part["data"]]
+        super().show(part)
+
+
+async def test_every_finished_stage_is_stored_before_the_next_one_starts(
+    sample_index: Path, tmp_path: Path
+) -> None:
+    """A chat killed mid-answer resumes from the stage it was in only if each stage's checkpoint was stored
+    before the next stage ran; a slow store (a loaded machine) must not let the run get ahead of it."""
+    async with open_checkpointer(str(tmp_path / "threads.sqlite")) as saver:
+        put = saver.aput
+        saver.stored = 0
+
+        async def slow_put(config: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+            await asyncio.sleep(0.2)
+            stored = await put(config, *args, **kwargs)
+            saver.stored += not config["configurable"].get("checkpoint_ns")  # the graph's, not a subgraph's
+            return stored
+
+        saver.aput = slow_put
+        session = ChatSession(saver, Context(index_dir=str(sample_index)), thread_id="slow")
+        view = StageRecorder(saver)
+        await session.ask(FIRST, view)
+    nodes = [node for node, _ in view.seen]
+    assert nodes[:2] == ["condense", "rewrite"] and nodes[-1] == "references"
+    # the input's checkpoint, then one per finished step, each stored when the next step's update streams
+    assert [stored for _, stored in view.seen] == list(range(2, len(view.seen) + 2))
