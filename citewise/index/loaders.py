@@ -50,16 +50,15 @@ def iter_files(paths: Iterable[str | Path]) -> list[Path]:
 
     A directory is walked recursively, in sorted order, keeping files with a supported suffix and skipping
     hidden files and directories (names starting with "."). A path that is not a directory is returned as
-    given, whatever its suffix, so that `load_path` can say why it cannot be loaded. Duplicates are dropped.
+    given, whatever its suffix, so that `load_path` can say why it cannot be loaded. A file named twice (in
+    another spelling, or in a folder also given) is kept once, as first named.
     """
-    files: dict[Path, None] = {}
+    files: dict[Path, Path] = {}
     for entry in paths:
         path = Path(entry)
-        if path.is_dir():
-            files.update(dict.fromkeys(_walk(path)))
-        else:
-            files.setdefault(path)
-    return list(files)
+        for file in _walk(path) if path.is_dir() else (path,):
+            files.setdefault(file.resolve(), file)
+    return list(files.values())
 
 
 def unsupported_files(paths: Iterable[str | Path]) -> list[Path]:

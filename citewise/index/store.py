@@ -247,16 +247,33 @@ class Index:
             if not create:
                 raise IndexOpenError(f"no index at {root} (run `citewise ingest PATH --index {root}` first)")
             root.mkdir(parents=True)
+        if _lost_document_store(root):  # a new, empty one would orphan them and read as "no documents"
+            raise IndexOpenError(
+                f"the document store {root / 'docs.sqlite3'} is missing or empty, but {root} still holds "
+                "the search indexes built from it (it was deleted or truncated; they cannot rebuild it): "
+                "restore docs.sqlite3 from a backup, or ingest the documents again into a new --index "
+                "directory"
+            )
         embedder = embedder or default_embedder()
         try:
             docstore = DocStore(root / "docs.sqlite3")
-        except (ValueError, sqlite3.DatabaseError) as error:
+        except (ValueError, sqlite3.OperationalError) as error:  # a newer schema; locked, read-only, ...
             raise IndexOpenError(f"cannot open the document store of {root}: {error}") from error
+        except (
+            sqlite3.DatabaseError
+        ) as error:  # corrupt (truncated, overwritten): left as it is, for a backup
+            raise IndexOpenError(
+                f"cannot open the document store of {root}: {error} (docs.sqlite3 is damaged): restore it "
+                "from a backup, or ingest the documents again into a new --index directory"
+            ) from error
         chunking = _settle(docstore, "chunking", chunking, ChunkingConfig)
         stored_model = docstore.add_meta("embedding_model", embedder.name)
         if stored_model != embedder.name:
+            docstore.close()
             raise IndexOpenError(
-                f"index {root} was built with embedding model {stored_model!r}, not {embedder.name!r}"
+                f"index {root} was built with embedding model {stored_model!r}, not {embedder.name!r}, the "
+                "one this citewise embeds questions with: ingest the documents again into a new --index "
+                "directory"
             )
         client = make_client(root, chroma_url)
         collection = docstore.get_meta("collection")
@@ -264,10 +281,22 @@ class Index:
             made_before = docstore.counts()["chunks"] > 0
             collection = COLLECTION if made_before else f"citewise_{uuid.uuid4().hex[:16]}"
             collection = docstore.add_meta("collection", collection)  # a process opening it too may be first
+        vectors = VectorIndex(client, embedder, collection)
+        foreign = vectors.foreign()
+        if foreign is not None:  # every dense search would fail on the vectors' dimension
+            docstore.close()
+            where = (
+                f"the folder {root / 'chroma'}" if chroma_url is None else f"it on the server {chroma_url}"
+            )
+            raise IndexOpenError(
+                f"the Chroma collection {collection!r} of index {root} {foreign}, not the {embedder.dim} of "
+                f"{embedder.name!r}: another embedding model built it. Delete {where} to rebuild it from the "
+                "document store, or use a new --index directory"
+            )
         index = cls(
             root,
             docstore,
-            VectorIndex(client, embedder, collection),
+            vectors,
             LexicalIndex(root),
             embedder,
             chunking,
@@ -367,8 +396,15 @@ class Index:
             logger.info("chroma: deleting %d chunks the document store no longer has", len(extra))
             self.vectors.delete(extra)
         missing = stored - mirrored
-        if missing:
+        if missing and not mirrored:  # deleted (or a server that lost its data): say so, it is not a lag
+            logger.warning(
+                "chroma: the collection holds none of the document store's %d chunks; rebuilding it from the "
+                "document store",
+                len(missing),
+            )
+        elif missing:
             logger.info("chroma: adding %d chunks from the document store", len(missing))
+        if missing:
             for rows in self.docstore.iter_chunks():
                 rows = [r for r in rows if r[0] in missing]
                 if rows:
@@ -792,6 +828,20 @@ def _settle(docstore: DocStore, key: str, asked: Any, kind: type) -> Any:
         docstore.set_meta(key, json.dumps(asked.as_dict(), sort_keys=True))
         return asked
     return existing
+
+
+def _lost_document_store(root: Path) -> bool:
+    """Whether docs.sqlite3 is missing or empty while stores built from it remain (Chroma, a BM25 pointer).
+
+    A new document store has its first page written before Chroma or BM25 are made, so such a folder lost its
+    document store afterwards.
+    """
+    if any(
+        (root / name).exists() and (root / name).stat().st_size
+        for name in ("docs.sqlite3", "docs.sqlite3-wal")
+    ):
+        return False
+    return (root / "chroma").is_dir() or any((root / name).exists() for name in ("bm25.json", "bm25p.json"))
 
 
 def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[tuple[str, str]]]:

@@ -49,7 +49,17 @@ class VectorIndex:
             configuration={"hnsw": {"space": "cosine", "ef_construction": 200, "ef_search": 200}},
             metadata={"embedding_model": embedder.name},
         )
+        self.embedder = embedder
         self.batch = max(1, min(5000, client.get_max_batch_size()))
+
+    def foreign(self) -> str | None:
+        """How the collection shows that another embedding model made it (another dimension), or None."""
+        first = self.collection.get(limit=1, include=["embeddings"])["embeddings"]
+        if first is not None and len(first) and len(first[0]) != self.embedder.dim:
+            model = (self.collection.metadata or {}).get("embedding_model")
+            made_by = f" (made by {model!r})" if model and model != self.embedder.name else ""
+            return f"holds {len(first[0])}-dimensional vectors{made_by}"
+        return None
 
     def ids(self) -> set[str]:
         """Every chunk id in the collection."""
