@@ -259,9 +259,8 @@ class Index:
             docstore = DocStore(root / "docs.sqlite3")
         except (ValueError, sqlite3.OperationalError) as error:  # a newer schema; locked, read-only, ...
             raise IndexOpenError(f"cannot open the document store of {root}: {error}") from error
-        except (
-            sqlite3.DatabaseError
-        ) as error:  # corrupt (truncated, overwritten): left as it is, for a backup
+        except sqlite3.DatabaseError as error:
+            # corrupt (truncated, overwritten): left as it is, for a backup
             raise IndexOpenError(
                 f"cannot open the document store of {root}: {error} (docs.sqlite3 is damaged): restore it "
                 "from a backup, or ingest the documents again into a new --index directory"
