@@ -56,13 +56,16 @@ Node = TypeVar("Node", bound=Callable[..., Awaitable[Any]])
 def metered(node: Node) -> Node:
     """Run a node inside its own usage scope and report what its requests spent as its update's `usage`.
 
-    The requests are counted by a LangChain callback (citewise.models.usage) into the scope, so the usage a
-    node reports is only its own run's, however many runs share the models; the node itself carries no
-    metering code (one that takes usage itself, to reset it, keeps what it took).
+    The graphs wrap every node in it when they add it, so nodes carry no metering code. The requests are
+    counted by a LangChain callback (citewise.models.usage) into the scope, so the usage a node reports is
+    only its own run's, however many runs share the models. A node that resets the usage (`Overwrite`, at a
+    new turn) gets its own requests inside the reset.
     """
 
     @functools.wraps(node)
     async def run(*args: Any, **kwargs: Any) -> Any:
+        from langgraph.types import Overwrite
+
         from citewise.models import usage_scope
         from citewise.state.types import merge_usage
 
@@ -70,7 +73,11 @@ def metered(node: Node) -> Node:
             result = await node(*args, **kwargs)
         spent = meter.take()
         if spent and isinstance(result, dict):
-            result = {**result, "usage": merge_usage(result.get("usage") or {}, spent)}
+            given = result.get("usage") or {}
+            if isinstance(given, Overwrite):
+                result = {**result, "usage": Overwrite(merge_usage(given.value, spent))}
+            else:
+                result = {**result, "usage": merge_usage(given, spent)}
         return result
 
     return run  # type: ignore[return-value]

@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 
 from citewise.context import Context
+from citewise.llms import metered
 from citewise.nodes.critique import critique
 from citewise.nodes.reflect import reflect
 from citewise.nodes.retrieve import retrieve
@@ -38,12 +39,12 @@ def after_threshold(state: EvidenceState, runtime: Runtime[Context]) -> Literal[
 builder = StateGraph(
     EvidenceState, input_schema=EvidenceInput, output_schema=EvidenceOutput, context_schema=Context
 )
-builder.add_node(retrieve, retry_policy=io_retry)
-builder.add_node(score)
-builder.add_node(reflect)
-builder.add_node(critique)
-builder.add_node(threshold)
-builder.add_node(rewrite)
+builder.add_node(metered(retrieve), retry_policy=io_retry)
+builder.add_node(metered(score))
+builder.add_node(metered(reflect))
+builder.add_node(metered(critique))
+builder.add_node(metered(threshold))
+builder.add_node(metered(rewrite))
 
 builder.add_edge(START, "retrieve")
 builder.add_edge("retrieve", "score")

@@ -20,6 +20,7 @@ from citewise.context import Context
 from citewise.graph.evidence import graph as evidence
 from citewise.graph.evidence import io_retry
 from citewise.graph.section import graph as section
+from citewise.llms import metered
 from citewise.nodes.accuracy import accuracy
 from citewise.nodes.answer import answer
 from citewise.nodes.approve import approve
@@ -85,21 +86,21 @@ def after_customize(state: State, runtime: Runtime[Context]) -> Literal["customi
 
 builder = StateGraph(State, input_schema=InputState, output_schema=OutputState, context_schema=Context)
 # a run that cannot go on ends with a reply saying why (per node: set_node_defaults breaks a second compile)
-builder.add_node(condense, error_handler=failed)
-builder.add_node(rewrite, error_handler=failed)
+builder.add_node(metered(condense), error_handler=failed)
+builder.add_node(metered(rewrite), error_handler=failed)
 builder.add_node("evidence", evidence, error_handler=failed)
-builder.add_node(rerank, error_handler=failed)
-builder.add_node(accuracy, error_handler=failed)
-builder.add_node(expand, retry_policy=io_retry, error_handler=failed)
-builder.add_node(route, error_handler=failed)
-builder.add_node(answer, error_handler=failed)
-builder.add_node(outline, error_handler=failed)
-builder.add_node(approve, error_handler=failed)
+builder.add_node(metered(rerank), error_handler=failed)
+builder.add_node(metered(accuracy), error_handler=failed)
+builder.add_node(metered(expand), retry_policy=io_retry, error_handler=failed)
+builder.add_node(metered(route), error_handler=failed)
+builder.add_node(metered(answer), error_handler=failed)
+builder.add_node(metered(outline), error_handler=failed)
+builder.add_node(metered(approve), error_handler=failed)
 builder.add_node("section", section, error_handler=section_failed)
-builder.add_node(collect, error_handler=failed)
-builder.add_node(customize, error_handler=failed)
-builder.add_node(verify, error_handler=failed)
-builder.add_node(references, retry_policy=io_retry, error_handler=failed)
+builder.add_node(metered(collect), error_handler=failed)
+builder.add_node(metered(customize), error_handler=failed)
+builder.add_node(metered(verify), error_handler=failed)
+builder.add_node(metered(references), retry_policy=io_retry, error_handler=failed)
 
 builder.add_edge(START, "condense")
 builder.add_edge("condense", "rewrite")

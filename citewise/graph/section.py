@@ -12,6 +12,7 @@ from langgraph.graph import END, START, StateGraph
 from citewise.context import Context
 from citewise.graph.evidence import graph as evidence
 from citewise.graph.evidence import io_retry
+from citewise.llms import metered
 from citewise.nodes.expand import expand
 from citewise.nodes.rerank import rerank
 from citewise.nodes.write_section import write_section
@@ -21,9 +22,9 @@ builder = StateGraph(
     SectionState, input_schema=SectionInput, output_schema=SectionOutput, context_schema=Context
 )
 builder.add_node("evidence", evidence)
-builder.add_node(rerank)
-builder.add_node(expand, retry_policy=io_retry)
-builder.add_node(write_section)
+builder.add_node(metered(rerank))
+builder.add_node(metered(expand), retry_policy=io_retry)
+builder.add_node(metered(write_section))
 
 builder.add_edge(START, "evidence")
 builder.add_edge("evidence", "rerank")

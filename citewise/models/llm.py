@@ -131,9 +131,8 @@ class _Structured:
 class LLM:
     """A chat model as graph nodes use it: bounded, retried, structured, metered.
 
-    Nodes call `await llm.text(messages, stage=...)` or
-    `await llm.structured(Schema, messages, stage=..., n=3)` and return `{"usage": llm.take_usage()}`
-    with their other keys.
+    Nodes call `await llm.text(messages, stage=...)` or `await llm.structured(Schema, messages, stage=...,
+    n=3)`; what the requests spent reaches the node's update through its usage scope (citewise.llms.metered).
     """
 
     def __init__(
@@ -205,7 +204,7 @@ class LLM:
         return self.meter.usage()
 
     def take_usage(self, stage: str | None = None) -> dict[str, StageUsage]:
-        """Usage counted since the last take (of one stage, or all): a node returns it as {"usage": ...}."""
+        """Usage counted since the last take (of one stage, or all), inside the current usage scope if any."""
         return (scoped_meter() or self.meter).take(stage)
 
     async def text(self, messages: Messages, *, stage: str, stream: bool = False) -> str:

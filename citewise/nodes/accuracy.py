@@ -222,7 +222,6 @@ def _flagged(record: EvidenceRecord, *flags: str) -> list[str]:
     return existing + [f for f in flags if f not in existing]
 
 
-@llms.metered
 async def accuracy(state: State, runtime: Runtime[Context]) -> dict:
     """Decide each shown document's agreement with the trusted sources, and order the evidence by RSV."""
     context = runtime.context
@@ -246,14 +245,12 @@ async def accuracy(state: State, runtime: Runtime[Context]) -> dict:
             title, text = others.get(record["doc_id"], (record.get("title", ""), ""))
             others[record["doc_id"]] = (title, f"{text} {record.get('text', '')}".strip())
     judge, writer = llms.models(context)
-    usage: dict = {}
     if writer is None:
         gentext = await in_thread(local_gentext, index.embedder, question, trusted)
         stances: dict[str, tuple[str, str]] = {}
     else:
         gentext = await write_gentext(writer, context, question, trusted)
         stances = await judge_stances(judge or writer, context, question, gentext, others) if others else {}
-        usage = writer.take_usage()
     texts = {doc_id: text for doc_id, (_, text) in others.items()}
     similarity = await in_thread(similarities, index.embedder, gentext, texts)
     updates: dict[str, EvidenceRecord] = {}
@@ -280,5 +277,4 @@ async def accuracy(state: State, runtime: Runtime[Context]) -> dict:
     for n, record in enumerate(ordered, start=1):
         updates[record["chunk_id"]]["rank"] = n
     evidence = [{**r, **updates.get(r["chunk_id"], {})} for r in state.get("evidence", [])]
-    result = {"gentext": gentext, "kept": [r["chunk_id"] for r in ordered], "evidence": evidence}
-    return {**result, "usage": usage} if usage else result
+    return {"gentext": gentext, "kept": [r["chunk_id"] for r in ordered], "evidence": evidence}

@@ -50,7 +50,6 @@ def extractive_answer(
     return text, labels
 
 
-@llms.metered
 async def answer(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the answer text, citing evidence labels."""
     context = runtime.context

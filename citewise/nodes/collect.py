@@ -13,6 +13,7 @@ from langgraph.types import Overwrite
 
 from citewise.context import Context
 from citewise.evidence import failed_note
+from citewise.models import degradation
 from citewise.state import SectionInput, State
 
 
@@ -30,10 +31,17 @@ async def collect(state: State, runtime: Runtime[Context]) -> dict:
 
 
 async def section_failed(state: SectionInput, error: NodeError) -> dict:
-    """Record a failed section branch in its place, with the reason, so the report goes on without it."""
+    """Record a failed section branch in its place, with the reason, so the report goes on without it.
+
+    The run's `degraded` list names it too: the report stands without that section's findings.
+    """
     section = state["section"]
     reason = f"{type(error.error).__name__}: {error.error}"
+    lost = degradation(
+        "section", f"section {section['title']!r} failed ({reason}): the report goes on without it", []
+    )
     return {
+        "degraded": [lost],
         "sections": {
             section["id"]: {
                 "id": section["id"],
@@ -45,5 +53,5 @@ async def section_failed(state: SectionInput, error: NodeError) -> dict:
                 "kept": [],
                 "evidence": [],
             }
-        }
+        },
     }

@@ -29,7 +29,6 @@ def local_condense(history: list[str], question: str) -> str:
     return question
 
 
-@llms.metered
 async def condense(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the standalone question this turn asks."""
     messages = state.get("messages", [])
@@ -46,14 +45,14 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
         question=quote("question", question),
     )
     standalone = await judge.text(as_messages(prompt), stage="condense")
-    return {"question": standalone.strip() or question, "mode": "llm", **new_turn(judge.take_usage())}
+    return {"question": standalone.strip() or question, "mode": "llm", **new_turn()}
 
 
-def new_turn(usage: dict | None = None) -> dict:
+def new_turn() -> dict:
     """Per-turn keys reset: accumulating ones with Overwrite, report keys emptied, the loop counter zeroed."""
     return {
         "attempt": 0,
-        "usage": Overwrite(usage or {}),
+        "usage": Overwrite({}),  # llms.metered adds this run's own requests to it
         "degraded": Overwrite([]),
         "sections": Overwrite({}),
         "outline": [],

@@ -66,7 +66,6 @@ async def _critique_batch(
     return updates, []
 
 
-@llms.metered
 async def critique(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide the critic's score for each borderline chunk (the others keep their reflected score)."""
     context = runtime.context

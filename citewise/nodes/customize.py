@@ -147,7 +147,6 @@ def _validation(previous: dict[str, Any], problems: list[str], better: bool) -> 
     return {"attempts": len(history), "problems": best, "passed": not best, "history": history}
 
 
-@llms.metered
 async def customize(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the report: its sections merged and framed, then checked (a failed check comes back here)."""
     context = runtime.context
@@ -167,16 +166,14 @@ async def customize(state: State, runtime: Runtime[Context]) -> dict:
     labels = {label: chunk_id for s in sections for label, chunk_id in s.get("labels", {}).items()}
     _, writer = llms.models(context)
     index = await open_index(context)
-    usage: dict = {}
     if writer is None:
         draft, extra = await in_thread(local_report, index, state, sections, context.report_words)
         labels |= extra
     else:
         draft = await _llm_report(writer, state, sections, context) or state.get("draft", "")
-        usage = writer.take_usage()
     problems = validate(draft, state.get("outline", []), labels, context.report_words)
     better = not previous.get("history") or len(problems) < len(previous.get("problems", []))
     update: dict[str, Any] = {"validation": _validation(previous, problems, better), "evidence": evidence}
     if better:
         update |= {"draft": draft, "labels": labels}
-    return {**update, "usage": usage} if usage else update
+    return update

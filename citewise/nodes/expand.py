@@ -30,7 +30,6 @@ PARAGRAPHS = "the paragraphs themselves are the context"
 """What the writer sees when the summaries failed (recorded in `degraded`)."""
 
 
-@llms.metered
 async def expand(state: State | SectionState, runtime: Runtime[Context]) -> dict:
     """Decide the context each kept chunk brings: its paragraph, summarised at its band's length."""
     context = runtime.context

@@ -25,6 +25,7 @@ from citewise.context import Context
 from citewise.evidence import overview
 from citewise.index import Index
 from citewise.indexes import in_thread, open_index
+from citewise.models import degradation
 from citewise.outlines import OutlineType, load_library, nearest_type
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, OutlineSection, PlannedOutline, State
@@ -223,7 +224,6 @@ async def _llm_outline(
     return [s.model_dump() for s in planned.sections[: context.max_sections]]
 
 
-@llms.metered
 async def outline(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the report's sections: the nearest question type's outline, adapted to the question."""
     context = runtime.context
@@ -232,11 +232,13 @@ async def outline(state: State, runtime: Runtime[Context]) -> dict:
     kind = await in_thread(question_type, index.embedder, state["question"], library)
     _, writer = llms.models(context)
     planned = None
+    result: dict = {}
     if writer is not None:
         planned = await _llm_outline(writer, state, kind.instruction, kind.name, context)
         if planned is None:
-            logger.warning("the outline was malformed; planning it from the evidence instead")
+            logger.warning("the outline was unusable; planning it from the evidence instead")
+            reason = "no usable outline (malformed after repairs, or no sections): planned from the evidence"
+            result["degraded"] = [degradation("outline", reason, [])]
     if planned is None:
         planned = await in_thread(local_outline, index, state["question"], passed(state), context)
-    result: dict = {"outline": numbered(planned, state["question"]), "outline_type": kind.name}
-    return result
+    return {"outline": numbered(planned, state["question"]), "outline_type": kind.name, **result}

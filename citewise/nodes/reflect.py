@@ -66,7 +66,6 @@ async def _reflect_batch(
     return updates, []
 
 
-@llms.metered
 async def reflect(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide each chunk's reflected score and the one line that justifies it."""
     context = runtime.context

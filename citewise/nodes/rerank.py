@@ -11,7 +11,6 @@ import os
 
 from langgraph.runtime import Runtime
 
-from citewise import llms
 from citewise.context import Context
 from citewise.evidence import BRIDGE_FLAG, edges_first
 from citewise.models import degradation, fault_reason, is_transient, provider_errors
@@ -22,14 +21,12 @@ logger = logging.getLogger(__name__)
 __all__ = ["edges_first", "rerank"]  # edges_first lives in citewise.evidence, shared with accuracy
 
 
-@llms.metered
 async def rerank(state: State | SectionState, runtime: Runtime[Context]) -> dict:
     """Decide which kept chunks the answer sees, and in what order."""
     context = runtime.context
     kept: list[EvidenceRecord] = [r for r in state.get("evidence", []) if r.get("kept")]
     ranked = sorted(kept, key=lambda r: (-r.get("final", 0.0), -r.get("retrieval", 0.0), r["chunk_id"]))
     flags: dict[str, list[str]] = {}
-    usage: dict = {}
     degraded: list[Degraded] = []
     if len(ranked) > 1 and os.environ.get("COHERE_API_KEY"):
         from citewise.models import reranker  # looked up at call time: tests replace it
@@ -48,7 +45,6 @@ async def rerank(state: State | SectionState, runtime: Runtime[Context]) -> dict
                 }
                 reason = f"{fault_reason(error)}: score order kept"
                 degraded = [degradation("rerank", reason, [r["chunk_id"] for r in ranked])]
-            usage = cohere.take_usage()
     limit = state.get("evidence_limit") or context.max_evidence
     bridged = [r for r in ranked if BRIDGE_FLAG in r.get("flags", [])][:limit]  # never cut: kept for the hop
     ranked = [r for r in ranked if r not in bridged]
@@ -63,4 +59,4 @@ async def rerank(state: State | SectionState, runtime: Runtime[Context]) -> dict
     result = {"kept": [r["chunk_id"] for r in ordered], "evidence": evidence}
     if degraded:
         result["degraded"] = degraded
-    return {**result, "usage": usage} if usage else result
+    return result

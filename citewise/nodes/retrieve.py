@@ -132,7 +132,6 @@ def retrieval_score(hit: Hit, fusion: str) -> float:
     return hit.score
 
 
-@llms.metered
 async def retrieve(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide the candidate chunks of this pass; with a model, the model writes the second hop's searches."""
     context = runtime.context
@@ -145,7 +144,6 @@ async def retrieve(state: EvidenceState, runtime: Runtime[Context]) -> dict:
         queries = None
         if judge is not None:
             queries = await model_follow_ups(judge, index, found[0], context)
-            updates["usage"] = judge.take_usage()
             if queries is None:
                 reason = "model output malformed after repairs: the local second-hop rule searched"
                 updates["degraded"] = [degradation("follow_up", reason, [])]

@@ -50,7 +50,6 @@ async def local_rewrite(question: str, state: State, context: Context) -> list[s
     return ordered_unique(q for q in queries if q.strip())[: 1 + context.max_sub_queries]
 
 
-@llms.metered
 async def rewrite(state: State | EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide the search queries for this pass (rewritten question first, then sub-queries)."""
     context = runtime.context

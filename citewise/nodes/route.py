@@ -31,7 +31,6 @@ def local_route(question: str, documents: int) -> tuple[str, str]:
     return "direct", f"local rule: a single question, kept evidence from {documents} document(s)"
 
 
-@llms.metered
 async def route(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the path: the caller's choice when given, else a report when the question needs parts."""
     context = runtime.context

@@ -135,7 +135,6 @@ async def _score_batch(
     return updates, [degradation("score", reason, [r["chunk_id"] for r in missed])]
 
 
-@llms.metered
 async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide each candidate's relevance to the question (mean and spread of n samples)."""
     context = runtime.context

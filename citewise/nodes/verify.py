@@ -156,7 +156,6 @@ def recite(
     return sentence, removed
 
 
-@llms.metered
 async def verify(state: State, runtime: Runtime[Context]) -> dict:
     """Decide which answer sentences stand, which source lines support them, and the final markers."""
     context = runtime.context
@@ -171,11 +170,10 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     question = state.get("question", "")
     claims = [i for i, p in enumerate(parts) if not is_structure(p) and not is_own_text(p, question)]
     support: dict[int, list[str]] = {}
-    usage: dict[str, Any] = {}
     judge, _ = llms.models(context)
     degraded: list[Degraded] = []
     if judge is not None and lines and claims:
-        found, usage, fallback = await _llm_support(judge, [parts[i] for i in claims], labels, lines, context)
+        found, fallback = await _llm_support(judge, [parts[i] for i in claims], labels, lines, context)
         support = {claims[n]: keys for n, keys in found.items()}
         if fallback:
             degraded = [degradation("verify", f"{fallback}: {OVERLAP}", list(dict.fromkeys(labels.values())))]
@@ -211,8 +209,6 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     result = {"answer": text, "citations": citations, "unsupported": unsupported, "support": fine}
     if state.get("outline"):
         result["sections"] = section_markers(text, state)
-    if usage:
-        result["usage"] = usage
     if degraded:
         result["degraded"] = degraded
     return result
@@ -301,8 +297,8 @@ def cited_chunks(sentence: str, labels: dict[str, str]) -> set[str]:
 
 async def _llm_support(
     judge, parts: list[str], labels: dict[str, str], lines: dict[str, tuple[str, str]], context: Context
-) -> tuple[dict[int, list[str]], dict[str, Any], str]:  # noqa: ANN001
-    """Supporting line labels per sentence, the usage, and why word overlap decided instead ("": it did not).
+) -> tuple[dict[int, list[str]], str]:  # noqa: ANN001
+    """Supporting line labels per sentence, and why word overlap decided instead ("": it did not).
 
     A transient provider fault after the retries, or output malformed after repairs, falls back to word
     overlap; a refused key or a rejected request propagates and ends the run.
@@ -334,4 +330,4 @@ async def _llm_support(
         for item in result.sentences:
             if item.supported and 1 <= item.sentence <= len(parts):
                 support[item.sentence - 1] = [s.strip() for s in item.sources if s.strip() in lines]
-    return support, judge.take_usage(), fallback
+    return support, fallback

@@ -29,7 +29,6 @@ def relabel(text: str, prefix: str, known: set[str]) -> str:
     return WRITER_LABEL.sub(lambda m: f"[{prefix}{m.group(1)}]" if m.group(1) in known else "", text)
 
 
-@llms.metered
 async def write_section(state: SectionState, runtime: Runtime[Context]) -> dict:
     """Decide the section's text from its own kept evidence."""
     context = runtime.context
@@ -50,7 +49,6 @@ async def write_section(state: SectionState, runtime: Runtime[Context]) -> dict:
         return {"sections": {section["id"]: result}}
     labels = {f"E{n}": r["chunk_id"] for n, r in enumerate(kept, start=1)}
     _, writer = llms.models(context)
-    usage: dict = {}
     if writer is None:
         index = await open_index(context)
         candidates = candidate_sentences(
@@ -69,7 +67,6 @@ async def write_section(state: SectionState, runtime: Runtime[Context]) -> dict:
         )
         blocks = evidence_blocks(kept, state.get("summaries", {}))
         text = await synthesize(writer, blocks, context.context_tokens, first, refine, stage="write_section")
-        usage = writer.take_usage()
     text = relabel(text, prefix, set(labels)).strip()
     status = "written" if text else "no_evidence"
     result |= {
@@ -77,5 +74,4 @@ async def write_section(state: SectionState, runtime: Runtime[Context]) -> dict:
         "text": text or NO_SECTION_EVIDENCE,
         "labels": {f"{prefix}{label}": chunk_id for label, chunk_id in labels.items()},
     }
-    output: dict = {"sections": {section["id"]: result}}
-    return {**output, "usage": usage} if usage else output
+    return {"sections": {section["id"]: result}}

@@ -243,8 +243,30 @@ async def test_a_failing_section_does_not_lose_the_others(corpus_index: str, scr
     assert section_titles(result) == ["Vaccines", "Antibodies", "Memory"]
     assert SECTION_FAILED in result["answer"]
     assert len(writer.requests_for("PlannedOutline")) == 1
+    (lost,) = result["degraded"]
+    assert lost["stage"] == "section" and "'Antibodies' failed" in lost["reason"]
     assert result["usage"]["write_section"]["calls"] >= 2
     assert 1 <= result["usage"]["customize"]["calls"] <= context.max_customize_attempts
+
+
+class NoOutline(Writer):
+    """A writer whose outline has no sections."""
+
+    def __call__(self, request: Request) -> Any:
+        return {"sections": []} if request.schema == "PlannedOutline" else super().__call__(request)
+
+
+async def test_an_unusable_model_outline_is_planned_from_the_evidence_and_listed(
+    corpus_index: str, scripted: Callable
+) -> None:
+    context = Context(index_dir=corpus_index, model="openai/test-model", n_samples=1)
+    scripted(context, NoOutline())
+    result = await ask(OVERVIEW, context)
+
+    assert result["route"] == "report" and len(result["outline"]) >= 2  # the local planner's sections
+    assert all(s["status"] == "written" for s in result["sections"].values())
+    (listed,) = result["degraded"]
+    assert listed["stage"] == "outline" and "planned from the evidence" in listed["reason"]
 
 
 # the real openai client ---------------------------------------------------------------------------------

@@ -69,6 +69,7 @@ STAGE = {
     "CriticVerdicts": "critique",
     "Summaries": "expand",
     "RouteDecision": "route",
+    "PlannedOutline": "outline",
     "SupportMap": "verify",
     "rerank": "rerank",
     "text": "answer",
@@ -80,7 +81,7 @@ JUDGE = SchemaResponder()
 KEPT_ALL = SchemaResponder(scores={f"E{n}": 60 + n for n in range(1, 31)})
 """Every passage is kept, so every stage has work (the critic too, and the reranker several passages to
 order), and the judge's order is not the reranker's."""
-ONE_SAMPLE = {"reflect", "critique", "expand", "verify", "rewrite", "route", "follow_up"}
+ONE_SAMPLE = {"reflect", "critique", "expand", "verify", "rewrite", "route", "follow_up", "outline"}
 """Stages that ask for one sample: a failed repair leaves them without the model's judgment."""
 
 
@@ -145,6 +146,13 @@ async def ask(
 
 
 def stage(exchange: Exchange) -> str:
+    """The stage an exchange serves; a report's writing requests are told apart by their prompts."""
+    if exchange.kind == "text":
+        prompt = exchange.requests[0].text
+        if "Turn the drafted sections" in prompt:
+            return "customize"
+        if "Write the section" in prompt or "Here is a draft of the section" in prompt:
+            return "section"  # a section's writer failing shows as the loss of its section
     return STAGE.get(exchange.kind, exchange.kind)
 
 
@@ -189,7 +197,7 @@ def problems(result: dict[str, Any] | BaseException, records: list[Recorded]) ->
             found.append(f"{name} went without a reply, yet nothing says so: {faults}")
         elif exchange.repair and unusable and name in ONE_SAMPLE:
             found.append(f"{name} fell back after a failed repair, yet nothing says so: {faults}")
-        elif name == "answer" and empty:
+        elif name in ("answer", "section") and empty:
             found.append(f"the writer's reply was empty, yet nothing says so: {faults}")
     for name in degraded - faulted:
         found.append(f"{name} is listed as degraded but none of its requests met a fault")
@@ -300,20 +308,31 @@ async def test_the_report_path_under_faults_ends_every_run_with_a_report_or_a_sp
     campaign_index: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The report path at 30% faults: outline, parallel sections, introduction and conclusion.
+    """The report path at 30% faults: outline, sections, introduction and conclusion.
 
-    Sections run at once, so their requests interleave and a retry cannot be told from a new call by order
-    (`exchanges`): here the run's ending, its sections and the retry cap per distinct request are checked.
+    Every other report writes its sections one at a time, so its requests form exchanges as an answer's do,
+    and gets the answer campaign's checks (every retry cap, Retry-After, every fallback listed in
+    `degraded`). The others write sections at once: their requests interleave and a retry cannot be told from
+    a new call by order, so there the run's ending, its sections and the retry cap per distinct request are
+    checked.
     """
     server = serve(KEPT_ALL)
     server.faults = Faults(RATE, seed=SEED + 1, retry_after=RETRY_AFTER, hang=DEADLINE)
     cohere_on(server, monkeypatch)
     ctx = dataclasses.replace(context(campaign_index), route="report")
     report: list[str] = []
-    reports = 0
+    reports = checked = 0
     for n in range(REPORTS):
         first = len(server.requests)
-        result, _ = await ask(f"Write a report on vaccines, bread and rovers ({n})", ctx, stream=n % 2 == 1)
+        one_at_a_time = n % 2 == 0
+        width = 1 if one_at_a_time else ctx.max_parallel_sections
+        run_ctx = dataclasses.replace(ctx, max_parallel_sections=width)
+        result, _ = await ask(
+            f"Write a report on vaccines, bread and rovers ({n})", run_ctx, stream=n % 4 > 1
+        )
+        if isinstance(result, dict) and one_at_a_time:
+            report += [f"report {n}: {problem}" for problem in problems(result, server.requests[first:])]
+            checked += 1
         if isinstance(result, BaseException):
             report.append(f"report {n} raised {type(result).__name__}: {result}")
             continue
@@ -339,7 +358,7 @@ async def test_the_report_path_under_faults_ends_every_run_with_a_report_or_a_sp
             report.append(f"report {n}: one request sent {worst} times")
     assert sum(server.fault_counts().values()) > 0
     assert not report, "\n".join(report)
-    assert reports > REPORTS / 2
+    assert reports > REPORTS / 2 and checked > REPORTS / 4
 
 
 # one fault, every time, on one stage -------------------------------------------------------------------

@@ -17,6 +17,7 @@ from support.fakes import candidate as record
 from citewise.context import Context
 from citewise.evidence import CONTRADICTS, contradiction_note, edges_first
 from citewise.graph.query import builder
+from citewise.llms import metered
 from citewise.nodes import accuracy as node
 from citewise.nodes.accuracy import (
     NO_TRUSTED,
@@ -95,7 +96,8 @@ def evidence_state(final_a: float = 60.0, final_b: float = 60.0) -> dict:
 
 
 def run(context: Context, current: dict) -> dict:
-    return asyncio.run(accuracy(current, Runtime(context=context)))
+    """The node as the graph runs it (in its usage scope)."""
+    return asyncio.run(metered(accuracy)(current, Runtime(context=context)))
 
 
 def by_id(result: dict) -> dict[str, dict]:

@@ -16,6 +16,7 @@ from citewise.context import Context
 from citewise.evidence import BRIDGE_FLAG, judge_all
 from citewise.index.hops import follow_up_queries, interleave
 from citewise.index.store import Hit
+from citewise.llms import metered
 from citewise.nodes import retrieve as retrieve_node
 from citewise.nodes.rerank import rerank
 from citewise.nodes.retrieve import search_all
@@ -93,7 +94,8 @@ async def test_with_a_model_the_second_hop_searches_what_the_model_writes(
     context = Context(model="openai/test", second_hop=1)
     judge = ScriptedChatModel(responder=Judge(follow_ups=follow_ups))
     install(context, judge=judge)
-    result = await retrieve_node.retrieve({"question": "Q", "queries": ["Q"]}, Runtime(context=context))
+    state = {"question": "Q", "queries": ["Q"]}
+    result = await metered(retrieve_node.retrieve)(state, Runtime(context=context))
 
     records = result["candidates"].value
     (request,) = judge.requests_for("FollowUpQueries")

@@ -176,7 +176,7 @@ async def test_score_averages_n_samples_keeps_the_spread_and_maps_labels_back(in
     # labels follow the candidates' order, not the ids: E1 is "zeta", E2 is "alpha"
     zeta = record("zeta", "Vaccines train the immune system.")
     alpha = record("alpha", "Sourdough needs a starter.")
-    result = await score(scoring_state(zeta, alpha), run(context))
+    result = await llms.metered(score)(scoring_state(zeta, alpha), run(context))
 
     assert judge.calls[0].evidence == {"E1": zeta["text"], "E2": alpha["text"]}
     assert judge.calls[0].n == 3
@@ -197,7 +197,7 @@ async def test_malformed_judge_output_falls_back_to_question_similarity_with_a_f
     first = record("first", VACCINES, dense=0.05, flags=["earlier problem"])  # on topic, found weakly
     second = record("second", BREAD, dense=0.7)  # off topic, found strongly
     state = scoring_state(first, second)
-    result = await score(state, run(context))
+    result = await llms.metered(score)(state, run(context))
 
     # the request and two retries (n=3 each), then one repair per sample; nothing raised
     assert [call.n for call in judge.calls] == [3, 3, 3, 1, 1, 1]
@@ -235,7 +235,7 @@ async def test_a_provider_error_after_retries_falls_back_with_a_flag(
     context = Context(index_dir=index_dir, model=MODEL, n_samples=3, max_retries=1)
     judge = ScriptedChatModel(responder=lambda request: server_error())
     install(context, judge=judge)
-    result = await score(scoring_state(record("a", BREAD, dense=0.7)), run(context))
+    result = await llms.metered(score)(scoring_state(record("a", BREAD, dense=0.7)), run(context))
 
     assert len(judge.calls) == 2  # the request and its one retry
     assert result["candidates"]["a"]["relevance_mean"] == 0.0  # bread, however well it was found
@@ -258,7 +258,7 @@ async def test_one_request_per_batch_with_n_samples(install: Callable) -> None:
     judge = ScriptedChatModel(responder=Judge(lambda label, text, request: 42))
     install(context, judge=judge)
     records = [record(f"c{i:02d}") for i in range(25)]
-    result = await score(scoring_state(*records), run(context))
+    result = await llms.metered(score)(scoring_state(*records), run(context))
 
     assert len(judge.calls) == 3
     assert all(call.n == 3 and call.schema == "RelevanceScores" for call in judge.calls)
@@ -296,7 +296,7 @@ async def test_reflection_revises_scores_and_flags_a_passage_it_skipped(install:
     )
     install(context, judge=judge)
     state = scoring_state(record("a", relevance_mean=60.0), record("b", relevance_mean=70.0))
-    result = await reflect(state, run(context))
+    result = await llms.metered(reflect)(state, run(context))
 
     prompt = judge.calls[0].prompt
     assert '<evidence id="E1" title="Title a" score="60">\ntext of a\n</evidence>' in prompt
@@ -475,7 +475,7 @@ async def test_a_provider_outage_after_retries_is_a_recorded_fallback(
     node, state, context, chunks = failing_stage(stage, index_dir)
     judge = ScriptedChatModel(responder=lambda request: server_error())
     install(context, judge=judge)
-    result = await node(state, run(context))
+    result = await llms.metered(node)(state, run(context))
 
     assert len(judge.calls) == 2  # the request and its one retry: then the stage falls back
     assert [entry["stage"] for entry in result["degraded"]] == [stage]
@@ -555,7 +555,7 @@ async def test_verify_drops_a_sentence_its_evidence_does_not_support(
         "Vaccines train the immune system to recognise a pathogen [E1]. "
         "Vaccines cure every cancer within a week [E2]."
     )
-    result = await verify(verify_state(draft), run(context))
+    result = await llms.metered(verify)(verify_state(draft), run(context))
 
     assert result["answer"] == "Vaccines train the immune system to recognise a pathogen [1]."
     assert len(result["unsupported"]) == 1 and "cure every cancer within a week" in result["unsupported"][0]
@@ -700,7 +700,7 @@ async def test_answer_refines_the_draft_once_per_extra_evidence_group(
         "kept": ["c1", "c2"],
         "summaries": {},
     }
-    result = await answer(state, run(context))
+    result = await llms.metered(answer)(state, run(context))
 
     assert len(writer.calls) == calls
     assert result["labels"] == {"E1": "c1", "E2": "c2"}
@@ -725,7 +725,7 @@ async def test_answer_with_nothing_kept_says_so_and_calls_no_writer(install: Cal
     writer = ScriptedChatModel()
     install(context, writer=writer)
     state = {"question": "q", "evidence": [record("c1", "Tides follow the Moon.", final=12.0)], "kept": []}
-    result = await answer(state, run(context))
+    result = await llms.metered(answer)(state, run(context))
     assert result["draft"].startswith(NO_ANSWER)
     assert '"Tides follow the Moon." [E1]' in result["draft"]
     assert result["labels"] == {"E1": "c1"}

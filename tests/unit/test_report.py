@@ -16,6 +16,7 @@ from citewise.cli import apply_edit
 from citewise.context import Context
 from citewise.evidence import NO_SECTION_EVIDENCE, SECTION_FAILED
 from citewise.graph.query import after_customize, dispatch
+from citewise.llms import metered
 from citewise.nodes.approve import OutlineEditError, edited_outline
 from citewise.nodes.collect import collect, section_failed
 from citewise.nodes.customize import customize
@@ -87,7 +88,7 @@ async def test_the_model_routes_with_its_reason(install: Callable) -> None:
         ],
         "kept": ["a"],
     }
-    result = await route(state, run(context))
+    result = await metered(route)(state, run(context))
     assert result["route"] == "report"
     assert result["route_reason"] == "asks for the causes and the effects"
     assert result["usage"]["route"]["calls"] == 1
@@ -102,7 +103,7 @@ async def test_a_malformed_route_falls_back_to_the_local_rule(install: Callable)
         "question": "Compare vaccines and antibiotics",
         "evidence": [{"chunk_id": "a", "doc_id": "d", "title": "V", "text": "x", "kept": True}],
     }
-    result = await route(state, run(context))
+    result = await metered(route)(state, run(context))
     assert result["route"] == "report"
     assert "malformed" in result["route_reason"]
 
@@ -166,6 +167,11 @@ async def test_a_failed_section_is_recorded_in_its_place() -> None:
     assert result["status"] == "failed"
     assert result["error"] == "RuntimeError: provider exploded"
     assert result["text"].startswith(SECTION_FAILED)
+    (listed,) = update["degraded"]  # the run's own list says the report lacks a section
+    assert (
+        listed["stage"] == "section"
+        and "'Costs' failed (RuntimeError: provider exploded)" in listed["reason"]
+    )
 
 
 # approval edits -----------------------------------------------------------------------------------------
@@ -423,6 +429,21 @@ async def test_a_new_turn_resets_usage_and_the_report_keys() -> None:
     assert isinstance(update["usage"], Overwrite) and update["usage"].value == {}
     assert isinstance(update["sections"], Overwrite) and update["sections"].value == {}
     assert update["outline"] == [] and update["validation"] == {} and update["attempt"] == 0
+
+
+async def test_a_new_turn_keeps_its_own_condense_request_inside_the_reset(install: Callable) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from citewise.nodes.condense import condense
+
+    context = Context(model=MODEL)
+    install(context, judge=ScriptedChatModel(script=["How deep is Lake Baikal?"]))
+    state = {"messages": [HumanMessage("Lake Baikal"), AIMessage("..."), HumanMessage("How deep is it?")]}
+    update = await metered(condense)(state, run(context))
+    assert update["question"] == "How deep is Lake Baikal?"
+    # the reset drops the earlier turns' usage; this turn's own request is counted inside it, once
+    assert isinstance(update["usage"], Overwrite)
+    assert update["usage"].value["condense"]["calls"] == 1 and list(update["usage"].value) == ["condense"]
 
 
 @pytest.mark.parametrize(
