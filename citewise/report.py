@@ -20,7 +20,8 @@ from citewise.evidence import (
     PART_UNANSWERED,
     SECTION_FAILED,
 )
-from citewise.state import OutlineSection
+from citewise.questions import read, stems
+from citewise.state import EvidenceRecord, OutlineSection
 from citewise.text import content_words
 
 LABEL = re.compile(r"\[((?:S\d+)?E\d+)\]")
@@ -34,6 +35,28 @@ FRAME = {"introduction", "conclusion", "conclusions", "summary"}
 """Headings a report may add around the outline's sections."""
 DEFAULT_EXEMPLARS = Path(__file__).parent / "data" / "style_exemplars.md"
 EXEMPLAR_BREAK = re.compile(r"^-{3,}\s*$", re.M)
+
+
+def in_focus(question: str, records: Sequence[EvidenceRecord]) -> list[EvidenceRecord]:
+    """The records of the documents a report on `question` is about: those naming one of its identifiers.
+
+    A report asked about something named ("a report on the Ormholm tower", "COVID vaccines") is about the
+    documents that name it. Evidence kept from look-alike documents (the Kalmvik tower's, or vaccines in
+    general) scores just as high on everything else, and a local plan built from it writes sections about
+    them. So when some but not all of the kept documents name an identifier of the question (a capitalised
+    word or a word with digits, compared by stem, title and text), only those documents stay; otherwise,
+    and for questions that name nothing, every record does.
+    """
+    keys = read(question).key_terms
+    if not keys:
+        return list(records)
+    named = {
+        r.get("doc_id", "") for r in records if keys & stems(f"{r.get('title', '')} {r.get('text', '')}")
+    }
+    documents = {r.get("doc_id", "") for r in records}
+    if not named or named == documents:
+        return list(records)
+    return [r for r in records if r.get("doc_id", "") in named]
 
 
 def cited_sentences(text: str) -> list[tuple[str, list[str]]]:

@@ -21,13 +21,21 @@ from langgraph.runtime import Runtime
 
 from citewise import llms
 from citewise.context import Context
-from citewise.evidence import kept_records
+from citewise.evidence import kept_records, paragraph_texts
 from citewise.index import Index
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.report import assemble, cited_sentences, load_exemplars, render_sentences, validate, words
+from citewise.report import (
+    assemble,
+    cited_sentences,
+    in_focus,
+    load_exemplars,
+    render_sentences,
+    validate,
+    words,
+)
 from citewise.state import EvidenceRecord, SectionResult, State, Validation
-from citewise.writing import DUPLICATE, candidate_sentences, no_answer, select_sentences
+from citewise.writing import DUPLICATE, answering_sentences, candidate_sentences, no_answer, select_sentences
 
 INTRO_SENTENCES = 2
 CONCLUSION_SENTENCES = 2
@@ -54,7 +62,7 @@ def report_evidence(state: State, sections: list[SectionResult]) -> list[Evidenc
 def _deduplicated(
     index: Index, bodies: list[list[Cited]], seen: np.ndarray
 ) -> tuple[list[list[Cited]], np.ndarray]:
-    """Each body without sentences an earlier one of the report already says (a body keeps at least one)."""
+    """Each body without the sentences an earlier part of the report says (empty: it says nothing else)."""
     flat = [sentence for body in bodies for sentence, _ in body]
     if not flat:
         return bodies, seen
@@ -70,8 +78,46 @@ def _deduplicated(
                 continue
             kept.append(item)
             seen = np.vstack([seen, vector[None, :]]) if len(seen) else vector[None, :]
-        kept_bodies.append(kept or body[:1])
+        kept_bodies.append(kept)
     return kept_bodies, seen
+
+
+def _refilled(
+    index: Index,
+    intro: list[Cited],
+    bodies: list[list[Cited]],
+    written: list[list[Cited]],
+    pools: list[list[tuple[str, str]]],
+    asks: list[str],
+    seen: np.ndarray,
+) -> tuple[list[Cited], np.ndarray]:
+    """Give each section whose every sentence the report already says something of its own.
+
+    Returns the introduction (empty once it moved) and the vectors of everything the report now says.
+
+    The first such section takes the introduction's sentences (a one-document report, where both come from
+    the same passage, opens with the section instead of saying it twice); a later one takes its best kept
+    sentence nothing earlier says, else keeps its first written sentence (a repeat, which validation names).
+    """
+    for n, body in enumerate(bodies):
+        if body or not written[n]:
+            continue
+        if intro:
+            bodies[n], intro = list(intro), []
+            continue
+        candidates = candidate_sentences(pools[n])
+        if candidates and len(seen):  # the best of what is left, not what is left near the best
+            said = np.max(index.embedder.embed([text for _, text in candidates]) @ seen.T, axis=1)
+            candidates = [
+                c for c, similarity in zip(candidates, said, strict=True) if similarity <= DUPLICATE
+            ]
+        fresh, vectors = select_sentences(index, asks[n], candidates, limit=1)
+        if fresh:
+            bodies[n] = [(sentence, [label]) for label, sentence in fresh]
+            seen = np.vstack([seen, vectors]) if len(seen) else vectors
+        else:
+            bodies[n] = written[n][:1]
+    return intro, seen
 
 
 def _condensed(intro: list[Cited], bodies: list[list[Cited]], conclusion: list[Cited], budget: int) -> None:
@@ -97,17 +143,29 @@ def local_report(
 ) -> tuple[str, dict[str, str]]:
     """The deterministic merge (see the module docstring); returns the markdown and its extra labels."""
     question = state["question"]
-    own = kept_records(state)
+    own = in_focus(question, kept_records(state))  # the intro keeps to what the outline was planned from
     intro_labels = {f"{INTRO_PREFIX}E{n}": r["chunk_id"] for n, r in enumerate(own, start=1)}
-    texts = [(label, r.get("text", "")) for label, r in zip(intro_labels, own, strict=True)]
-    chosen, seen = select_sentences(index, question, candidate_sentences(texts), limit=INTRO_SENTENCES)
+    paragraphs = paragraph_texts(index, own)
+    sources = [
+        (label, r.get("text", ""), paragraphs[r["chunk_id"]])
+        for label, r in zip(intro_labels, own, strict=True)
+    ]
+    chosen = answering_sentences(index, question, sources)[0][:INTRO_SENTENCES]  # what is asked, first
+    said = [sentence for _, sentence in chosen]
+    seen = index.embedder.embed(said) if said else np.zeros((0, index.embedder.dim), dtype=np.float32)
     intro: list[Cited] = [(sentence, [label]) for label, sentence in chosen]
-    bodies, seen = _deduplicated(index, [cited_sentences(s.get("text", "")) for s in sections], seen)
-    pool = []
+    written = [cited_sentences(s.get("text", "")) for s in sections]
+    bodies, seen = _deduplicated(index, written, seen)
+    pools = []
     for section in sections:
         by_chunk = {chunk_id: label for label, chunk_id in section.get("labels", {}).items()}
         records = {r["chunk_id"]: r for r in section.get("evidence", [])}
-        pool += [(by_chunk[c], records[c].get("text", "")) for c in section.get("kept", []) if c in by_chunk]
+        pools.append(
+            [(by_chunk[c], records[c].get("text", "")) for c in section.get("kept", []) if c in by_chunk]
+        )
+    asks = [f"{question} ({s.get('title', '')})" for s in sections]
+    intro, seen = _refilled(index, intro, bodies, written, pools, asks, seen)
+    pool = [item for items in pools for item in items]
     closing, _ = select_sentences(
         index, question, candidate_sentences(pool), limit=CONCLUSION_SENTENCES, avoid=seen
     )

@@ -6,7 +6,9 @@ model, the writer adapts that type's instruction, given an overview of the kept 
 question's sections (title, goal, sub-queries). In local mode the outline comes from the evidence itself:
 the kept chunks are clustered by their own vectors (k-means), each cluster becomes a section titled by the
 terms that set it apart from the other clusters, sections are ordered by their best score, and the number of
-clusters is chosen so every section starts with evidence of its own.
+clusters is chosen so every section starts with evidence of its own. When the question names what it is
+about (an identifier some kept documents carry and others do not), only those documents are planned from
+and searched by the sections (`citewise.report.in_focus`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from citewise.indexes import in_thread, open_index
 from citewise.models import degradation
 from citewise.outlines import OutlineType, load_library, nearest_type
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.report import in_focus
 from citewise.state import EvidenceRecord, OutlineSection, PlannedOutline, State
 from citewise.text import STOPWORDS, content_words, ordered_unique
 
@@ -240,5 +243,10 @@ async def outline(state: State, runtime: Runtime[Context]) -> dict:
             reason = "no usable outline (malformed after repairs, or no sections): planned from the evidence"
             result["degraded"] = [degradation("outline", reason, [])]
     if planned is None:
-        planned = await in_thread(local_outline, index, state["question"], passed(state), context)
+        evidence = passed(state)
+        focus = in_focus(state["question"], evidence)
+        planned = await in_thread(local_outline, index, state["question"], focus, context)
+        if len(focus) < len(evidence):  # the question names what the report is about: so do its sections
+            documents = list(dict.fromkeys(r.get("doc_id", "") for r in focus))
+            planned = [{**section, "documents": documents} for section in planned]
     return {"outline": numbered(planned, state["question"]), "outline_type": kind.name, **result}

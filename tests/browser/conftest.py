@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -62,24 +63,27 @@ def sample_index(
     return root / "index"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, sample_index: Path) -> Iterator[str]:
-    """`citewise serve` on a free loopback port (threads in a fresh SQLite file); its URL. Stopped after."""
-    root = sample_index.parent
+@contextmanager
+def serving(root: Path, index: Path, *options: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """`citewise serve` on a free loopback port (threads in a fresh SQLite file under `root`); its URL.
+
+    `options` are more command-line options (`--model ...`), `env` more environment (`OPENAI_BASE_URL`).
+    """
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "COHERE_", "CITEWISE_"))}
-    env |= OFFLINE
-    log = (root / "serve.log").open("w")
-    command = [sys.executable, "-m", "citewise.cli", "serve", "--index", str(sample_index)]
-    command += ["--port", str(port), "--threads", str(root / "threads.sqlite")]
-    process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    own = ("OPENAI_", "COHERE_", "CITEWISE_")
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(own)}
+    environment |= OFFLINE | (env or {})
+    log_path = root / "serve.log"
+    log = log_path.open("w")
+    command = [sys.executable, "-m", "citewise.cli", "serve", "--index", str(index)]
+    command += ["--port", str(port), "--threads", str(root / "threads.sqlite"), *options]
+    process = subprocess.Popen(command, cwd=root, env=environment, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 180
     try:
         while True:
             if process.poll() is not None:
-                output = (root / "serve.log").read_text()
-                pytest.fail(f"citewise serve exited {process.returncode}:\n{output}")
+                pytest.fail(f"citewise serve exited {process.returncode}:\n{log_path.read_text()}")
             try:
                 with urllib.request.urlopen(url, timeout=2) as response:
                     if response.status == 200:
@@ -87,7 +91,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, sample_index: Path) -> Iter
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"citewise serve did not answer in time:\n{(root / 'serve.log').read_text()}")
+                pytest.fail(f"citewise serve did not answer in time:\n{log_path.read_text()}")
             time.sleep(0.5)
         yield url
     finally:
@@ -98,6 +102,13 @@ def server(tmp_path_factory: pytest.TempPathFactory, sample_index: Path) -> Iter
             process.kill()
             process.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server(sample_index: Path) -> Iterator[str]:
+    """`citewise serve` in local mode over the sample index; its URL. Stopped after the module."""
+    with serving(sample_index.parent, sample_index) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -126,3 +126,45 @@ def test_an_uploaded_document_is_ingested_and_answers_a_question(
     page.screenshot(path=tmp_path / "6-upload-answer.png", full_page=True)
 
     assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
+
+
+def test_a_report_shows_its_outline_and_sections_and_each_citation_opens_its_passage(
+    browser, server: str, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    page = open_page(browser, server, seen)
+    page.click("#cw-new")
+    page.locator("#cw-mode label", has_text="report").click()
+    ask(page, "Give an overview of how vaccines and antibodies protect against disease")
+
+    # the stage box names the outline and then each section as it is written
+    line = page.wait_for_selector("#cw-chat :text('outline:')", timeout=ANSWER_TIMEOUT).inner_text()
+    outline = re.search(r"outline: (\d+) sections: (.+)", line)
+    assert outline, line
+    titles = [t.strip() for t in outline.group(2).split(";")]
+    assert len(titles) == int(outline.group(1)) >= 2, line
+    page.wait_for_selector("#cw-chat :text('section:')", timeout=ANSWER_TIMEOUT)
+    page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
+    chat = page.inner_text("#cw-chat")
+    assert re.search(r"Stages \(local mode, report, [\d.]+s\)", chat), chat
+    headings = page.locator("#cw-chat h2").all_inner_texts()  # the sections render as headings
+    sections = [h for h in headings if h != "Conclusion"]  # the stage line shortens long titles
+    assert len(sections) == len(titles), (headings, titles)
+    assert all(h.startswith(t.rstrip(".…")) for h, t in zip(sections, titles, strict=True)), (headings, titles)
+    page.screenshot(path=tmp_path / "7-report.png", full_page=True)
+
+    # every marker of the report opens a passage that names its document and highlights a supporting line
+    links = page.locator(CITE)
+    markers = {links.nth(i).inner_text() for i in range(links.count())}
+    assert len(markers) >= 2, markers
+    for i in range(links.count()):
+        link = links.nth(i)
+        marker = link.inner_text().strip("[]")
+        link.click()
+        page.wait_for_selector(f"#cw-passage .cw-passage[data-marker='{marker}'] mark.cw-support")
+        assert page.inner_text("#cw-passage").strip()
+    references = page.inner_text("#cw-references")
+    assert "How vaccines work" in references, references
+    page.screenshot(path=tmp_path / "8-report-passage.png", full_page=True)
+
+    assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"

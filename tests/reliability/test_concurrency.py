@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -185,4 +186,43 @@ def test_twenty_conversations_at_once_through_langgraph_dev(
             found = asyncio.run(campaign(url))
         finally:
             finish_ingest(ingest, index_dir)
+    assert [problem for problems in found for problem in problems] == []
+
+
+REPORTS = 8
+
+
+async def test_reports_at_once_each_keep_their_own_sections_while_an_ingest_runs(
+    towers: tuple[Path, Path],
+) -> None:
+    """The report path under the same load: eight reports at once, each a tower's outline and sections (the
+    sections of one report run in parallel too), while another process ingests; each report holds its own
+    tower's year and keeper under its headings and nothing of another tower, and its every marker is cited."""
+    index_dir, later = towers
+    graph = builder.compile(checkpointer=InMemorySaver())
+    context = Context(index_dir=str(index_dir), route="report")
+
+    async def report(n: int) -> list[str]:
+        config = {"configurable": {"thread_id": f"report-{n}"}}
+        question = f"Write a report on the {place(n)} tower: when it was painted white and who its keeper was"
+        result = await graph.ainvoke({"messages": [HumanMessage(question)]}, config=config, context=context)
+        problems = []
+        if result.get("route") != "report" or not result.get("outline"):
+            problems.append(f"{place(n)}: not written as a report ({result.get('route')})")
+        answer = result["answer"]
+        problems += check(n, answer, answer)
+        markers = {int(m) for m in re.findall(r"\[(\d+)\]", answer)}
+        cited = {c["marker"] for c in result["citations"]}
+        if not markers or markers != cited:
+            problems.append(f"{place(n)}: markers {sorted(markers)} vs citations {sorted(cited)}")
+        titles = {c["title"] for c in result["citations"]}
+        if titles != {f"The {place(n)} tower"}:
+            problems.append(f"{place(n)}: cites {sorted(titles)}")
+        return problems
+
+    ingest = start_ingest(index_dir, later)
+    try:
+        found = await asyncio.wait_for(asyncio.gather(*(report(n) for n in range(REPORTS))), GUARD)
+    finally:
+        finish_ingest(ingest, index_dir)
     assert [problem for problems in found for problem in problems] == []

@@ -22,6 +22,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,6 +37,7 @@ from support.fake_openai import (
     exchanges,
     request_schema,
 )
+from support.langgraph_dev import langgraph_dev
 
 from citewise import models
 from citewise.context import Context
@@ -469,3 +471,66 @@ async def test_a_failing_cohere_rerank_keeps_the_fused_order_and_is_flagged(
     assert set(fused) <= set(entries[0]["chunks"])
     assert all(RERANK_FLAG in r["flags"] for r in result["evidence"] if r["chunk_id"] in fused)
     assert not problems(result, server.requests[first:])
+
+
+SERVED = 12
+
+
+def test_the_langgraph_server_under_faults_ends_every_run_with_an_answer_or_a_specific_error(
+    serve: Callable[..., FakeOpenAI],
+    campaign_index: str,
+    small_corpus_records: list[dict[str, str]],
+    tmp_path: Path,
+) -> None:
+    """The same promises through `langgraph dev` and the SDK, one thread per question, every other streamed:
+    the person sees an answer or a reply saying what failed (never "internal error"), every run ends (the SDK
+    call is bounded by the deadline), and each exchange the server recorded keeps its caps and its listing."""
+    from langgraph_sdk import get_client
+
+    server = serve(SchemaResponder())
+    server.faults = Faults(RATE, seed=SEED + 1, retry_after=RETRY_AFTER, hang=DEADLINE)
+    given = {"model": "openai/test-writer", "judge_model": "openai/test-judge"}
+    given |= {"max_retries": MAX_RETRIES, "timeout_seconds": TIMEOUT}
+    environment = {
+        "OPENAI_BASE_URL": server.base_url,
+        "OPENAI_API_KEY": "test",
+        "CITEWISE_INDEX": campaign_index,
+    }
+
+    async def campaign(url: str) -> tuple[list[str], int]:
+        client = get_client(url=url)
+        report: list[str] = []
+        answered = 0
+        for n, question in enumerate(questions(small_corpus_records, SERVED)):
+            server.responder = KEPT_ALL if n % 2 else JUDGE
+            first = len(server.requests)
+            thread = await client.threads.create()
+            given_input = {"messages": [{"role": "user", "content": question}]}
+            if n % 2:
+                async for _ in client.runs.stream(
+                    thread["thread_id"], "citewise", input=given_input, context=given,
+                    stream_mode=["updates", "messages-tuple"],
+                ):  # fmt: skip
+                    pass
+            else:
+                await asyncio.wait_for(
+                    client.runs.wait(thread["thread_id"], "citewise", input=given_input, context=given),
+                    DEADLINE,
+                )
+            state = await client.threads.get_state(thread["thread_id"])
+            result = state["values"]
+            last = result["messages"][-1]
+            problem = problems(result, server.requests[first:])
+            if last["type"] != "ai" or last["content"] != result.get("answer"):
+                problem.append(f"the thread's last message is not the reply: {last['content'][:80]!r}")
+            if "internal error" in json.dumps(result).lower():
+                problem.append("an internal error reached the thread")
+            report += [f"{question!r}: {p}" for p in problem]
+            answered += result.get("error") is None
+        return report, answered
+
+    with langgraph_dev(tmp_path, environment) as url:
+        report, answered = asyncio.run(asyncio.wait_for(campaign(url), DEADLINE * 2))
+    assert sum(server.fault_counts().values()) > SERVED  # the faults were met, several a run
+    assert not report, "\n".join(report)
+    assert answered > SERVED / 2

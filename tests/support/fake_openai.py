@@ -406,6 +406,7 @@ class FakeOpenAI:
         ignore_n: bool = False,
         model: str = "fake-model",
         faults: Faults | None = None,
+        stream_delay: float = 0.0,
     ) -> None:
         """Configure the server; `start()` (or `with`) runs it.
 
@@ -418,6 +419,7 @@ class FakeOpenAI:
             ignore_n: Return one choice whatever `n` asks for (as llama.cpp and Ollama do).
             model: The model name reported by GET /v1/models.
             faults: Inject faults at seeded rates (before the script and the responder); settable later.
+            stream_delay: Seconds between a stream's events (a client can be seen showing part of an answer).
         """
         self.responder: Responder = responder or default_responder
         self.delay = delay
@@ -427,6 +429,7 @@ class FakeOpenAI:
         self.ignore_n = ignore_n
         self.model = model
         self.faults = faults
+        self.stream_delay = stream_delay
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._scripts: dict[str, deque[Any]] = {"chat": deque(), "rerank": deque()}
@@ -836,6 +839,8 @@ class _Handler(BaseHTTPRequestHandler):
             for chunk in chunks:
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
+                if self.fake.stream_delay and not self.fake._sleep(self.fake.stream_delay):
+                    break
             if broken:
                 self.wfile.write(f"data: {json.dumps(chunks[-1])[:20]}\n\n".encode())
             if done:

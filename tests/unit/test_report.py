@@ -23,7 +23,7 @@ from citewise.nodes.customize import customize
 from citewise.nodes.route import local_route, route
 from citewise.nodes.verify import split_answer, verify
 from citewise.nodes.write_section import relabel
-from citewise.report import cited_sentences, headings, validate, words
+from citewise.report import cited_sentences, headings, in_focus, validate, words
 from citewise.state import merge_sections
 
 MODEL = "openai/test-model"
@@ -475,3 +475,27 @@ def test_citewise_s_own_no_evidence_sentences_are_not_repeated_paragraphs() -> N
         f"## Effects\n\n{NO_SECTION_EVIDENCE}\n\n## Costs\n\n{NO_SECTION_EVIDENCE}"
     )
     assert validate(text, planned("Causes", "Effects", "Costs"), LABELS, budget=200) == []
+
+
+def tower(doc: str, name: str, text: str = "was painted white in 1871.") -> dict[str, Any]:
+    return {
+        "doc_id": doc,
+        "chunk_id": f"{doc}#0",
+        "title": f"The {name} tower",
+        "text": f"The {name} tower {text}",
+    }
+
+
+def test_a_report_on_a_named_thing_keeps_to_the_documents_that_name_it() -> None:
+    records = [
+        tower("a", "Kalmvik"),
+        tower("b", "Ormholm"),
+        {"doc_id": "b", "chunk_id": "b#1", "title": "", "text": "Its keeper was Maelis Quarrington."},
+        tower("c", "Varholm"),
+    ]
+    focused = in_focus("Write a report on the Ormholm tower and who kept it", records)
+    assert [r["chunk_id"] for r in focused] == ["b#0", "b#1"]  # the whole document, its keeper chunk too
+    # nothing named, or everything (or nothing) names it: every record stays
+    assert in_focus("Write a report on painted towers", records) == records
+    assert in_focus("Write a report on the towers of the 1871 survey", records) == records
+    assert in_focus("Write a report on the Zunessa tower", records) == records
