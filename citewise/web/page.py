@@ -388,6 +388,7 @@ class ChatPage:
         text = message_text(chunk)
         if not text:
             return False, streamed
+        box["metadata"]["title"] = f"Working: {metadata['langgraph_node']}…"  # what is being written
         if streamed is None or streamed.get("id") != chunk.id:  # a new draft (a report's redraft)
             if streamed is not None:
                 history.remove(streamed["message"])

@@ -150,7 +150,10 @@ def test_a_report_shows_its_outline_and_sections_and_each_citation_opens_its_pas
     headings = page.locator("#cw-chat h2").all_inner_texts()  # the sections render as headings
     sections = [h for h in headings if h != "Conclusion"]  # the stage line shortens long titles
     assert len(sections) == len(titles), (headings, titles)
-    assert all(h.startswith(t.rstrip(".…")) for h, t in zip(sections, titles, strict=True)), (headings, titles)
+    assert all(h.startswith(t.rstrip(".…")) for h, t in zip(sections, titles, strict=True)), (
+        headings,
+        titles,
+    )
     page.screenshot(path=tmp_path / "7-report.png", full_page=True)
 
     # every marker of the report opens a passage that names its document and highlights a supporting line

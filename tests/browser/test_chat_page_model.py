@@ -33,7 +33,9 @@ class Writer(SchemaResponder):
     (a report's outline, sections and merge, the judges' scores, the verification)."""
 
     def reply(self, request: dict[str, Any]) -> Any:
-        if request_schema(request) is None and "[E1]" in prompt_text(request) and "S1E1" not in str(request):
+        prompt = prompt_text(request)
+        section = "Write the section" in prompt or "draft of the section" in prompt
+        if request_schema(request) is None and "[E1]" in prompt and not section:
             return ANSWER
         return super().reply(request)
 
@@ -70,7 +72,7 @@ def test_a_model_answer_streams_into_the_page_before_it_is_finished(
     )
     partial = page.inner_text("#cw-chat")
     page.screenshot(path=tmp_path / "1-streaming.png", full_page=True)
-    assert "Working:" in partial, partial  # the stage box is still open: the run has not ended
+    assert "Working: answer" in partial, partial  # the stage box names what is being written
     assert page.locator(CITE).count() == 0  # markers become links only once the answer is verified
 
     page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
@@ -103,6 +105,7 @@ def test_a_model_report_shows_its_sections_as_headings_with_working_citations(
     assert re.search(r"Stages \(LLM mode, report, [\d.]+s\)", chat), chat
     headings = page.locator("#cw-chat h2").all_inner_texts()
     assert [h for h in headings if h != "Conclusion"] == ["Part 1", "Part 2", "Part 3"], headings
+    assert "Tokenfirst" not in chat  # the sections are the writer's sections, not the direct answer
     links = page.locator(CITE)
     assert links.count() >= 3
     for i in range(links.count()):

@@ -314,8 +314,8 @@ def _kind(recorded: Recorded) -> str:
 class Exchange:
     """One call as the server saw it: the same request (endpoint and body), sent until the client stopped.
 
-    A client's retries and its re-asks of a malformed reply repeat the request unchanged; a new call of the
-    same request is told apart by a request of another kind started in between (the run moved on).
+    A client's retries and its re-asks of a malformed reply repeat the request (streamed or not); a new call
+    of the same request is told apart by a request of another kind started in between (the run moved on).
     """
 
     kind: str
@@ -367,6 +367,14 @@ class Exchange:
         return next((r for r in reversed(self.requests) if not self.failed(r)), None)
 
 
+def _asked(body: Any) -> str:
+    """What a request asks, however it is delivered: a streamed answer re-asked without streaming (as
+    citewise re-asks an empty reply) asks the same."""
+    if isinstance(body, dict):
+        body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+    return json.dumps(body, sort_keys=True, default=str)
+
+
 def exchanges(records: Iterable[Recorded]) -> list[Exchange]:
     """The POST requests of one run grouped into exchanges, in the order their first requests arrived."""
     posts = sorted((r for r in records if r.method == "POST"), key=lambda r: r.started)
@@ -374,7 +382,7 @@ def exchanges(records: Iterable[Recorded]) -> list[Exchange]:
     found: list[Exchange] = []
     for recorded in posts:
         kind = _kind(recorded)
-        key = (_endpoint(recorded), json.dumps(recorded.body, sort_keys=True, default=str))
+        key = (_endpoint(recorded), _asked(recorded.body))
         current = open_.get(key)
         if current is not None:
             last = current.requests[-1].started
