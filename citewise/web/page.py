@@ -221,20 +221,25 @@ class ChatPage:
 
     # events -----------------------------------------------------------------------------------------------
     async def load(self, remembered: str | None) -> tuple[Any, ...]:
-        """On page load: list the threads and reopen the one this browser had open, if it is stored."""
+        """On page load: list the threads and reopen the one this browser had open, if it is stored.
+
+        The question box and the Ask button start disabled and are enabled here, last: a question asked while
+        a thread was being restored would go to another thread and then be overwritten by the restored one.
+        """
         skip = gr.skip()
+        ready = gr.Textbox(interactive=True), gr.Button(interactive=True)
         try:
             choices = await self.thread_choices()
         except ValueError as error:  # the thread store cannot be opened: say so in the chat
             message = {"role": "assistant", "content": render.escape_markdown(f"citewise: {error}")}
             session = fresh_session()
-            return [message], session, gr.Dropdown(choices=[]), skip, skip, skip, skip
+            return [message], session, gr.Dropdown(choices=[]), skip, skip, skip, skip, *ready
         thread_id = remembered if remembered in {c[1] for c in choices} else None
-        if thread_id is None:  # a new thread: nothing to show, and a question asked meanwhile stays
-            return skip, skip, gr.Dropdown(choices=choices, value=None), skip, skip, skip, skip
+        if thread_id is None:  # a new thread: nothing to show
+            return skip, skip, gr.Dropdown(choices=choices, value=None), skip, skip, skip, skip, *ready
         history, session, chart, table, references = await self._open_thread(thread_id)
         threads = gr.Dropdown(choices=choices, value=thread_id)
-        return history, session, threads, thread_id, chart, table, references
+        return history, session, threads, thread_id, chart, table, references, *ready
 
     async def _open_thread(self, thread_id: str) -> tuple[Any, ...]:
         turns = await self.thread_turns(thread_id)
@@ -476,8 +481,11 @@ def build_page(context: Context, threads: str | None = None, uploads: Path | Non
                         lines=1,
                         max_lines=4,
                         submit_btn=False,
+                        interactive=False,  # until `load` has restored this browser's thread
                     )
-                    ask = gr.Button("Ask", variant="primary", elem_id="cw-ask", scale=1, min_width=80)
+                    ask = gr.Button(
+                        "Ask", variant="primary", elem_id="cw-ask", scale=1, min_width=80, interactive=False
+                    )
                 with gr.Row():
                     mode = gr.Radio(
                         MODES,
@@ -530,7 +538,9 @@ def build_page(context: Context, threads: str | None = None, uploads: Path | Non
 
         upload.upload(ingest, [upload], [ingested])
         blocks.load(
-            page.load, [remembered], [chat, session, thread_list, remembered, chart, table, references]
+            page.load,
+            [remembered],
+            [chat, session, thread_list, remembered, chart, table, references, question, ask],
         )
     return blocks
 

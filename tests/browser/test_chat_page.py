@@ -10,27 +10,11 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import leaving
+from support.page import ANSWER_TIMEOUT, CITE, ask, leaving, open_page
 
 pytestmark = pytest.mark.integration
 
 QUESTION = "How do vaccines train the immune system?"
-ANSWER_TIMEOUT = 180_000  # ms: a local-mode turn takes 15-30 s on a shared two-core machine
-CITE = "#cw-chat a.cw-cite"
-
-
-def open_page(browser, url: str, seen: list[str], context=None):
-    context = context or browser.new_context(viewport={"width": 1400, "height": 1150})
-    page = context.new_page()
-    page.on("request", lambda request: seen.append(request.url))
-    page.goto(url)
-    page.wait_for_selector("#cw-question textarea")
-    return page
-
-
-def ask(page, question: str) -> None:
-    page.fill("#cw-question textarea", question)
-    page.click("#cw-ask")
 
 
 def test_a_question_streams_its_stages_then_a_cited_answer_whose_passage_opens(
@@ -72,9 +56,26 @@ def test_a_question_streams_its_stages_then_a_cited_answer_whose_passage_opens(
     page.screenshot(path=tmp_path / "2-passage.png", full_page=True)
     print(f"screenshots in {tmp_path}")
 
-    # reload: the browser reopens the thread, and the list of threads has it
+    # reload: the browser reopens the thread, and the list of threads has it. While the page's load event
+    # (held here) restores it, nothing can be asked: a question would go to another thread and then be
+    # overwritten by the restored one
+    held: list = []
+    page.route("**/queue/join*", lambda route: held.append(route))
     page.reload()
+    page.wait_for_selector("#cw-question textarea")
+    for _ in range(600):  # at most a minute: only a page that never loads reaches the end
+        if held:
+            break
+        page.wait_for_timeout(100)
+    else:
+        pytest.fail("the page's load event never reached the server")
+    assert page.locator("#cw-ask").is_disabled()
+    assert page.locator("#cw-question textarea").is_disabled()
+    for route in held:
+        route.continue_()
+    page.unroute("**/queue/join*")
     page.wait_for_selector(CITE, timeout=60_000)
+    page.wait_for_selector("#cw-ask:not([disabled])")
     assert QUESTION in page.inner_text("#cw-chat")
     page.click("#cw-threads input")
     assert page.get_by_role("option", name=re.compile(re.escape(QUESTION))).count() >= 1

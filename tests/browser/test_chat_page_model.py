@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import leaving, serving
 from support.fake_openai import FakeOpenAI, SchemaResponder, prompt_text, request_schema
-from test_chat_page import ANSWER_TIMEOUT, CITE, ask, open_page
+from support.page import ANSWER_TIMEOUT, CITE, ask, leaving, open_page, serving
 
 pytestmark = pytest.mark.integration
 

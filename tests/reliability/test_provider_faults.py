@@ -531,6 +531,8 @@ def test_the_langgraph_server_under_faults_ends_every_run_with_an_answer_or_a_sp
 
     with langgraph_dev(tmp_path, environment) as url:
         report, answered = asyncio.run(asyncio.wait_for(campaign(url), DEADLINE * 2))
+    retries = sum(e.retries for e in exchanges(server.requests))
+    print(f"served campaign: {answered}/{SERVED} answered, faults {server.fault_counts()}, {retries} retries")
     assert sum(server.fault_counts().values()) > SERVED  # the faults were met, several a run
     assert not report, "\n".join(report)
     assert answered > SERVED / 2
