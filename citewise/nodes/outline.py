@@ -20,7 +20,6 @@ from collections import Counter
 
 import numpy as np
 from langgraph.runtime import Runtime
-from sklearn.cluster import KMeans
 
 from citewise import llms
 from citewise.context import Context
@@ -153,6 +152,8 @@ def local_outline(index: Index, question: str, records: list[EvidenceRecord], co
     """Sections from clusters of the kept evidence (see the module docstring)."""
     if not records:
         return []
+    from sklearn.cluster import KMeans  # here, not at import: scikit-learn costs a direct answer ~2 s
+
     vectors = index.embedder.embed([r.get("text", "") for r in records])
     k = cluster_count(len(records), context)
     labels = (

