@@ -277,11 +277,13 @@ class ChatPage:
         """Run one question in the session's thread, streaming the stages and the answer to the chat.
 
         Yields (chat, session, question box, chart, table, references, passage, thread list, remembered
-        thread); outputs that do not change are skipped.
+        thread, Ask, New thread); outputs that do not change are skipped. While the turn runs, the question
+        box, Ask, New thread and the thread list are disabled: a second question or another thread opened
+        meanwhile would be written over by this turn's stream.
         """
         question = (question or "").strip()
         if not question:
-            yield (gr.skip(),) * 9
+            yield (gr.skip(),) * 11
             return
         session = dict(session or {})
         session["thread"] = session.get("thread") or new_thread_id()
@@ -292,7 +294,13 @@ class ChatPage:
         box["metadata"]["status"] = "pending"
         history.append(box)
         skip = gr.skip()
-        yield history, skip, "", skip, skip, skip, skip, skip, skip
+        busy = (
+            gr.Dropdown(interactive=False),
+            skip,
+            gr.Button(interactive=False),
+            gr.Button(interactive=False),
+        )
+        yield history, skip, gr.Textbox(value="", interactive=False), skip, skip, skip, skip, *busy
         lines: list[str] = []
         streamed: dict[str, Any] | None = None
         started = time.perf_counter()
@@ -311,7 +319,7 @@ class ChatPage:
             ):
                 changed, streamed = self._follow(part, lines, box, history, streamed)
                 if changed:
-                    yield history, skip, skip, skip, skip, skip, skip, skip, skip
+                    yield history, skip, skip, skip, skip, skip, skip, skip, skip, skip, skip
             values = (await graph.aget_state(config)).values
             payload = result_payload(values)
         except (ValueError, IndexOpenError, OSError) as error:
@@ -330,19 +338,22 @@ class ChatPage:
         history.extend(turn_messages(turn, len(turns) - 1)[1:])
         chart, table, references = evidence_views(turn)
         try:
-            threads = gr.Dropdown(choices=await self.thread_choices(), value=session["thread"])
+            choices = await self.thread_choices()
+            threads = gr.Dropdown(choices=choices, value=session["thread"], interactive=True)
         except ValueError:
-            threads = skip
+            threads = gr.Dropdown(interactive=True)
         yield (
             history,
             session,
-            skip,
+            gr.Textbox(interactive=True),
             chart,
             table,
             references,
             render.passage_html(None),
             threads,
             session["thread"],
+            gr.Button(interactive=True),
+            gr.Button(interactive=True),
         )
 
     def _failure(self, question: str, error: BaseException, kind: str) -> dict[str, Any]:
@@ -525,7 +536,19 @@ def build_page(context: Context, threads: str | None = None, uploads: Path | Non
                 scale=3,
             )
 
-        outputs = [chat, session, question, chart, table, references, passage, thread_list, remembered]
+        outputs = [
+            chat,
+            session,
+            question,
+            chart,
+            table,
+            references,
+            passage,
+            thread_list,
+            remembered,
+            ask,
+            new,
+        ]
         question.submit(page.ask, [question, mode, chat, session], outputs)
         ask.click(page.ask, [question, mode, chat, session], outputs)
         passage.click(page.show_passage, [session], [passage, chart, table, references])

@@ -73,8 +73,14 @@ def test_a_model_answer_streams_into_the_page_before_it_is_finished(
     page.screenshot(path=tmp_path / "1-streaming.png", full_page=True)
     assert "Working: answer" in partial, partial  # the stage box names what is being written
     assert page.locator(CITE).count() == 0  # markers become links only once the answer is verified
+    # nothing else can start meanwhile: a second question or another thread would be written over
+    for control in ("#cw-ask", "#cw-new", "#cw-question textarea", "#cw-threads input"):
+        assert page.locator(control).is_disabled(), control
 
     page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
+    page.wait_for_selector("#cw-ask:not([disabled])")
+    for control in ("#cw-new", "#cw-question textarea", "#cw-threads input"):
+        assert page.locator(control).is_enabled(), control
     chat = page.inner_text("#cw-chat")
     assert re.search(r"Stages \(LLM mode, direct answer, [\d.]+s\)", chat), chat
     assert chat.count("Tokenfirst") == 1 and "tokenlast" in chat  # the draft gave way to the answer
