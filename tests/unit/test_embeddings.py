@@ -61,3 +61,14 @@ def test_an_unwritable_cache_falls_back_to_pytorch(tmp_path: Path, monkeypatch: 
 def test_an_unknown_backend_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown embedding backend 'gpu'"):
         MiniLMEmbedder(backend="gpu")
+
+
+def test_a_long_text_is_not_batched_with_short_ones() -> None:
+    """A batch is padded to its longest text: short sentences must not ride with a 256-piece paragraph."""
+    embedder = MiniLMEmbedder(batch_size=4, backend="onnx")
+    lengths = [22, 256, 20, 21, 140, 19, 23, 130, 18]
+    batches = [[lengths[i] for i in batch] for batch in embedder._batches(lengths)]
+    assert sorted(n for batch in batches for n in batch) == sorted(lengths)  # every text once
+    assert all(len(batch) <= 4 for batch in batches)
+    assert all(2 * min(batch) >= max(batch) for batch in batches), batches  # padding at most doubles the work
+    assert batches == [[256, 140, 130], [23, 22, 21, 20], [19, 18]]
