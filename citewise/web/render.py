@@ -329,6 +329,11 @@ def _score(value: Any) -> str:
     return "-" if value is None else f"{value:g}"
 
 
+def ingest_progress(files: int, total: int, chunks: int, seconds: float) -> str:
+    """An upload's progress while it is ingested: files done of the total, chunks embedded, time so far."""
+    return f"**Ingesting…** {files} of {total} file(s) done, {chunks} chunks embedded ({seconds:.0f}s)"
+
+
 def ingest_summary(report: Any, stats: Any) -> str:
     """An ingest's result for the page: files ingested, unchanged and skipped (each with the reason)."""
     lines = [

@@ -7,6 +7,7 @@ tmp_path (the path is printed) so a person can look at what the browser showed.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -171,4 +172,39 @@ def test_a_report_shows_its_outline_and_sections_and_each_citation_opens_its_pas
     assert "How vaccines work" in references, references
     page.screenshot(path=tmp_path / "8-report-passage.png", full_page=True)
 
+    assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
+
+
+def test_an_upload_shows_its_progress_while_it_is_ingested(browser, server: str, tmp_path: Path) -> None:
+    """Forty notes of twenty sentences: long enough here (seconds of embedding) to watch the count move."""
+    seen: list[str] = []
+    page = open_page(browser, server, seen)
+    files = []
+    for n in range(40):
+        note = tmp_path / f"harbour-{n:02d}.md"
+        lines = [
+            f"Pier {n}-{k} of the Ostbrygge harbour holds {k + n} moorings for fishing boats."
+            for k in range(20)
+        ]
+        note.write_text(f"# Ostbrygge pier {n}\n\n" + " ".join(lines) + "\n", encoding="utf-8")
+        files.append(str(note))
+    page.set_input_files("#cw-upload input[type=file]", files)
+    shown: list[str] = []
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # polled as a person would look, until the report replaces it
+        text = page.inner_text("#cw-ingest")
+        if "Ingested" in text:
+            break
+        if "Ingesting" in text:
+            shown.append(text)
+            if len(shown) == 1:
+                page.screenshot(path=tmp_path / "9-upload-progress.png", full_page=True)
+        page.wait_for_timeout(50)
+    report = page.inner_text("#cw-ingest")
+    assert "Ingested 40 of 40 file(s)" in report, report
+    assert shown, "no progress was shown while forty files were ingested"
+    done = [int(m.group(1)) for text in shown if (m := re.search(r"(\d+) of 40 file\(s\) done", text))]
+    chunks = [int(m.group(1)) for text in shown if (m := re.search(r"(\d+) chunks embedded", text))]
+    assert done and chunks, shown
+    assert max(done) > min(done) and max(chunks) > 0, shown  # it moved while the files were ingested
     assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
