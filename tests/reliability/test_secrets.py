@@ -2,9 +2,10 @@
 
 OPENAI_API_KEY and COHERE_API_KEY are recognisable canaries. The model provider and the reranker answer 401
 or 500 with a message that echoes the keys (as some OpenAI-compatible proxies do), nothing listens at all
-(connection refused on a closed loopback port), or only the reranker fails. The graph and `citewise ask
---json` run against each fault; stdout, stderr, every log record at DEBUG (tracebacks included) and the
-result, serialised, must not hold either key. The server's record of the Authorization header shows the
+(connection refused on a closed loopback port), or only the reranker fails. The graph, `citewise ask
+--json`, `citewise chat` and the chat page's turn run against each fault; stdout, stderr, every log record at
+DEBUG (tracebacks included), the result serialised, every update the page streams and the thread store on
+disk must not hold either key. The server's record of the Authorization header shows the
 canaries were really sent.
 """
 
@@ -14,6 +15,7 @@ import json
 import logging
 import socket
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -149,3 +151,81 @@ def test_ask_json_with_a_failing_provider_shows_no_key(
     if result.exit_code == 0:
         payload: dict[str, Any] = json.loads(result.stdout)
         assert payload["degraded"], "the fault did not reach the run"
+
+
+def stored_bytes(threads: Path) -> str:
+    """Everything a thread store holds on disk (the SQLite file and its write-ahead log), as text."""
+    return "".join(
+        path.read_bytes().decode("latin-1")
+        for path in threads.parent.glob(threads.name + "*")
+        if path.is_file()
+    )
+
+
+@pytest.mark.parametrize("provider", FAULTS, indirect=True)
+def test_chat_with_a_failing_provider_shows_and_stores_no_key(
+    provider: FakeOpenAI,
+    request: pytest.FixtureRequest,
+    indexes: Callable[[str, list[dict[str, str]]], str],
+    small_corpus_records: list[dict[str, str]],
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """`citewise chat`: what it prints, logs and keeps in its thread store (`/sources` shown too)."""
+    from citewise.chat import run_chat
+
+    fault = request.node.callspec.params["provider"]
+    threads = tmp_path / "threads.sqlite"
+    context = Context(
+        model="openai/test-model", index_dir=indexes("corpus", small_corpus_records), max_retries=1
+    )
+    assert run_chat(context, threads=str(threads), lines=iter([QUESTION, "/sources", "/quit"])) == 0
+
+    out, err = capsys.readouterr()
+    if fault == "401":
+        assert "refused (401)" in out + err, out + err
+    assert_sent(provider, fault)
+    assert_no_secret("chat's output", out + err)
+    assert_no_secret("the log", caplog.text)
+    assert_no_secret("log arguments", "\n".join(str(r.args) for r in caplog.records))
+    assert threads.exists() and QUESTION in stored_bytes(threads), "the turn was not stored"
+    assert_no_secret("the thread store", stored_bytes(threads))
+
+
+@pytest.mark.parametrize("provider", FAULTS, indirect=True)
+async def test_the_page_with_a_failing_provider_shows_and_stores_no_key(
+    provider: FakeOpenAI,
+    request: pytest.FixtureRequest,
+    indexes: Callable[[str, list[dict[str, str]]], str],
+    small_corpus_records: list[dict[str, str]],
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+) -> None:
+    """The chat page's turn: every update it streams to the browser, its log and its thread store."""
+    from citewise.web.page import ChatPage
+
+    fault = request.node.callspec.params["provider"]
+    threads = tmp_path / "threads.sqlite"
+    context = Context(
+        model="openai/test-model", index_dir=indexes("corpus", small_corpus_records), max_retries=1
+    )
+    page = ChatPage(context, threads=str(threads))
+    try:
+        updates = [update async for update in page.ask(QUESTION, "answer", [], {})]
+    finally:
+        await page.close()
+
+    shown = json.dumps([list(update) for update in updates], default=str)
+    history = updates[-1][0]
+    reply = history[-1]["content"]
+    if fault == "401":
+        assert "refused (401)" in reply, reply
+    elif fault == "rerank":
+        assert "[1]" in reply, reply  # the reranker's fault degrades the run, which still answers
+    assert_sent(provider, fault)
+    assert_no_secret("the page's updates", shown)
+    assert_no_secret("the log", caplog.text)
+    assert_no_secret("log arguments", "\n".join(str(r.args) for r in caplog.records))
+    assert threads.exists() and QUESTION in stored_bytes(threads), "the turn was not stored"
+    assert_no_secret("the thread store", stored_bytes(threads))
