@@ -40,9 +40,24 @@ from citewise.web import render
 logger = logging.getLogger(__name__)
 
 CITE_JS = """
-window.citewiseCite = (fragment) => trigger('click', {cite: fragment});
+window.citewiseCite = (fragment) => {
+  window.citewiseWanted = fragment;
+  window.citewiseAsked = {[fragment]: 1};
+  trigger('click', {cite: fragment});
+};
 if (!window.citewiseCiteListener) {
   window.citewiseCiteListener = true;
+  // the last marker clicked wins: a panel that answers an earlier click (clicks in quick succession can be
+  // answered out of order, or the later one dropped while the earlier is pending) asks again, at most twice
+  new MutationObserver(() => {
+    const wanted = window.citewiseWanted;
+    const shown = document.querySelector('#cw-passage .cw-passage[data-cite]');
+    if (!wanted || !shown || shown.dataset.cite === wanted) return;
+    const asked = window.citewiseAsked[wanted] || 0;
+    if (asked >= 3) return;
+    window.citewiseAsked[wanted] = asked + 1;
+    trigger('click', {cite: wanted});
+  }).observe(document.getElementById('cw-passage') || document.body, {childList: true, subtree: true});
   document.addEventListener('click', (event) => {
     const target = event.target instanceof Element ? event.target : null;
     const link = target ? target.closest('a.cw-cite, a[href^="#cite-"]') : null;
@@ -55,7 +70,8 @@ if (!window.citewiseCiteListener) {
   }, true);
 }
 """
-"""One click handler for every marker link of the chat (present and future): it sends `cite-T-N` to Python."""
+"""One click handler for every marker link of the chat (present and future): it sends `cite-T-N` to Python,
+and the panel is checked against the link clicked last."""
 
 CSS = """
 .cw-cite { font-weight: 600; text-decoration: none; padding: 0 1px; border-radius: 3px; cursor: pointer; }
@@ -272,7 +288,8 @@ class ChatPage:
         if found is None or not 0 <= found[0] < len(turns):
             return (gr.skip(),) * 4
         turn = turns[found[0]]
-        return (render.passage_html(turn.passages.get(found[1])), *evidence_views(turn))
+        fragment = f"{render.CITE_PREFIX}{found[0]}-{found[1]}"
+        return (render.passage_html(turn.passages.get(found[1]), fragment), *evidence_views(turn))
 
     async def ask(
         self, question: str, mode: str, history: list[dict[str, Any]] | None, session: dict[str, Any] | None
@@ -569,7 +586,11 @@ def build_page(context: Context, threads: str | None = None, uploads: Path | Non
         ]
         question.submit(page.ask, [question, mode, chat, session], outputs)
         ask.click(page.ask, [question, mode, chat, session], outputs)
-        passage.click(page.show_passage, [session], [passage, chart, table, references])
+        # every click is sent: Gradio's default trigger mode ('once') drops a click while the last is pending,
+        # and 'always_last' replays the pending click's data, not the new one (CITE_JS re-asks if need be)
+        passage.click(
+            page.show_passage, [session], [passage, chart, table, references], trigger_mode="multiple"
+        )
         new.click(page.new, None, [chat, session, chart, table, references, passage, thread_list, remembered])
         shown = [chat, session, chart, table, references, passage, remembered]
         thread_list.input(page.switch, [thread_list, session], shown)

@@ -139,8 +139,12 @@ def highlight(text: str, lines: list[str]) -> str:
     return "".join(out)
 
 
-def passage_html(passage: dict[str, Any] | None) -> str:
-    """The passage panel for one marker: document, section, the text with its supporting lines marked."""
+def passage_html(passage: dict[str, Any] | None, cite: str = "") -> str:
+    """The passage panel for one marker: document, section, the text with its supporting lines marked.
+
+    `cite` is the fragment of the link that asked for it (`cite-T-N`): the page's script compares it with
+    the link clicked last, so a panel answering an earlier click is replaced.
+    """
     if not passage:
         return '<div class="cw-passage cw-empty">Click a citation marker such as [1] to see its text.</div>'
     place = escape(passage["title"] or "(untitled document)")
@@ -159,7 +163,7 @@ def passage_html(passage: dict[str, Any] | None) -> str:
     if passage.get("reason"):
         meta.append(escape(passage["reason"]))
     return (
-        f'<div class="cw-passage" data-marker="{int(passage["marker"])}">'
+        f'<div class="cw-passage" data-marker="{int(passage["marker"])}" data-cite="{escape(cite)}">'
         f'<div class="cw-passage-head"><b>[{int(passage["marker"])}]</b> {place}</div>'
         f'<p class="cw-passage-text">{marked}</p>{extra}'
         f'<div class="cw-passage-meta">{" · ".join(meta)}</div></div>'

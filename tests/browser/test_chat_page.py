@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from support.page import ANSWER_TIMEOUT, CITE, ask, leaving, open_page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from support.page import ANSWER_TIMEOUT, CITE, ask, leaving, open_cited, open_page
 
 pytestmark = pytest.mark.integration
 
@@ -163,11 +164,26 @@ def test_a_report_shows_its_outline_and_sections_and_each_citation_opens_its_pas
     markers = {links.nth(i).inner_text() for i in range(links.count())}
     assert len(markers) >= 2, markers
     for i in range(links.count()):
-        link = links.nth(i)
-        marker = link.inner_text().strip("[]")
-        link.click()
-        page.wait_for_selector(f"#cw-passage .cw-passage[data-marker='{marker}'] mark.cw-support")
+        open_cited(page, links.nth(i), tmp_path)
         assert page.inner_text("#cw-passage").strip()
+    # two markers clicked in quick succession: the passage shown is the last one clicked (a click made
+    # while the first was still loading was dropped, and the first passage stayed)
+    first, last = links.nth(0).inner_text().strip("[]"), links.nth(links.count() - 1).inner_text().strip("[]")
+    if first == last:
+        last = next(m.strip("[]") for m in markers if m.strip("[]") != first)
+    page.evaluate(
+        "([a, b]) => { const pick = (m) => [...document.querySelectorAll('#cw-chat a.cw-cite')]"
+        ".find((x) => x.innerText.trim() === `[${m}]`); pick(a).click(); pick(b).click(); }",
+        [last, first],
+    )
+    try:
+        page.wait_for_selector(f"#cw-passage .cw-passage[data-marker='{first}'] mark.cw-support")
+    except PlaywrightTimeout:
+        state = page.evaluate(
+            "() => [window.citewiseWanted, JSON.stringify(window.citewiseAsked),"
+            " document.querySelector('#cw-passage').innerHTML.slice(0, 400)]"
+        )
+        pytest.fail(f"clicked [{last}] then [{first}]; wanted, asked, panel: {state}")
     references = page.inner_text("#cw-references")
     assert "How vaccines work" in references, references
     page.screenshot(path=tmp_path / "8-report-passage.png", full_page=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from support.fake_openai import FakeOpenAI, SchemaResponder, prompt_text, request_schema
-from support.page import ANSWER_TIMEOUT, CITE, ask, leaving, open_page, serving
+from support.page import ANSWER_TIMEOUT, CITE, ask, leaving, open_cited, open_page, serving
 
 pytestmark = pytest.mark.integration
 
@@ -114,9 +114,7 @@ def test_a_model_report_shows_its_sections_as_headings_with_working_citations(
     links = page.locator(CITE)
     assert links.count() >= 3
     for i in range(links.count()):
-        marker = links.nth(i).inner_text().strip("[]")
-        links.nth(i).click()
-        page.wait_for_selector(f"#cw-passage .cw-passage[data-marker='{marker}'] mark.cw-support")
+        open_cited(page, links.nth(i), tmp_path)
     page.screenshot(path=tmp_path / "3-report.png", full_page=True)
     print(f"screenshots in {tmp_path}")
 

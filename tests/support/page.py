@@ -104,3 +104,24 @@ def ask(page, question: str) -> None:  # noqa: ANN001 - a Playwright page
     """Type the question and press Ask (Playwright waits until both are enabled)."""
     page.fill("#cw-question textarea", question)
     page.click("#cw-ask")
+
+
+def open_cited(page, link, shots: Path) -> str:  # noqa: ANN001 - Playwright objects
+    """Click a marker link and wait for its passage with a supporting line highlighted; its marker.
+
+    On a timeout the failure holds what the page showed instead (the passage, the chat with any degraded
+    stage), with a screenshot in `shots`: a marker that opens no supporting line is a product defect.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    marker = link.inner_text().strip("[]")
+    link.click()
+    try:
+        page.wait_for_selector(f"#cw-passage .cw-passage[data-marker='{marker}'] mark.cw-support")
+    except PlaywrightTimeout:
+        page.screenshot(path=shots / f"marker-{marker}-failed.png", full_page=True)
+        pytest.fail(
+            f"marker [{marker}] opened no passage with a supporting line.\n"
+            f"passage: {page.inner_html('#cw-passage')[:3000]}\nchat: {page.inner_text('#cw-chat')[-4000:]}"
+        )
+    return marker
