@@ -2,13 +2,15 @@
 
     python bench/waysin.py [--n 5] [--memory 200] [--out bench/results/waysin.json]
 
-The same questions on the bundled sample, one after another, through the three ways in within one run: the
+The same questions on the bundled sample, one after another, through each way in within one run: the
 compiled graph streamed in this process (`astream`, updates), the LangGraph server driven by langgraph_sdk
-(`runs.stream`, updates), and the Gradio page driven in Debian's Chromium (Playwright). For each, the time
+(`runs.stream`, updates), `citewise chat` with the questions piped in (warm: after a first question), and
+the Gradio page driven in Debian's Chromium (Playwright). For each, the time
 until the first stage is visible (rewrite's queries: local mode streams no tokens, so this is its "first
-token") and until the cited answer is there; medians and the ratio to in-process. Then the server's memory
-(resident set of its process group) after `--memory` questions, sampled as it goes: it must level off at the
-caches' caps, not grow with every question.
+token") and until the cited answer is there; medians and the ratio to in-process. Then memory over `--memory`
+questions, sampled as it goes, of this process running the graph (resident set, the same after malloc_trim,
+and the Python heap with the allocation sites that grew) and of the server's process group (each thread
+deleted after its run): it must level off at the caches' caps, not grow with every question.
 """
 
 from __future__ import annotations
@@ -125,22 +127,57 @@ def own_rss_mb() -> float:
     return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS")) / 1024
 
 
-async def process_memory(index: Path, count: int) -> list[dict[str, float]]:
-    """This process's resident memory while the graph answers `count` questions (no checkpointer)."""
+async def process_memory(index: Path, count: int) -> tuple[list[dict[str, float]], list[dict[str, Any]]]:
+    """This process's memory while the graph answers `count` questions (no checkpointer).
+
+    Each sample, after a garbage collection: the resident set; the same after glibc's malloc_trim (what the
+    allocator holds in freed pages is not live memory); and the Python heap as tracemalloc counts it (live
+    Python objects only: Chroma's and onnxruntime's native memory is not in it). Returns the series and the
+    allocation sites whose Python memory grew most between the first sample after warm-up and the last.
+    """
+    import ctypes
+    import gc
+    import tracemalloc
+
     from citewise.context import Context
     from citewise.graph.query import graph
 
+    libc = ctypes.CDLL("libc.so.6")
     context = Context(index_dir=str(index))
-    series = [{"questions": 0, "rss_mb": round(own_rss_mb(), 1)}]
+    tracemalloc.start()
+    series: list[dict[str, float]] = []
+    marks = sorted({1, 10, 25, *range(50, count + 1, 50), count})
+    baseline = None
     for n in range(1, count + 1):
         question = QUESTIONS[n % len(QUESTIONS)]
         await graph.ainvoke({"messages": [("user", question)]}, context=context)
-        if n in (1, 20, 50, 100, 150, 200, 300, 400):
-            series.append({"questions": n, "rss_mb": round(own_rss_mb(), 1)})
-    return series
+        if n not in marks:
+            continue
+        gc.collect()
+        rss = own_rss_mb()
+        libc.malloc_trim(0)
+        heap, _ = tracemalloc.get_traced_memory()
+        series.append(
+            {"questions": n, "rss_mb": round(rss, 1), "rss_trimmed_mb": round(own_rss_mb(), 1),
+             "python_heap_mb": round(heap / 2**20, 1)}
+        )  # fmt: skip
+        print(f"in-process after {n} questions: {series[-1]}", flush=True)
+        if n == 25:
+            baseline = tracemalloc.take_snapshot()
+    growth: list[dict[str, Any]] = []
+    if baseline is not None:
+        diff = tracemalloc.take_snapshot().compare_to(baseline, "lineno")
+        growth = [
+            {"site": str(stat.traceback[0]), "kb": round(stat.size_diff / 1024, 1), "blocks": stat.count_diff}
+            for stat in diff[:8]
+        ]
+    tracemalloc.stop()
+    return series, growth
 
 
-async def through_server(url: str, questions: list[str]) -> list[dict[str, float]]:
+async def through_server(url: str, questions: list[str], forget: bool = False) -> list[dict[str, float]]:
+    """Each question on a thread of its own; `forget` deletes the thread after its run (the dev server keeps
+    threads in memory, so this measures the server and citewise, not what it was asked to store)."""
     from langgraph_sdk import get_client
 
     client = get_client(url=url)
@@ -157,7 +194,42 @@ async def through_server(url: str, questions: list[str]) -> list[dict[str, float
                 first = time.perf_counter() - began
         if n:  # the first question warms the server's model and index
             rows.append({"first": first or 0.0, "total": time.perf_counter() - began})
+        if forget:
+            await client.threads.delete(thread["thread_id"])
     return rows
+
+
+def through_chat(
+    citewise: list[str], index: Path, threads: Path, env: dict[str, str], questions: list[str]
+) -> list[dict[str, float]]:
+    """`citewise chat` with the questions piped in, after one warm-up question (the model and index load).
+
+    Piped input is echoed as `you> QUESTION` when chat reads it, which it does as soon as the answer before
+    is shown: each question's time is from its echo to the next echo, its first stage the first line after it.
+    """
+    lines = [QUESTIONS[0], *questions, "/quit"]
+    process = subprocess.Popen(
+        [*citewise, "chat", "--index", str(index), "--threads", str(threads), "--mode", "answer"],
+        cwd=REPO, env=env | {"PYTHONUNBUFFERED": "1"}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write("".join(f"{line}\n" for line in lines))
+    process.stdin.close()
+    echoes: list[float] = []
+    firsts: list[float | None] = []
+    for line in process.stdout:
+        now = time.perf_counter()
+        if line.startswith("you> "):
+            echoes.append(now)
+            firsts.append(None)
+        elif echoes and firsts[-1] is None and line.strip():
+            firsts[-1] = now - echoes[-1]
+    if process.wait(timeout=60) != 0 or len(echoes) != len(lines):
+        raise SystemExit(
+            f"citewise chat ended with {process.returncode} after {len(echoes)} of {len(lines)} lines"
+        )
+    return [{"first": firsts[n] or 0.0, "total": echoes[n + 1] - echoes[n]} for n in range(1, len(lines) - 1)]
 
 
 def through_page(url: str, questions: list[str]) -> tuple[list[dict[str, float]], list[str]]:
@@ -222,7 +294,7 @@ def main() -> None:
     subprocess.run([*citewise, "ingest", str(SAMPLE), "--index", str(index), "-q"], check=True, env=env)
 
     local = asyncio.run(in_process(index, questions))
-    own = asyncio.run(process_memory(index, args.memory)) if args.memory else []
+    own, growth = asyncio.run(process_memory(index, args.memory)) if args.memory else ([], [])
     base = {
         "first": statistics.median(r["first"] for r in local),
         "total": statistics.median(r["total"] for r in local),
@@ -247,16 +319,20 @@ def main() -> None:
         if args.memory:
             memory.append({"questions": 0, "rss_mb": round(group_rss_mb(server.pid), 1)})
             done = 0
-            for step in (20, 50, 100, 150, 200, 300, 400):
-                if step > args.memory:
-                    break
+            for step in sorted({25, *range(50, args.memory + 1, 50), args.memory}):
                 asked = (QUESTIONS * (1 + step // len(QUESTIONS)))[done:step]
-                asyncio.run(through_server(f"http://127.0.0.1:{port}", asked[:1] + asked))
+                asyncio.run(through_server(f"http://127.0.0.1:{port}", asked[:1] + asked, forget=True))
                 done = step
                 memory.append({"questions": step, "rss_mb": round(group_rss_mb(server.pid), 1)})
                 print(f"server after {step} questions: {memory[-1]['rss_mb']} MB", flush=True)
     finally:
         stop(server)
+
+    results.append(
+        summary(
+            "terminal chat (warm)", through_chat(citewise, index, work / "chat.sqlite", env, questions), base
+        )
+    )
 
     port = free_port()
     log = work / "page.log"
@@ -275,12 +351,21 @@ def main() -> None:
     print(f"A local-mode answer through each way in, {len(questions)} questions (medians; x: to in-process)")
     print_table(results, ["way in", "first stage (s)", "first x", "answer (s)", "answer x"])
     if memory:
-        print("\nlanggraph dev server memory (resident, process group; it keeps every thread in memory)")
+        print("\nlanggraph dev server memory (resident, process group; each thread deleted after its run)")
         print_table(memory, ["questions", "rss_mb"])
+    if own:
         print("\nin-process memory (the graph alone, no checkpointer)")
-        print_table(own, ["questions", "rss_mb"])
+        print_table(own, ["questions", "rss_mb", "rss_trimmed_mb", "python_heap_mb"])
+        print("\nPython allocation sites that grew most after question 25 (tracemalloc)")
+        print_table(growth, ["site", "kb", "blocks"])
     print(f"\nrequests the page made beyond 127.0.0.1: {len(outside)}")
-    found = {"ways_in": results, "server_memory": memory, "process_memory": own, "page_outside": outside}
+    found = {
+        "ways_in": results,
+        "server_memory": memory,
+        "process_memory": own,
+        "python_growth": growth,
+        "page_outside": outside,
+    }
     save(args.out, {"questions": questions, **found, "machine": machine()})
     shutil.rmtree(work, ignore_errors=True)
 

@@ -162,6 +162,22 @@ def stored_bytes(threads: Path) -> str:
     )
 
 
+def assert_kept_out(shown: str, caplog: pytest.LogCaptureFixture, threads: Path) -> None:
+    """No key in what a conversation showed, in the log, or in its thread store (which must hold the turn)."""
+    assert_no_secret("what it showed", shown)
+    assert_no_secret("the log", caplog.text)
+    assert_no_secret("log arguments", "\n".join(str(r.args) for r in caplog.records))
+    assert threads.exists() and QUESTION in stored_bytes(threads), "the turn was not stored"
+    assert_no_secret("the thread store", stored_bytes(threads))
+
+
+def conversation(
+    indexes: Callable[[str, list[dict[str, str]]], str], records: list[dict[str, str]]
+) -> Context:
+    """The settings of a chat or page conversation with the model behind `provider`."""
+    return Context(model="openai/test-model", index_dir=indexes("corpus", records), max_retries=1)
+
+
 @pytest.mark.parametrize("provider", FAULTS, indirect=True)
 def test_chat_with_a_failing_provider_shows_and_stores_no_key(
     provider: FakeOpenAI,
@@ -177,20 +193,14 @@ def test_chat_with_a_failing_provider_shows_and_stores_no_key(
 
     fault = request.node.callspec.params["provider"]
     threads = tmp_path / "threads.sqlite"
-    context = Context(
-        model="openai/test-model", index_dir=indexes("corpus", small_corpus_records), max_retries=1
-    )
-    assert run_chat(context, threads=str(threads), lines=iter([QUESTION, "/sources", "/quit"])) == 0
+    lines = iter([QUESTION, "/sources", "/quit"])
+    assert run_chat(conversation(indexes, small_corpus_records), threads=str(threads), lines=lines) == 0
 
     out, err = capsys.readouterr()
     if fault == "401":
         assert "refused (401)" in out + err, out + err
     assert_sent(provider, fault)
-    assert_no_secret("chat's output", out + err)
-    assert_no_secret("the log", caplog.text)
-    assert_no_secret("log arguments", "\n".join(str(r.args) for r in caplog.records))
-    assert threads.exists() and QUESTION in stored_bytes(threads), "the turn was not stored"
-    assert_no_secret("the thread store", stored_bytes(threads))
+    assert_kept_out(out + err, caplog, threads)
 
 
 @pytest.mark.parametrize("provider", FAULTS, indirect=True)
@@ -207,10 +217,7 @@ async def test_the_page_with_a_failing_provider_shows_and_stores_no_key(
 
     fault = request.node.callspec.params["provider"]
     threads = tmp_path / "threads.sqlite"
-    context = Context(
-        model="openai/test-model", index_dir=indexes("corpus", small_corpus_records), max_retries=1
-    )
-    page = ChatPage(context, threads=str(threads))
+    page = ChatPage(conversation(indexes, small_corpus_records), threads=str(threads))
     try:
         updates = [update async for update in page.ask(QUESTION, "answer", [], {})]
     finally:
@@ -224,8 +231,4 @@ async def test_the_page_with_a_failing_provider_shows_and_stores_no_key(
     elif fault == "rerank":
         assert "[1]" in reply, reply  # the reranker's fault degrades the run, which still answers
     assert_sent(provider, fault)
-    assert_no_secret("the page's updates", shown)
-    assert_no_secret("the log", caplog.text)
-    assert_no_secret("log arguments", "\n".join(str(r.args) for r in caplog.records))
-    assert threads.exists() and QUESTION in stored_bytes(threads), "the turn was not stored"
-    assert_no_secret("the thread store", stored_bytes(threads))
+    assert_kept_out(shown, caplog, threads)
