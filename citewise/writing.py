@@ -94,7 +94,7 @@ def select_sentences(
     if not order:
         return [], np.zeros((0, vectors.shape[1]), dtype=vectors.dtype)
     keys = [str(i) for i in order]
-    chosen = [int(i) for i in drop_redundant(keys, vectors[1:][order], DUPLICATE)[:limit]]
+    chosen = [int(i) for i in drop_redundant(keys, vectors[1:][order], DUPLICATE, limit=limit)]
     return [candidates[i] for i in chosen], vectors[[1 + i for i in chosen]]
 
 

@@ -713,7 +713,7 @@ class Index:
             fused = weighted_fusion(bm25, dense, alpha)
         order = rank(fused)
         in_pool = {chunk_id: i for i, chunk_id in enumerate(pool)}
-        order = drop_redundant(order, vectors[[in_pool[i] for i in order]], redundancy)[:k]
+        order = drop_redundant(order, vectors[[in_pool[i] for i in order]], redundancy, limit=k)
         records = self.docstore.chunks(order)
         order = [chunk_id for chunk_id in order if chunk_id in records]  # deleted a moment ago
         return [

@@ -95,13 +95,16 @@ class VectorIndex:
             self.collection.delete(ids=list(ids[i : i + self.batch]))
 
     def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The k nearest chunks as (id, cosine similarity), best first."""
-        count = self.collection.count()
-        if count == 0:
-            return []
+        """The k nearest chunks as (id, cosine similarity), best first (fewer when there are fewer).
+
+        No count() first: Chroma answers a query for more than it holds with what it has, and counting cost
+        as much as the query itself (3-5 ms a search on SciFact's 43k chunks).
+        """
         result = self.collection.query(
-            query_embeddings=[vector.astype(np.float32)], n_results=min(k, count), include=["distances"]
+            query_embeddings=[vector.astype(np.float32)], n_results=k, include=["distances"]
         )
+        if not result["ids"]:
+            return []
         distances = result["distances"][0] if result["distances"] else []
         return [(chunk_id, 1.0 - float(d)) for chunk_id, d in zip(result["ids"][0], distances, strict=True)]
 

@@ -93,7 +93,8 @@ def merge(
                 best[hit.chunk_id] = (hit, query)
     order = sorted(best, key=lambda chunk_id: (-retrieval_score(best[chunk_id][0], context.fusion), chunk_id))
     if len(found) > 1 and order:
-        order = drop_redundant(order, index.docstore.vectors(order, index.embedder.dim), context.redundancy)
+        vectors = index.docstore.vectors(order, index.embedder.dim)
+        order = drop_redundant(order, vectors, context.redundancy, limit=context.max_candidates)
     records: dict[str, EvidenceRecord] = {}
     for chunk_id in order[: context.max_candidates]:
         hit, query = best[chunk_id]

@@ -115,6 +115,18 @@ def test_drop_redundant_of_nothing() -> None:
     assert drop_redundant([], np.zeros((0, 2)), 0.5) == []
 
 
+def test_a_limit_gives_the_first_keys_of_the_whole_result() -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(300, 8))
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    keys = [f"k{i}" for i in range(300)]
+    whole = drop_redundant(keys, vectors, 0.6)
+    assert 10 < len(whole) < 300  # some dropped, more than the limit kept
+    for limit in (1, 5, 10, len(whole), 400):
+        assert drop_redundant(keys, vectors, 0.6, limit=limit) == whole[:limit]
+    assert drop_redundant(keys[:3], vectors[:3], 1.0, limit=2) == keys[:2]
+
+
 # rank ------------------------------------------------------------------------------------------------------
 def test_rank_orders_by_descending_score() -> None:
     assert rank({"a": 0.1, "b": 0.9, "c": -0.5, "d": 0.5}) == ["b", "d", "a", "c"]
