@@ -205,7 +205,7 @@ def through_chat(
     """`citewise chat` with the questions piped in, after one warm-up question (the model and index load).
 
     Piped input is echoed as `you> QUESTION` when chat reads it, which it does as soon as the answer before
-    is shown: each question's time is from its echo to the next echo, its first stage the first line after it.
+    is shown: each question's time is from its echo to the next echo, its first stage rewrite's line.
     """
     lines = [QUESTIONS[0], *questions, "/quit"]
     process = subprocess.Popen(
@@ -223,8 +223,8 @@ def through_chat(
         if line.startswith("you> "):
             echoes.append(now)
             firsts.append(None)
-        elif echoes and firsts[-1] is None and line.strip():
-            firsts[-1] = now - echoes[-1]
+        elif echoes and firsts[-1] is None and line.strip().startswith("rewrite:"):
+            firsts[-1] = now - echoes[-1]  # the stage the other ways in count as the first one shown
     if process.wait(timeout=60) != 0 or len(echoes) != len(lines):
         raise SystemExit(
             f"citewise chat ended with {process.returncode} after {len(echoes)} of {len(lines)} lines"
