@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -51,6 +52,23 @@ QUIET = {
     "LANGSMITH_TRACING": "false",
     "GRADIO_ANALYTICS_ENABLED": "False",
 }
+
+
+CONTROL_GRAPH = """
+from langgraph.graph import START, MessagesState, StateGraph
+
+
+def reply(state: MessagesState) -> dict:
+    return {"messages": [("assistant", "ok")]}
+
+
+builder = StateGraph(MessagesState)
+builder.add_node(reply)
+builder.add_edge(START, "reply")
+graph = builder.compile()
+"""
+"""The control for the server's memory: a one-node graph under the same name, served the same way, so what
+the dev server itself keeps per run is told apart from what citewise keeps."""
 
 
 def free_port() -> int:
@@ -199,6 +217,38 @@ async def through_server(url: str, questions: list[str], forget: bool = False) -
     return rows
 
 
+def sample_memory(server: subprocess.Popen, url: str, count: int, label: str) -> list[dict[str, float]]:
+    """The server group's resident memory before and after each step of `count` questions, threads deleted."""
+    memory = [{"questions": 0, "rss_mb": round(group_rss_mb(server.pid), 1)}]
+    done = 0
+    for step in sorted({25, *range(50, count + 1, 50), count}):
+        asked = (QUESTIONS * (1 + step // len(QUESTIONS)))[done:step]
+        asyncio.run(through_server(url, asked[:1] + asked, forget=True))
+        done = step
+        memory.append({"questions": step, "rss_mb": round(group_rss_mb(server.pid), 1)})
+        print(f"{label} server after {step} questions: {memory[-1]['rss_mb']} MB", flush=True)
+    return memory
+
+
+def server_memory(work: Path, env: dict[str, str], dev: list[str], count: int) -> list[dict[str, float]]:
+    """The same dev server (`dev`: its command, no port or config) serving CONTROL_GRAPH: its memory over
+    the same number of runs."""
+    folder = work / "control"
+    folder.mkdir()
+    (folder / "control.py").write_text(CONTROL_GRAPH)
+    graphs = {"citewise": f"{folder / 'control.py'}:graph"}  # the server runs in the repository
+    config = {"dependencies": [str(folder)], "graphs": graphs, "python_version": "3.11"}
+    (folder / "langgraph.json").write_text(json.dumps(config))
+    port = free_port()
+    log = work / "control.log"
+    server = start([*dev, "--port", str(port), "--config", str(folder / "langgraph.json")], env, log)
+    try:
+        wait_up(f"http://127.0.0.1:{port}/ok", server, log)
+        return sample_memory(server, f"http://127.0.0.1:{port}", count, "control")
+    finally:
+        stop(server)
+
+
 def through_chat(
     citewise: list[str], index: Path, threads: Path, env: dict[str, str], questions: list[str]
 ) -> list[dict[str, float]]:
@@ -304,8 +354,8 @@ def main() -> None:
     langgraph = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or "langgraph"
     port = free_port()
     log = work / "server.log"
-    dev = [langgraph, "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload"]
-    server = start([*dev, "--config", str(REPO / "langgraph.json")], env, log)
+    dev = [langgraph, "dev", "--host", "127.0.0.1", "--no-browser", "--no-reload"]
+    server = start([*dev, "--port", str(port), "--config", str(REPO / "langgraph.json")], env, log)
     memory: list[dict[str, float]] = []
     try:
         wait_up(f"http://127.0.0.1:{port}/ok", server, log)
@@ -317,16 +367,12 @@ def main() -> None:
             )
         )
         if args.memory:
-            memory.append({"questions": 0, "rss_mb": round(group_rss_mb(server.pid), 1)})
-            done = 0
-            for step in sorted({25, *range(50, args.memory + 1, 50), args.memory}):
-                asked = (QUESTIONS * (1 + step // len(QUESTIONS)))[done:step]
-                asyncio.run(through_server(f"http://127.0.0.1:{port}", asked[:1] + asked, forget=True))
-                done = step
-                memory.append({"questions": step, "rss_mb": round(group_rss_mb(server.pid), 1)})
-                print(f"server after {step} questions: {memory[-1]['rss_mb']} MB", flush=True)
+            memory = sample_memory(server, f"http://127.0.0.1:{port}", args.memory, "citewise")
     finally:
         stop(server)
+    control: list[dict[str, float]] = []
+    if args.memory:
+        control = server_memory(work, env, dev, args.memory)
 
     results.append(
         summary(
@@ -351,8 +397,12 @@ def main() -> None:
     print(f"A local-mode answer through each way in, {len(questions)} questions (medians; x: to in-process)")
     print_table(results, ["way in", "first stage (s)", "first x", "answer (s)", "answer x"])
     if memory:
-        print("\nlanggraph dev server memory (resident, process group; each thread deleted after its run)")
-        print_table(memory, ["questions", "rss_mb"])
+        print("\nlanggraph dev server memory (resident MB, process group; each thread deleted after its run)")
+        rows = [
+            {"questions": m["questions"], "citewise": m["rss_mb"], "control (one-node graph)": c["rss_mb"]}
+            for m, c in zip(memory, control or [{"rss_mb": ""}] * len(memory), strict=True)
+        ]
+        print_table(rows, ["questions", "citewise", "control (one-node graph)"])
     if own:
         print("\nin-process memory (the graph alone, no checkpointer)")
         print_table(own, ["questions", "rss_mb", "rss_trimmed_mb", "python_heap_mb"])
@@ -362,6 +412,7 @@ def main() -> None:
     found = {
         "ways_in": results,
         "server_memory": memory,
+        "control_server_memory": control,
         "process_memory": own,
         "python_growth": growth,
         "page_outside": outside,
