@@ -147,7 +147,7 @@ def main() -> None:
     port = free_port()
     log = work / "server.log"
     command = [langgraph, "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload"]
-    server = start([*command, "--config", str(work / "langgraph.json")], env, log)
+    server = start([*command, "--config", str(work / "langgraph.json")], env, log, work)
     began = time.perf_counter()
     try:
         wait_up(f"http://127.0.0.1:{port}/ok", server, log)

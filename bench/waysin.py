@@ -32,7 +32,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import machine, print_table, save  # noqa: E402
+
+from tests.support.langgraph_dev import isolated_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "citewise" / "samples" / "unarxive_sample.jsonl"
@@ -90,9 +93,11 @@ def wait_up(url: str, process: subprocess.Popen, log: Path, seconds: float = 240
     raise SystemExit(f"{url} did not come up:\n{log.read_text()[-2000:]}")
 
 
-def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
+def start(command: list[str], env: dict[str, str], log: Path, cwd: Path = REPO) -> subprocess.Popen:
+    """A process in a session of its own. A `langgraph dev` gets a folder of its own as `cwd`: it keeps its
+    state in `.langgraph_api` there and reloads it at start (see tests/support/langgraph_dev.py)."""
     return subprocess.Popen(
-        command, cwd=REPO, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+        command, cwd=cwd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
     )
 
 
@@ -241,7 +246,7 @@ def server_memory(work: Path, env: dict[str, str], dev: list[str], count: int) -
     (folder / "langgraph.json").write_text(json.dumps(config))
     port = free_port()
     log = work / "control.log"
-    server = start([*dev, "--port", str(port), "--config", str(folder / "langgraph.json")], env, log)
+    server = start([*dev, "--port", str(port), "--config", str(folder / "langgraph.json")], env, log, folder)
     try:
         wait_up(f"http://127.0.0.1:{port}/ok", server, log)
         return sample_memory(server, f"http://127.0.0.1:{port}", count, "control")
@@ -355,7 +360,8 @@ def main() -> None:
     port = free_port()
     log = work / "server.log"
     dev = [langgraph, "dev", "--host", "127.0.0.1", "--no-browser", "--no-reload"]
-    server = start([*dev, "--port", str(port), "--config", str(REPO / "langgraph.json")], env, log)
+    config = isolated_config(work / "server")
+    server = start([*dev, "--port", str(port), "--config", str(config)], env, log, config.parent)
     memory: list[dict[str, float]] = []
     try:
         wait_up(f"http://127.0.0.1:{port}/ok", server, log)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -23,6 +25,27 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def isolated_config(folder: Path) -> Path:
+    """The repository's langgraph.json with absolute paths, written into `folder`; its path.
+
+    `langgraph dev` resolves graph paths against its working directory, and its in-memory runtime keeps its
+    state (threads, checkpoints, assistants) in `.langgraph_api` there and reloads it at start: a server run
+    from the repository inherits every earlier server's threads and graphs. Started in `folder` with this
+    file, a server keeps its state to itself.
+    """
+    config = json.loads((REPO / "langgraph.json").read_text())
+    config["dependencies"] = [str((REPO / dependency).resolve()) for dependency in config["dependencies"]]
+    graphs = {}
+    for name, spec in config["graphs"].items():
+        file, variable = spec.rsplit(":", 1)
+        graphs[name] = f"{(REPO / file).resolve()}:{variable}"
+    config["graphs"] = graphs
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "langgraph.json"
+    path.write_text(json.dumps(config, indent=2))
+    return path
 
 
 @contextmanager
@@ -41,11 +64,12 @@ def langgraph_dev(log_dir: Path, environment: dict[str, str]) -> Iterator[str]:
     }
     port = free_port()
     log_path = log_dir / "server.log"
+    home = Path(tempfile.mkdtemp(prefix="citewise-langgraph-dev-"))  # not under a data root a test reads
     with log_path.open("w") as log:
         server = subprocess.Popen(
             [executable, "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload",
-             "--config", str(REPO / "langgraph.json")],
-            cwd=REPO,
+             "--config", str(isolated_config(home))],
+            cwd=home,  # its .langgraph_api state stays there (see isolated_config)
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -72,3 +96,4 @@ def langgraph_dev(log_dir: Path, environment: dict[str, str]) -> Iterator[str]:
                     server.wait(timeout=20)
                 except subprocess.TimeoutExpired:
                     os.killpg(server.pid, signal.SIGKILL)
+            shutil.rmtree(home, ignore_errors=True)
