@@ -256,16 +256,20 @@ class MiniLMEmbedder:
         tokenizer, session = self._onnx_model() or (None, None)
         wanted = {i.name for i in session.get_inputs()}
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
-        lengths = [sum(e.attention_mask) for e in tokenizer.encode_batch(texts)]
+        # tokenized once, padded (on the right) to the longest text; a batch takes its rows cut to its own
+        # longest, which is what tokenizing the batch alone would give
+        encoded = tokenizer.encode_batch(texts)
+        every = {
+            "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+        }
+        lengths = every["attention_mask"].sum(axis=1).tolist()
         for batch in self._batches(lengths):
-            encoded = tokenizer.encode_batch([texts[i] for i in batch])
-            feeds = {
-                "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
-            }
-            hidden = session.run(None, {k: v for k, v in feeds.items() if k in wanted})[0]
-            vectors[batch] = _pooled(hidden, feeds["attention_mask"])
+            width = max(lengths[i] for i in batch)
+            feeds = {name: values[batch, :width] for name, values in every.items() if name in wanted}
+            hidden = session.run(None, feeds)[0]
+            vectors[batch] = _pooled(hidden, every["attention_mask"][batch, :width])
         return vectors
 
     def _embed_torch(self, texts: list[str]) -> np.ndarray:
