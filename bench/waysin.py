@@ -21,7 +21,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import machine, print_table, save  # noqa: E402
 
-from tests.support.langgraph_dev import isolated_config  # noqa: E402
+from tests.support.langgraph_dev import free_port, isolated_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "citewise" / "samples" / "unarxive_sample.jsonl"
@@ -72,12 +71,6 @@ graph = builder.compile()
 """
 """The control for the server's memory: a one-node graph under the same name, served the same way, so what
 the dev server itself keeps per run is told apart from what citewise keeps."""
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_up(url: str, process: subprocess.Popen, log: Path, seconds: float = 240) -> None:
