@@ -8,12 +8,14 @@ abstracts are in the collection, `--unanswerable` claims whose gold abstracts ar
 through the query graph in local mode; the table reports, side by side in one run, abstention on the
 unanswerable claims, answering on the answerable ones, the gold abstract cited among those, and citation
 precision by document, for the settings in force; then how well the one signal local mode thresholds on
-separates the two kinds of claim, and what abstaining below a cut on it would do.
+separates the two kinds of claim, and what abstaining below a cut on it would do; and the ceiling: how many
+answerable claims any abstention rule could answer with a gold abstract cited, and the best cut picked on
+the measured claims themselves.
 
-That signal is the best candidate chunk's own cosine similarity to the claim: local relevance maps cosine
-linearly to 0-100 (Context.local_cosine_zero -> 0, local_cosine_full -> 100) and nothing below the ScoreRAG
-floor of 20 is kept, so a claim is abstained on when its best cosine is under zero + 0.2 x (full - zero),
-0.22 with the defaults.
+Local mode abstains when no candidate's answering score (citewise/answerable.py: the best sentence's cosine
+to the claim mixed with the idf-weighted share of its terms) reaches Context.local_answerable; its weight
+and cut are fitted here on the even-numbered claims, over a collection of their own, and measured on the odd
+ones. The best candidate chunk's own cosine is reported beside it, as the baseline signal.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from common import machine, print_table, read_qrels, read_queries, save  # noqa: E402
 
-from citewise.answerable import answering, sentence_signals  # noqa: E402
+from citewise.answerable import WEIGHT, answering, sentence_signals  # noqa: E402
 from citewise.context import Context  # noqa: E402
 from citewise.evidence import NO_ANSWER  # noqa: E402
 from citewise.graph.query import graph  # noqa: E402
@@ -172,22 +174,34 @@ def auc(cosines: dict[str, float], claims: dict) -> float:
     return wins / (len(ans) * len(un))
 
 
+def claim_signals(claims: dict, index: Index, context: Context) -> dict[str, tuple[list[str], dict]]:
+    """Per claim: its candidates' stored keys in order and their sentence signals, as the graph retrieves."""
+    signals = {}
+    for claim_id, (text, _, _) in claims.items():
+        records = list(search_all(index, [text], context).values())
+        keys = [index.document(r["doc_id"]).key if index.document(r["doc_id"]) else "" for r in records]
+        signals[claim_id] = (keys, sentence_signals(index, text, records)[1])
+    return signals
+
+
+def top_scores(signals: dict[str, tuple[list[str], dict]], weight: float) -> dict[str, float]:
+    """Per claim: the best candidate's answering score."""
+    return {
+        c: max((answering(v, weight) for v in per_chunk.values()), default=0.0)
+        for c, (_, per_chunk) in signals.items()
+    }
+
+
 def fit(claims: dict, index: Index, context: Context) -> dict[str, Any]:
     """The weight and cut of the answering score that best balance abstaining and answering on these claims.
 
     Each claim's candidates are retrieved as the graph retrieves them; the pair maximising the smaller of
     (unanswerable abstained on, answerable answered) wins, ties to the one answering more.
     """
-    signals = {}
-    for claim_id, (text, _, _) in claims.items():
-        records = list(search_all(index, [text], context).values())
-        signals[claim_id] = sentence_signals(index, text, records)[1]
+    signals = claim_signals(claims, index, context)
     best: dict[str, Any] = {}
     for weight in (0.3, 0.4, 0.5, 0.6, 0.7):
-        top = {
-            c: max((answering(v, weight) for v in per_chunk.values()), default=0.0)
-            for c, per_chunk in signals.items()
-        }
+        top = top_scores(signals, weight)
         for step in range(20, 81):
             cut = step / 100
             rows = curve(top, claims, sorted(claims), [cut])[0]
@@ -196,6 +210,47 @@ def fit(claims: dict, index: Index, context: Context) -> dict[str, Any]:
                 best = {"key": key, "weight": weight, "cut": cut, **rows, "auc": auc(top, claims)}
     best.pop("key")
     return best
+
+
+def ceiling(
+    claims: dict, signals: dict[str, tuple[list[str], dict]], uncut: dict[str, dict], index: Index
+) -> dict[str, Any]:
+    """How far any cut, and any abstention rule at all, could go on these claims with today's search.
+
+    - gold retrieved: answerable claims with a gold abstract among their candidates; gold cited without a
+      cut: among their cited documents when nothing is abstained on. No abstention rule can answer more
+      answerable claims with a gold abstract cited than the second.
+    - the oracle cut: the cut on the answering score picked on these very claims to maximise the smaller of
+      (unanswerable abstained on, answerable answered with a gold abstract cited); optimistic by design.
+    - ROC AUC of the answering score over all claims, and over the unanswerable ones against only the
+      answerable ones whose gold abstract was retrieved (the separation left when retrieval did its part).
+    """
+    top = top_scores(signals, WEIGHT)
+    answerable = [c for c in claims if claims[c][2]]
+    unanswerable = [c for c in claims if not claims[c][2]]
+    retrieved = {c for c in answerable if set(signals[c][0]) & claims[c][1]}
+    cited = {
+        c for c in answerable if keys_of(index, {x["doc_id"] for x in uncut[c]["citations"]}) & claims[c][1]
+    }
+    oracle: dict[str, Any] = {}
+    for cut in sorted(set(top.values())):
+        row = {
+            "cut": cut,
+            "abstain_unanswerable": sum(top[c] < cut for c in unanswerable) / len(unanswerable),
+            "answer_with_gold_cited": sum(top[c] >= cut and c in cited for c in answerable) / len(answerable),
+        }
+        if not oracle or min(row["abstain_unanswerable"], row["answer_with_gold_cited"]) > min(
+            oracle["abstain_unanswerable"], oracle["answer_with_gold_cited"]
+        ):
+            oracle = row
+    retrieved_only = {c: claims[c] for c in [*unanswerable, *sorted(retrieved)]}
+    return {
+        "gold_retrieved": len(retrieved) / len(answerable),
+        "gold_cited_without_cut": len(cited) / len(answerable),
+        "oracle_cut": oracle,
+        "auc_answering": auc(top, claims),
+        "auc_answering_gold_retrieved": auc({c: top[c] for c in retrieved_only}, retrieved_only),
+    }
 
 
 def main() -> None:
@@ -250,6 +305,8 @@ def main() -> None:
             print(rows[-1], flush=True)
         cosines = {c: best_cosine(index, claims[c][0], results["no abstention cut"][c]) for c in claims}
         per_claim = claim_rows(claims, results["defaults"], index, cosines)
+        signals = claim_signals(claims, index, settings["defaults"])
+        limits = ceiling(claims, signals, results["no abstention cut"], index)
     print(
         f"SciFact train, local mode, odd-numbered claims: {len(claims)} claims ({args.answerable} "
         f"answerable, {args.unanswerable} unanswerable) over {size} abstracts"
@@ -261,6 +318,15 @@ def main() -> None:
     print(
         f"best chunk's own cosine alone, median: answerable {statistics.median(ans):.3f}, unanswerable "
         f"{statistics.median(una):.3f}; ROC AUC {area:.3f}"
+    )
+    oracle = limits["oracle_cut"]
+    print(
+        f"ceiling: gold abstract retrieved for {limits['gold_retrieved']:.2f} of answerable claims, cited "
+        f"for {limits['gold_cited_without_cut']:.2f} with no cut (no abstention rule can answer more with "
+        f"a gold abstract cited); the best cut picked on these claims ({oracle['cut']:.3f}) abstains on "
+        f"{oracle['abstain_unanswerable']:.2f} and answers {oracle['answer_with_gold_cited']:.2f} with a "
+        f"gold abstract cited; answering score ROC AUC {limits['auc_answering']:.3f}, "
+        f"{limits['auc_answering_gold_retrieved']:.3f} against only claims whose gold abstract was retrieved"
     )
     save(
         args.out,
@@ -275,6 +341,7 @@ def main() -> None:
                 "unanswerable": statistics.median(una),
             },
             "roc_auc_best_cosine": area,
+            "ceiling": limits,
             "per_claim_defaults": per_claim,
             "machine": machine(),
         },
