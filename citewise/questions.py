@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from citewise.text import content_words
@@ -173,6 +174,38 @@ def parts(question: str) -> list[Question]:
     if len(pieces) < 2:
         return [read(question)]
     return [read(p) for p in pieces]
+
+
+FOLLOW_UP = re.compile(
+    r"\b(it|its|it's|they|them|their|theirs|this|that|these|those|he|she|his|her|there|such|same|former|latter)\b"
+    r"|^\s*(and|but|also|what about|how about|why|so)\b",
+    re.IGNORECASE,
+)
+"""A question that leans on the one before it: a pronoun, or a leading "and" / "what about"."""
+
+
+def standalone(history: Sequence[str], question: str) -> str:
+    """Without a model: a follow-up joins the question before it (what search and scoring read)."""
+    if history and FOLLOW_UP.search(question):
+        return f"{history[-1]} {question}"
+    return question
+
+
+def follow_up(earlier: str, question: str) -> Question:
+    """A follow-up as its answer is chosen: the earlier question's words for context, its own for the point.
+
+    Its own words count as identifiers (a sentence that has them is what was asked; one with only the
+    earlier question's words repeats the earlier answer's topic), and its kind is its own, or the earlier
+    question's when it has none ("And GJ 1132b?" after "What does ... reveal about ...?" wants a finding).
+    """
+    own, before = read(question), read(earlier)
+    return Question(
+        f"{earlier} {question}",
+        own.kind if own.kind != "description" else before.kind,
+        own.terms | before.terms,
+        own.names | before.names,
+        own.terms | own.key_terms,
+    )
 
 
 def has_kind(sentence: str, question: Question) -> bool:

@@ -8,6 +8,7 @@ The direct answer, every report section and the report's introduction and conclu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -272,6 +273,7 @@ def answering_sentences(
     sources: Sequence[tuple[str, str, str]],
     bridged: Collection[str] = (),
     titles: Mapping[str, str] | None = None,
+    earlier: tuple[str, str] | None = None,
 ) -> tuple[list[Sentence], list[str]]:
     """The sentences that answer the question, best first, with their antecedents; and the unanswered parts.
 
@@ -280,12 +282,26 @@ def answering_sentences(
     sentence of one when none of its sentences was chosen, since a two-hop answer needs both hops. `titles`
     (label -> document title) lets a chosen sentence that names another kept document by its title bring in
     that document's best sentence, right after it: the entity a two-hop question goes through.
+
+    `earlier` (the question before and its answer) makes `question` a follow-up read with it
+    (questions.follow_up): sentences the earlier answer said are not said again, only sentences with a word
+    the follow-up adds to the earlier question are candidates (none: nothing is chosen, rather than the
+    earlier answer's topic again), and the follow-up is the part that must be answered.
     """
     candidates = paragraph_candidates(sources)
+    if earlier:
+        said_before = _said(MARKS.sub("", earlier[1]))
+        candidates = [c for c in candidates if _said(c.text).rstrip(".!?;:") not in said_before]
     if not candidates:
         return [], []
-    whole = questions.read(question)
+    whole = questions.follow_up(earlier[0], question) if earlier else questions.read(question)
     vectors = score_candidates(index, whole, candidates)
+    new = questions.read(question).terms - questions.read(earlier[0]).terms if earlier else set()
+    if new:  # a follow-up is answered by what is new in it, not by the earlier question's topic again
+        touching = [i for i, c in enumerate(candidates) if _touches(_words(c), new)]
+        if not touching:
+            return [], []
+        candidates, vectors = [candidates[i] for i in touching], vectors[touching]
     chosen = pick(whole, candidates, vectors, titles)
     hop = [i for i in range(len(candidates)) if candidates[i].label in bridged]
     if hop and not any(candidates[i].label in bridged for i in chosen):
@@ -294,7 +310,7 @@ def answering_sentences(
         chosen = with_named_documents(candidates, chosen, titles)
     pieces = questions.parts(question)
     missing: list[str] = []
-    if len(pieces) > 1:
+    if len(pieces) > 1 or earlier:
         for piece in pieces:
             if any(_answers(candidates[i], piece) for i in chosen):
                 continue
@@ -302,7 +318,7 @@ def answering_sentences(
             if _answers(candidates[best], piece) and len(chosen) < MAX_ANSWER_SENTENCES + 1:
                 chosen.append(best)
             else:
-                missing.append(piece.text)
+                missing.append(piece.text.rstrip(" ?.!"))
     return spoken([candidates[i] for i in chosen])[:MAX_LOCAL_SENTENCES], missing
 
 
@@ -326,6 +342,10 @@ def spoken(chosen: Sequence[Candidate]) -> list[Sentence]:
         said.append(key)
         result.append((candidate.label, candidate.text))
     return result
+
+
+MARKS = re.compile(r"\s*\[[^\[\]]{1,12}\]")
+"""A citation marker as an answer shows it ([1], [E2]), with the space before it."""
 
 
 def _said(text: str) -> str:
@@ -356,6 +376,17 @@ def with_named_documents(
     return chosen
 
 
+def _words(candidate: Candidate) -> set[str]:
+    """The stems a reader of the sentence (with its antecedent) meets, hyphenated words also in parts."""
+    said = f"{candidate.previous} {candidate.text}" if candidate.refers else candidate.text
+    return questions.stems(said) | questions.stems(said.replace("-", " "))
+
+
+def _touches(words: set[str], terms: set[str]) -> bool:
+    """Whether a sentence has one of the terms; a short one also as a longer word's start (old: oldest)."""
+    return bool(words & terms) or any(w.startswith(t) for t in terms if len(t) >= 3 for w in words)
+
+
 def _fit(candidate: Candidate, piece: questions.Question) -> float:
     return len(candidate.terms & piece.terms) / max(1, len(piece.terms)) + 0.5 * questions.has_kind(
         candidate.text, piece
@@ -367,6 +398,6 @@ def _answers(candidate: Candidate, piece: questions.Question) -> bool:
 
     A part of one or two terms needs them all: "how much did it cost" is not answered without "cost".
     """
-    found = candidate.terms & piece.terms
+    found = {t for t in piece.terms if _touches(set(candidate.terms), {t})}
     enough = found == piece.terms if len(piece.terms) <= 2 else len(found) >= 0.5 * len(piece.terms)
     return enough and questions.has_kind(candidate.text, piece)

@@ -19,20 +19,26 @@ from citewise.evidence import (
     NO_ANSWER,
     PART_UNANSWERED,
     evidence_blocks,
+    is_abstention,
     kept_records,
     paragraph_texts,
 )
 from citewise.index import Index
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import quote
+from citewise.questions import standalone
 from citewise.state import EvidenceRecord, State
+from citewise.text import message_text
 from citewise.writing import answering_sentences, cite, no_answer, prompt_pair, synthesize
 
 
 def extractive_answer(
-    index: Index, question: str, records: list[EvidenceRecord]
+    index: Index, question: str, records: list[EvidenceRecord], earlier: tuple[str, str] | None = None
 ) -> tuple[str, dict[str, str]]:
-    """The kept evidence's sentences that answer the question (citewise.writing), cited; gaps named."""
+    """The kept evidence's sentences that answer the question (citewise.writing), cited; gaps named.
+
+    `earlier` (the question before and its answer) reads `question` as a follow-up to it.
+    """
     labels = {f"E{n}": r["chunk_id"] for n, r in enumerate(records, start=1)}
     paragraphs = paragraph_texts(index, records)
     sources = [
@@ -41,13 +47,31 @@ def extractive_answer(
     ]
     bridged = {label for label, r in zip(labels, records, strict=True) if BRIDGE_FLAG in r.get("flags", [])}
     titles = {label: r.get("title", "") for label, r in zip(labels, records, strict=True)}
-    chosen, missing = answering_sentences(index, question, sources, bridged, titles)
+    chosen, missing = answering_sentences(index, question, sources, bridged, titles, earlier)
     if not chosen:
         return NO_ANSWER, {}
     text = cite(chosen)
     if missing:
         text += " " + " ".join(f"{PART_UNANSWERED} {part}." for part in missing)
     return text, labels
+
+
+def local_follow_up(state: State) -> tuple[str, str, str] | None:
+    """(the follow-up, the question before it, that question's answer) when local condense joined the two.
+
+    The standalone question then holds both (search needs the earlier one's words), but only the follow-up
+    is asked now: the answer should not say the earlier answer again.
+    """
+    messages = state.get("messages", [])
+    humans = [n for n, m in enumerate(messages) if m.type == "human"]
+    if len(humans) < 2:
+        return None
+    follow, before = message_text(messages[humans[-1]]).strip(), message_text(messages[humans[-2]]).strip()
+    if state.get("question") != standalone([before], follow) or follow == state.get("question"):
+        return None
+    replies = [message_text(m) for m in messages[humans[-2] + 1 : humans[-1]] if m.type == "ai"]
+    said = " ".join(r for r in replies if not is_abstention(r))  # passages listed as not answering: not said
+    return follow, before, said
 
 
 async def answer(state: State, runtime: Runtime[Context]) -> dict:
@@ -60,7 +84,11 @@ async def answer(state: State, runtime: Runtime[Context]) -> dict:
     _, writer = llms.models(context)
     if writer is None:
         index = await open_index(context)
-        draft, labels = await in_thread(extractive_answer, index, state["question"], kept)
+        follow = local_follow_up(state)
+        question, earlier = (follow[0], follow[1:]) if follow else (state["question"], None)
+        draft, labels = await in_thread(extractive_answer, index, question, kept, earlier)
+        if draft == NO_ANSWER:  # the kept passages hold nothing that answers: list them as not answering
+            draft, labels = no_answer(state)
         return {"draft": draft, "labels": labels}
     blocks = evidence_blocks(kept, state.get("summaries", {}))
     first, refine = prompt_pair(

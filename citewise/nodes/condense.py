@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
@@ -11,22 +9,14 @@ from langgraph.types import Overwrite
 from citewise import llms
 from citewise.context import Context
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.questions import check_question
+from citewise.questions import check_question, standalone
 from citewise.state import State
 from citewise.text import last_human, message_text
-
-FOLLOW_UP = re.compile(
-    r"\b(it|its|it's|they|them|their|theirs|this|that|these|those|he|she|his|her|there|such|same|former|latter)\b"
-    r"|^\s*(and|but|also|what about|how about|why|so)\b",
-    re.IGNORECASE,
-)
 
 
 def local_condense(history: list[str], question: str) -> str:
     """Without a model: a follow-up (a pronoun, a leading 'and'/'what about') joins the previous question."""
-    if history and FOLLOW_UP.search(question):
-        return f"{history[-1]} {question}"
-    return question
+    return standalone(history, question)
 
 
 async def condense(state: State, runtime: Runtime[Context]) -> dict:

@@ -113,3 +113,55 @@ async def test_answerable_sample_questions_are_still_answered(sample_index: str)
     ):
         text = await answer(question, sample_index)
         assert not text.startswith(NO_ANSWER), (question, text)
+
+
+async def converse(index_dir: str, *turns: str) -> list[dict]:
+    """Each turn's result, the conversation so far sent with it (what a thread's state holds)."""
+    messages: list = []
+    results = []
+    for question in turns:
+        messages.append(HumanMessage(question))
+        result = await graph.ainvoke({"messages": list(messages)}, context=Context(index_dir=index_dir))
+        messages = list(result["messages"])
+        results.append(result)
+    return results
+
+
+async def test_a_follow_up_is_answered_by_what_it_adds_not_by_the_earlier_answer_again(
+    sample_index: str,
+) -> None:
+    first, second = await converse(
+        sample_index,
+        "What does the transmission spectrum of GJ 486b reveal about its atmosphere?",
+        "And GJ 1132b?",
+    )
+    assert "GJ 1132b" in second["question"] and "GJ 486b" in second["question"]  # searched with both
+    assert first["answer"].startswith("In summary, our results indicate that GJ 486b does not possess")
+    assert "GJ 1132b possesses a H/He rich atmosphere" in second["answer"]
+    assert "cloud-free" not in second["answer"] and "upper-limits" not in second["answer"], second["answer"]
+
+
+async def test_a_follow_up_the_papers_do_not_answer_gets_the_honest_reply_not_the_earlier_answer(
+    sample_index: str,
+) -> None:
+    first, second = await converse(
+        sample_index, "Which telescope observed the first transit of GJ 486b?", "When was it built?"
+    )
+    assert "8.2 meter Subaru telescope" in first["answer"]
+    text = second["answer"]
+    assert text.startswith(f"{NO_ANSWER} {CLOSEST}"), text
+    listed = [line for line in text.splitlines() if line.startswith("- ")]
+    assert listed and len(listed) == len(second["citations"])  # the closest passages, each quoted and cited
+    reply = second["messages"][-1].content
+    assert f"\n{CLOSEST_HEADING}:\n" in reply and "Sources:" not in reply
+
+
+async def test_a_follow_up_answered_in_part_keeps_the_sentence_and_names_the_rest(sample_index: str) -> None:
+    _, second = await converse(
+        sample_index,
+        "What does the transmission spectrum of GJ 486b reveal about its atmosphere?",
+        "What about its water content?",
+    )
+    assert "nor a clear 100% water-vapor atmosphere" in second["answer"]
+    assert second["answer"].endswith(f"{PART_UNANSWERED} What about its water content.")
+    assert "cloud-free" not in second["answer"]  # the earlier answer is not said again

@@ -6,9 +6,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 
 from citewise import questions
+from citewise.evidence import NO_ANSWER
 from citewise.index.embeddings import Embedder
+from citewise.nodes.answer import local_follow_up
 from citewise.writing import answering_sentences
 
 BAIKAL = (
@@ -176,3 +179,55 @@ def test_a_pronoun_sentence_is_not_credited_with_its_antecedents_words() -> None
     # "Queensland" is left open; the pronoun sentence holds it only through its antecedent, which says it
     # alone (before, the pronoun sentence won on its higher score and brought the antecedent: two sentences)
     assert pick(question, [speaker, forum, pronoun], np.eye(3, dtype=np.float32), documents) == [0, 1]
+
+
+def test_a_follow_up_is_read_with_the_question_before_it() -> None:
+    earlier = "What does the spectrum of GJ 486b reveal about its atmosphere?"
+    read = questions.follow_up(earlier, "And GJ 1132b?")
+    assert read.kind == "finding"  # it asks nothing of its own form: the earlier question's kind
+    assert {"1132b", "486b", "spectr"} <= read.terms
+    assert "1132b" in read.key_terms and "486b" not in read.key_terms  # its own words are the point
+    assert questions.follow_up("Which telescope observed GJ 486b?", "When was it built?").kind == "date"
+    assert questions.standalone(["Which telescope observed GJ 486b?"], "When was it built?") == (
+        "Which telescope observed GJ 486b? When was it built?"
+    )
+    assert questions.standalone(["Which telescope observed GJ 486b?"], "How deep is Lake Baikal?") == (
+        "How deep is Lake Baikal?"
+    )
+
+
+def test_a_follow_up_does_not_say_the_earlier_answer_again(embedder: Embedder) -> None:
+    earlier = (
+        "How deep is Lake Baikal?",
+        "With a maximum depth of 1,642 metres, Baikal is the world's deepest lake [1].",
+    )
+    chosen, missing = answering_sentences(
+        Embedded(embedder), "And how old is it?", [("E1", BAIKAL[:60], BAIKAL)], earlier=earlier
+    )
+    texts = [text for _, text in chosen]
+    assert any("25 million years" in text for text in texts), texts
+    assert not any("1,642 metres" in text for text in texts) and missing == []
+
+
+def test_a_follow_up_no_sentence_adds_to_gets_nothing(embedder: Embedder) -> None:
+    earlier = ("When was the paper mill closed?", "It was closed in 2013 [1].")
+    chosen, missing = answering_sentences(
+        Embedded(embedder), "Who owned it?", [("E1", MILL[:60], MILL)], earlier=earlier
+    )
+    assert chosen == [] and missing == []  # nothing about owners: no answer, not the mill's dates again
+
+
+def test_the_answer_stage_knows_a_local_follow_up_and_what_was_said_before() -> None:
+    first, follow = "Which telescope observed GJ 486b?", "When was it built?"
+    said = "The first transit was observed with the Subaru telescope [1]."
+    state = {
+        "messages": [HumanMessage(first), AIMessage(said), HumanMessage(follow)],
+        "question": f"{first} {follow}",
+    }
+    assert local_follow_up(state) == (follow, first, said)
+    assert local_follow_up(state | {"question": follow}) is None  # a model made it standalone
+    alone = {"messages": [HumanMessage(first)], "question": first}
+    assert local_follow_up(alone) is None
+    listed = f"{NO_ANSWER} The closest passages are below; they do not answer it."
+    abstained = state | {"messages": [HumanMessage(first), AIMessage(listed), HumanMessage(follow)]}
+    assert local_follow_up(abstained) == (follow, first, "")  # passages listed as not answering were not said
