@@ -1,18 +1,41 @@
-"""A LangChain retriever over the index's hybrid search, so LangChain chains and the graph can plug it in."""
+"""A LangChain retriever over the index's hybrid search, so LangChain chains and the graph can plug it in.
+
+It asks of the index only `search` (citewise.index.Index has it), so this module does not import the
+store, which hands out retrievers with `Index.as_retriever`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from citewise.index.store import Hit, Index
+
+@runtime_checkable
+class SearchHit(Protocol):
+    """One search result: its chunk id and every field as a dict (citewise.index.Hit)."""
+
+    chunk_id: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field, the text included."""
+        ...
 
 
-def hit_to_document(hit: Hit) -> LCDocument:
+@runtime_checkable
+class Searchable(Protocol):
+    """What the retriever searches: citewise.index.Index."""
+
+    def search(self, query: str, **kwargs: Any) -> Sequence[SearchHit]:
+        """The best hits for the query, best first."""
+        ...
+
+
+def hit_to_document(hit: SearchHit) -> LCDocument:
     """A LangChain document whose metadata carries every field of the hit except its text."""
     metadata = hit.as_dict()
     text = metadata.pop("text")
@@ -27,7 +50,7 @@ class IndexRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    index: Index
+    index: Searchable
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
 
     def _get_relevant_documents(
