@@ -79,6 +79,20 @@ class Marker:
     keys: tuple[str, ...]
 
 
+_EMPTY_FIELDS = re.compile(r",(?:\s*,)+")
+_EMPTY_BRACKETS = re.compile(r"\s*(?:\(\s*\)|\[\s*\])")
+
+
+def readable_entry(text: str) -> str:
+    """A bibliography entry as shown: without the empty fields a dropped LaTeX macro leaves.
+
+    unarXive writes "Chiavassa, A., & Brogi, M. 2019, , 631, A100" where the source had a macro (the
+    journal's name): the fields are kept as stored, and shown as "..., 2019, 631, A100".
+    """
+    cleaned = _EMPTY_BRACKETS.sub("", _EMPTY_FIELDS.sub(",", text))
+    return " ".join(cleaned.split()).strip(" ,")
+
+
 def find_markers(text: str) -> list[Marker]:
     """Return the citation markers in `text`, in order of appearance, without overlaps.
 

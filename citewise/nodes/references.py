@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 from citewise.context import Context
 from citewise.evidence import CLOSEST_HEADING, CONTRADICTS, contradiction_note, is_abstention
 from citewise.index import Index
-from citewise.index.citations import find_markers
+from citewise.index.citations import find_markers, readable_entry
 from citewise.indexes import in_thread, open_index
 from citewise.state import Citation, References, State
 
@@ -74,7 +74,7 @@ def build_references(index: Index, citations: list[Citation], support: list[dict
                     "doc_id": chunk.doc_id,
                     "cited_in": primary.get(chunk.doc_id, {}).get("title", ""),
                     "key": key,
-                    "text": bibliography[key],
+                    "text": readable_entry(bibliography[key]),
                     "fine": False,
                 },
             )

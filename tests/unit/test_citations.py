@@ -11,6 +11,7 @@ from citewise.index.citations import (
     find_markers,
     is_reference_heading,
     link_citations,
+    readable_entry,
     split_references,
 )
 from citewise.index.document import BibEntry, Paragraph
@@ -244,3 +245,18 @@ def test_link_author_year_by_key_and_by_surname_and_year() -> None:
 def test_link_citations_replaces_existing_citations() -> None:
     (linked,) = link_citations([Paragraph("Nothing cited.", "", ("old",))], {"old": BibEntry("old", "x")})
     assert linked.citations == ()
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        (  # unarXive dropped the journal macro (\aap) and left its field empty
+            "Chiavassa, A., & Brogi, M. 2019, , 631, A100, doi: 10.1051/0004-6361/201936566",
+            "Chiavassa, A., & Brogi, M. 2019, 631, A100, doi: 10.1051/0004-6361/201936566",
+        ),
+        ("Doe, J. () 2019, , , Nature, 1", "Doe, J. 2019, Nature, 1"),
+        ("Smith, J. 2020, ApJ, 900, 1", "Smith, J. 2020, ApJ, 900, 1"),  # a whole entry is left alone
+    ],
+)
+def test_a_bibliography_entry_is_shown_without_empty_fields(stored: str, shown: str) -> None:
+    assert readable_entry(stored) == shown
