@@ -17,6 +17,7 @@ import numpy as np
 from citewise import questions
 from citewise.evidence import CLOSEST, NO_ANSWER, NOTHING_MATCHED, Block, names_title, pack
 from citewise.index import Index
+from citewise.index.citations import soften_source_markers
 from citewise.index.fusion import drop_redundant
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.text import sentences
@@ -291,7 +292,7 @@ def answering_sentences(
     candidates = paragraph_candidates(sources)
     if earlier:
         said_before = _said(MARKS.sub("", earlier[1]))
-        candidates = [c for c in candidates if _said(c.text).rstrip(".!?;:") not in said_before]
+        candidates = [c for c in candidates if not _said_in(c.text, said_before)]
     if not candidates:
         return [], []
     whole = questions.follow_up(earlier[0], question) if earlier else questions.read(question)
@@ -344,8 +345,16 @@ def spoken(chosen: Sequence[Candidate]) -> list[Sentence]:
     return result
 
 
-MARKS = re.compile(r"\s*\[[^\[\]]{1,12}\]")
-"""A citation marker as an answer shows it ([1], [E2]), with the space before it."""
+MARKS = re.compile(r"\s*\[(?:[A-Z]{0,2}\d+(?:\s*[,\-\u2013]\s*)?)+\]")
+"""A citation marker as an answer shows it ([1], [E2], [1, 3]), with the space before it; not "[formula]"."""
+
+
+def _said_in(sentence: str, said: str) -> bool:
+    """Whether an answer (`said`: _said of it, our markers removed) holds the sentence.
+
+    The sentence's own numeric markers are compared as an answer writes them ("[43]" -> "(ref. 43)").
+    """
+    return _said(soften_source_markers(sentence)).rstrip(".!?;:") in said
 
 
 def _said(text: str) -> str:
@@ -377,9 +386,8 @@ def with_named_documents(
 
 
 def _words(candidate: Candidate) -> set[str]:
-    """The stems a reader of the sentence (with its antecedent) meets, hyphenated words also in parts."""
-    said = f"{candidate.previous} {candidate.text}" if candidate.refers else candidate.text
-    return questions.stems(said) | questions.stems(said.replace("-", " "))
+    """The sentence's own stems (not its antecedent's), hyphenated words also in their parts."""
+    return questions.stems(candidate.text) | questions.stems(candidate.text.replace("-", " "))
 
 
 def _touches(words: set[str], terms: set[str]) -> bool:

@@ -231,3 +231,15 @@ def test_the_answer_stage_knows_a_local_follow_up_and_what_was_said_before() -> 
     listed = f"{NO_ANSWER} The closest passages are below; they do not answer it."
     abstained = state | {"messages": [HumanMessage(first), AIMessage(listed), HumanMessage(follow)]}
     assert local_follow_up(abstained) == (follow, first, "")  # passages listed as not answering were not said
+
+
+def test_a_sentence_with_a_bracketed_placeholder_is_known_as_said(embedder: Embedder) -> None:
+    planet = "GJ 486b has a radius of 1.3 R[formula] and a mass of 2.8 M[formula] [74]. It orbits in 1.5 d."
+    earlier = (
+        "How large is GJ 486b?",
+        "GJ 486b has a radius of 1.3 R[formula] and a mass of 2.8 M[formula] (ref. 74) [1].",  # as shown
+    )
+    chosen, _ = answering_sentences(
+        Embedded(embedder), "And what is its mass?", [("E1", planet, planet)], earlier=earlier
+    )
+    assert chosen == []  # "[formula]" is no marker, and the answer showed "[74]" as "(ref. 74)": said
