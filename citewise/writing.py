@@ -290,8 +290,8 @@ def answering_sentences(
     earlier answer's topic again), and the follow-up is the part that must be answered.
     """
     candidates = paragraph_candidates(sources)
+    said_before = _said(MARKS.sub("", earlier[1])) if earlier else ""
     if earlier:
-        said_before = _said(MARKS.sub("", earlier[1]))
         candidates = [c for c in candidates if not _said_in(c.text, said_before)]
     if not candidates:
         return [], []
@@ -299,7 +299,7 @@ def answering_sentences(
     vectors = score_candidates(index, whole, candidates)
     new = questions.read(question).terms - questions.read(earlier[0]).terms if earlier else set()
     if new:  # a follow-up is answered by what is new in it, not by the earlier question's topic again
-        touching = [i for i, c in enumerate(candidates) if _touches(_words(c), new)]
+        touching = [i for i, c in enumerate(candidates) if _touches(_words(c, said_before), new)]
         if not touching:
             return [], []
         candidates, vectors = [candidates[i] for i in touching], vectors[touching]
@@ -385,9 +385,16 @@ def with_named_documents(
     return chosen
 
 
-def _words(candidate: Candidate) -> set[str]:
-    """The sentence's own stems (not its antecedent's), hyphenated words also in their parts."""
-    return questions.stems(candidate.text) | questions.stems(candidate.text.replace("-", " "))
+def _words(candidate: Candidate, said_before: str) -> set[str]:
+    """The stems a reader of the sentence meets anew, hyphenated words also in their parts.
+
+    A sentence that leans on an antecedent is read with it, unless the earlier answer said the antecedent
+    (then what the pair adds is the sentence's own words).
+    """
+    text = candidate.text
+    if candidate.refers and candidate.previous and not _said_in(candidate.previous, said_before):
+        text = f"{candidate.previous} {text}"
+    return questions.stems(text) | questions.stems(text.replace("-", " "))
 
 
 def _touches(words: set[str], terms: set[str]) -> bool:
