@@ -40,7 +40,7 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from pydantic import BaseModel, Field
 
 from citewise.context import Context
-from citewise.evidence import is_abstention
+from citewise.evidence import MARKER, is_abstention
 from citewise.prompts import judge as judge_prompt
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.report import is_own_text
@@ -53,8 +53,6 @@ WORD_OVERLAP_CUT = 0.6
 DEPTH = 10
 """Rank cut of the retrieval metrics."""
 METRICS = (f"ndcg@{DEPTH}", f"recall@{DEPTH}")
-MARKER = re.compile(r"\[(\d+)\]")
-"""A final citation marker of the answer, [n]."""
 SETTINGS_PROBLEMS = ("no index", "model setup", "server setting")
 """Kinds of run error that every other question would meet too: the evaluation stops on them."""
 

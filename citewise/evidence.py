@@ -44,6 +44,8 @@ NOTHING_MATCHED = "Nothing in the index matched it."
 """What follows NO_ANSWER when the searches found nothing at all."""
 CLOSEST = "The closest passages are below; they do not answer it."
 """What follows NO_ANSWER before the closest passages, quoted and cited, are listed."""
+MARKER = re.compile(r"\[(\d+)\]")
+"""A citation marker of an answer as shown: [n]."""
 CLOSEST_HEADING = "Closest passages (they do not answer the question)"
 """How a no-answer reply labels the documents it quotes, where an answer would say "Sources"."""
 

@@ -8,14 +8,14 @@ The direct answer, every report section and the report's introduction and conclu
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
 
 from citewise import questions
-from citewise.evidence import CLOSEST, NO_ANSWER, NOTHING_MATCHED, Block, names_title, pack
+from citewise.evidence import CLOSEST, MARKER, NO_ANSWER, NOTHING_MATCHED, Block, names_title, pack
 from citewise.index import Index
 from citewise.index.citations import soften_source_markers
 from citewise.index.fusion import drop_redundant
@@ -290,7 +290,7 @@ def answering_sentences(
     earlier answer's topic again), and the follow-up is the part that must be answered.
     """
     candidates = paragraph_candidates(sources)
-    said_before = _said(MARKS.sub("", earlier[1])) if earlier else ""
+    said_before = _said(MARKER.sub("", earlier[1])) if earlier else ""
     if earlier:
         candidates = [c for c in candidates if not _said_in(c.text, said_before)]
     if not candidates:
@@ -299,7 +299,7 @@ def answering_sentences(
     vectors = score_candidates(index, whole, candidates)
     new = questions.read(question).terms - questions.read(earlier[0]).terms if earlier else set()
     if new:  # a follow-up is answered by what is new in it, not by the earlier question's topic again
-        touching = [i for i, c in enumerate(candidates) if _touches(_words(c, said_before), new)]
+        touching = [i for i, c in enumerate(candidates) if _found(_words(c, said_before), new)]
         if not touching:
             return [], []
         candidates, vectors = [candidates[i] for i in touching], vectors[touching]
@@ -345,12 +345,8 @@ def spoken(chosen: Sequence[Candidate]) -> list[Sentence]:
     return result
 
 
-MARKS = re.compile(r"\s*\[(?:[A-Z]{0,2}\d+(?:\s*[,\-\u2013]\s*)?)+\]")
-"""A citation marker as an answer shows it ([1], [E2], [1, 3]), with the space before it; not "[formula]"."""
-
-
 def _said_in(sentence: str, said: str) -> bool:
-    """Whether an answer (`said`: _said of it, our markers removed) holds the sentence.
+    """Whether an answer (`said`: _said of it, its [n] markers removed) holds the sentence.
 
     The sentence's own numeric markers are compared as an answer writes them ("[43]" -> "(ref. 43)").
     """
@@ -397,9 +393,9 @@ def _words(candidate: Candidate, said_before: str) -> set[str]:
     return questions.stems(text) | questions.stems(text.replace("-", " "))
 
 
-def _touches(words: set[str], terms: set[str]) -> bool:
-    """Whether a sentence has one of the terms; a short one also as a longer word's start (old: oldest)."""
-    return bool(words & terms) or any(w.startswith(t) for t in terms if len(t) >= 3 for w in words)
+def _found(words: AbstractSet[str], terms: AbstractSet[str]) -> set[str]:
+    """The terms a sentence's words hold; a short one also as a longer word's start (old: oldest)."""
+    return {t for t in terms if t in words or (len(t) >= 3 and any(w.startswith(t) for w in words))}
 
 
 def _fit(candidate: Candidate, piece: questions.Question) -> float:
@@ -413,6 +409,6 @@ def _answers(candidate: Candidate, piece: questions.Question) -> bool:
 
     A part of one or two terms needs them all: "how much did it cost" is not answered without "cost".
     """
-    found = {t for t in piece.terms if _touches(set(candidate.terms), {t})}
+    found = _found(candidate.terms, piece.terms)
     enough = found == piece.terms if len(piece.terms) <= 2 else len(found) >= 0.5 * len(piece.terms)
     return enough and questions.has_kind(candidate.text, piece)

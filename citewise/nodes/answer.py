@@ -67,7 +67,8 @@ def local_follow_up(state: State) -> tuple[str, str, str] | None:
     if len(humans) < 2:
         return None
     follow, before = message_text(messages[humans[-1]]).strip(), message_text(messages[humans[-2]]).strip()
-    if state.get("question") != standalone([before], follow) or follow == state.get("question"):
+    joined = standalone([before], follow)
+    if joined == follow or state.get("question") != joined:  # not a follow-up, or a model condensed it
         return None
     replies = [message_text(m) for m in messages[humans[-2] + 1 : humans[-1]] if m.type == "ai"]
     said = " ".join(r for r in replies if not is_abstention(r))  # passages listed as not answering: not said

@@ -14,11 +14,6 @@ from citewise.state import State
 from citewise.text import last_human, message_text
 
 
-def local_condense(history: list[str], question: str) -> str:
-    """Without a model: a follow-up (a pronoun, a leading 'and'/'what about') joins the previous question."""
-    return standalone(history, question)
-
-
 async def condense(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the standalone question this turn asks."""
     messages = state.get("messages", [])
@@ -26,7 +21,7 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
     history = [message_text(m) for m in messages[:-1] if isinstance(m, HumanMessage) or m.type == "human"]
     judge, _ = llms.models(runtime.context)
     if not history or judge is None:
-        return {"question": local_condense(history, question), "mode": _mode(runtime.context), **new_turn()}
+        return {"question": standalone(history, question), "mode": _mode(runtime.context), **new_turn()}
     conversation = "\n".join(f"{m.type}: {message_text(m)}" for m in messages[-8:-1])
     prompt = render(
         runtime.context.condense_prompt,
@@ -34,8 +29,8 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
         conversation=quote("conversation", conversation),
         question=quote("question", question),
     )
-    standalone = await judge.text(as_messages(prompt), stage="condense")
-    return {"question": standalone.strip() or question, "mode": "llm", **new_turn()}
+    rewritten = await judge.text(as_messages(prompt), stage="condense")
+    return {"question": rewritten.strip() or question, "mode": "llm", **new_turn()}
 
 
 def new_turn() -> dict:

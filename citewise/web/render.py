@@ -13,11 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from citewise.evidence import CLOSEST_HEADING
+from citewise.evidence import CLOSEST_HEADING, MARKER
 from citewise.index.citations import soften_source_markers
-
-MARKER = re.compile(r"\[(\d+)\]")
-"""A citation marker of an answer: [n]."""
 
 CITE_PREFIX = "cite-"
 """A marker link's fragment is `#cite-<turn>-<marker>`; the page's click handler reads it back."""
