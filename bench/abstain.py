@@ -174,17 +174,17 @@ def auc(cosines: dict[str, float], claims: dict) -> float:
     return wins / (len(ans) * len(un))
 
 
-def claim_signals(claims: dict, index: Index, context: Context) -> dict[str, tuple[list[str], dict]]:
-    """Per claim: its candidates' stored keys in order and their sentence signals, as the graph retrieves."""
+def claim_signals(claims: dict, index: Index, context: Context) -> dict[str, tuple[set[str], dict]]:
+    """Per claim: its candidates' SciFact ids and their sentence signals, as the graph retrieves."""
     signals = {}
     for claim_id, (text, _, _) in claims.items():
         records = list(search_all(index, [text], context).values())
-        keys = [index.document(r["doc_id"]).key if index.document(r["doc_id"]) else "" for r in records]
+        keys = keys_of(index, {r["doc_id"] for r in records})
         signals[claim_id] = (keys, sentence_signals(index, text, records)[1])
     return signals
 
 
-def top_scores(signals: dict[str, tuple[list[str], dict]], weight: float) -> dict[str, float]:
+def top_scores(signals: dict[str, tuple[set[str], dict]], weight: float) -> dict[str, float]:
     """Per claim: the best candidate's answering score."""
     return {
         c: max((answering(v, weight) for v in per_chunk.values()), default=0.0)
@@ -213,7 +213,7 @@ def fit(claims: dict, index: Index, context: Context) -> dict[str, Any]:
 
 
 def ceiling(
-    claims: dict, signals: dict[str, tuple[list[str], dict]], uncut: dict[str, dict], index: Index
+    claims: dict, signals: dict[str, tuple[set[str], dict]], uncut: dict[str, dict], index: Index
 ) -> dict[str, Any]:
     """How far any cut, and any abstention rule at all, could go on these claims with today's search.
 
@@ -228,7 +228,7 @@ def ceiling(
     top = top_scores(signals, WEIGHT)
     answerable = [c for c in claims if claims[c][2]]
     unanswerable = [c for c in claims if not claims[c][2]]
-    retrieved = {c for c in answerable if set(signals[c][0]) & claims[c][1]}
+    retrieved = {c for c in answerable if signals[c][0] & claims[c][1]}
     cited = {
         c for c in answerable if keys_of(index, {x["doc_id"] for x in uncut[c]["citations"]}) & claims[c][1]
     }

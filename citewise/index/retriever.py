@@ -15,7 +15,6 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 
-@runtime_checkable
 class SearchHit(Protocol):
     """One search result: its chunk id and every field as a dict (citewise.index.Hit)."""
 

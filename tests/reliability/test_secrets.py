@@ -83,6 +83,12 @@ def assert_no_secret(where: str, text: str) -> None:
         assert at < 0, f"{secret!r} leaked into {where}: ...{text[max(0, at - 200) : at + 200]}"
 
 
+def assert_log_clean(caplog: pytest.LogCaptureFixture) -> None:
+    """No key in the log's text, nor in the arguments of any record (a handler may format them later)."""
+    assert_no_secret("the log", caplog.text)
+    assert_no_secret("log arguments", "\n".join(str(r.args) for r in caplog.records))
+
+
 def assert_sent(server: FakeOpenAI, fault: str) -> None:
     """The canaries were live: the provider received them (unless nothing was listening)."""
     if fault == "refused":
@@ -118,8 +124,7 @@ async def test_a_failing_provider_shows_no_key_in_the_result_or_the_logs(
     assert_sent(provider, fault)
     assert_no_secret("the result", json.dumps(result, default=str))
     assert caplog.records, "nothing was logged"
-    assert_no_secret("the log", caplog.text)
-    assert_no_secret("log arguments", "\n".join(str(r.args) for r in caplog.records))
+    assert_log_clean(caplog)
     out, err = capsys.readouterr()
     assert_no_secret("stdout", out)
     assert_no_secret("stderr", err)
@@ -146,8 +151,7 @@ def test_ask_json_with_a_failing_provider_shows_no_key(
     assert_sent(provider, fault)
     assert_no_secret("stdout", result.stdout)
     assert_no_secret("stderr", result.stderr)
-    assert_no_secret("the log", caplog.text)
-    assert_no_secret("log arguments", "\n".join(str(r.args) for r in caplog.records))
+    assert_log_clean(caplog)
     if result.exit_code == 0:
         payload: dict[str, Any] = json.loads(result.stdout)
         assert payload["degraded"], "the fault did not reach the run"
@@ -165,8 +169,7 @@ def stored_bytes(threads: Path) -> str:
 def assert_kept_out(shown: str, caplog: pytest.LogCaptureFixture, threads: Path) -> None:
     """No key in what a conversation showed, in the log, or in its thread store (which must hold the turn)."""
     assert_no_secret("what it showed", shown)
-    assert_no_secret("the log", caplog.text)
-    assert_no_secret("log arguments", "\n".join(str(r.args) for r in caplog.records))
+    assert_log_clean(caplog)
     assert threads.exists() and QUESTION in stored_bytes(threads), "the turn was not stored"
     assert_no_secret("the thread store", stored_bytes(threads))
 
