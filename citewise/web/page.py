@@ -288,7 +288,7 @@ class ChatPage:
         if found is None or not 0 <= found[0] < len(turns):
             return (gr.skip(),) * 4
         turn = turns[found[0]]
-        fragment = f"{render.CITE_PREFIX}{found[0]}-{found[1]}"
+        fragment = render.cite_fragment(*found)
         return (render.passage_html(turn.passages.get(found[1]), fragment), *evidence_views(turn))
 
     async def ask(

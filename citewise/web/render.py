@@ -39,10 +39,15 @@ def escape_markdown(text: str) -> str:
     return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
 
 
+def cite_fragment(turn: int, marker: int) -> str:
+    """The fragment that names one turn's marker (`cite-2-3`): the link's, and the panel's that answers it."""
+    return f"{CITE_PREFIX}{turn}-{marker}"
+
+
 def cite_link(turn: int, marker: int, title: str = "") -> str:
     """The clickable marker [n] of one turn's answer (its fragment names the turn and the marker)."""
     hint = f' title="{escape(title)}"' if title else ""
-    return f'<a class="cw-cite" href="#{CITE_PREFIX}{turn}-{marker}"{hint}>[{marker}]</a>'
+    return f'<a class="cw-cite" href="#{cite_fragment(turn, marker)}"{hint}>[{marker}]</a>'
 
 
 def parse_cite(fragment: str) -> tuple[int, int] | None:
