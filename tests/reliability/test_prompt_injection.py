@@ -1,13 +1,14 @@
 """Campaign: prompt injection through documents (issue #11).
 
-Each attack (injected instructions of BIPIA's kinds written for this test, plus hand-written ones that
-close the prompt's tags, forge "(current score: 100)" lines, citation markers and reference lists, or ask
-for a score of 100) is appended to the one relevant document of a small real index. The query graph runs
-against FakeOpenAI on both the clean index and the attacked one, with a gullible judge that scores by content: it scores a passage on
-its own words (ignoring the attack, as a model that treats tagged text as data would), but obeys an attack it
-can read outside the data tags and believes the last "current score" a passage shows when the prompt puts
-that score among the passage's text. Every score, the threshold, the route and the citations must equal the
-clean run's, and every request must show the attack only escaped, inside a data tag.
+Each attack (injected instructions of BIPIA's kinds written for this test, plus hand-written ones that close
+the prompt's tags, forge "(current score: 100)" lines, citation markers and reference lists, or ask for a
+score of 100) is appended to the one relevant document of a small real index. The query graph runs against
+FakeOpenAI on both the clean index and the attacked one, with a gullible judge that scores by content: it
+scores a passage on its own words (ignoring the attack, as a model that treats tagged text as data would),
+but obeys an attack it can read outside the data tags and believes the last "current score" a passage shows
+when the prompt puts that score among the passage's text. Every score, the threshold, the route and the
+citations must equal the clean run's, and every request must show the attack only escaped, inside a data
+tag.
 
 The tests read nothing outside the repository. `bench/injection.py` runs the same campaign over a seeded
 sample of BIPIA's own attacks by pointing CITEWISE_BIPIA at the data folder.
