@@ -312,6 +312,22 @@ ThreadsOption = Annotated[
     ),
 ]
 KOption = Annotated[int, typer.Option("--k", "-k", min=1, max=200, help="Chunks retrieved per query.")]
+ProfileOption = Annotated[
+    str,
+    typer.Option(
+        envvar="CITEWISE_PROFILE",
+        help="How much the model is asked: full, lean (about six requests an answer, for small or slow "
+        "local models) or auto (lean for a model served on this machine or network).",
+    ),
+]
+BudgetOption = Annotated[
+    float | None,
+    typer.Option(
+        "--budget-seconds",
+        min=1.0,
+        help="Time budget of one answer: after it the stages left use their local fallback, and say so.",
+    ),
+]
 
 
 @app.command()
@@ -344,6 +360,8 @@ def ask(
     ] = 0.5,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     chroma_url: ChromaOption = None,
+    profile: ProfileOption = "auto",
+    budget_seconds: BudgetOption = None,
 ) -> None:
     """Answer a question with citations, references and the evidence table, or write a cited report."""
     from citewise.questions import BadQuestion, check_question
@@ -356,7 +374,7 @@ def ask(
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, approve_outline=approve,
-            trusted=list(trusted or []), beta=beta,
+            trusted=list(trusted or []), beta=beta, profile=profile, budget_seconds=budget_seconds,
         )  # fmt: skip
         logging.getLogger("citewise.nodes.failed").disabled = True  # the failure is reported below, once
         result = run_question(question, context)
@@ -428,13 +446,17 @@ def chat(
     judge_model: JudgeOption = None,
     k: KOption = 10,
     chroma_url: ChromaOption = None,
+    profile: ProfileOption = "auto",
+    budget_seconds: BudgetOption = None,
 ) -> None:
     """Chat with your documents: cited answers, follow-ups that use the conversation, threads kept on disk."""
     from citewise.chat import run_chat
 
     _searchable(index, chroma_url, None, quiet=True).close()
     try:
-        context = run_context(index, chroma_url, model, judge_model, k, mode)
+        context = run_context(
+            index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds
+        )
         code = run_chat(context, threads=threads, thread_id=thread)
     except ValueError as error:
         raise _fail(str(error)) from error
@@ -531,6 +553,8 @@ def evaluate_questions(
     ] = "auto",
     k: KOption = 10,
     chroma_url: ChromaOption = None,
+    profile: ProfileOption = "auto",
+    budget_seconds: BudgetOption = None,
 ) -> None:
     """Run a question set through the pipeline: retrieval, abstention, citation and verification figures."""
     import asyncio
@@ -548,7 +572,9 @@ def evaluate_questions(
         raise _fail(str(error)) from error
     _searchable(index, chroma_url, None, quiet=True).close()
     try:
-        context = run_context(index, chroma_url, model, judge_model, k, mode)
+        context = run_context(
+            index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds
+        )
         with tqdm(total=len(asked), desc="eval", unit="question", file=sys.stderr, disable=None) as bar:
             run = evaluate.run_eval(asked, context, judgments, citation_judge, progress=bar.update)
             report = asyncio.run(run)

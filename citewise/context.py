@@ -72,9 +72,40 @@ class Context:
         default=4, metadata={"description": "Retries on 429 / 5xx / timeouts (tenacity)."}
     )
     max_concurrency: int = field(default=4, metadata={"description": "LLM requests in flight at once."})
-    structured_output: Literal["json_schema", "function_calling", "json_mode"] = field(
+    structured_output: Literal[
+        "json_schema", "json_object_schema", "function_calling", "json_mode", "text"
+    ] = field(
         default="json_schema",
-        metadata={"description": "First structured-output method to try; falls back to the next ones."},
+        metadata={
+            "description": "First structured-output method to try; a server that refuses one is asked "
+            "by the next (json_schema, json_object_schema, function_calling, json_mode, text), and "
+            "what works is remembered per server and model for the process."
+        },
+    )
+    context_window: int | None = field(
+        default=None,
+        metadata={
+            "description": "The model's context window in tokens, where the server does not say it "
+            "(llama.cpp's /props and Ollama's /api/show do); evidence is packed to fit it."
+        },
+    )
+    budget_seconds: float | None = field(
+        default=None,
+        metadata={
+            "description": "Time budget of one answer in seconds: after it, the stages left use their local "
+            "fallback and say so in `degraded` (empty: none)."
+        },
+    )
+    profile: Literal["auto", "full", "lean"] = field(
+        default_factory=lambda: _env("CITEWISE_PROFILE") or "auto",  # type: ignore[return-value]
+        metadata={
+            "description": "How much a model is asked. full: every stage judges and writes with it (several "
+            "samples, reflection, critic, summaries). lean: at most about six requests a direct answer (one "
+            "relevance judgment a batch of ten, the answer, one verification; rewrite, second hop, "
+            "reflection, critic, summaries and route run locally), for small, slow or serial models. auto: "
+            "lean for a model on this machine or its network (a local OpenAI-compatible server), full for "
+            "hosted APIs."
+        },
     )
     llm_cache: str | None = field(
         default_factory=lambda: _env("CITEWISE_LLM_CACHE"),
@@ -272,6 +303,18 @@ class Context:
                 f"min_sections ({self.min_sections}) must not exceed max_sections ({self.max_sections})",
             ),
             (self.report_words < 50, f"report_words must be at least 50 (got {self.report_words})"),
+            (
+                self.profile not in ("auto", "full", "lean"),
+                f"profile must be auto, full or lean (got {self.profile!r})",
+            ),
+            (
+                self.budget_seconds is not None and self.budget_seconds <= 0,
+                f"budget_seconds must be positive (got {self.budget_seconds})",
+            ),
+            (
+                self.context_window is not None and self.context_window < 512,
+                f"context_window must be at least 512 tokens (got {self.context_window})",
+            ),
         ]
         return checks
 
@@ -279,6 +322,19 @@ class Context:
     def llm(self) -> bool:
         """True when a writing model is configured (otherwise every node runs its local fallback)."""
         return bool(self.model)
+
+    @property
+    def lean(self) -> bool:
+        """True when the lean profile applies (`profile`, with auto resolved from where the model runs)."""
+        if self.profile != "auto" or not self.model:
+            return self.profile == "lean" and bool(self.model)
+        from citewise.models.server import is_local
+        from citewise.models.specs import parse_model
+
+        try:
+            return is_local(parse_model(self.judge or self.model)[0])
+        except ValueError:
+            return False
 
     @property
     def judge(self) -> str | None:

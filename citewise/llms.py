@@ -8,20 +8,35 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import threading
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from citewise.context import Context
 from citewise.deployment import check_settings
 
+logger = logging.getLogger(__name__)
+
 _cache: dict[tuple[Any, ...], tuple[asyncio.AbstractEventLoop | None, tuple[Any, Any]]] = {}
 _lock = threading.Lock()
+_local_only: ContextVar[bool] = ContextVar("citewise_local_only", default=False)
+"""Set while a node runs its local fallback because the answer's time budget is spent."""
 
 
-def models(context: Context) -> tuple[Any, Any]:
-    """(judge, writer) LLMs for the context, or (None, None) in local mode."""
-    if not context.llm:
+LEAN_LOCAL = frozenset({"rewrite", "follow_up", "reflect", "critique", "expand", "route", "accuracy"})
+"""Stages the lean profile runs locally (Context.profile): the model only judges relevance, writes and
+verifies."""
+
+
+def models(context: Context, stage: str | None = None) -> tuple[Any, Any]:
+    """(judge, writer) LLMs for `stage`, or (None, None) when it runs locally.
+
+    Locally: in local mode, once the answer's time budget is spent, and for the LEAN_LOCAL stages under the
+    lean profile.
+    """
+    if not context.llm or _local_only.get() or (stage in LEAN_LOCAL and context.lean):
         return None, None
     check_settings(context)
     from citewise.models import models_for
@@ -53,8 +68,16 @@ def models(context: Context) -> tuple[Any, Any]:
 Node = TypeVar("Node", bound=Callable[..., Awaitable[Any]])
 
 
-def metered(node: Node) -> Node:
+def _spent(left: float | None) -> bool:
+    return left is not None and left <= 0
+
+
+def metered(node: Node, *, starts_turn: bool = False) -> Node:
     """Run a node inside its own usage scope and report what its requests spent as its update's `usage`.
+
+    The node's requests also keep to the answer's time budget (the state's `deadline`, which the node that
+    `starts_turn` sets and does not read): once it is spent, or when a request fails after it, the node runs
+    its local fallback (`models` gives no models) and the update lists it in `degraded`.
 
     The graphs wrap every node in it when they add it, so nodes carry no metering code. The requests are
     counted by a LangChain callback (citewise.models.usage) into the scope, so the usage a node reports is
@@ -66,11 +89,37 @@ def metered(node: Node) -> Node:
     async def run(*args: Any, **kwargs: Any) -> Any:
         from langgraph.types import Overwrite
 
-        from citewise.models import usage_scope
-        from citewise.state.types import merge_usage
+        from citewise.models import answer_deadline, budget_left, degradation, is_transient, usage_scope
+        from citewise.state.types import merge_degraded, merge_usage
 
-        with usage_scope() as meter:
-            result = await node(*args, **kwargs)
+        state = args[0] if args and isinstance(args[0], dict) and not starts_turn else {}
+        context = getattr(args[1] if len(args) > 1 else kwargs.get("runtime"), "context", None)
+        with usage_scope() as meter, answer_deadline(state.get("deadline")):
+            spent_before = _spent(budget_left())
+            local = None
+            if not spent_before:
+                try:
+                    result = await node(*args, **kwargs)
+                except Exception as error:
+                    if not (is_transient(error) and _spent(budget_left())):
+                        raise
+                    local = f"the answer's time budget ran out during the stage ({type(error).__name__})"
+            else:
+                local = "the answer's time budget was spent before the stage"
+            if local is not None:
+                logger.warning("%s: %s; running its local fallback", node.__name__, local)
+                token = _local_only.set(True)
+                try:
+                    result = await node(*args, **kwargs)
+                finally:
+                    _local_only.reset(token)
+                if context is not None and context.llm and isinstance(result, dict):
+                    entry = degradation(node.__name__, f"{local}: local fallback used", [])
+                    given = result.get("degraded") or []
+                    if isinstance(given, Overwrite):
+                        result = {**result, "degraded": Overwrite(merge_degraded(given.value, [entry]))}
+                    else:
+                        result = {**result, "degraded": merge_degraded(given, [entry])}
         spent = meter.take()
         if spent and isinstance(result, dict):
             given = result.get("usage") or {}

@@ -15,11 +15,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from citewise import questions
-from citewise.evidence import CLOSEST, MARKER, NO_ANSWER, NOTHING_MATCHED, Block, names_title, pack
+from citewise.evidence import (
+    BRIDGE_FLAG,
+    CLOSEST,
+    MARKER,
+    NO_ANSWER,
+    NOTHING_MATCHED,
+    PART_UNANSWERED,
+    Block,
+    names_title,
+    pack,
+    paragraph_texts,
+)
 from citewise.index import Index
 from citewise.index.citations import soften_source_markers
 from citewise.index.fusion import drop_redundant
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.state import EvidenceRecord
 from citewise.text import sentences
 
 MAX_LOCAL_SENTENCES = 4
@@ -42,10 +54,15 @@ async def synthesize(
     *,
     stage: str,
     stream: bool = False,
+    max_groups: int | None = None,
 ) -> str:
-    """Write over the evidence in budget-sized groups: `first(evidence)`, then `refine(draft, evidence)`."""
+    """Write over the evidence in budget-sized groups: `first(evidence)`, then `refine(draft, evidence)`.
+
+    `max_groups` keeps only the first groups (the best evidence comes first): one request under the lean
+    profile.
+    """
     draft = ""
-    groups = pack(blocks, budget)
+    groups = pack(blocks, budget)[:max_groups]
     for n, group in enumerate(groups):
         evidence = "\n".join(block for _, _, block in group)
         prompt = first(evidence) if n == 0 else refine(quote("draft", draft), evidence)
@@ -412,3 +429,27 @@ def _answers(candidate: Candidate, piece: questions.Question) -> bool:
     found = _found(candidate.terms, piece.terms)
     enough = found == piece.terms if len(piece.terms) <= 2 else len(found) >= 0.5 * len(piece.terms)
     return enough and questions.has_kind(candidate.text, piece)
+
+
+def extractive_answer(
+    index: Index, question: str, records: list[EvidenceRecord], earlier: tuple[str, str] | None = None
+) -> tuple[str, dict[str, str]]:
+    """The kept evidence's sentences that answer the question (citewise.writing), cited; gaps named.
+
+    `earlier` (the question before and its answer) reads `question` as a follow-up to it.
+    """
+    labels = {f"E{n}": r["chunk_id"] for n, r in enumerate(records, start=1)}
+    paragraphs = paragraph_texts(index, records)
+    sources = [
+        (label, r.get("text", ""), paragraphs[r["chunk_id"]])
+        for label, r in zip(labels, records, strict=True)
+    ]
+    bridged = {label for label, r in zip(labels, records, strict=True) if BRIDGE_FLAG in r.get("flags", [])}
+    titles = {label: r.get("title", "") for label, r in zip(labels, records, strict=True)}
+    chosen, missing = answering_sentences(index, question, sources, bridged, titles, earlier)
+    if not chosen:
+        return NO_ANSWER, {}
+    text = cite(chosen)
+    if missing:
+        text += " " + " ".join(f"{PART_UNANSWERED} {part}." for part in missing)
+    return text, labels

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from citewise.index.embeddings import Embedder, default_embedder
+from citewise.models import forget_servers
 
 PROVIDER_VARIABLES = (
     "OPENAI_API_KEY",
@@ -39,8 +40,22 @@ def _offline_and_keyless_session() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _offline_and_keyless(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test sees a provider key or a configured server, and nothing may reach the Hugging Face hub."""
+    """No test sees a provider key or a configured server, and nothing may reach the Hugging Face hub.
+
+    Nor what an earlier test's server taught the process (its methods, speed, queueing): each test's
+    server is new, often on a reused port.
+    """
     _blank(monkeypatch)
+    forget_servers()
+
+
+@pytest.fixture(autouse=True)
+def _full_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scripted servers on 127.0.0.1 stand for hosted APIs: the full profile, unless a test says lean.
+
+    (Profile `auto` would take any loopback server for a local model and pick lean.)
+    """
+    monkeypatch.setenv("CITEWISE_PROFILE", "full")
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,8 @@ io_retry = RetryPolicy(max_attempts=3, retry_on=(OSError, TimeoutError))
 def after_threshold(state: EvidenceState, runtime: Runtime[Context]) -> Literal["rewrite", "__end__"]:
     """Back to rewrite when nothing passed and corrective passes remain, else done."""
     kept_any = any(r.get("kept") for r in state.get("evidence", []))
-    if not kept_any and state.get("attempt", 0) <= runtime.context.max_rewrites:
+    lean = runtime.context.lean  # a corrective pass would score every candidate again
+    if not kept_any and state.get("attempt", 0) <= runtime.context.max_rewrites and not lean:
         return "rewrite"
     return END
 

@@ -57,6 +57,7 @@ def section_input(state: State, planned: OutlineSection, position: int) -> Secti
         "documents": planned.get("documents", []),
         "mode": state.get("mode", "local"),
         "evidence_limit": 0,
+        "deadline": state.get("deadline"),
     }
 
 
@@ -86,7 +87,7 @@ def after_customize(state: State, runtime: Runtime[Context]) -> Literal["customi
 
 builder = StateGraph(State, input_schema=InputState, output_schema=OutputState, context_schema=Context)
 # a run that cannot go on ends with a reply saying why (per node: set_node_defaults breaks a second compile)
-builder.add_node(metered(condense), error_handler=failed)
+builder.add_node(metered(condense, starts_turn=True), error_handler=failed)
 builder.add_node(metered(rewrite), error_handler=failed)
 builder.add_node("evidence", evidence, error_handler=failed)
 builder.add_node(metered(rerank), error_handler=failed)

@@ -7,6 +7,9 @@
   records in `degraded`, and API keys kept out of every message.
 - `structured`: lenient JSON from a reply, validation against the schema, the JSON-mode and repair prompts.
 - `usage`: calls and tokens per stage, counted per node run.
+- `server`: what each server turned out to be (the structured-output method it takes, whether it honours
+  `n`, whether it serves one request at a time, its speed and context window), kept per base URL and model
+  for the process.
 - `llm`: the `LLM` nodes call: `text(...)` for free text, `structured(schema, ..., n=...)` for n parsed
   samples in one request. It bounds requests in flight, retries transient errors, falls back through the
   structured-output methods a server rejects, retries and then repairs malformed output (never raising for
@@ -22,6 +25,8 @@ from citewise.models.faults import (
     BACKOFF_MAX,
     REDACTED,
     Backoff,
+    BudgetSpent,
+    ProviderUnreachable,
     UnreadableResponse,
     degradation,
     fault_reason,
@@ -34,8 +39,18 @@ from citewise.models.faults import (
     retrying,
     scrub,
 )
-from citewise.models.llm import LLM, NOSTREAM_TAGS, ConcurrencyLimit, RunShared, models_for
+from citewise.models.llm import (
+    LLM,
+    MAX_TOKENS,
+    NOSTREAM_TAGS,
+    ConcurrencyLimit,
+    RunShared,
+    answer_deadline,
+    budget_left,
+    models_for,
+)
 from citewise.models.rerank import Reranker, reranker
+from citewise.models.server import ServerFacts, facts_for, forget_servers, is_local
 from citewise.models.specs import (
     PROVIDERS,
     ModelSetupError,
@@ -51,23 +66,32 @@ __all__ = [
     "BACKOFF_INITIAL",
     "BACKOFF_MAX",
     "LLM",
+    "MAX_TOKENS",
     "METHODS",
     "NOSTREAM_TAGS",
     "PROVIDERS",
     "REDACTED",
     "Backoff",
+    "BudgetSpent",
     "ConcurrencyLimit",
     "MalformedOutput",
     "ModelSetupError",
+    "ProviderUnreachable",
     "Reranker",
     "RunShared",
+    "ServerFacts",
     "UnreadableResponse",
     "UsageMeter",
+    "answer_deadline",
+    "budget_left",
     "chat_model",
     "degradation",
     "extract_json",
+    "facts_for",
+    "forget_servers",
     "fault_reason",
     "http_status",
+    "is_local",
     "is_retryable",
     "is_transient",
     "models_for",

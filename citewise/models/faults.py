@@ -7,7 +7,7 @@ import logging
 import os
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 import openai
@@ -18,9 +18,6 @@ from tenacity.wait import wait_base, wait_exponential_jitter
 from citewise.models.structured import MalformedOutput
 from citewise.state.types import Degraded
 
-if TYPE_CHECKING:
-    pass
-
 logger = logging.getLogger(__name__)
 
 
@@ -28,6 +25,18 @@ BACKOFF_INITIAL = 1.0
 """First retry wait in seconds (doubles per retry, plus up to a second of jitter)."""
 BACKOFF_MAX = 30.0
 """Longest retry wait in seconds (also caps a server's Retry-After)."""
+
+
+class ProviderUnreachable(Exception):
+    """Nothing listens at the model server's URL (connection refused): fatal at once, never retried.
+
+    A refused connection does not heal within a question's retries; the user must start the server or fix
+    OPENAI_BASE_URL, and should hear so in a second, not after four backoffs.
+    """
+
+
+class BudgetSpent(Exception):
+    """The answer's time budget (Context.budget_seconds) is spent: the stages left fall back locally."""
 
 
 class UnreadableResponse(Exception):
@@ -73,8 +82,28 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 TRANSPORT_ERRORS = _transport_errors()
 
 
+def connection_refused(error: BaseException) -> bool:
+    """True when the error (or one it chains) is a refused TCP connection: nothing listens at the URL."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError | ProviderUnreachable):
+            return True
+        if isinstance(current, TRANSPORT_ERRORS) and "connection refused" in str(current).lower():
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def is_retryable(error: BaseException) -> bool:
-    """True for errors a later try may not meet: rate limits, 5xx (not 501), timeouts, connection errors."""
+    """True for errors a later try may not meet: rate limits, 5xx (not 501), timeouts, connection errors.
+
+    Never a refused structured-output method (whatever its status: llama-cpp-python answers 500), nor a
+    refused connection (nothing listens), nor a spent time budget.
+    """
+    if isinstance(error, BudgetSpent) or rejects_method(error) or connection_refused(error):
+        return False
     status = http_status(error)
     if status is not None:
         return status in (408, 429) or (status >= 500 and status != 501)
@@ -107,16 +136,18 @@ _CONTEXT_WORDS = re.compile(
 def rejects_method(error: BaseException) -> bool:
     """True when a server refused the structured-output method itself (response_format, tools).
 
-    A 400 / 422 / 501 counts only when it names the method's parameter (`param`) or its message speaks of
-    response_format, JSON schema / mode, tools or tool choice; any other refused request (a prompt too long,
-    an unknown model, a bad argument) is no reason to give up a method and propagates. LangChain's own
-    NotImplementedError (a model class without the method) counts too.
+    An error response of any status but 401 / 403 / 404 / 408 / 429 (servers answer 400, 422, 501, and
+    llama-cpp-python 500 with a validation error) counts only when it names the method's parameter (`param`)
+    or its message speaks of response_format, JSON schema / object / mode, tools or tool choice; any other
+    refused request (a prompt too long, an unknown model, a bad argument) is no reason to give up a method
+    and propagates. LangChain's own NotImplementedError (a model class without the method) counts too.
     """
     if isinstance(error, ContextOverflowError):
         return False
     if isinstance(error, NotImplementedError):
         return True
-    if http_status(error) not in (400, 422, 501):
+    status = http_status(error)
+    if status is None or status < 400 or status in (401, 403, 404, 408, 429):
         return False
     if getattr(error, "param", None) in _FORMAT_PARAMS:
         return True
@@ -135,6 +166,7 @@ def provider_errors() -> tuple[type[BaseException], ...]:
     return (
         openai.APIError,
         ApiError,
+        BudgetSpent,
         ModelError,
         MalformedOutput,
         UnreadableResponse,
@@ -152,7 +184,7 @@ def is_transient(error: BaseException) -> bool:
     rejects (400 / 404 / 422 that is not a structured-output method, already handled by the fallback), a
     ModelSetupError, and every error that does not come from a provider (a bug).
     """
-    return isinstance(error, MalformedOutput) or is_retryable(error)
+    return isinstance(error, MalformedOutput | BudgetSpent) or is_retryable(error)
 
 
 def fault_reason(error: BaseException) -> str:
@@ -161,6 +193,8 @@ def fault_reason(error: BaseException) -> str:
     code = f" (HTTP {status})" if status is not None else ""
     if isinstance(error, MalformedOutput):
         return f"model output malformed after repairs: {error}"
+    if isinstance(error, BudgetSpent):
+        return f"time budget spent, local fallback used: {error}"
     return f"provider failed after retries: {type(error).__name__}{code}"
 
 

@@ -6,10 +6,13 @@ import asyncio
 import json
 import logging
 import threading
+import time
 import weakref
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
 
 import openai
 from langchain_core.callbacks import BaseCallbackHandler
@@ -25,15 +28,20 @@ from citewise.context import Context
 from citewise.models.faults import (
     BACKOFF_INITIAL,
     BACKOFF_MAX,
+    BudgetSpent,
+    ProviderUnreachable,
     UnreadableResponse,
+    connection_refused,
     rejects_method,
     retrying,
     scrub,
 )
+from citewise.models.server import ServerFacts, facts_for
 from citewise.models.specs import chat_model, parse_model, speaks_openai
 from citewise.models.structured import (
     JSON_MODE_INSTRUCTION,
     METHODS,
+    PROMPTED,
     REPAIR_PROMPT,
     MalformedOutput,
     Method,
@@ -43,9 +51,6 @@ from citewise.models.structured import (
 from citewise.models.usage import STAGE_KEY, UsageCallback, UsageMeter, from_cache, scoped_meter
 from citewise.prompts.common import quote
 from citewise.state.types import StageUsage
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 
@@ -58,42 +63,109 @@ LangGraph server UIs know "langsmith:nostream". Both, so only the answer streams
 MALFORMED_RETRIES = 2
 """Extra requests for samples whose output is not valid JSON for the schema (before one repair request)."""
 
+MAX_TOKENS = {
+    "condense": 200,
+    "rewrite": 300,
+    "follow_up": 300,
+    "route": 200,
+    "score": 600,
+    "judge": 1200,
+    "reflect": 1200,
+    "critique": 1200,
+    "expand": 1600,
+    "answer": 1000,
+    "verify": 1000,
+    "outline": 1000,
+    "write_section": 900,
+    "customize": 2400,
+    "accuracy": 1000,
+    "outline_learn": 800,
+    "eval judge": 300,
+}
+"""What a request of each stage may write at most (a batch of ten scores needs a few hundred tokens, not the
+context window): a weak model that loops stops there, and its cut reply is repaired or given up."""
+DEFAULT_MAX_TOKENS = 1000
+"""The cap of a stage not in MAX_TOKENS."""
+
+_deadline: ContextVar[float | None] = ContextVar("citewise_deadline", default=None)
+
+
+@contextmanager
+def answer_deadline(deadline: float | None) -> Any:
+    """Requests made inside this block stop being sent after `deadline` (time.time()): BudgetSpent."""
+    token = _deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def budget_left() -> float | None:
+    """Seconds left of the running answer's time budget (None: no budget)."""
+    deadline = _deadline.get()
+    return None if deadline is None else deadline - time.time()
+
+
+@dataclass
+class _LoopSlots:
+    condition: asyncio.Condition
+    busy: int = 0
+
 
 class ConcurrencyLimit:
-    """At most `limit` requests in flight: a semaphore per event loop (a cached LLM may see several loops)."""
+    """At most `limit` requests in flight, per event loop (a cached LLM may see several loops).
+
+    `slot(cap)` lowers the limit for one server (one found to serve one request at a time) without a new
+    limit: the requests in flight finish, and no new one starts until fewer than `cap` are left.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = max(1, int(limit))
-        self._semaphores: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopSlots] = (
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
 
-    def semaphore(self) -> asyncio.Semaphore:
-        """The semaphore of the running loop."""
+    def _loop_slots(self) -> _LoopSlots:
         loop = asyncio.get_running_loop()
         with self._lock:
-            semaphore = self._semaphores.get(loop)
-            if semaphore is None:
-                semaphore = self._semaphores[loop] = asyncio.Semaphore(self.limit)
-            return semaphore
+            slots = self._slots.get(loop)
+            if slots is None:
+                slots = self._slots[loop] = _LoopSlots(asyncio.Condition())
+            return slots
+
+    @asynccontextmanager
+    async def slot(self, cap: int | None = None) -> AsyncIterator[None]:
+        """Hold one of the slots (at most min(limit, cap) held at once) for the block."""
+        slots = self._loop_slots()
+        async with slots.condition:
+            await slots.condition.wait_for(lambda: slots.busy < min(self.limit, cap or self.limit))
+            slots.busy += 1
+        try:
+            yield
+        finally:
+            async with slots.condition:
+                slots.busy -= 1
+                slots.condition.notify_all()
 
     async def __aenter__(self) -> None:
-        await self.semaphore().acquire()
+        slots = self._loop_slots()
+        async with slots.condition:
+            await slots.condition.wait_for(lambda: slots.busy < self.limit)
+            slots.busy += 1
 
     async def __aexit__(self, *exc: object) -> None:
-        self.semaphore().release()
+        slots = self._loop_slots()
+        async with slots.condition:
+            slots.busy -= 1
+            slots.condition.notify_all()
 
 
 @dataclass
 class RunShared:
-    """What the models of one run share: the in-flight limit and what each server turned out to support."""
+    """What the models of one run share: the in-flight limit (what each server supports is ServerFacts)."""
 
     limit: ConcurrencyLimit
-    methods: dict[str, int] = field(default_factory=dict)
-    """Index into METHODS of the structured-output method that works, per model spec."""
-    n_ignored: set[str] = field(default_factory=set)
-    """Model specs whose server answered an `n` request with fewer choices (llama.cpp, Ollama)."""
 
 
 # the LLM nodes call ------------------------------------------------------------------------------------
@@ -112,6 +184,31 @@ def _with_handler(callbacks: Any, handler: BaseCallbackHandler) -> Any:
     manager = callbacks.copy()
     manager.add_handler(handler, inherit=True)
     return manager
+
+
+def _usage_of(generations: list[Any]) -> tuple[int, int]:
+    """(input tokens, output tokens) a reply reports (0, 0 when it reports none)."""
+    for generation in generations:
+        usage = getattr(getattr(generation, "message", None), "usage_metadata", None) or {}
+        if usage:
+            return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+    return 0, 0
+
+
+def finished_at_length(reply: AIMessage | None) -> bool:
+    """True when the reply stopped at its max_tokens (finish reason "length"): its text is cut off."""
+    if reply is None:
+        return False
+    metadata = getattr(reply, "response_metadata", None) or {}
+    return metadata.get("finish_reason") == "length"
+
+
+def _whole_sentences(text: str) -> str:
+    """`text` up to its last finished sentence (all of it when no sentence ends)."""
+    cut = max(text.rfind(". "), text.rfind(".\n"), text.rfind("]\n"), text.rfind("]. "))
+    if text.rstrip().endswith((".", "!", "?", "]")) or cut < 0:
+        return text
+    return text[: cut + 1]
 
 
 def _first_error(results: list[Any]) -> BaseException | None:
@@ -158,6 +255,8 @@ class LLM:
         self.spec = spec
         self.provider, self.name = parse_model(spec)
         self.context = context
+        self.facts: ServerFacts = facts_for(self.provider, self.name)
+        """What the server behind this spec turned out to support, kept for the process."""
         self.shared = shared or RunShared(ConcurrencyLimit(context.max_concurrency))
         self.meter = UsageMeter()
         self.usage_callback = UsageCallback(self.meter)
@@ -192,7 +291,7 @@ class LLM:
     @property
     def supports_n(self) -> bool:
         """Whether one request can ask for several samples (OpenAI-compatible servers)."""
-        return speaks_openai(self.provider) and self.spec not in self.shared.n_ignored
+        return speaks_openai(self.provider) and not self.facts.n_ignored
 
     @property
     def method(self) -> Method:
@@ -207,23 +306,36 @@ class LLM:
         """Usage counted since the last take (of one stage, or all), inside the current usage scope if any."""
         return (scoped_meter() or self.meter).take(stage)
 
-    async def text(self, messages: Messages, *, stage: str, stream: bool = False) -> str:
+    async def text(
+        self, messages: Messages, *, stage: str, stream: bool = False, max_tokens: int | None = None
+    ) -> str:
         """Free text. `stream=True` only for the answer the user watches; other calls are tagged nostream.
 
         An empty reply is asked for again (uncached), then raises MalformedOutput: an empty answer must not
-        pass for "your documents do not answer".
+        pass for "your documents do not answer". A reply cut at its max_tokens keeps its whole sentences.
         """
         prepared = self._prepare(messages)
         for attempt in range(1 + MALFORMED_RETRIES):
             model = (self.model if stream else self._quiet) if attempt == 0 else self._fresh
-            generations = await self._generate(model, prepared, stage=stage, internal=not stream)
+            generations = await self._generate(
+                model, prepared, stage=stage, internal=not stream, max_tokens=max_tokens
+            )
             reply = _message_text(generations[0].message) if generations else ""
+            if generations and finished_at_length(generations[0].message):  # type: ignore[arg-type]
+                logger.warning("%s: the reply reached its max_tokens; its last sentence is dropped", stage)
+                reply = _whole_sentences(reply)
             if reply.strip():
                 return reply
         raise MalformedOutput(f"the model's reply was empty {1 + MALFORMED_RETRIES} times")
 
     async def structured(
-        self, schema: type[Schema], messages: Messages, *, stage: str, n: int = 1
+        self,
+        schema: type[Schema],
+        messages: Messages,
+        *,
+        stage: str,
+        n: int = 1,
+        max_tokens: int | None = None,
     ) -> list[Schema | None]:
         """`n` samples parsed as `schema`; None for a sample still malformed after retries and a repair.
 
@@ -236,24 +348,82 @@ class LLM:
         index = self._method_index()
         while True:
             try:
-                return await self._structured_with(METHODS[index], schema, prepared, stage=stage, n=n)
+                return await self._structured_with(
+                    METHODS[index], schema, prepared, stage=stage, n=n, max_tokens=max_tokens
+                )
             except Exception as error:
-                if index + 1 >= len(METHODS) or not rejects_method(error):
+                if self._next_method(index) >= len(METHODS) or not rejects_method(error):
                     raise
                 logger.warning(
                     "%s rejected structured output by %s (%s); falling back to %s",
                     self.spec,
                     METHODS[index],
                     error,
-                    METHODS[index + 1],
+                    METHODS[self._next_method(index)],
                 )
-                index += 1
-                self.shared.methods[self.spec] = max(index, self.shared.methods.get(self.spec, 0))
+                index = self._next_method(index)
+                self.facts.method = max(index, self.facts.method or 0)
 
     # internals ---------------------------------------------------------------------------------------
 
     def _method_index(self) -> int:
-        return self.shared.methods.get(self.spec, METHODS.index(self.context.structured_output))
+        learnt = self.facts.method
+        configured = METHODS.index(self.context.structured_output)
+        return configured if learnt is None else max(learnt, configured)
+
+    def _next_method(self, index: int) -> int:
+        """The method after METHODS[index] for this provider (Cohere's json_schema is already json_object)."""
+        index += 1
+        if (
+            index < len(METHODS)
+            and METHODS[index] == "json_object_schema"
+            and not speaks_openai(self.provider)
+        ):
+            index += 1
+        return index
+
+    def context_window(self) -> int | None:
+        """The model's context window in tokens: what the server says, else Context.context_window."""
+        return self.facts.context_window or self.context.context_window
+
+    def evidence_tokens(self, configured: int, stage: str, prompt_tokens: int = 600) -> int:
+        """Evidence tokens a writing request of `stage` may carry: `configured`, less in a small window.
+
+        The window must hold the prompt's own words (`prompt_tokens`), the evidence and the reply's cap.
+        """
+        window = self.context_window()
+        if not window:
+            return configured
+        room = window - MAX_TOKENS.get(stage, DEFAULT_MAX_TOKENS) - prompt_tokens
+        return max(200, min(configured, room))
+
+    async def probe(self) -> None:
+        """Read the server's context window once per process (in a thread: it is a blocking request)."""
+        if not self.facts.probed:
+            await asyncio.to_thread(self.facts.probe, self.provider)
+
+    def _request_options(
+        self, stage: str, messages: list[BaseMessage], max_tokens: int | None
+    ) -> dict[str, Any]:
+        """max_tokens for the stage and the timeout it needs at the server's measured speed."""
+        cap = max_tokens or MAX_TOKENS.get(stage, DEFAULT_MAX_TOKENS)
+        if self.provider == "cohere":
+            return {"max_tokens": cap}
+        options: dict[str, Any] = {}
+        if (
+            self.facts.url
+        ):  # OpenAI-compatible servers know max_tokens (llama.cpp ignores max_completion_tokens)
+            options["extra_body"] = {"max_tokens": cap}
+        else:  # OpenAI: langchain-openai sends it as max_completion_tokens
+            options["max_tokens"] = cap
+        chars = sum(len(str(m.content)) for m in messages)
+        timeout = self.facts.timeout(self.context.timeout_seconds, cap, chars)
+        left = budget_left()
+        if left is not None:
+            timeout = min(timeout, max(1.0, left))
+        if timeout != self.context.timeout_seconds:
+            options["timeout"] = timeout
+        return options
 
     def _prepare(self, messages: Messages) -> list[BaseMessage]:
         prepared: list[BaseMessage] = (
@@ -274,28 +444,51 @@ class LLM:
         *,
         stage: str,
         internal: bool = True,
+        max_tokens: int | None = None,
         **kwargs: Any,
     ) -> list[ChatGeneration]:
-        """One request (retried on transient errors, counted); all its choices."""
+        """One request (retried on transient errors, counted); all its choices.
+
+        Raises:
+            BudgetSpent: the answer's time budget ran out before the request could be sent.
+            ProviderUnreachable: nothing listens at the server's URL (at once, not retried).
+        """
         config = ensure_config()  # the running node's config: its callbacks, tags and metadata
         tags = [*(config.get("tags") or []), *(NOSTREAM_TAGS if internal else ())]
         callbacks = _with_handler(config.get("callbacks"), self.usage_callback)
         metadata = {**(config.get("metadata") or {}), STAGE_KEY: stage}
+        await self.probe()
         async for attempt in retrying(self.context.max_retries, self.backoff):
             with attempt:
-                async with self.shared.limit:
+                async with self.shared.limit.slot(self.facts.limit(self.shared.limit.limit)):
+                    left = budget_left()
+                    if left is not None and left <= 0:
+                        raise BudgetSpent(f"{stage} was not asked: the answer's time budget is spent")
+                    options = self._request_options(stage, messages, max_tokens)
+                    ticket = self.facts.started()
+                    ok = False
                     try:
                         result = await model.agenerate(
                             [messages], callbacks=callbacks, tags=tags, metadata=metadata,
-                            **self._call_kwargs, **kwargs,
+                            **self._call_kwargs, **options, **kwargs,
                         )  # fmt: skip
+                        ok = True
                     except Exception as error:
                         scrub(error)  # before the retry log or any caller sees its message
                         if isinstance(error, json.JSONDecodeError):  # a body cut off or not JSON
                             raise UnreadableResponse(
                                 f"the provider's reply could not be read: {error}"
                             ) from error
+                        if connection_refused(error):
+                            where = self.facts.url or self.provider
+                            raise ProviderUnreachable(
+                                f"nothing answers at {where} (connection refused): start the model server "
+                                "or fix OPENAI_BASE_URL"
+                            ) from error
                         raise
+                    finally:
+                        used = _usage_of(result.generations[0]) if ok else (0, 0)
+                        self.facts.finished(ticket, output_tokens=used[1], input_tokens=used[0], ok=ok)
                     if self._cut_off(model, result.generations[0]):
                         raise UnreadableResponse("the reply was cut off before its end (no finish reason)")
         return result.generations[0]  # type: ignore[return-value]
@@ -318,7 +511,9 @@ class LLM:
                 return True
         return False
 
-    def _structured_request(self, method: Method, schema: type[BaseModel]) -> _Structured:
+    def _structured_request(
+        self, method: Method, schema: type[BaseModel], max_tokens: int | None = None
+    ) -> _Structured:
         function = convert_to_openai_function(schema, strict=True)
         name, parameters = function["name"], function["parameters"]
         schema_json = json.dumps(parameters, indent=1)
@@ -338,6 +533,10 @@ class LLM:
                         },
                     }
                 }
+        elif method == "json_object_schema":  # llama.cpp: JSON constrained to the schema
+            kwargs = {"response_format": {"type": "json_object", "schema": parameters}}
+        elif method == "text":  # nothing asked of the server: the prompt spells the schema out
+            kwargs = {}
         elif method == "function_calling":
             if self.provider == "cohere":
                 kwargs = {"tools": [convert_to_openai_tool(schema)], "tool_choice": "REQUIRED"}
@@ -348,7 +547,7 @@ class LLM:
                 }
         else:
             kwargs = {"response_format": {"type": "json_object"}}
-        return _Structured(method, name, schema_json, kwargs)
+        return _Structured(method, name, schema_json, {**kwargs, "max_tokens": max_tokens})
 
     @staticmethod
     def _json_mode_messages(messages: list[BaseMessage], request: _Structured) -> list[BaseMessage]:
@@ -360,32 +559,48 @@ class LLM:
         return [SystemMessage(instruction), *messages]
 
     async def _structured_with(
-        self, method: Method, schema: type[Schema], messages: list[BaseMessage], *, stage: str, n: int
+        self,
+        method: Method,
+        schema: type[Schema],
+        messages: list[BaseMessage],
+        *,
+        stage: str,
+        n: int,
+        max_tokens: int | None = None,
     ) -> list[Schema | None]:
-        request = self._structured_request(method, schema)
-        if method == "json_mode":
+        request = self._structured_request(method, schema, max_tokens)
+        if method in PROMPTED:
             messages = self._json_mode_messages(messages, request)
         results: list[Schema | None] = [None] * n
         raw: list[str] = [""] * n
         problems: list[str] = [""] * n
         pending = list(range(n))
-        for attempt in range(1 + MALFORMED_RETRIES):
+        for attempt in range(1 + (0 if self.context.lean else MALFORMED_RETRIES)):
             model = self._quiet if attempt == 0 else self._fresh
             replies = await self._samples(model, messages, request, stage=stage, count=len(pending))
             still: list[int] = []
+            cut = 0
             for slot, reply in zip(pending, replies, strict=True):
                 parsed, raw_text, problem = self._parse(schema, reply, method)
                 if parsed is None:
                     still.append(slot)
                     raw[slot], problems[slot] = raw_text, problem
+                    if finished_at_length(reply):
+                        cut += 1
+                        problems[slot] = f"it was cut off at its max_tokens ({problem})"
                 else:
                     results[slot] = parsed
             pending = still
             if not pending:
                 return results
+            if cut == len(pending):  # asked again, it would only run to the same limit: repair it instead
+                break
             logger.warning(
                 "%s/%s: %d of %d samples malformed (%s)", stage, method, len(pending), n, problems[pending[0]]
             )
+        if self.context.lean:  # no second request for a sample: the stage's local fallback takes it
+            logger.warning("%s/%s: %d of %d samples given up (lean profile)", stage, method, len(pending), n)
+            return results
         repairs = await asyncio.gather(
             *(self._repair(schema, request, raw[slot], problems[slot], stage=stage) for slot in pending),
             return_exceptions=True,
@@ -428,7 +643,7 @@ class LLM:
                     count,
                     len(replies),
                 )
-                self.shared.n_ignored.add(self.spec)
+                self.facts.n_ignored = True
         missing = count - len(replies)
         if missing:
             singles = await asyncio.gather(

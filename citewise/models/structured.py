@@ -5,21 +5,24 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 
 
 Schema = TypeVar("Schema", bound=BaseModel)
-Method = Literal["json_schema", "function_calling", "json_mode"]
+Method = Literal["json_schema", "json_object_schema", "function_calling", "json_mode", "text"]
 
-METHODS: tuple[Method, ...] = ("json_schema", "function_calling", "json_mode")
-"""Structured-output methods, in fallback order."""
+METHODS: tuple[Method, ...] = ("json_schema", "json_object_schema", "function_calling", "json_mode", "text")
+"""Structured-output methods, in fallback order: OpenAI's `json_schema`; llama.cpp's `json_object` with the
+schema beside it (llama-cpp-python's server takes only 'text' or 'json_object' and constrains the reply to
+the schema); a forced tool call; `json_object` with the schema spelled out in the prompt; plain text with the
+schema in the prompt, parsed leniently and repaired. Every method after `function_calling` also puts the
+schema in the prompt, since the server may enforce JSON but not its shape."""
+PROMPTED: frozenset[Method] = frozenset({"json_object_schema", "json_mode", "text"})
+"""Methods whose prompt spells the schema out."""
 JSON_MODE_INSTRUCTION = """Reply with one JSON object only, with no prose and no code fences, that matches \
 the JSON schema named {name}:
 ```json

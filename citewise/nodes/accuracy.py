@@ -244,7 +244,7 @@ async def accuracy(state: State, runtime: Runtime[Context]) -> dict:
         if record["doc_id"] not in trusted_docs:
             title, text = others.get(record["doc_id"], (record.get("title", ""), ""))
             others[record["doc_id"]] = (title, f"{text} {record.get('text', '')}".strip())
-    judge, writer = llms.models(context)
+    judge, writer = llms.models(context, "accuracy")
     if writer is None:
         gentext = await in_thread(local_gentext, index.embedder, question, trusted)
         stances: dict[str, tuple[str, str]] = {}

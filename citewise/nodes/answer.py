@@ -14,46 +14,13 @@ from langgraph.runtime import Runtime
 
 from citewise import llms
 from citewise.context import Context
-from citewise.evidence import (
-    BRIDGE_FLAG,
-    NO_ANSWER,
-    PART_UNANSWERED,
-    evidence_blocks,
-    is_abstention,
-    kept_records,
-    paragraph_texts,
-)
-from citewise.index import Index
+from citewise.evidence import NO_ANSWER, evidence_blocks, is_abstention, kept_records
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import quote
 from citewise.questions import standalone
-from citewise.state import EvidenceRecord, State
+from citewise.state import State
 from citewise.text import message_text
-from citewise.writing import answering_sentences, cite, no_answer, prompt_pair, synthesize
-
-
-def extractive_answer(
-    index: Index, question: str, records: list[EvidenceRecord], earlier: tuple[str, str] | None = None
-) -> tuple[str, dict[str, str]]:
-    """The kept evidence's sentences that answer the question (citewise.writing), cited; gaps named.
-
-    `earlier` (the question before and its answer) reads `question` as a follow-up to it.
-    """
-    labels = {f"E{n}": r["chunk_id"] for n, r in enumerate(records, start=1)}
-    paragraphs = paragraph_texts(index, records)
-    sources = [
-        (label, r.get("text", ""), paragraphs[r["chunk_id"]])
-        for label, r in zip(labels, records, strict=True)
-    ]
-    bridged = {label for label, r in zip(labels, records, strict=True) if BRIDGE_FLAG in r.get("flags", [])}
-    titles = {label: r.get("title", "") for label, r in zip(labels, records, strict=True)}
-    chosen, missing = answering_sentences(index, question, sources, bridged, titles, earlier)
-    if not chosen:
-        return NO_ANSWER, {}
-    text = cite(chosen)
-    if missing:
-        text += " " + " ".join(f"{PART_UNANSWERED} {part}." for part in missing)
-    return text, labels
+from citewise.writing import extractive_answer, no_answer, prompt_pair, synthesize
 
 
 def local_follow_up(state: State) -> tuple[str, str, str] | None:
@@ -96,7 +63,14 @@ async def answer(state: State, runtime: Runtime[Context]) -> dict:
         context.answer_prompt, context.refine_prompt, question=quote("question", state["question"])
     )
     draft = await synthesize(
-        writer, blocks, context.context_tokens, first, refine, stage="answer", stream=True
+        writer,
+        blocks,
+        writer.evidence_tokens(context.context_tokens, "answer"),
+        first,
+        refine,
+        stage="answer",
+        stream=True,
+        max_groups=1 if context.lean else None,
     )
     return {
         "draft": draft,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
@@ -20,8 +22,9 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
     question = check_question(last_human(messages))
     history = [message_text(m) for m in messages[:-1] if isinstance(m, HumanMessage) or m.type == "human"]
     judge, _ = llms.models(runtime.context)
+    turn = new_turn(runtime.context)
     if not history or judge is None:
-        return {"question": standalone(history, question), "mode": _mode(runtime.context), **new_turn()}
+        return {"question": standalone(history, question), "mode": _mode(runtime.context), **turn}
     conversation = "\n".join(f"{m.type}: {message_text(m)}" for m in messages[-8:-1])
     prompt = render(
         runtime.context.condense_prompt,
@@ -30,12 +33,17 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
         question=quote("question", question),
     )
     rewritten = await judge.text(as_messages(prompt), stage="condense")
-    return {"question": rewritten.strip() or question, "mode": "llm", **new_turn()}
+    return {"question": rewritten.strip() or question, "mode": "llm", **turn}
 
 
-def new_turn() -> dict:
-    """Per-turn keys reset: accumulating ones with Overwrite, report keys emptied, the loop counter zeroed."""
+def new_turn(context: Context | None = None) -> dict:
+    """Per-turn keys reset: accumulating ones with Overwrite, report keys emptied, the loop counter zeroed.
+
+    The turn's time budget starts here (`deadline`, None without Context.budget_seconds).
+    """
+    budget = context.budget_seconds if context is not None else None
     return {
+        "deadline": time.time() + budget if budget else None,
         "attempt": 0,
         "usage": Overwrite({}),  # llms.metered adds this run's own requests to it
         "degraded": Overwrite([]),

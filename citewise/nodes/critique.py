@@ -70,7 +70,7 @@ async def critique(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide the critic's score for each borderline chunk (the others keep their reflected score)."""
     context = runtime.context
     records = list(state.get("candidates", {}).values())
-    judge, _ = llms.models(context)
+    judge, _ = llms.models(context, "critique")
     if judge is None:
         return {"candidates": {r["chunk_id"]: {"critic": None} for r in records}}
     doubtful = borderline(records, context)

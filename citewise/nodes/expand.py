@@ -39,7 +39,7 @@ async def expand(state: State | SectionState, runtime: Runtime[Context]) -> dict
         return {"summaries": {}}
     index = await open_index(context)
     texts = await in_thread(paragraph_texts, index, kept)
-    judge, _ = llms.models(context)
+    judge, _ = llms.models(context, "expand")
     if judge is None:
         summaries = {}
         for record in kept:

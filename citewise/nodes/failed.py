@@ -16,7 +16,14 @@ from langgraph.types import Command
 
 from citewise.deployment import DeploymentError
 from citewise.index.store import IndexOpenError
-from citewise.models import MalformedOutput, ModelSetupError, UnreadableResponse, http_status, redact
+from citewise.models import (
+    MalformedOutput,
+    ModelSetupError,
+    ProviderUnreachable,
+    UnreadableResponse,
+    http_status,
+    redact,
+)
 from citewise.state import RunError, State
 
 logger = logging.getLogger(__name__)
@@ -34,6 +41,12 @@ def explain(error: BaseException, stage: str) -> RunError:
         kind, hint = "model setup", "Fix the model setting (CITEWISE_MODEL) or leave it empty: local mode."
     elif isinstance(error, DeploymentError):
         kind, hint = "server setting", "Ask the server's operator, or run citewise yourself."
+    elif isinstance(error, ProviderUnreachable):
+        kind = "model provider"
+        hint = (
+            "Start the model server (or check its port), set OPENAI_BASE_URL to where it listens, or run "
+            "without a model for local mode."
+        )
     elif isinstance(error, MalformedOutput):
         kind = "model output"
         hint = "The model's replies did not fit the expected form after repairs: try another model."

@@ -70,7 +70,7 @@ async def reflect(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     """Decide each chunk's reflected score and the one line that justifies it."""
     context = runtime.context
     records = list(state.get("candidates", {}).values())
-    judge, _ = llms.models(context)
+    judge, _ = llms.models(context, "reflect")
     if judge is None:
         return {
             "candidates": {r["chunk_id"]: {"reflection": None, "reflection_note": SKIPPED} for r in records}

@@ -139,7 +139,7 @@ async def retrieve(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     index = await open_index(context)
     documents = state.get("documents") or ()
     found = await in_thread(first_round, index, state["queries"], context, documents)
-    judge, _ = llms.models(context)
+    judge, _ = llms.models(context, "follow_up")
     updates: dict = {}
     if hop_wanted(found, context, documents):
         queries = None

@@ -55,7 +55,7 @@ async def rewrite(state: State | EvidenceState, runtime: Runtime[Context]) -> di
     context = runtime.context
     question = state["question"]
     attempt = state.get("attempt", 0)
-    judge, _ = llms.models(context)
+    judge, _ = llms.models(context, "rewrite")
     if judge is None:
         return {"queries": await local_rewrite(question, state, context), "attempt": attempt + 1}
     feedback = ""

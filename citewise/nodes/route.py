@@ -37,7 +37,7 @@ async def route(state: State, runtime: Runtime[Context]) -> dict:
     if context.route != "auto":
         return {"route": context.route, "route_reason": f"chosen by the caller (route={context.route})"}
     documents = len({r.get("doc_id") for r in state.get("evidence", []) if r.get("kept")})
-    judge, _ = llms.models(context)
+    judge, _ = llms.models(context, "route")
     if judge is None or documents == 0:
         path, reason = local_route(state["question"], documents)
         return {"route": path, "route_reason": reason}

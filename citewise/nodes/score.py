@@ -12,6 +12,15 @@ one-paper question over the sample corpus the stored vectors scored 14 of 14 can
 HotpotQA questions the chunk's own text raised the gold answer's presence in the local answer from 0.35 to
 0.39 and answers citing a supporting passage from 0.94 to 0.96.
 
+Never worse than no model: a weak judge must not make citewise worse than local mode. When the judge is
+unreliable on this question (a sample was malformed or missed a chunk, its scores run against the local
+relevance of the same chunks, or it gives every chunk about the same score) each chunk's relevance is its
+local relevance (the judge's samples stay on the record) and the local answering score decides, as in local
+mode, whether the documents answer at all; when only its samples disagree widely with each other, the
+judge's mean and the local relevance are averaged. Either way the chunks are flagged and `degraded` says so.
+Under the lean profile (Context.profile) one sample is asked per batch, with the self-check of the
+reflection step folded into its prompt.
+
 A chunk the judge could not score (a transient provider fault after the retries, or no sample scored it)
 gets the same local score, flagged with the reason and listed in the run's `degraded` output; never the
 retrieval score, which comes from the stored vector (and is mixed with its paragraph's) and so says how the
@@ -44,6 +53,19 @@ logger = logging.getLogger(__name__)
 
 FALLBACK = "used question similarity"
 """The end of the flag on a chunk scored locally because the judge could not score it."""
+WIDE_SPREAD = 30.0
+"""Mean spread of a chunk's samples above which the judge's mean is averaged with the local relevance."""
+FLAT = 5.0
+"""Standard deviation of the judge's scores over a question's chunks below which they say nothing."""
+CONTRARY = -0.1
+"""Rank correlation of the judge's scores with the local relevance below which they contradict it."""
+MIN_COMPARED = 5
+"""Chunks needed before the judge's scores are compared with the local relevance."""
+LEAN_CHECK = """
+
+Score each passage once, carefully: before you give a score, read the passage again and check that the
+score matches what it says about the question (no second review of your scores follows)."""
+"""Appended to the score prompt under the lean profile: relevance and reflection in one request."""
 
 
 def local_relevance(similarity: float, context: Context) -> float:
@@ -96,9 +118,11 @@ async def _score_batch(
         evidence=evidence,
     )
     by_id = {r["chunk_id"]: r for r in batch}
+    if context.lean:
+        prompt += LEAN_CHECK
     try:
         samples = await judge.structured(
-            RelevanceScores, as_messages(prompt), stage="score", n=context.n_samples
+            RelevanceScores, as_messages(prompt), stage="score", n=1 if context.lean else context.n_samples
         )
     except provider_errors() as error:
         if not is_transient(error):
@@ -164,5 +188,70 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     )
     updates = {k: v for result, _ in results for k, v in result.items()}
     degraded = [entry for _, entries in results for entry in entries]
+    extra = await _check_judge(records, updates, bool(degraded), state["question"], context)
+    degraded += extra
     result = {"candidates": updates}
     return {**result, "degraded": degraded} if degraded else result
+
+
+def judge_problem(
+    judged: dict[str, float], local: dict[str, float], spreads: list[float], malformed: bool
+) -> str:
+    """Why the judge's scores cannot be trusted on this question ("" when they can)."""
+    if malformed:
+        return "some of its output was malformed or missed a chunk"
+    if len(judged) >= MIN_COMPARED:
+        values = list(judged.values())
+        if statistics.pstdev(values) < FLAT:
+            return f"it gave every passage about the same score ({statistics.fmean(values):.0f})"
+        ids = list(judged)
+        try:
+            agreement = statistics.correlation(
+                _ranks([judged[i] for i in ids]), _ranks([local[i] for i in ids])
+            )
+        except statistics.StatisticsError:  # every local score equal: nothing to compare with
+            agreement = 0.0
+        if agreement < CONTRARY:
+            return f"its scores run against the passages' similarity to the question (rank {agreement:.2f})"
+    if spreads and statistics.fmean(spreads) > WIDE_SPREAD:
+        return f"its samples disagree widely (mean spread {statistics.fmean(spreads):.0f})"
+    return ""
+
+
+def _ranks(values: list[float]) -> list[float]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    for rank, i in enumerate(order):
+        ranks[i] = float(rank)
+    return ranks
+
+
+async def _check_judge(
+    records: list[EvidenceRecord],
+    updates: dict[str, EvidenceRecord],
+    malformed: bool,
+    question: str,
+    context: Context,
+) -> list[Degraded]:
+    """Blend with or fall back to the local relevance where the judge is unreliable on this question."""
+    if not records:
+        return []
+    similarity, answering = await in_thread(answering_scores, await open_index(context), question, records)
+    local = {cid: local_relevance(value, context) for cid, value in similarity.items()}
+    judged = {cid: u["relevance_mean"] for cid, u in updates.items() if u.get("relevance_samples")}
+    spreads = [u["relevance_spread"] for u in updates.values() if len(u.get("relevance_samples") or []) > 1]
+    problem = judge_problem(judged, local, spreads, malformed)
+    if not problem:
+        return []
+    averaged = problem.startswith("its samples disagree")
+    synthesis = context.route == "report" or report_form(question) is not None
+    how = "averaged with question similarity" if averaged else FALLBACK
+    for chunk_id, update in updates.items():
+        if chunk_id in judged:
+            value = round((judged[chunk_id] + local[chunk_id]) / 2, 1) if averaged else local[chunk_id]
+            update["relevance_mean"] = value
+            update["flags"] = [*update.get("flags", []), f"judge unreliable on this question: {how}"]
+        if not synthesis:
+            update["answering"] = answering[chunk_id]
+    logger.warning("the judge is unreliable on this question (%s): %s", problem, how)
+    return [degradation("score", f"judge unreliable on this question ({problem}): {how}", list(judged))]

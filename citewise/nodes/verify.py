@@ -27,7 +27,7 @@ from langgraph.runtime import Runtime
 
 from citewise import llms
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER, paragraph_texts
+from citewise.evidence import NO_ANSWER, kept_records, paragraph_texts
 from citewise.index.citations import soften_source_markers
 from citewise.indexes import in_thread, open_index
 from citewise.models import degradation, fault_reason, is_transient, provider_errors
@@ -35,6 +35,7 @@ from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.report import LABEL, is_own_text
 from citewise.state import Citation, Degraded, State, SupportMap
 from citewise.text import overlap, sentences
+from citewise.writing import extractive_answer
 
 logger = logging.getLogger(__name__)
 
@@ -157,10 +158,40 @@ def recite(
 
 
 async def verify(state: State, runtime: Runtime[Context]) -> dict:
-    """Decide which answer sentences stand, which source lines support them, and the final markers."""
+    """Decide which answer sentences stand, which source lines support them, and the final markers.
+
+    Never worse than no model: when none of a model's sentences can be verified but evidence was kept, the
+    answer is local mode's extractive one from the same evidence (verified locally), listed in `degraded`.
+    """
     context = runtime.context
-    labels = state.get("labels", {})
-    draft = state.get("draft", "")
+    judge, _ = llms.models(context)
+    result = await _verified(state, context, state.get("draft", ""), state.get("labels", {}), judge)
+    kept = kept_records(state)
+    if judge is None or result["answer"] != UNVERIFIED or not kept or state.get("outline"):
+        return result
+    index = await open_index(context)
+    draft, labels = await in_thread(extractive_answer, index, state["question"], kept)
+    if draft == NO_ANSWER:
+        return result
+    local = await _verified(state, context, draft, labels, None)
+    if local["answer"] == UNVERIFIED:
+        return result
+    reason = "none of the model's sentences could be verified: local mode's extractive answer is shown"
+    entry = degradation("verify", reason, list(dict.fromkeys(labels.values())))
+    logger.warning("verify: %s", reason)
+    return {
+        **local,
+        "unsupported": result["unsupported"],
+        "draft": draft,
+        "labels": labels,
+        "degraded": [*result.get("degraded", []), *local.get("degraded", []), entry],
+    }
+
+
+async def _verified(
+    state: State, context: Context, draft: str, labels: dict[str, str], judge: Any
+) -> dict[str, Any]:
+    """`draft`'s sentences that stand, re-cited to their supporting lines (by `judge`, or locally)."""
     index = await open_index(context)
     by_id = {r["chunk_id"]: r for r in state.get("evidence", [])}
     records = [by_id[c] for c in dict.fromkeys(labels.values()) if c in by_id]
@@ -170,13 +201,18 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     question = state.get("question", "")
     claims = [i for i, p in enumerate(parts) if not is_structure(p) and not is_own_text(p, question)]
     support: dict[int, list[str]] = {}
-    judge, _ = llms.models(context)
     degraded: list[Degraded] = []
     if judge is not None and lines and claims:
         found, fallback = await _llm_support(judge, [parts[i] for i in claims], labels, lines, context)
         support = {claims[n]: keys for n, keys in found.items()}
         if fallback:
             degraded = [degradation("verify", f"{fallback}: {OVERLAP}", list(dict.fromkeys(labels.values())))]
+        elif context.lean:  # a small judge misses support: the local lexical check may stand a sentence too
+            for i in claims:
+                if not support.get(i):
+                    support[i] = local_support(
+                        parts[i], cited_chunks(parts[i], labels), lines, context.local_support
+                    )
     else:
         for i in claims:
             support[i] = local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)

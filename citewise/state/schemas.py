@@ -6,9 +6,9 @@ Evidence is shown to models under short labels ("E1", "E2", ...) and sentences o
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 
 class RewrittenQuery(BaseModel):
@@ -36,11 +36,22 @@ class FollowUpQueries(BaseModel):
     )
 
 
+def _clamped(value: Any) -> Any:
+    """A score outside 0-100 (a small model writes 120 or -5) brought to the nearest end; others as given."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return min(100, max(0, round(value)))
+    return value
+
+
+Score = Annotated[int, BeforeValidator(_clamped)]
+"""A 0-100 score, clamped (the schema sent to the model still says 0-100)."""
+
+
 class RelevanceScore(BaseModel):
     """How relevant one evidence passage is to the question."""
 
     id: str = Field(description="The evidence label, e.g. E3.")
-    score: int = Field(
+    score: Score = Field(
         ge=0, le=100, description="0 = unrelated, 100 = directly and fully answers the question."
     )
 
@@ -55,7 +66,7 @@ class ReflectionItem(BaseModel):
     """A revisited relevance score with its one-line justification."""
 
     id: str = Field(description="The evidence label, e.g. E3.")
-    score: int = Field(ge=0, le=100, description="The revised score, 0-100.")
+    score: Score = Field(ge=0, le=100, description="The revised score, 0-100.")
     justification: str = Field(description="One line: why this score.")
 
 
@@ -69,7 +80,7 @@ class CriticVerdict(BaseModel):
     """The critic's independent judgement of a borderline passage."""
 
     id: str = Field(description="The evidence label, e.g. E3.")
-    score: int = Field(ge=0, le=100, description="The critic's score, 0-100.")
+    score: Score = Field(ge=0, le=100, description="The critic's score, 0-100.")
     reason: str = Field(description="One line: what makes it useful or not for answering.")
 
 

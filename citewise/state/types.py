@@ -297,6 +297,8 @@ class State(OutputState, total=False):
     """The answer before verification, citing evidence labels like [E2]."""
     labels: dict[str, str]
     """Evidence label (E1, E2, ...) -> chunk id, as the writer saw them."""
+    deadline: float | None
+    """When the answer's time budget ends (time.time(); None: no budget); set by condense each turn."""
     support: list[dict[str, Any]]
     """Fine-grained support: per answer sentence, its markers, the source lines that support it, and the
     labels it was re-cited from (`recited_from`: markers whose evidence had no supporting line)."""
@@ -315,6 +317,8 @@ class EvidenceInput(TypedDict, total=False):
     """Only these documents' chunks count (a section's pinned documents; empty: all)."""
     mode: Literal["llm", "local"]
     """Whether models or the local fallbacks run."""
+    deadline: float | None
+    """When the answer's time budget ends (None: no budget)."""
 
 
 class EvidenceOutput(TypedDict, total=False):
@@ -364,6 +368,8 @@ class SectionInput(TypedDict, total=False):
     """Whether models or the local fallbacks run."""
     evidence_limit: int
     """Kept chunks the section writer may use."""
+    deadline: float | None
+    """When the report's time budget ends (None: no budget)."""
 
 
 class SectionOutput(TypedDict, total=False):

@@ -241,13 +241,13 @@ async def test_only_the_malformed_samples_are_asked_again(server: FakeOpenAI) ->
 
 
 async def test_a_malformed_tool_call_is_retried(serve: Callable[..., FakeOpenAI]) -> None:
-    server = serve(reject_json_schema=True)
+    server = serve(reject_json_schema=True, reject_json_mode=True)
     server.script([ToolCall("RewrittenQuery", '{"query": '), VALID_QUERY])
     llm = make_llm()
     result = await llm.structured(RewrittenQuery, SCORE_MESSAGES, stage="rewrite")
     assert result == [RewrittenQuery(**VALID_QUERY)]
-    assert [bool(r.body.get("tools")) for r in server.chat_requests] == [False, True, True]
-    assert [r.status for r in server.chat_requests] == [400, 200, 200]
+    assert [bool(r.body.get("tools")) for r in server.chat_requests] == [False, False, True, True]
+    assert [r.status for r in server.chat_requests] == [400, 400, 200, 200]
 
 
 # structured-output fallback -----------------------------------------------------------------------------
@@ -256,7 +256,7 @@ async def test_a_malformed_tool_call_is_retried(serve: Callable[..., FakeOpenAI]
 async def test_server_without_json_schema_falls_back_to_function_calling(
     serve: Callable[..., FakeOpenAI],
 ) -> None:
-    server = serve(reject_json_schema=True)
+    server = serve(reject_json_schema=True, reject_json_mode=True)
     llm = make_llm()
     first = await llm.structured(RelevanceScores, SCORE_MESSAGES, stage="score", n=2)
     assert len(first) == 2 and all(first)
@@ -264,8 +264,10 @@ async def test_server_without_json_schema_falls_back_to_function_calling(
     await llm.structured(RewrittenQuery, SCORE_MESSAGES, stage="rewrite")
 
     requests = server.chat_requests
-    assert [r.status for r in requests] == [400, 200, 200]
+    assert [r.status for r in requests] == [400, 400, 200, 200]
     assert requests[0].body["response_format"]["type"] == "json_schema"
+    assert requests[1].body["response_format"]["type"] == "json_object"
+    requests = requests[1:]
     for request in requests[1:]:
         assert "response_format" not in request.body
         assert request.body["tool_choice"]["type"] == "function"
@@ -273,27 +275,53 @@ async def test_server_without_json_schema_falls_back_to_function_calling(
     assert requests[1].body["n"] == 2
 
 
+async def test_server_without_json_schema_takes_llama_cpps_json_object_with_a_schema(
+    serve: Callable[..., FakeOpenAI],
+) -> None:
+    server = serve(reject_json_schema=True, reject_status=500)  # llama-cpp-python's server
+    llm = make_llm()
+    samples = await llm.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
+    assert set(score_sets(samples)[0]) == {"E1", "E2", "E3"}
+    assert llm.method == "json_object_schema"
+    requests = server.chat_requests
+    assert [r.status for r in requests] == [500, 200]
+    assert requests[1].body["response_format"]["type"] == "json_object"
+    assert requests[1].body["response_format"]["schema"]["properties"].keys() == {"scores"}
+    assert "schema named RelevanceScores" in requests[1].body["messages"][0]["content"]
+
+
 async def test_server_without_json_schema_or_tools_falls_back_to_json_mode(
     serve: Callable[..., FakeOpenAI],
 ) -> None:
-    server = serve(reject_json_schema=True, reject_tools=True)
+    server = serve(reject_json_schema=True, reject_tools=True, reject_json_object_schema=True)
     llm = make_llm()
     samples = await llm.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
     assert set(score_sets(samples)[0]) == {"E1", "E2", "E3"}
     assert llm.method == "json_mode"
     requests = server.chat_requests
-    assert [r.status for r in requests] == [400, 400, 200]
-    assert requests[2].body["response_format"] == {"type": "json_object"}
-    system = requests[2].body["messages"][0]["content"]
+    assert [r.status for r in requests] == [400, 400, 400, 200]
+    assert requests[3].body["response_format"] == {"type": "json_object"}
+    system = requests[3].body["messages"][0]["content"]
     assert "schema named RelevanceScores" in system and '"scores"' in system
 
 
-async def test_a_server_rejecting_every_method_raises(serve: Callable[..., FakeOpenAI]) -> None:
-    server = serve(reject_json_schema=True, reject_tools=True, reject_json_mode=True)
+@pytest.mark.parametrize("status", [400, 422, 500])
+async def test_a_server_refusing_every_format_is_asked_in_plain_text_without_retries(
+    serve: Callable[..., FakeOpenAI], status: int
+) -> None:
+    server = serve(reject_json_schema=True, reject_tools=True, reject_json_mode=True, reject_status=status)
     llm = make_llm()
-    with pytest.raises(openai.BadRequestError):
-        await llm.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
-    assert len(server.chat_requests) == 3
+    samples = await llm.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
+    assert set(score_sets(samples)[0]) == {"E1", "E2", "E3"}
+    assert [r.status for r in server.chat_requests] == [status, status, status, status, 200]  # none retried
+    assert (
+        "response_format" not in server.chat_requests[-1].body
+        and "tools" not in server.chat_requests[-1].body
+    )
+    assert llm.method == "text"
+    again = make_llm()  # another run in the same process starts where this one ended
+    await again.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
+    assert len(server.chat_requests) == 6 and server.chat_requests[-1].status == 200
 
 
 async def test_a_400_about_response_format_downgrades_only_that_model_spec(server: FakeOpenAI) -> None:
@@ -304,10 +332,11 @@ async def test_a_400_about_response_format_downgrades_only_that_model_spec(serve
     assert set(score_sets(samples)[0]) == {"E1", "E2", "E3"}
     await writer.structured(RewrittenQuery, SCORE_MESSAGES, stage="rewrite")
 
-    assert (judge.method, writer.method) == ("function_calling", "json_schema")
+    assert (judge.method, writer.method) == ("json_object_schema", "json_schema")
     requests = server.chat_requests
     assert [r.status for r in requests] == [400, 200, 200]
-    assert "tools" in requests[1].body and requests[1].body["model"] == "fake-model"
+    assert requests[1].body["response_format"]["type"] == "json_object"
+    assert requests[1].body["model"] == "fake-model"
     assert requests[2].body["model"] == "other-model"
     assert requests[2].body["response_format"]["type"] == "json_schema"  # the other spec keeps its method
 
@@ -524,7 +553,7 @@ async def test_fake_server_lists_its_model_and_streams_to_the_plain_openai_clien
     models = await client.models.list()
     assert [m.id for m in models.data] == ["fake-model"]
     stream = await client.chat.completions.create(
-        model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True, n=2
+        model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True, n=2, max_tokens=50
     )
     text = {0: "", 1: ""}
     async for chunk in stream:

@@ -46,7 +46,7 @@ from citewise.graph.query import builder
 pytestmark = pytest.mark.integration
 
 RATE = 0.3
-SEED = 11
+SEED = 12
 MAX_RETRIES = 2
 TIMEOUT = 2.0
 """Per request: a timeout fault costs this much. Two seconds, not one, so that a reply merely slowed by a

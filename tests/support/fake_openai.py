@@ -411,7 +411,10 @@ class FakeOpenAI:
         reject_json_schema: bool = False,
         reject_tools: bool = False,
         reject_json_mode: bool = False,
+        reject_json_object_schema: bool = False,
+        reject_status: int = 400,
         ignore_n: bool = False,
+        require_max_tokens: bool = True,
         model: str = "fake-model",
         faults: Faults | None = None,
         stream_delay: float = 0.0,
@@ -424,6 +427,10 @@ class FakeOpenAI:
             reject_json_schema: Answer 400 to `response_format` `json_schema`, as servers without it do.
             reject_tools: Answer 400 to requests with `tools`.
             reject_json_mode: Answer 400 to `response_format` `json_object`.
+            reject_json_object_schema: Answer 400 to `json_object` with a `schema` beside it (OpenAI's API
+                knows no such field; llama.cpp takes it).
+            reject_status: The status of those refusals (422, or 500 as llama-cpp-python's server answers).
+            require_max_tokens: Refuse (400) a chat request that caps no tokens: citewise must cap every one.
             ignore_n: Return one choice whatever `n` asks for (as llama.cpp and Ollama do).
             model: The model name reported by GET /v1/models.
             faults: Inject faults at seeded rates (before the script and the responder); settable later.
@@ -434,6 +441,9 @@ class FakeOpenAI:
         self.reject_json_schema = reject_json_schema
         self.reject_tools = reject_tools
         self.reject_json_mode = reject_json_mode
+        self.reject_status = reject_status
+        self.reject_json_object_schema = reject_json_object_schema
+        self.require_max_tokens = require_max_tokens
         self.ignore_n = ignore_n
         self.model = model
         self.faults = faults
@@ -919,7 +929,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if endpoint == "chat" and (rejection := self._rejection(body)):
-            self._fail(Fail(400, rejection), endpoint)
+            self._fail(Fail(fake.reject_status, rejection), endpoint)
+            return
+        capped = body.get("max_tokens") or body.get("max_completion_tokens")
+        if endpoint == "chat" and fake.require_max_tokens and not (isinstance(capped, int) and capped > 0):
+            self._fail(Fail(400, "this test server requires max_tokens on every request"), endpoint)
             return
         drawn = fake.faults.draw(endpoint, body) if fake.faults is not None else None
         reply = self._settle(drawn[1] if drawn else fake._next(endpoint, body), endpoint, body)
@@ -1047,6 +1061,8 @@ class _Handler(BaseHTTPRequestHandler):
             return "'response_format' of type 'json_schema' is not supported by this server"
         if fake.reject_json_mode and kind == "json_object":
             return "'response_format' of type 'json_object' is not supported by this server"
+        if fake.reject_json_object_schema and kind == "json_object" and "schema" in body["response_format"]:
+            return "Unrecognized request argument supplied: response_format.schema"
         if fake.reject_tools and body.get("tools"):
             return "'tools' are not supported by this server"
         return None
@@ -1197,7 +1213,7 @@ class SchemaResponder:
                 function = entry.get("function") or {}
                 if function.get("name") == tool:
                     return tool, function.get("parameters"), tool
-        if response_format.get("type") in ("json_object", "json_mode"):
+        if response_format.get("type") in ("json_object", "json_mode") or _SCHEMA_NAME.search(prompt.text):
             named = _SCHEMA_NAME.search(prompt.text)
             name = named.group(1) if named else next((k for k in KNOWN_SCHEMAS if k in prompt.text), None)
             schema = None

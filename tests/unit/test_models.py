@@ -25,6 +25,7 @@ from tenacity import AsyncRetrying, Future, RetryCallState
 from citewise.context import Context
 from citewise.models import (
     LLM,
+    MAX_TOKENS,
     Backoff,
     ConcurrencyLimit,
     MalformedOutput,
@@ -215,6 +216,11 @@ def openai_error(
     return cls(message or f"status {status}", response=response, body=body)
 
 
+LLAMA_CPP_REFUSAL = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+    "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}"
+)
+"""What llama-cpp-python's server answers (HTTP 500) to response_format json_schema."""
 CONTEXT_TOO_LONG = (
     "This model's maximum context length is 8192 tokens. However, you requested 9100 tokens "
     "(8100 in the messages, 1000 in the functions)."
@@ -241,7 +247,10 @@ REQUEST = http.Request("POST", "http://127.0.0.1/v1/chat/completions")
         (openai.APITimeoutError(REQUEST), True),
         (openai.APIConnectionError(request=REQUEST), True),
         (httpx.ReadTimeout("read timed out"), True),
-        (httpx.ConnectError("connection refused"), True),
+        (httpx.ConnectError("[Errno 111] Connection refused"), False),  # nothing listens: fails at once
+        (openai.APIConnectionError(request=REQUEST), True),
+        (httpx.ConnectError("[Errno 101] Network is unreachable"), True),
+        (openai_error(openai.InternalServerError, 500, message=LLAMA_CPP_REFUSAL), False),  # a method refused
         (http.ReadTimeout("read timed out"), True),
         (CohereTooManyRequests(body=None), True),
         (CohereInternalServerError(body=None), True),
@@ -272,6 +281,9 @@ def test_only_rate_limits_5xx_timeouts_and_connection_errors_are_retried(
         (openai_error(openai.BadRequestError, 400, message="Invalid value", param="response_format"), True),
         (openai_error(openai.UnprocessableEntityError, 422, message="'tools' are not supported"), True),
         (openai_error(openai.APIStatusError, 501, message="json_object mode is not implemented"), True),
+        (openai_error(openai.InternalServerError, 500, message=LLAMA_CPP_REFUSAL), True),
+        (openai_error(openai.InternalServerError, 500), False),
+        (openai_error(openai.NotFoundError, 404, message="no route for tools"), False),
         (NotImplementedError("no tools"), True),
         (CohereBadRequest(body={"message": "response_format is not supported by this model"}), True),
         (openai_error(openai.BadRequestError, 400), False),
@@ -298,7 +310,8 @@ def test_only_a_refused_structured_output_method_is_a_method_rejection(
         (openai_error(openai.InternalServerError, 500), True),
         (openai_error(openai.RateLimitError, 429), True),
         (openai.APITimeoutError(REQUEST), True),
-        (httpx.ConnectError("connection refused"), True),
+        (httpx.ConnectError("[Errno 101] Network is unreachable"), True),
+        (httpx.ConnectError("[Errno 111] Connection refused"), False),
         (CohereServiceUnavailable(body=None), True),
         (TimeoutError(), True),
         (MalformedOutput("still not json after repairs"), True),
@@ -540,29 +553,85 @@ async def test_json_mode_spells_the_schema_out_in_the_system_prompt() -> None:
     assert "schema named RewrittenQuery" in system and '"sub_queries"' in system
 
 
-async def test_a_rejected_method_falls_back_and_is_remembered() -> None:
-    call = {"name": "RewrittenQuery", "args": {"query": "q", "sub_queries": []}, "id": "call_1"}
-    tool_reply = AIMessage("", tool_calls=[call])
-    llm, model = scripted_llm([NotImplementedError("no json_schema here"), tool_reply, tool_reply])
+async def test_a_rejected_method_falls_back_and_is_remembered_for_the_process() -> None:
+    llm, model = scripted_llm([NotImplementedError("no json_schema here"), VALID, VALID])
     assert llm.method == "json_schema"
     first = await llm.structured(RewrittenQuery, PROMPT, stage="rewrite")
     second = await llm.structured(RewrittenQuery, PROMPT, stage="rewrite")
     assert first[0] is not None and second[0] is not None
-    assert llm.method == "function_calling"
-    assert "response_format" in model.calls[0]
-    assert [("tools" in call) for call in model.calls[1:]] == [True, True]
+    assert llm.method == "json_object_schema"
+    assert model.calls[0]["response_format"]["type"] == "json_schema"
+    for call in model.calls[1:]:  # llama.cpp's form: json_object with the schema beside it, and in the prompt
+        assert call["response_format"]["type"] == "json_object" and "schema" in call["response_format"]
+        assert "schema named RewrittenQuery" in call["messages"][0].content
+    later = LLM("openai/test", llm.context, model=ScriptedChat(replies=[VALID]))  # another run, same server
+    assert later.method == "json_object_schema"
+
+
+@pytest.mark.parametrize(
+    ("error_type", "status"),
+    [
+        (openai.BadRequestError, 400),
+        (openai.UnprocessableEntityError, 422),
+        (openai.InternalServerError, 500),
+    ],
+)
+async def test_every_refusal_form_downgrades_at_once_down_to_plain_text(
+    error_type: type[openai.APIStatusError], status: int
+) -> None:
+    refusals = [
+        openai_error(error_type, status, message="'response_format' of type 'json_schema' is not supported"),
+        openai_error(error_type, status, message=LLAMA_CPP_REFUSAL.replace("json_schema", "json_object")),
+        openai_error(error_type, status, message="'tools' and 'tool_choice' are not supported"),
+        openai_error(error_type, status, message="response_format json_object is not supported"),
+    ]
+    llm, model = scripted_llm([*refusals, f"Sure! Here it is: {VALID}"], max_retries=4)
+    result = await llm.structured(RewrittenQuery, PROMPT, stage="rewrite")
+    assert result[0] == RewrittenQuery(query="vaccines immune response", sub_queries=[])
+    assert len(model.calls) == 5  # one request per method: no refusal was retried
+    sent = [
+        c.get("response_format", {}).get("type") or ("tools" if "tools" in c else None) for c in model.calls
+    ]
+    assert sent == ["json_schema", "json_object", "tools", "json_object", None]
+    assert llm.method == "text" and "schema named RewrittenQuery" in model.calls[-1]["messages"][0].content
+
+
+async def test_every_request_caps_its_tokens_by_stage(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # a local server: max_tokens as it is
+    llm, model = scripted_llm([VALID, "An answer.", VALID], spec="llamacpp/small")
+    await llm.structured(RewrittenQuery, PROMPT, stage="rewrite")
+    await llm.text(PROMPT, stage="answer")
+    await llm.structured(RewrittenQuery, PROMPT, stage="score", max_tokens=77)
+    assert [c["extra_body"]["max_tokens"] for c in model.calls] == [
+        MAX_TOKENS["rewrite"],
+        MAX_TOKENS["answer"],
+        77,
+    ]
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    hosted, hosted_model = scripted_llm(["An answer."])
+    await hosted.text(PROMPT, stage="answer")
+    assert (
+        hosted_model.calls[0]["max_tokens"] == MAX_TOKENS["answer"]
+    )  # OpenAI: sent as max_completion_tokens
+
+
+async def test_a_reply_cut_at_max_tokens_is_repaired_not_asked_again() -> None:
+    cut = AIMessage('{"query": "vaccines immune', response_metadata={"finish_reason": "length"})
+    llm, model = scripted_llm([cut, VALID])
+    result = await llm.structured(RewrittenQuery, PROMPT, stage="rewrite")
+    assert result[0] is not None
+    assert len(model.calls) == 2 and "cut off at its max_tokens" in model.calls[1]["messages"][0].content
 
 
 async def test_a_400_about_response_format_downgrades_that_model_spec_only() -> None:
-    call = {"name": "RewrittenQuery", "args": {"query": "q", "sub_queries": []}, "id": "call_1"}
     refused = openai_error(
         openai.BadRequestError, 400, message="'response_format' of type 'json_schema' is not supported"
     )
-    llm, model = scripted_llm([refused, AIMessage("", tool_calls=[call])], spec="vllm/small")
+    llm, model = scripted_llm([refused, VALID], spec="vllm/small")
     other = LLM("openai/large", llm.context, model=ScriptedChat(replies=[VALID]), shared=llm.shared)
     result = await llm.structured(RewrittenQuery, PROMPT, stage="rewrite")
-    assert result[0] == RewrittenQuery(query="q", sub_queries=[])
-    assert llm.method == "function_calling"  # the refusing server's spec is downgraded
+    assert result[0] == RewrittenQuery(query="vaccines immune response", sub_queries=[])
+    assert llm.method == "json_object_schema"  # the refusing server's spec is downgraded
     assert other.method == "json_schema"  # the other spec of the same run is not
     assert (await other.structured(RewrittenQuery, PROMPT, stage="rewrite"))[0] is not None
     assert "response_format" in other.model.calls[0] and "tools" not in other.model.calls[0]
@@ -575,7 +644,7 @@ async def test_a_400_about_something_else_surfaces_and_downgrades_nothing() -> N
         await llm.structured(RewrittenQuery, PROMPT, stage="rewrite")
     assert len(model.calls) == 1  # neither retried nor re-sent by another method
     assert llm.method == "json_schema"
-    assert llm.shared.methods == {}
+    assert llm.facts.method is None
 
 
 async def test_a_transient_error_is_retried_and_counted() -> None:
