@@ -139,7 +139,7 @@ class ServerFacts:
             if self._group is group:
                 self._group = None
             latencies = sorted(end - begin for begin, end in group.spans if end is not None and end >= 0)
-            if len(latencies) < 2 or latencies[-1] < MIN_LATENCY * len(latencies):
+            if len(latencies) < 2 or latencies[0] < MIN_LATENCY:
                 return
             serial = latencies[-1] >= SERIAL_RATIO * len(latencies) * max(latencies[0], 1e-3)
             if serial and not self.serial:

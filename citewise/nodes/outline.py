@@ -209,7 +209,7 @@ def numbered(sections: list[dict], question: str) -> list[OutlineSection]:
 
 
 async def _llm_outline(
-    writer, state: State, instruction: str, kind: str, context: Context
+    writer, state: State, instruction: str, kind: str, context: Context, problem: str = ""
 ) -> list[dict] | None:  # noqa: ANN001
     prompt = render(
         context.outline_prompt,
@@ -221,6 +221,9 @@ async def _llm_outline(
         question=quote("question", state["question"]),
         overview=overview(state),
     )
+    if problem:
+        bounds = f"{context.min_sections} to {context.max_sections}"
+        prompt += f"\n\nYour previous outline {problem}. Plan it again with {bounds} sections."
     samples = await writer.structured(PlannedOutline, as_messages(prompt), stage="outline")
     planned = samples[0] if samples else None
     if planned is None or not planned.sections:
@@ -239,15 +242,32 @@ async def outline(state: State, runtime: Runtime[Context]) -> dict:
     result: dict = {}
     if writer is not None:
         planned = await _llm_outline(writer, state, kind.instruction, kind.name, context)
+        if planned is not None and len(planned) < context.min_sections:  # held to the bounds: asked once more
+            problem = f"had {len(planned)} section(s), fewer than the {context.min_sections} the report needs"
+            logger.warning("the model's outline %s: asking once more", problem)
+            again = await _llm_outline(writer, state, kind.instruction, kind.name, context, problem)
+            planned = again if again is not None and len(again) >= len(planned) else planned
         if planned is None:
             logger.warning("the outline was unusable; planning it from the evidence instead")
             reason = "no usable outline (malformed after repairs, or no sections): planned from the evidence"
             result["degraded"] = [degradation("outline", reason, [])]
-    if planned is None:
+    if planned is None or len(planned) < context.min_sections:
+        given = planned or []
         evidence = passed(state)
         focus = in_focus(state["question"], evidence)
-        planned = await in_thread(local_outline, index, state["question"], focus, context)
+        local = await in_thread(local_outline, index, state["question"], focus, context)
         if len(focus) < len(evidence):  # the question names what the report is about: so do its sections
             documents = list(dict.fromkeys(r.get("doc_id", "") for r in focus))
-            planned = [{**section, "documents": documents} for section in planned]
+            local = [{**section, "documents": documents} for section in local]
+        if given:  # the model's sections first, filled up from the local clustering
+            titles = {str(section.get("title", "")).strip().lower() for section in given}
+            extra = [section for section in local if section["title"].strip().lower() not in titles]
+            planned = [*given, *extra][: max(context.min_sections, len(given))]
+            reason = (
+                f"the model's outline had {len(given)} section(s) after a second request, fewer than "
+                f"{context.min_sections}: filled from the evidence"
+            )
+            result["degraded"] = [degradation("outline", reason, [])]
+        else:
+            planned = local
     return {"outline": numbered(planned, state["question"]), "outline_type": kind.name, **result}

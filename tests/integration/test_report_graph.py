@@ -224,7 +224,7 @@ def scripted(monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[ScriptedCha
         judge_model = ScriptedChatModel(responder=Routing(support=0.3))
         writer_model = ScriptedChatModel(responder=writer)
         pair = (scripted_llm(judge_model, context), scripted_llm(writer_model, context))
-        monkeypatch.setattr(llms, "models", lambda _context: pair)
+        monkeypatch.setattr(llms, "models", lambda _context, _stage=None: pair)
         return judge_model, writer_model
 
     return install
@@ -267,6 +267,30 @@ async def test_an_unusable_model_outline_is_planned_from_the_evidence_and_listed
     assert all(s["status"] == "written" for s in result["sections"].values())
     (listed,) = result["degraded"]
     assert listed["stage"] == "outline" and "planned from the evidence" in listed["reason"]
+
+
+class OneSection(Writer):
+    """A writer whose outline has one section, however often it is asked."""
+
+    def __call__(self, request: Request) -> Any:
+        if request.schema == "PlannedOutline":
+            return {"sections": [{"title": "Everything", "goal": "All of it.", "queries": ["vaccines"]}]}
+        return super().__call__(request)
+
+
+async def test_an_outline_with_too_few_sections_is_asked_again_then_filled_from_the_evidence(
+    corpus_index: str, scripted: Callable
+) -> None:
+    context = Context(index_dir=corpus_index, model="openai/test-model", n_samples=1, min_sections=2)
+    _, writer = scripted(context, OneSection())
+    result = await ask(OVERVIEW, context)
+
+    assert len(writer.requests_for("PlannedOutline")) == 2  # asked once more, with the problem
+    assert "had 1 section(s), fewer than the 2" in writer.requests_for("PlannedOutline")[1].prompt
+    assert result["route"] == "report" and len(result["outline"]) >= 2
+    assert result["outline"][0]["title"] == "Everything"  # the model's section first, then the evidence's
+    (listed,) = [d for d in result["degraded"] if d["stage"] == "outline"]
+    assert "filled from the evidence" in listed["reason"]
 
 
 # the real openai client ---------------------------------------------------------------------------------

@@ -414,6 +414,7 @@ class FakeOpenAI:
         reject_json_object_schema: bool = False,
         reject_status: int = 400,
         ignore_n: bool = False,
+        serial: bool = False,
         require_max_tokens: bool = True,
         model: str = "fake-model",
         faults: Faults | None = None,
@@ -431,6 +432,7 @@ class FakeOpenAI:
                 knows no such field; llama.cpp takes it).
             reject_status: The status of those refusals (422, or 500 as llama-cpp-python's server answers).
             require_max_tokens: Refuse (400) a chat request that caps no tokens: citewise must cap every one.
+            serial: Answer one chat request at a time, the others waiting their turn (llama-cpp-python).
             ignore_n: Return one choice whatever `n` asks for (as llama.cpp and Ollama do).
             model: The model name reported by GET /v1/models.
             faults: Inject faults at seeded rates (before the script and the responder); settable later.
@@ -445,6 +447,8 @@ class FakeOpenAI:
         self.reject_json_object_schema = reject_json_object_schema
         self.require_max_tokens = require_max_tokens
         self.ignore_n = ignore_n
+        self.serial = serial
+        self._serving = threading.Lock()
         self.model = model
         self.faults = faults
         self.stream_delay = stream_delay
@@ -919,7 +923,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.fake._enter()
         try:
-            self._answer(endpoint, body)
+            if self.fake.serial and endpoint == "chat":
+                with self.fake._serving:
+                    self._answer(endpoint, body)
+            else:
+                self._answer(endpoint, body)
         finally:
             self.fake._leave()
 

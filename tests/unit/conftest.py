@@ -23,7 +23,7 @@ def install(monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[LLM | None, 
             scripted_llm(judge, context) if judge is not None else None,
             scripted_llm(writer, context) if writer is not None else None,
         )
-        monkeypatch.setattr(llms, "models", lambda _context: pair)
+        monkeypatch.setattr(llms, "models", lambda _context, _stage=None: pair)
         return pair
 
     return install

@@ -885,3 +885,20 @@ async def test_the_gullible_judge_is_fooled_when_evidence_is_not_escaped(
     result = await judged(context)
     evidence = {r["chunk_id"]: r for r in result["evidence"]}
     assert evidence["evil"]["relevance_mean"] == 100.0 and evidence["evil"]["kept"]
+
+
+# the judge checked against the local relevance (issue #24: never worse than no model) ---------------------
+
+
+def test_a_judge_is_trusted_only_where_it_agrees_with_the_passages() -> None:
+    from citewise.nodes.score import judge_problem
+
+    local = {f"c{n}": float(10 * n) for n in range(8)}
+    agreeing = {f"c{n}": float(12 * n + 5) for n in range(8)}
+    assert judge_problem(agreeing, local, [5.0, 8.0], malformed=False) == ""
+    assert "malformed" in judge_problem(agreeing, local, [], malformed=True)
+    assert "same score" in judge_problem({c: 80.0 for c in local}, local, [], malformed=False)
+    contrary = {f"c{n}": float(100 - 12 * n) for n in range(8)}
+    assert "run against" in judge_problem(contrary, local, [], malformed=False)
+    assert "disagree widely" in judge_problem(agreeing, local, [45.0, 40.0], malformed=False)
+    assert judge_problem({"c1": 90.0, "c2": 10.0}, local, [], malformed=False) == ""  # too few to compare

