@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, print_table, save  # noqa: E402
+from common import machine, print_table, save
 
-from citewise.index import ChunkingConfig, Index  # noqa: E402
-from citewise.index.chunking import chunk_input  # noqa: E402
-from citewise.index.embeddings import MiniLMEmbedder  # noqa: E402
+from citewise.index import ChunkingConfig, Index
+from citewise.index.chunking import chunk_input
+from citewise.index.embeddings import MiniLMEmbedder
 
 
 class TimedEmbedder(MiniLMEmbedder):

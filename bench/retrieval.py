@@ -38,14 +38,14 @@ import numpy as np
 from ranx import Qrels, Run, evaluate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import hotpotqa_as_beir, machine, percentiles, print_table, read_qrels, read_queries, save  # noqa: E402
+from common import hotpotqa_as_beir, machine, percentiles, print_table, read_qrels, read_queries, save
 
-from citewise.index import ChunkingConfig, Index  # noqa: E402
-from citewise.index.embeddings import Embedder  # noqa: E402
-from citewise.index.fusion import rank, weighted_fusion  # noqa: E402
-from citewise.index.hops import two_hop_search  # noqa: E402
-from citewise.index.lexical import LexicalIndex  # noqa: E402
-from citewise.index.paragraphs import ParagraphVectors  # noqa: E402
+from citewise.index import ChunkingConfig, Index
+from citewise.index.embeddings import Embedder
+from citewise.index.fusion import rank, weighted_fusion
+from citewise.index.hops import two_hop_search
+from citewise.index.lexical import LexicalIndex
+from citewise.index.paragraphs import ParagraphVectors
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 

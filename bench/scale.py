@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, percentiles, print_table, read_queries, save  # noqa: E402
+from common import machine, percentiles, print_table, read_queries, save
 
-from citewise.index import Document, Index, Paragraph  # noqa: E402
-from citewise.index.chunking import Chunk, ChunkedDocument  # noqa: E402
-from citewise.index.docstore import DocStore  # noqa: E402
+from citewise.index import Document, Index, Paragraph
+from citewise.index.chunking import Chunk, ChunkedDocument
+from citewise.index.docstore import DocStore
 
 
 def build(source: Path, target: Path, chunks: int, per_doc: int, seed: int) -> None:

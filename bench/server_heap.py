@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import machine, print_table, save  # noqa: E402
-from waysin import QUESTIONS, QUIET, REPO, SAMPLE, free_port, start, stop, wait_up  # noqa: E402
+from common import machine, print_table, save
+from waysin import QUESTIONS, QUIET, REPO, SAMPLE, free_port, start, stop, wait_up
 
 PROBE = '''
 import gc

@@ -32,9 +32,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from common import machine, print_table, save  # noqa: E402
+from common import machine, print_table, save
 
-from tests.support.langgraph_dev import free_port, isolated_config  # noqa: E402
+from tests.support.langgraph_dev import free_port, isolated_config
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "citewise" / "samples" / "unarxive_sample.jsonl"

@@ -450,7 +450,7 @@ def finish_cut_off(runner: asyncio.Runner, session: ChatSession) -> None:
     """Answer the current thread's cut-off question (a process killed mid-answer) from its checkpoint."""
     try:
         found = runner.run(session.cut_off())
-    except Exception as error:  # noqa: BLE001 - an unreadable checkpoint must not end the chat
+    except Exception as error:
         logger.warning("could not read the thread's last run: %s", error)
         return
     if found is None:
@@ -475,7 +475,7 @@ def _turn(runner: asyncio.Runner, session: ChatSession, question: str | None) ->
         except (ValueError, KeyError) as error:
             logger.warning("could not drop the cancelled question: %s", error)
         return
-    except Exception as error:  # noqa: BLE001 - a failed turn (provider down, bad setting) must not end the chat
+    except Exception as error:
         logger.debug("turn failed", exc_info=True)
         typer.secho(f"error: {error} (the thread is kept; ask again or /quit)", fg=typer.colors.RED)
         return

@@ -1,4 +1,4 @@
-"""The command line: `citewise ingest`, `remove`, `search` and `stats`.
+"""The command line: ingest, remove, search, ask, chat, serve, eval, stats and outlines (`citewise --help`).
 
 Typer (on Click) gives typed options, `--help` and usage errors with exit code 2 for free; tqdm draws the
 progress bars on stderr (and stays quiet when stderr is not a terminal).
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from citewise.deployment import DEFAULT_INDEX_DIR
 from citewise.terminal import (  # noqa: F401 - show_* and OUTPUT_KEYS are the CLI's output, re-exported
     OUTPUT_KEYS,
     ROUTES,
@@ -43,7 +44,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-DEFAULT_INDEX = Path(os.environ.get("CITEWISE_INDEX", ".citewise/index"))
+DEFAULT_INDEX = Path(os.environ.get("CITEWISE_INDEX", DEFAULT_INDEX_DIR))
 
 IndexOption = Annotated[
     Path, typer.Option("--index", help="Index directory (env CITEWISE_INDEX).", show_default=True)
@@ -399,7 +400,7 @@ def run_context(
     k: int,
     mode: AnswerMode,
     **settings: object,
-):  # noqa: ANN201 - citewise.context.Context, imported here so that --help stays fast
+):
     """The Context of a run from the options ask, chat and eval share."""
     from citewise.context import Context
 
@@ -409,7 +410,7 @@ def run_context(
     )  # fmt: skip
 
 
-def run_question(question: str, context) -> dict:  # noqa: ANN001 - citewise.context.Context
+def run_question(question: str, context) -> dict:
     """Run the query graph once; with outline approval, pause at the outline and resume with the edits."""
     import asyncio
 

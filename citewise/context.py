@@ -8,9 +8,10 @@ bands) and from the environment for models and stores (`CITEWISE_MODEL`, `CITEWI
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
 
+from citewise.deployment import DEFAULT_INDEX_DIR
 from citewise.prompts import (
     accuracy,
     answer,
@@ -38,7 +39,7 @@ class Context:
 
     # stores ---------------------------------------------------------------------------------------------
     index_dir: str = field(
-        default_factory=lambda: _env("CITEWISE_INDEX") or ".citewise/index",
+        default_factory=lambda: _env("CITEWISE_INDEX") or DEFAULT_INDEX_DIR,
         metadata={"description": "The citewise index directory to search."},
     )
     chroma_url: str | None = field(
@@ -340,13 +341,3 @@ class Context:
     def judge(self) -> str | None:
         """The judging model: `judge_model`, else `model`."""
         return self.judge_model or self.model
-
-    @classmethod
-    def from_mapping(cls, values: dict[str, Any] | None) -> Context:
-        """A Context from a plain dict (unknown keys are an error, so typos do not pass silently)."""
-        values = dict(values or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown context settings: {', '.join(unknown)}")
-        return cls(**values)

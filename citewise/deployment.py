@@ -14,8 +14,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+DEFAULT_INDEX_DIR = ".citewise/index"
+"""Where the index lives when neither an option, CITEWISE_INDEX nor the Context says otherwise."""
+
 SETTINGS: dict[str, tuple[str, str | None]] = {
-    "index_dir": ("CITEWISE_INDEX", ".citewise/index"),
+    "index_dir": ("CITEWISE_INDEX", DEFAULT_INDEX_DIR),
     "chroma_url": ("CITEWISE_CHROMA_URL", None),
     "llm_cache": ("CITEWISE_LLM_CACHE", None),
 }

@@ -464,7 +464,7 @@ async def assess(
         cited.append((claim.sentence, [scorer.passage_of(by_chunk[c]) for c in chunks if c in by_chunk]))
     try:
         scores = await citation_scores(cited, scorer.judge)
-    except Exception as error:  # noqa: BLE001 - a judge provider failure costs this row's scores, not the run
+    except Exception as error:
         row["judge_error"] = f"{type(error).__name__}: {error}"
         return row
     row |= {

@@ -46,7 +46,7 @@ Sentence = tuple[str, str]
 
 
 async def synthesize(
-    writer,  # noqa: ANN001 - citewise.models.LLM
+    writer,
     blocks: list[Block],
     budget: int,
     first: Callable[[str], str],

@@ -19,7 +19,6 @@ from typing import Any, Protocol
 
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
-from langchain_core.embeddings import Embeddings as LangChainEmbeddings
 
 logger = logging.getLogger(__name__)
 
@@ -316,7 +315,7 @@ class ChromaEmbedding(EmbeddingFunction[Documents]):
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
 
-    def __call__(self, input: Documents) -> Embeddings:  # noqa: A002 - Chroma's protocol names it so
+    def __call__(self, input: Documents) -> Embeddings:
         """Embed documents for Chroma."""
         return list(self.embedder.embed(list(input)))
 
@@ -333,18 +332,3 @@ class ChromaEmbedding(EmbeddingFunction[Documents]):
     def build_from_config(config: dict[str, Any]) -> ChromaEmbedding:
         """Rebuild from a persisted configuration (only the local model can be rebuilt offline)."""
         return ChromaEmbedding(default_embedder())
-
-
-class LangChainEmbedding(LangChainEmbeddings):
-    """LangChain `Embeddings` over our embedder (for langchain-chroma and other LangChain components)."""
-
-    def __init__(self, embedder: Embedder) -> None:
-        self.embedder = embedder
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed documents."""
-        return self.embedder.embed(texts).tolist()
-
-    def embed_query(self, text: str) -> list[float]:
-        """Embed a query."""
-        return self.embedder.embed([text])[0].tolist()

@@ -150,7 +150,7 @@ def local_gentext(embedder: Embedder, question: str, records: Sequence[EvidenceR
     return cite_titles(" ".join(f"{text} [{label}]" for label, text in chosen), labels)
 
 
-async def write_gentext(writer, context: Context, question: str, records: Sequence[EvidenceRecord]) -> str:  # noqa: ANN001
+async def write_gentext(writer, context: Context, question: str, records: Sequence[EvidenceRecord]) -> str:
     """The writer's GenText from the trusted evidence only, citing it."""
     labels = labelled_trusted(records)
     evidence = "\n".join(
@@ -169,7 +169,7 @@ async def write_gentext(writer, context: Context, question: str, records: Sequen
 
 
 async def _stance_batch(
-    judge,  # noqa: ANN001 - citewise.models.LLM
+    judge,
     batch: list[tuple[str, str, str]],
     question: str,
     gentext: str,
@@ -204,7 +204,7 @@ async def _stance_batch(
 
 
 async def judge_stances(
-    judge,  # noqa: ANN001 - citewise.models.LLM
+    judge,
     context: Context,
     question: str,
     gentext: str,

@@ -34,7 +34,7 @@ def borderline(records: list[EvidenceRecord], context: Context) -> list[Evidence
 
 async def _critique_batch(
     judge, batch: list[EvidenceRecord], question: str, context: Context
-) -> tuple[dict[str, EvidenceRecord], list[Degraded]]:  # noqa: ANN001
+) -> tuple[dict[str, EvidenceRecord], list[Degraded]]:
     """The critic's verdicts on the batch, and the fallback taken when the critic failed it (if it did)."""
     labels, evidence = labelled(
         batch, score="reflection" if batch[0].get("reflection") is not None else "relevance_mean"

@@ -179,7 +179,7 @@ def local_report(
     return text, intro_labels
 
 
-async def _llm_report(writer, state: State, sections: list[SectionResult], context: Context) -> str:  # noqa: ANN001
+async def _llm_report(writer, state: State, sections: list[SectionResult], context: Context) -> str:
     previous = state.get("validation") or {}
     problems = ""
     if previous.get("problems"):

@@ -61,7 +61,7 @@ FORMS: list[tuple[str, re.Pattern[str]]] = [
 """Question forms that name their type outright; the library's nearest type by embedding decides the rest."""
 
 
-def question_type(embedder, question: str, library: list[OutlineType]) -> OutlineType:  # noqa: ANN001
+def question_type(embedder, question: str, library: list[OutlineType]) -> OutlineType:
     """The library type the question's form names, else the type nearest to it by embedding."""
     by_name = {kind.name: kind for kind in library}
     for name, pattern in FORMS:
@@ -210,7 +210,7 @@ def numbered(sections: list[dict], question: str) -> list[OutlineSection]:
 
 async def _llm_outline(
     writer, state: State, instruction: str, kind: str, context: Context, problem: str = ""
-) -> list[dict] | None:  # noqa: ANN001
+) -> list[dict] | None:
     prompt = render(
         context.outline_prompt,
         outline_type=kind,

@@ -29,7 +29,7 @@ KEPT = "relevance scores kept unreflected"
 
 async def _reflect_batch(
     judge, batch: list[EvidenceRecord], question: str, context: Context
-) -> tuple[dict[str, EvidenceRecord], list[Degraded]]:  # noqa: ANN001
+) -> tuple[dict[str, EvidenceRecord], list[Degraded]]:
     """The batch's reflected scores, and the fallback taken when the judge failed it (if it did)."""
     labels, evidence = labelled(batch, score="relevance_mean")
     prompt = render(

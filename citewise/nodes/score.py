@@ -12,14 +12,14 @@ one-paper question over the sample corpus the stored vectors scored 14 of 14 can
 HotpotQA questions the chunk's own text raised the gold answer's presence in the local answer from 0.35 to
 0.39 and answers citing a supporting passage from 0.94 to 0.96.
 
-Never worse than no model: a weak judge must not make citewise worse than local mode. When the judge is
-unreliable on this question (a sample was malformed or missed a chunk, its scores run against the local
+Never worse than no model: a weak judge must not make citewise worse than local mode. Under the lean
+profile (the one for small local models, Context.profile), when the judge is unreliable on this question (a sample was malformed or missed a chunk, its scores run against the local
 relevance of the same chunks, or it gives every chunk about the same score) each chunk's relevance is its
 local relevance (the judge's samples stay on the record) and the local answering score decides, as in local
 mode, whether the documents answer at all; when only its samples disagree widely with each other, the
 judge's mean and the local relevance are averaged. Either way the chunks are flagged and `degraded` says so.
-Under the lean profile (Context.profile) one sample is asked per batch, with the self-check of the
-reflection step folded into its prompt.
+The lean profile also asks one sample per batch, with the self-check of the reflection step folded into
+its prompt. Under the full profile (hosted models) the judge is trusted, chunk by chunk as before.
 
 A chunk the judge could not score (a transient provider fault after the retries, or no sample scored it)
 gets the same local score, flagged with the reason and listed in the run's `degraded` output; never the
@@ -107,7 +107,7 @@ async def fallbacks(
 
 async def _score_batch(
     judge, batch: list[EvidenceRecord], question: str, context: Context
-) -> tuple[dict[str, EvidenceRecord], list[Degraded]]:  # noqa: ANN001
+) -> tuple[dict[str, EvidenceRecord], list[Degraded]]:
     """The batch's score updates, and the fallback taken for chunks the judge did not score (if any)."""
     labels, evidence = labelled(batch)
     prompt = render(
@@ -188,8 +188,8 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     )
     updates = {k: v for result, _ in results for k, v in result.items()}
     degraded = [entry for _, entries in results for entry in entries]
-    extra = await _check_judge(records, updates, bool(degraded), state["question"], context)
-    degraded += extra
+    if context.lean:  # small local models: checked against the local relevance; hosted judges are trusted
+        degraded += await _check_judge(records, updates, bool(degraded), state["question"], context)
     result = {"candidates": updates}
     return {**result, "degraded": degraded} if degraded else result
 

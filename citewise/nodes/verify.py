@@ -50,9 +50,9 @@ UNVERIFIED = (
 )
 NOTHING_VERIFIED = "No sentence of this section could be verified against its sources."
 BREAK = ""
+"""A paragraph break among the parts of a draft."""
 OVERLAP = "sentences verified by word overlap"
 """What decided support when the model could not (recorded in `degraded`)."""
-"""A paragraph break among the parts of a draft."""
 
 
 def is_structure(part: str) -> bool:
@@ -333,7 +333,7 @@ def cited_chunks(sentence: str, labels: dict[str, str]) -> set[str]:
 
 async def _llm_support(
     judge, parts: list[str], labels: dict[str, str], lines: dict[str, tuple[str, str]], context: Context
-) -> tuple[dict[int, list[str]], str]:  # noqa: ANN001
+) -> tuple[dict[int, list[str]], str]:
     """Supporting line labels per sentence, and why word overlap decided instead ("": it did not).
 
     A transient provider fault after the retries, or output malformed after repairs, falls back to word

@@ -345,7 +345,7 @@ class ChatPage:
         except (ValueError, IndexOpenError, OSError) as error:
             payload = self._failure(question, error, "setting")
             values = {}
-        except Exception as error:  # noqa: BLE001 - a failed turn must come back as a message, not a blank page
+        except Exception as error:
             logger.exception("turn failed")
             payload = self._failure(question, error, "unexpected")
             values = {}

@@ -819,7 +819,7 @@ class _Handler(BaseHTTPRequestHandler):
     fake: FakeOpenAI
     current: Recorded | None = None
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+    def log_message(self, format: str, *args: Any) -> None:
         """Stay quiet."""
 
     # helpers -----------------------------------------------------------------------------------------
@@ -895,7 +895,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     # routes ------------------------------------------------------------------------------------------
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         """GET /v1/models."""
         self.current = Recorded("GET", self.path, dict(self.headers), None, time.monotonic())
         self.fake._record(self.current)
@@ -905,7 +905,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found_error"}})
 
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_POST(self) -> None:
         """POST /v1/chat/completions and /v2/rerank."""
         body = self._body()
         self.current = Recorded("POST", self.path, dict(self.headers), body, time.monotonic())

@@ -90,7 +90,7 @@ ANSWER_TIMEOUT = 180_000  # ms: a local-mode turn takes 15-30 s on a shared two-
 CITE = "#cw-chat a.cw-cite"
 
 
-def open_page(browser, url: str, seen: list[str], context=None):  # noqa: ANN001, ANN201 - Playwright objects
+def open_page(browser, url: str, seen: list[str], context=None):
     """A new tab on the page at `url`, every request it makes appended to `seen`; ready for a question."""
     context = context or browser.new_context(viewport={"width": 1400, "height": 1150})
     page = context.new_page()
@@ -100,13 +100,13 @@ def open_page(browser, url: str, seen: list[str], context=None):  # noqa: ANN001
     return page
 
 
-def ask(page, question: str) -> None:  # noqa: ANN001 - a Playwright page
+def ask(page, question: str) -> None:
     """Type the question and press Ask (Playwright waits until both are enabled)."""
     page.fill("#cw-question textarea", question)
     page.click("#cw-ask")
 
 
-def open_cited(page, link, shots: Path) -> str:  # noqa: ANN001 - Playwright objects
+def open_cited(page, link, shots: Path) -> str:
     """Click a marker link and wait for its passage with a supporting line highlighted; its marker.
 
     On a timeout the failure holds what the page showed instead (the passage, the chat with any degraded

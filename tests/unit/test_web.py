@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("gradio")
 
-from citewise.context import Context  # noqa: E402
-from citewise.evidence import CLOSEST_HEADING  # noqa: E402
-from citewise.web import render  # noqa: E402
-from citewise.web.page import ChatPage  # noqa: E402
+from citewise.context import Context
+from citewise.evidence import CLOSEST_HEADING
+from citewise.web import render
+from citewise.web.page import ChatPage
 
 CITATIONS = [
     {"marker": 1, "chunk_id": "c1", "doc_id": "d1", "title": "Vaccines", "text": "They train immunity."},
