@@ -94,7 +94,7 @@ async def judge_pairs(pairs: list[Pair], context: Context) -> list[str]:
         raise ValueError(NO_MODEL)
 
     async def one(pair: Pair) -> str:
-        stances = await judge_stances(
+        stances, _ = await judge_stances(
             judge, context, pair.claim, pair.claim, {pair.doc_id: (pair.title, pair.abstract)}
         )
         return stances.get(pair.doc_id, ("unknown", ""))[0]

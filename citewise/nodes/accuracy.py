@@ -32,9 +32,10 @@ from citewise.index import Index
 from citewise.index.docstore import document_tags
 from citewise.index.embeddings import Embedder
 from citewise.indexes import in_thread, open_index
-from citewise.models import is_transient, provider_errors
+from citewise.judge import ask as judge_ask
+from citewise.judge import by_label, fell_back
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.state import EvidenceRecord, Stances, State
+from citewise.state import Degraded, EvidenceRecord, Stances, State
 from citewise.text import sentences
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,8 @@ STANCE_WEIGHT = 0.5
 """Share of accuracy taken from the stance; the rest is the similarity to the GenText."""
 SIMILARITY_ONLY = "accuracy: similarity only (no stance model in local mode)"
 STANCE_MISSING = "accuracy: similarity only (the stance judgment was malformed or failed)"
+SIMILARITY_STANDS = "the documents' similarity to the GenText alone ranks them"
+"""What a batch the stance judge failed keeps (recorded in `degraded`)."""
 NO_TRUSTED = "accuracy not scored: no trusted evidence was kept for this question"
 _LABEL = re.compile(r"\[(T\d+)\]")
 
@@ -174,7 +177,7 @@ async def _stance_batch(
     question: str,
     gentext: str,
     context: Context,
-) -> dict[str, tuple[str, str]]:
+) -> tuple[dict[str, tuple[str, str]], list[Degraded]]:
     labels = {f"E{n}": doc_id for n, (doc_id, _, _) in enumerate(batch, start=1)}
     evidence = "\n".join(
         quote("evidence", text, id=label, title=title)
@@ -187,20 +190,12 @@ async def _stance_batch(
         draft=quote("draft", gentext),
         evidence=evidence,
     )
-    try:
-        samples = await judge.structured(Stances, as_messages(prompt), stage="accuracy")
-    except provider_errors() as error:
-        if not is_transient(error):
-            raise  # a refused key or a rejected request ends the run
-        logger.warning("stance judgment failed, similarity alone stands: %s", error)  # flagged stance missing
-        return {}
-    result = samples[0] if samples else None
-    stances: dict[str, tuple[str, str]] = {}
-    for item in result.items if result else []:
-        doc_id = labels.get(item.id.strip())
-        if doc_id is not None and doc_id not in stances:  # a document listed twice: its first stance counts
-            stances[doc_id] = (item.stance, item.reason.strip())
-    return stances
+    verdicts = await judge_ask(judge, Stances, prompt, stage="accuracy")
+    if verdicts.first is None:  # the documents' stances stay unknown (flagged), similarity alone stands
+        return {}, fell_back("accuracy", verdicts.failure, SIMILARITY_STANDS, list(labels.values()))
+    found = by_label(verdicts.first.items, labels, lambda item: item.id)
+    stances = {doc_id: (item.stance, item.reason.strip()) for doc_id, item in found.items()}
+    return stances, []
 
 
 async def judge_stances(
@@ -209,12 +204,16 @@ async def judge_stances(
     question: str,
     gentext: str,
     documents: dict[str, tuple[str, str]],
-) -> dict[str, tuple[str, str]]:
-    """Each document's (stance, reason) towards the GenText; a document the judge missed is absent."""
+) -> tuple[dict[str, tuple[str, str]], list[Degraded]]:
+    """Each document's (stance, reason) towards the GenText, and the failed batches as `degraded` entries.
+
+    A document the judge missed is absent (its stance is unknown, and flagged).
+    """
     items = [(doc_id, title, text) for doc_id, (title, text) in documents.items()]
     groups = [items[i : i + context.score_batch_size] for i in range(0, len(items), context.score_batch_size)]
     results = await asyncio.gather(*(_stance_batch(judge, g, question, gentext, context) for g in groups))
-    return {k: v for r in results for k, v in r.items()}
+    stances = {k: v for found, _ in results for k, v in found.items()}
+    return stances, [entry for _, entries in results for entry in entries]
 
 
 def _flagged(record: EvidenceRecord, *flags: str) -> list[str]:
@@ -248,9 +247,12 @@ async def accuracy(state: State, runtime: Runtime[Context]) -> dict:
     if writer is None:
         gentext = await in_thread(local_gentext, index.embedder, question, trusted)
         stances: dict[str, tuple[str, str]] = {}
+        degraded: list[Degraded] = []
     else:
         gentext = await write_gentext(writer, context, question, trusted)
-        stances = await judge_stances(judge or writer, context, question, gentext, others) if others else {}
+        stances, degraded = (
+            await judge_stances(judge or writer, context, question, gentext, others) if others else ({}, [])
+        )
     texts = {doc_id: text for doc_id, (_, text) in others.items()}
     similarity = await in_thread(similarities, index.embedder, gentext, texts)
     updates: dict[str, EvidenceRecord] = {}
@@ -277,4 +279,7 @@ async def accuracy(state: State, runtime: Runtime[Context]) -> dict:
     for n, record in enumerate(ordered, start=1):
         updates[record["chunk_id"]]["rank"] = n
     evidence = [{**r, **updates.get(r["chunk_id"], {})} for r in state.get("evidence", [])]
-    return {"gentext": gentext, "kept": [r["chunk_id"] for r in ordered], "evidence": evidence}
+    result = {"gentext": gentext, "kept": [r["chunk_id"] for r in ordered], "evidence": evidence}
+    for entry in degraded:  # the stance batches name documents: list their shown chunks
+        entry["chunks"] = [r["chunk_id"] for r in shown if r["doc_id"] in set(entry["chunks"])]
+    return {**result, "degraded": degraded} if degraded else result

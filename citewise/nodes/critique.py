@@ -15,8 +15,9 @@ from langgraph.runtime import Runtime
 from citewise import llms
 from citewise.context import Context
 from citewise.evidence import batches, context_threshold, final_score, labelled
-from citewise.models import degradation, fault_reason, is_transient, provider_errors
-from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.judge import ask as judge_ask
+from citewise.judge import by_label, fell_back
+from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.state import CriticVerdicts, Degraded, EvidenceRecord, EvidenceState
 
 logger = logging.getLogger(__name__)
@@ -46,24 +47,14 @@ async def _critique_batch(
         question=quote("question", question),
         evidence=evidence,
     )
-    try:
-        samples = await judge.structured(CriticVerdicts, as_messages(prompt), stage="critique")
-    except provider_errors() as error:
-        if not is_transient(error):
-            raise  # a refused key or a rejected request ends the run
-        logger.warning("critique failed: %s", error)
+    verdicts = await judge_ask(judge, CriticVerdicts, prompt, stage="critique")
+    if verdicts.first is None:
         failed = {r["chunk_id"]: {"flags": [*r.get("flags", []), "critic failed"]} for r in batch}
-        return failed, [degradation("critique", f"{fault_reason(error)}: {STANDS}", list(failed))]
-    result = samples[0] if samples else None
-    if result is None:
-        reason = f"model output malformed after repairs: {STANDS}"
-        return {}, [degradation("critique", reason, [r["chunk_id"] for r in batch])]
-    updates: dict[str, EvidenceRecord] = {}
-    for item in result.items if result else []:
-        chunk_id = labels.get(item.id.strip())
-        if chunk_id is not None and chunk_id not in updates:  # a chunk listed twice: its first verdict counts
-            updates[chunk_id] = {"critic": float(item.score), "critic_note": item.reason.strip()}
-    return updates, []
+        return failed, fell_back("critique", verdicts.failure, STANDS, list(failed))
+    found = by_label(verdicts.first.items, labels, lambda item: item.id)
+    return {
+        cid: {"critic": float(item.score), "critic_note": item.reason.strip()} for cid, item in found.items()
+    }, []
 
 
 async def critique(state: EvidenceState, runtime: Runtime[Context]) -> dict:

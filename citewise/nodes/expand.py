@@ -18,8 +18,9 @@ from citewise import llms
 from citewise.context import Context
 from citewise.evidence import kept_records, paragraph_texts
 from citewise.indexes import in_thread, open_index
-from citewise.models import degradation, fault_reason, is_transient, provider_errors
-from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.judge import ask as judge_ask
+from citewise.judge import by_label, fell_back
+from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.prompts.expand import band
 from citewise.state import SectionState, State, Summaries
 from citewise.writing import extractive_summary
@@ -67,22 +68,13 @@ async def expand(state: State | SectionState, runtime: Runtime[Context]) -> dict
         evidence=blocks,
     )
     summaries = {chunk_id: texts[chunk_id] for chunk_id in labels.values()}
-    try:
-        samples = await judge.structured(Summaries, as_messages(prompt), stage="expand")
-    except provider_errors() as error:
-        if not is_transient(error):
-            raise  # a refused key or a rejected request ends the run
-        logger.warning("summaries failed, using paragraphs: %s", error)
-        reason = f"{fault_reason(error)}: {PARAGRAPHS}"
-        degraded = [degradation("expand", reason, list(labels.values()))]
-        return {"summaries": summaries, "degraded": degraded}
-    result = samples[0] if samples else None
-    for item in result.items if result else []:
-        chunk_id = labels.get(item.id.strip())
-        if chunk_id is not None and item.summary.strip():
-            summaries[chunk_id] = item.summary.strip()
-    if result is None:
-        reason = f"model output malformed after repairs: {PARAGRAPHS}"
-        degraded = [degradation("expand", reason, list(labels.values()))]
-        return {"summaries": summaries, "degraded": degraded}
+    verdicts = await judge_ask(judge, Summaries, prompt, stage="expand")
+    if verdicts.first is None:
+        return {
+            "summaries": summaries,
+            "degraded": fell_back("expand", verdicts.failure, PARAGRAPHS, list(labels.values())),
+        }
+    written = [item for item in verdicts.first.items if item.summary.strip()]
+    for chunk_id, item in by_label(written, labels, lambda item: item.id).items():
+        summaries[chunk_id] = item.summary.strip()
     return {"summaries": summaries}

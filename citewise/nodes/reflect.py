@@ -16,8 +16,9 @@ from langgraph.runtime import Runtime
 from citewise import llms
 from citewise.context import Context
 from citewise.evidence import batches, labelled
-from citewise.models import degradation, fault_reason, is_transient, provider_errors
-from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.judge import ask as judge_ask
+from citewise.judge import by_label, fell_back
+from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.state import Degraded, EvidenceRecord, EvidenceState, Reflections
 
 logger = logging.getLogger(__name__)
@@ -43,26 +44,11 @@ async def _reflect_batch(
         r["chunk_id"]: {"reflection": None, "flags": [*r.get("flags", []), "reflection missing"]}
         for r in batch
     }
-    try:
-        samples = await judge.structured(Reflections, as_messages(prompt), stage="reflect")
-    except provider_errors() as error:
-        if not is_transient(error):
-            raise  # a refused key or a rejected request ends the run
-        logger.warning("reflection failed: %s", error)
-        return updates, [degradation("reflect", f"{fault_reason(error)}: {KEPT}", list(updates))]
-    result = samples[0] if samples else None
-    if result is None:
-        reason = f"model output malformed after repairs: {KEPT}"
-        return updates, [degradation("reflect", reason, list(updates))]
-    seen: set[str] = set()
-    for item in result.items if result else []:
-        chunk_id = labels.get(item.id.strip())
-        if chunk_id is not None and chunk_id not in seen:  # a chunk listed twice: its first item counts
-            seen.add(chunk_id)
-            updates[chunk_id] = {
-                "reflection": float(item.score),
-                "reflection_note": item.justification.strip(),
-            }
+    verdicts = await judge_ask(judge, Reflections, prompt, stage="reflect")
+    if verdicts.first is None:
+        return updates, fell_back("reflect", verdicts.failure, KEPT, list(updates))
+    for chunk_id, item in by_label(verdicts.first.items, labels, lambda item: item.id).items():
+        updates[chunk_id] = {"reflection": float(item.score), "reflection_note": item.justification.strip()}
     return updates, []
 
 

@@ -12,14 +12,15 @@ one-paper question over the sample corpus the stored vectors scored 14 of 14 can
 HotpotQA questions the chunk's own text raised the gold answer's presence in the local answer from 0.35 to
 0.39 and answers citing a supporting passage from 0.94 to 0.96.
 
-Never worse than no model: a weak judge must not make citewise worse than local mode. Under the lean
-profile (the one for small local models, Context.profile), when the judge is unreliable on this question (a sample was malformed or missed a chunk, its scores run against the local
-relevance of the same chunks, or it gives every chunk about the same score) each chunk's relevance is its
-local relevance (the judge's samples stay on the record) and the local answering score decides, as in local
-mode, whether the documents answer at all; when only its samples disagree widely with each other, the
-judge's mean and the local relevance are averaged. Either way the chunks are flagged and `degraded` says so.
-The lean profile also asks one sample per batch, with the self-check of the reflection step folded into
-its prompt. Under the full profile (hosted models) the judge is trusted, chunk by chunk as before.
+Never worse than no model: a weak judge must not make citewise worse than local mode. Under the lean profile
+(the one for small local models, Context.profile), when the judge is unreliable on this question (a sample
+was malformed or missed a chunk, its scores run against the local relevance of the same chunks, or it gives
+every chunk about the same score) each chunk's relevance is its local relevance (the judge's samples stay on
+the record) and the local answering score decides, as in local mode, whether the documents answer at all;
+when only its samples disagree widely with each other, the judge's mean and the local relevance are
+averaged. Either way the chunks are flagged and `degraded` says so. The lean profile also asks one sample
+per batch, with the self-check of the reflection step folded into its prompt. Under the full profile (hosted
+models) the judge is trusted, chunk by chunk as before.
 
 A chunk the judge could not score (a transient provider fault after the retries, or no sample scored it)
 gets the same local score, flagged with the reason and listed in the run's `degraded` output; never the
@@ -44,8 +45,10 @@ from citewise.context import Context
 from citewise.evidence import batches, labelled
 from citewise.index import Index
 from citewise.indexes import in_thread, open_index
-from citewise.models import degradation, fault_reason, is_transient, provider_errors
-from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.judge import ask as judge_ask
+from citewise.judge import by_label, fell_back
+from citewise.models import degradation
+from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.questions import report_form
 from citewise.state import Degraded, EvidenceRecord, EvidenceState, RelevanceScores
 
@@ -120,27 +123,15 @@ async def _score_batch(
     by_id = {r["chunk_id"]: r for r in batch}
     if context.lean:
         prompt += LEAN_CHECK
-    try:
-        samples = await judge.structured(
-            RelevanceScores, as_messages(prompt), stage="score", n=1 if context.lean else context.n_samples
-        )
-    except provider_errors() as error:
-        if not is_transient(error):
-            raise  # a refused key or a rejected request ends the run; it is not a reason to score locally
-        logger.warning("relevance scoring failed: %s", error)
-        reason = f"{fault_reason(error)}: {FALLBACK}"
-        updates = await fallbacks(batch, question, context, f"judge failed ({type(error).__name__})")
-        return updates, [degradation("score", reason, list(by_id))]
+    n = 1 if context.lean else context.n_samples
+    verdicts = await judge_ask(judge, RelevanceScores, prompt, stage="score", n=n)
+    if verdicts.error:  # the provider failed: every chunk scored locally
+        updates = await fallbacks(batch, question, context, f"judge failed ({verdicts.error})")
+        return updates, fell_back("score", verdicts.failure, FALLBACK, list(by_id))
     values: dict[str, list[float]] = {cid: [] for cid in by_id}
-    for sample in samples:
-        if sample is None:
-            continue
-        seen: set[str] = set()
-        for item in sample.scores:
-            chunk_id = labels.get(item.id.strip())
-            if chunk_id is not None and chunk_id not in seen:  # a chunk listed twice counts once
-                seen.add(chunk_id)
-                values[chunk_id].append(float(item.score))
+    for sample in verdicts.samples:  # a chunk listed twice in a sample counts once
+        for chunk_id, item in by_label(sample.scores, labels, lambda item: item.id).items():
+            values[chunk_id].append(float(item.score))
     missed = [record for chunk_id, record in by_id.items() if not values[chunk_id]]
     fallen = await fallbacks(missed, question, context, "judge output malformed")
     updates: dict[str, EvidenceRecord] = {}

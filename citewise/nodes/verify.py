@@ -30,8 +30,9 @@ from citewise.context import Context
 from citewise.evidence import NO_ANSWER, kept_records, paragraph_texts
 from citewise.index.citations import soften_source_markers
 from citewise.indexes import in_thread, open_index
-from citewise.models import degradation, fault_reason, is_transient, provider_errors
-from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.judge import ask as judge_ask
+from citewise.models import degradation
+from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.report import LABEL, is_own_text
 from citewise.state import Citation, Degraded, State, SupportMap
 from citewise.text import overlap, sentences
@@ -349,17 +350,9 @@ async def _llm_support(
         evidence=evidence,
     )
     support: dict[int, list[str]] = {}
-    fallback = ""
-    try:
-        samples = await judge.structured(SupportMap, as_messages(prompt), stage="verify")
-        result = samples[0] if samples else None
-    except provider_errors() as error:
-        if not is_transient(error):
-            raise
-        logger.warning("verification failed, using word overlap: %s", error)
-        result, fallback = None, fault_reason(error)
+    verdicts = await judge_ask(judge, SupportMap, prompt, stage="verify")
+    result, fallback = verdicts.first, verdicts.failure
     if result is None:
-        fallback = fallback or "model output malformed after repairs"
         for i, part in enumerate(parts):
             support[i] = local_support(part, cited_chunks(part, labels), lines, context.local_support)
     else:

@@ -412,8 +412,12 @@ def test_extract_json_raises_malformed_when_there_is_no_json(text: str) -> None:
 def test_validate_output_parses_and_checks_the_schema() -> None:
     parsed = validate_output(RelevanceScores, '{"scores": [{"id": "E1", "score": 80}]}')
     assert parsed.scores[0].id == "E1" and parsed.scores[0].score == 80
+    clamped = validate_output(
+        RelevanceScores, '{"scores": [{"id": "E1", "score": 180}, {"id": "E2", "score": -4}]}'
+    )
+    assert [s.score for s in clamped.scores] == [100, 0]  # a small model's 180 is its way of saying 100
     with pytest.raises(MalformedOutput, match="breaks the schema"):
-        validate_output(RelevanceScores, '{"scores": [{"id": "E1", "score": 180}]}')
+        validate_output(RelevanceScores, '{"scores": [{"id": "E1", "score": "very"}]}')
     with pytest.raises(MalformedOutput):
         validate_output(RelevanceScores, '{"items": []}')
 
