@@ -13,14 +13,15 @@ HotpotQA questions the chunk's own text raised the gold answer's presence in the
 0.39 and answers citing a supporting passage from 0.94 to 0.96.
 
 Never worse than no model: a weak judge must not make citewise worse than local mode. Under the lean profile
-(the one for small local models, Context.profile), when the judge is unreliable on this question (a sample
-was malformed or missed a chunk, its scores run against the local relevance of the same chunks, or it gives
-every chunk about the same score) each chunk's relevance is its local relevance (the judge's samples stay on
-the record) and the local answering score decides, as in local mode, whether the documents answer at all;
-when only its samples disagree widely with each other, the judge's mean and the local relevance are
-averaged. Either way the chunks are flagged and `degraded` says so. The lean profile also asks one sample
-per batch, with the self-check of the reflection step folded into its prompt. Under the full profile (hosted
-models) the judge is trusted, chunk by chunk as before.
+(the one for small local models, Context.profile) local mode's answering score decides, as in local mode,
+whether the documents answer at all (the judge can narrow what is kept, never answer what local mode would
+not); and when the judge is unreliable on this question (a sample was malformed or missed a chunk, its
+scores run against the local relevance of the same chunks, or it gives every chunk about the same score)
+each chunk's relevance is its local relevance (the judge's samples stay on the record); when only its
+samples disagree widely with each other, the judge's mean and the local relevance are averaged. Either way
+the chunks are flagged and `degraded` says so. The lean profile also asks one sample per batch, with the
+self-check of the reflection step folded into its prompt. Under the full profile (hosted models) the judge
+is trusted, chunk by chunk as before.
 
 A chunk the judge could not score (a transient provider fault after the retries, or no sample scored it)
 gets the same local score, flagged with the reason and listed in the run's `degraded` output; never the
@@ -224,25 +225,29 @@ async def _check_judge(
     question: str,
     context: Context,
 ) -> list[Degraded]:
-    """Blend with or fall back to the local relevance where the judge is unreliable on this question."""
+    """Local mode's answering score on every chunk (its abstention rule applies); the local relevance too.
+
+    The local relevance is averaged in, or taken instead, where the judge is unreliable on this question.
+    """
     if not records:
         return []
     similarity, answering = await in_thread(answering_scores, await open_index(context), question, records)
     local = {cid: local_relevance(value, context) for cid, value in similarity.items()}
     judged = {cid: u["relevance_mean"] for cid, u in updates.items() if u.get("relevance_samples")}
     spreads = [u["relevance_spread"] for u in updates.values() if len(u.get("relevance_samples") or []) > 1]
+    synthesis = context.route == "report" or report_form(question) is not None
+    for chunk_id, update in updates.items():  # whether the documents answer at all: local mode's rule decides
+        if not synthesis:
+            update["answering"] = answering[chunk_id]
     problem = judge_problem(judged, local, spreads, malformed)
     if not problem:
         return []
     averaged = problem.startswith("its samples disagree")
-    synthesis = context.route == "report" or report_form(question) is not None
     how = "averaged with question similarity" if averaged else FALLBACK
     for chunk_id, update in updates.items():
         if chunk_id in judged:
             value = round((judged[chunk_id] + local[chunk_id]) / 2, 1) if averaged else local[chunk_id]
             update["relevance_mean"] = value
             update["flags"] = [*update.get("flags", []), f"judge unreliable on this question: {how}"]
-        if not synthesis:
-            update["answering"] = answering[chunk_id]
     logger.warning("the judge is unreliable on this question (%s): %s", problem, how)
     return [degradation("score", f"judge unreliable on this question ({problem}): {how}", list(judged))]
