@@ -212,7 +212,7 @@ class Context:
         default=False,
         metadata={
             "description": "Stop after planning a report's outline and wait for it to be approved or edited "
-            "(needs a checkpointer; resume with the outline, see the README)."
+            "(needs a checkpointer; resume with the outline, see docs/usage.md)."
         },
     )
     outline_library: str | None = field(
