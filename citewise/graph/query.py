@@ -1,8 +1,8 @@
 """The query graph, from a conversation to a verified, cited answer or report.
 
 condense -> rewrite -> evidence (subgraph: retrieve, score, reflect, critique, threshold, corrective loop)
--> rerank -> accuracy (only with trusted sources) -> expand -> route
-route --direct--> answer -> verify -> references
+-> rerank -> route
+route --direct--> accuracy (only with trusted sources) -> expand -> answer -> verify -> references
 route --report--> outline -> approve (optional interrupt) -> section x N (Send, in waves of at most
 max_parallel_sections) -> collect -> ... -> customize (retried with its validation problems, capped) -> verify
 -> references
@@ -38,9 +38,9 @@ from citewise.nodes.verify import verify
 from citewise.state import InputState, OutlineSection, OutputState, SectionInput, State
 
 
-def by_route(state: State) -> Literal["answer", "outline"]:
-    """The path `route` chose."""
-    return "outline" if state.get("route") == "report" else "answer"
+def by_route(state: State) -> Literal["accuracy", "outline"]:
+    """The path `route` chose (a report's sections check accuracy and expand their own evidence)."""
+    return "outline" if state.get("route") == "report" else "accuracy"
 
 
 def section_input(state: State, planned: OutlineSection, position: int) -> SectionInput:
@@ -107,10 +107,10 @@ builder.add_edge(START, "condense")
 builder.add_edge("condense", "rewrite")
 builder.add_edge("rewrite", "evidence")
 builder.add_edge("evidence", "rerank")
-builder.add_edge("rerank", "accuracy")
+builder.add_edge("rerank", "route")
+builder.add_conditional_edges("route", by_route, ["accuracy", "outline"])
 builder.add_edge("accuracy", "expand")
-builder.add_edge("expand", "route")
-builder.add_conditional_edges("route", by_route, ["answer", "outline"])
+builder.add_edge("expand", "answer")
 builder.add_edge("answer", "verify")
 builder.add_edge("outline", "approve")
 builder.add_conditional_edges("approve", dispatch, ["section", "customize"])

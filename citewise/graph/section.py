@@ -1,4 +1,7 @@
-"""The section subgraph: one report section's own evidence, ranked, expanded and written.
+"""The section subgraph: one report section's own evidence, ranked, checked for accuracy, expanded, written.
+
+With trusted sources (Context.trusted) the section's evidence is stance-checked and ordered by RSV as a
+direct answer's is; without, `accuracy` passes it through.
 
 Sent once per outline section (graph/query.py fans out with Send). Its state is private to the branch, so
 parallel sections never overwrite each other's candidates; what it hands back is only its result under its
@@ -13,6 +16,7 @@ from citewise.context import Context
 from citewise.graph.evidence import graph as evidence
 from citewise.graph.evidence import io_retry
 from citewise.llms import metered
+from citewise.nodes.accuracy import accuracy
 from citewise.nodes.expand import expand
 from citewise.nodes.rerank import rerank
 from citewise.nodes.write_section import write_section
@@ -23,12 +27,14 @@ builder = StateGraph(
 )
 builder.add_node("evidence", evidence)
 builder.add_node(metered(rerank))
+builder.add_node(metered(accuracy))
 builder.add_node(metered(expand), retry_policy=io_retry)
 builder.add_node(metered(write_section))
 
 builder.add_edge(START, "evidence")
 builder.add_edge("evidence", "rerank")
-builder.add_edge("rerank", "expand")
+builder.add_edge("rerank", "accuracy")
+builder.add_edge("accuracy", "expand")
 builder.add_edge("expand", "write_section")
 builder.add_edge("write_section", END)
 

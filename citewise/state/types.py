@@ -394,3 +394,5 @@ class SectionState(SectionInput, SectionOutput, total=False):
     """Kept chunk ids in writer order."""
     summaries: dict[str, str]
     """Graded paragraph summaries of the kept chunks."""
+    gentext: str
+    """The section's GenText from its trusted evidence (accuracy; "" without trusted sources)."""

@@ -118,9 +118,15 @@ def test_beta_bounds_and_default_are_accepted() -> None:
     assert Context(beta=0.0).beta == 0.0 and Context(beta=1.0).beta == 1.0
 
 
-def test_accuracy_runs_between_rerank_and_expand() -> None:
-    assert ("rerank", "accuracy") in builder.edges and ("accuracy", "expand") in builder.edges
-    assert ("rerank", "expand") not in builder.edges
+def test_accuracy_runs_before_expand_on_the_direct_path_and_in_every_report_section() -> None:
+    from citewise.graph.query import by_route
+    from citewise.graph.section import builder as section
+
+    assert by_route({"route": "direct"}) == "accuracy" and by_route({"route": "report"}) == "outline"
+    assert ("accuracy", "expand") in builder.edges and ("expand", "answer") in builder.edges
+    assert ("rerank", "route") in builder.edges and ("expand", "route") not in builder.edges
+    assert ("rerank", "accuracy") in section.edges and ("accuracy", "expand") in section.edges
+    assert ("rerank", "expand") not in section.edges
 
 
 def test_trusted_patterns_match_file_folder_name_and_id() -> None:
