@@ -6,6 +6,7 @@ progress bars on stderr (and stays quiet when stderr is not a terminal).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -14,7 +15,7 @@ import signal
 import sys
 import textwrap
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -377,8 +378,8 @@ def ask(
             index, chroma_url, model, judge_model, k, mode, approve_outline=approve,
             trusted=list(trusted or []), beta=beta, profile=profile, budget_seconds=budget_seconds,
         )  # fmt: skip
-        logging.getLogger("citewise.nodes.failed").disabled = True  # the failure is reported below, once
-        result = run_question(question, context)
+        with _quiet("citewise.nodes.failed"):  # the failure is reported below, once
+            result = run_question(question, context)
     except ValueError as error:
         raise _fail(str(error)) from error
     if result.get("error"):
@@ -390,6 +391,18 @@ def ask(
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     show_answer(payload)
+
+
+@contextlib.contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    """The logger `name` says nothing inside the block (and is as it was after it)."""
+    logger = logging.getLogger(name)
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was
 
 
 def run_context(
