@@ -56,6 +56,11 @@ OVERLAP = "sentences verified by word overlap"
 """What decided support when the model could not (recorded in `degraded`)."""
 
 
+def asks(part: str) -> bool:
+    """Whether an answer sentence is a question (a small model may echo the one it was asked)."""
+    return LABEL.sub("", part).strip().rstrip(".").rstrip().endswith("?")
+
+
 def is_structure(part: str) -> bool:
     """A markdown heading or a paragraph break: kept as is, never verified, never merged into a sentence."""
     return part == BREAK or part.startswith("#")
@@ -217,6 +222,9 @@ async def _verified(
     else:
         for i in claims:
             support[i] = local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)
+    for i in claims:  # a question is no answer, however many of its words the sources share ("How many ...?")
+        if asks(parts[i]):
+            support[i] = []
     kept_parts, unsupported, fine = [], [], []
     for i, part in enumerate(parts):
         own = is_own_text(part, question)

@@ -902,3 +902,11 @@ def test_a_judge_is_trusted_only_where_it_agrees_with_the_passages() -> None:
     assert "run against" in judge_problem(contrary, local, [], malformed=False)
     assert "disagree widely" in judge_problem(agreeing, local, [45.0, 40.0], malformed=False)
     assert judge_problem({"c1": 90.0, "c2": 10.0}, local, [], malformed=False) == ""  # too few to compare
+
+
+def test_a_question_echoed_as_the_answer_is_never_verified() -> None:
+    from citewise.nodes.verify import asks
+
+    assert asks("How many transits of GJ 486b were observed [E1]?")
+    assert asks("How many transits were observed? [E1].")
+    assert not asks("Three transits were observed [E1].")
