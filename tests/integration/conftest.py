@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,8 @@ from citewise.context import Context
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
 from citewise.indexes import forget_index
+
+SAMPLE = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxive_sample.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +35,16 @@ def corpus_index(
         report = index.ingest([corpus])
         assert report.documents_added == len(small_corpus_records), report
     yield str(path)
+    forget_index(Context(index_dir=str(path)))
+
+
+@pytest.fixture(scope="module")
+def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Path]:
+    """A real index of the bundled sample corpus (three unarXive papers), one per test module."""
+    path = tmp_path_factory.mktemp("sample") / "index"
+    with Index.open(path, embedder=embedder) as index:
+        assert index.ingest([SAMPLE]).documents_added == 3
+    yield path
     forget_index(Context(index_dir=str(path)))
 
 

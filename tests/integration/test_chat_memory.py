@@ -23,9 +23,6 @@ from citewise import chat
 from citewise.chat import ChatSession, run_chat
 from citewise.cli import app
 from citewise.context import Context
-from citewise.index import Index
-from citewise.index.embeddings import Embedder
-from citewise.indexes import forget_index
 from citewise.memory import open_checkpointer, thread_summaries
 
 pytestmark = pytest.mark.integration
@@ -36,15 +33,6 @@ PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
 FIRST = "How many transits of GJ 486b were observed?"
 FOLLOW_UP = "And what is its equilibrium temperature?"
-
-
-@pytest.fixture(scope="module")
-def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("chat-sample") / "index"
-    with Index.open(path, embedder=embedder) as index:
-        assert index.ingest([SAMPLE]).documents_added == 3
-    yield path
-    forget_index(Context(index_dir=str(path)))
 
 
 def chat_process(index: Path, threads: Path, *args: str, stdin: str, timeout: float = 300) -> tuple[int, str]:

@@ -187,12 +187,12 @@ QUERY_NODES = {
     *("collect", "customize", "verify", "references", "__start__", "__end__"),
     *(f"evidence:{n}" for n in (*EVIDENCE_NODES, "__start__", "__end__")),
     *(f"section:evidence:{n}" for n in (*EVIDENCE_NODES, "__start__", "__end__")),
-    *("section:rerank", "section:expand", "section:write_section"),
+    *("section:rerank", "section:accuracy", "section:expand", "section:write_section"),
 }
 """The query graph as Studio draws it (xray): both subgraphs opened, the section's evidence step too."""
 
 DIRECT_STEPS = [
-    "condense", "rewrite", "evidence", "rerank", "accuracy", "expand", "route", "answer", "verify",
+    "condense", "rewrite", "evidence", "rerank", "route", "accuracy", "expand", "answer", "verify",
     "references",
 ]  # fmt: skip
 

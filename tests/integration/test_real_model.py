@@ -30,8 +30,6 @@ from citewise.context import Context
 from citewise.evidence import NO_ANSWER
 from citewise.graph.query import builder
 from citewise.index import Index
-from citewise.index.embeddings import Embedder
-from citewise.indexes import forget_index
 
 pytestmark = [pytest.mark.integration, pytest.mark.realmodel]
 
@@ -53,15 +51,6 @@ def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
         pytest.fail(reason)  # the test extras install both: a missing model is a broken install, not a skip
     with llama_server(tmp_path_factory.mktemp("llama")) as url:
         yield url, single_request_seconds(url)
-
-
-@pytest.fixture(scope="module")
-def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Path]:
-    path = tmp_path_factory.mktemp("real-model-sample") / "index"
-    with Index.open(path, embedder=embedder) as index:
-        assert index.ingest([SAMPLE]).documents_added == 3
-    yield path
-    forget_index(Context(index_dir=str(path)))
 
 
 @pytest.fixture

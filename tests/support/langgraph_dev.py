@@ -10,11 +10,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from support.processes import wait_until_up
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_GUARD = 180.0
@@ -77,17 +77,7 @@ def langgraph_dev(log_dir: Path, environment: dict[str, str]) -> Iterator[str]:
         )  # fmt: skip
         url = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + STARTUP_GUARD
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{url}/ok", timeout=2) as reply:
-                        if reply.status == 200:
-                            break
-                except OSError:
-                    pass
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"langgraph dev did not come up:\n{log_path.read_text()[-3000:]}")
-                time.sleep(0.5)
+            wait_until_up(f"{url}/ok", server, STARTUP_GUARD, log_path, "langgraph dev")
             yield url
         finally:
             if server.poll() is None:

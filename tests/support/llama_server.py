@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from support.langgraph_dev import free_port
+from support.processes import stop, wait_until_up
 
 MODEL_ALIAS = "smollm2"
 CONTEXT_WINDOW = 8192
@@ -64,27 +65,10 @@ def llama_server(log_dir: Path, *, threads: int = 2) -> Iterator[str]:
         )
         url = f"http://127.0.0.1:{port}/v1"
         try:
-            deadline = time.monotonic() + STARTUP_GUARD
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{url}/models", timeout=2) as reply:
-                        if reply.status == 200:
-                            break
-                except OSError:
-                    pass
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"the llama.cpp server did not come up:\n{log_path.read_text()[-3000:]}"
-                    )
-                time.sleep(0.5)
+            wait_until_up(f"{url}/models", server, STARTUP_GUARD, log_path, "the llama.cpp server")
             yield url
         finally:
-            server.terminate()
-            try:
-                server.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop(server)
 
 
 PROMPT_WORDS = (

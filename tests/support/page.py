@@ -19,6 +19,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from support.processes import stop
+
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 
 OFFLINE = {
@@ -71,12 +73,7 @@ def serving(root: Path, index: Path, *options: str, env: dict[str, str] | None =
             time.sleep(0.5)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
         log.close()
 
 
