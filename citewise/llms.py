@@ -25,7 +25,9 @@ _local_only: ContextVar[bool] = ContextVar("citewise_local_only", default=False)
 """Set while a node runs its local fallback because the answer's time budget is spent."""
 
 
-LEAN_LOCAL = frozenset({"rewrite", "follow_up", "reflect", "critique", "expand", "route", "accuracy"})
+LEAN_LOCAL = frozenset(
+    {"condense", "rewrite", "follow_up", "reflect", "critique", "expand", "route", "accuracy"}
+)
 """Stages the lean profile runs locally (Context.profile): the model only judges relevance, writes and
 verifies."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 from langchain_core.messages import HumanMessage
@@ -10,6 +11,7 @@ from langgraph.types import Overwrite
 
 from citewise import llms
 from citewise.context import Context
+from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.questions import check_question, standalone
 from citewise.state import State
@@ -21,7 +23,7 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
     messages = state.get("messages", [])
     question = check_question(last_human(messages))
     history = [message_text(m) for m in messages[:-1] if isinstance(m, HumanMessage) or m.type == "human"]
-    judge, _ = llms.models(runtime.context)
+    judge, _ = llms.models(runtime.context, "condense")
     turn = new_turn(runtime.context)
     if not history or judge is None:
         return {"question": standalone(history, question), "mode": _mode(runtime.context), **turn}
@@ -32,8 +34,27 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
         conversation=quote("conversation", conversation),
         question=quote("question", question),
     )
-    rewritten = await judge.text(as_messages(prompt), stage="condense")
-    return {"question": rewritten.strip() or question, "mode": "llm", **turn}
+    rewritten = (await judge.text(as_messages(prompt), stage="condense")).strip()
+    if not keeps_the_subject(rewritten, question, history):  # "I'm ready to help. What's your question?"
+        reason = "the model's standalone question shares no word with the conversation: joined locally"
+        local = standalone(history, question)
+        return {
+            "question": local,
+            "mode": "llm",
+            **turn,
+            "degraded": Overwrite([degradation("condense", reason, [])]),
+        }
+    return {"question": rewritten, "mode": "llm", **turn}
+
+
+def keeps_the_subject(rewritten: str, question: str, history: list[str]) -> bool:
+    """Whether a model's standalone question shares a content word with the follow-up or the conversation."""
+    said = {w for text in (question, *history) for w in _words(text)}
+    return bool(rewritten) and bool(_words(rewritten) & said)
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) >= 4 or any(c.isdigit() for c in w)}
 
 
 def new_turn(context: Context | None = None) -> dict:

@@ -56,7 +56,9 @@ def langgraph_dev(log_dir: Path, environment: dict[str, str]) -> Iterator[str]:
     executable = shutil.which("langgraph", path=str(Path(sys.executable).parent)) or shutil.which("langgraph")
     if not executable:
         raise RuntimeError("langgraph-cli is not installed (pip install -e '.[test]')")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_")} | {
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("CITEWISE_") or k == "CITEWISE_PROFILE"
+    } | {
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGGRAPH_NO_VERSION_CHECK": "true",
         "LANGSMITH_TRACING": "false",
