@@ -89,46 +89,54 @@ def metered(node: Node, *, starts_turn: bool = False) -> Node:
 
     @functools.wraps(node)
     async def run(*args: Any, **kwargs: Any) -> Any:
-        from langgraph.types import Overwrite
-
-        from citewise.models import answer_deadline, budget_left, degradation, is_transient, usage_scope
+        from citewise.models import answer_deadline, degradation, usage_scope
         from citewise.state.types import merge_degraded, merge_usage
 
         state = args[0] if args and isinstance(args[0], dict) and not starts_turn else {}
         context = getattr(args[1] if len(args) > 1 else kwargs.get("runtime"), "context", None)
         with usage_scope() as meter, answer_deadline(state.get("deadline")):
-            spent_before = _spent(budget_left())
-            local = None
-            if not spent_before:
-                try:
-                    result = await node(*args, **kwargs)
-                except Exception as error:
-                    if not (is_transient(error) and _spent(budget_left())):
-                        raise
-                    local = f"the answer's time budget ran out during the stage ({type(error).__name__})"
-            else:
-                local = "the answer's time budget was spent before the stage"
-            if local is not None:
-                logger.warning("%s: %s; running its local fallback", node.__name__, local)
-                token = _local_only.set(True)
-                try:
-                    result = await node(*args, **kwargs)
-                finally:
-                    _local_only.reset(token)
-                if context is not None and context.llm and isinstance(result, dict):
-                    entry = degradation(node.__name__, f"{local}: local fallback used", [])
-                    given = result.get("degraded") or []
-                    if isinstance(given, Overwrite):
-                        result = {**result, "degraded": Overwrite(merge_degraded(given.value, [entry]))}
-                    else:
-                        result = {**result, "degraded": merge_degraded(given, [entry])}
+            result, local = await _within_budget(node, args, kwargs)
+        if local and context is not None and context.llm and isinstance(result, dict):
+            entry = degradation(node.__name__, f"{local}: local fallback used", [])
+            result = _added(result, "degraded", [entry], merge_degraded)
         spent = meter.take()
         if spent and isinstance(result, dict):
-            given = result.get("usage") or {}
-            if isinstance(given, Overwrite):
-                result = {**result, "usage": Overwrite(merge_usage(given.value, spent))}
-            else:
-                result = {**result, "usage": merge_usage(given, spent)}
+            result = _added(result, "usage", spent, merge_usage)
         return result
 
     return run  # type: ignore[return-value]
+
+
+async def _within_budget(node: Callable[..., Awaitable[Any]], args: Any, kwargs: Any) -> tuple[Any, str]:
+    """The node's update, and why it ran its local fallback instead ("" when it did not).
+
+    It runs locally (`models` gives no models) when the answer's time budget was spent before it, or when a
+    request failed after the budget ran out.
+    """
+    from citewise.models import budget_left, is_transient
+
+    if _spent(budget_left()):
+        local = "the answer's time budget was spent before the stage"
+    else:
+        try:
+            return await node(*args, **kwargs), ""
+        except Exception as error:
+            if not (is_transient(error) and _spent(budget_left())):
+                raise
+            local = f"the answer's time budget ran out during the stage ({type(error).__name__})"
+    logger.warning("%s: %s; running its local fallback", getattr(node, "__name__", "node"), local)
+    token = _local_only.set(True)
+    try:
+        return await node(*args, **kwargs), local
+    finally:
+        _local_only.reset(token)
+
+
+def _added(result: dict, key: str, extra: Any, merge: Callable[[Any, Any], Any]) -> dict:
+    """`result` with `extra` merged into its `key` (inside an Overwrite, when the node resets the key)."""
+    from langgraph.types import Overwrite
+
+    given = result.get(key)
+    if isinstance(given, Overwrite):
+        return {**result, key: Overwrite(merge(given.value, extra))}
+    return {**result, key: merge(given, extra)}

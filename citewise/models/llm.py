@@ -148,18 +148,6 @@ class ConcurrencyLimit:
                 slots.busy -= 1
                 slots.condition.notify_all()
 
-    async def __aenter__(self) -> None:
-        slots = self._loop_slots()
-        async with slots.condition:
-            await slots.condition.wait_for(lambda: slots.busy < self.limit)
-            slots.busy += 1
-
-    async def __aexit__(self, *exc: object) -> None:
-        slots = self._loop_slots()
-        async with slots.condition:
-            slots.busy -= 1
-            slots.condition.notify_all()
-
 
 @dataclass
 class RunShared:
@@ -409,13 +397,11 @@ class LLM:
         cap = max_tokens or MAX_TOKENS.get(stage, DEFAULT_MAX_TOKENS)
         if self.provider == "cohere":
             return {"max_tokens": cap}
-        options: dict[str, Any] = {}
-        if (
-            self.facts.url
-        ):  # OpenAI-compatible servers know max_tokens (llama.cpp ignores max_completion_tokens)
-            options["extra_body"] = {"max_tokens": cap}
-        else:  # OpenAI: langchain-openai sends it as max_completion_tokens
-            options["max_tokens"] = cap
+        # OpenAI-compatible servers know max_tokens (llama.cpp ignores max_completion_tokens); for OpenAI
+        # itself langchain-openai sends max_tokens as max_completion_tokens
+        options: dict[str, Any] = (
+            {"extra_body": {"max_tokens": cap}} if self.facts.url else {"max_tokens": cap}
+        )
         chars = sum(len(str(m.content)) for m in messages)
         timeout = self.facts.timeout(self.context.timeout_seconds, cap, chars)
         left = budget_left()

@@ -141,7 +141,7 @@ class ServerFacts:
             latencies = sorted(end - begin for begin, end in group.spans if end is not None and end >= 0)
             if len(latencies) < 2 or latencies[0] < MIN_LATENCY:
                 return
-            serial = latencies[-1] >= SERIAL_RATIO * len(latencies) * max(latencies[0], 1e-3)
+            serial = latencies[-1] >= SERIAL_RATIO * len(latencies) * latencies[0]
             if serial and not self.serial:
                 logger.warning(
                     "%s serves one request at a time (%d sent together took %.1f to %.1f s): "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 
 from langchain_core.messages import HumanMessage
@@ -15,7 +14,7 @@ from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.questions import check_question, standalone
 from citewise.state import State
-from citewise.text import last_human, message_text
+from citewise.text import content_words, last_human, message_text
 
 
 async def condense(state: State, runtime: Runtime[Context]) -> dict:
@@ -49,12 +48,8 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
 
 def keeps_the_subject(rewritten: str, question: str, history: list[str]) -> bool:
     """Whether a model's standalone question shares a content word with the follow-up or the conversation."""
-    said = {w for text in (question, *history) for w in _words(text)}
-    return bool(rewritten) and bool(_words(rewritten) & said)
-
-
-def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) >= 4 or any(c.isdigit() for c in w)}
+    said = {w for text in (question, *history) for w in content_words(text)}
+    return bool(set(content_words(rewritten)) & said)
 
 
 def new_turn(context: Context | None = None) -> dict:

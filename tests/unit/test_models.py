@@ -450,7 +450,7 @@ def test_concurrency_limit_works_across_event_loops() -> None:
 
     async def one() -> None:
         nonlocal inside, peak
-        async with limit:
+        async with limit.slot():
             inside += 1
             peak = max(peak, inside)
             await asyncio.sleep(0)
