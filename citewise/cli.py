@@ -11,6 +11,7 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
 import textwrap
@@ -43,6 +44,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: Typer's rich panels print "<bool>" beside every flag and --help
 )
 
 DEFAULT_INDEX = Path(os.environ.get("CITEWISE_INDEX", DEFAULT_INDEX_DIR))
@@ -160,13 +162,31 @@ def ingest_paths(
     return report
 
 
+def _first_missing(path: Path) -> Path | None:
+    """The outermost folder of `path` that does not exist yet (None: it exists)."""
+    missing = None
+    while not path.exists():
+        missing, path = path, path.parent
+    return missing
+
+
 def _searchable(index: Path, chroma_url: str | None, docs: list[Path] | None, quiet: bool) -> Index:
-    """The index, after ingesting `docs` (a no-op for unchanged files); an empty index is an error."""
+    """The index, after ingesting `docs` (a no-op for unchanged files); an empty index is an error.
+
+    An index folder this call made is removed again when nothing could be ingested into it.
+    """
+    made = _first_missing(index.expanduser().absolute()) if docs else None
+    if docs and not any(path.expanduser().exists() for path in docs):  # refuse before a folder is made
+        for path in docs:
+            typer.secho(f"skipped {path}: no such file or directory", err=True, fg=typer.colors.YELLOW)
+        raise _fail("nothing was ingested", code=1)
     opened = _open(index, chroma_url, create=bool(docs))
     if docs:
         ingest_paths(opened, docs, quiet=quiet)
     if opened.stats().chunks_sqlite == 0:
         opened.close()
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
         raise _fail(f"index {opened.root} is empty: add documents with `citewise ingest PATH`", code=1)
     return opened
 
@@ -264,7 +284,8 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     index: IndexOption = DEFAULT_INDEX,
     docs: Annotated[
-        list[Path] | None, typer.Option("--docs", help="Ingest these files first (skipped when unchanged).")
+        list[Path] | None,
+        typer.Option("--docs", help="Ingest these files first (skipped when unchanged).", metavar="PATH"),
     ] = None,
     mode: Annotated[Mode, typer.Option(help="hybrid, bm25 or dense.")] = Mode.hybrid,
     k: Annotated[int, typer.Option("--k", "-k", min=1, max=1000, help="How many hits.")] = 10,
@@ -337,7 +358,8 @@ def ask(
     question: Annotated[str, typer.Argument(help="The question to answer from your documents.")],
     index: IndexOption = DEFAULT_INDEX,
     docs: Annotated[
-        list[Path] | None, typer.Option("--docs", help="Ingest these files first (skipped when unchanged).")
+        list[Path] | None,
+        typer.Option("--docs", help="Ingest these files first (skipped when unchanged).", metavar="PATH"),
     ] = None,
     mode: ModeOption = AnswerMode.auto,
     approve: Annotated[

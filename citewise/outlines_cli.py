@@ -25,7 +25,9 @@ LIBRARY_ENV = "CITEWISE_OUTLINE_LIBRARY"
 DEFAULT_OUT = Path(".citewise/outlines.json")
 """Where `outlines learn` writes the learned library unless told otherwise."""
 
-outlines_app = typer.Typer(help="Outline instructions per question type (SynthRAG).", no_args_is_help=True)
+outlines_app = typer.Typer(
+    help="Outline instructions per question type (SynthRAG).", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:

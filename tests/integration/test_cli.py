@@ -96,6 +96,27 @@ def test_ingest_of_a_missing_path_exits_1(tmp_path: Path) -> None:
     assert not (tmp_path / "idx").exists()  # a failed ingest leaves no empty index behind
 
 
+@pytest.mark.parametrize("name, content", [("missing.pdf", None), ("fake.pdf", b"not a PDF at all")])
+def test_ask_with_docs_that_ingest_nothing_leaves_no_index_folder(
+    tmp_path: Path, name: str, content: bytes | None
+) -> None:
+    document = tmp_path / name
+    if content is not None:
+        document.write_bytes(content)
+    result = run("ask", "What is in it?", "--docs", document, "--index", tmp_path / "new" / "idx")
+    assert result.exit_code == 1, result.output
+    assert f"skipped {document}" in result.stderr
+    assert not (tmp_path / "new").exists()  # neither the index folder nor the folder made for it
+
+
+def test_help_shows_no_type_beside_flags() -> None:
+    result = run("ask", "--help")
+    assert result.exit_code == 0
+    assert "<bool>" not in result.stdout
+    assert re.search(r"--json\s+Print one JSON object", result.stdout)
+    assert "--docs PATH" in result.stdout
+
+
 def test_a_folders_files_of_other_types_are_listed_as_skipped(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()
