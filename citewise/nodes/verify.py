@@ -213,12 +213,14 @@ async def _verified(
         support = {claims[n]: keys for n, keys in found.items()}
         if fallback:
             degraded = [degradation("verify", f"{fallback}: {OVERLAP}", list(dict.fromkeys(labels.values())))]
-        elif context.lean:  # a small judge misses support: the local lexical check may stand a sentence too
+        elif context.lean:  # a small judge maps sentences to lines at random: it may veto, never add
+            vetoed = {claims[n] for n in found.rejected}
             for i in claims:
-                if not support.get(i):
-                    support[i] = local_support(
-                        parts[i], cited_chunks(parts[i], labels), lines, context.local_support
-                    )
+                support[i] = (
+                    []
+                    if i in vetoed
+                    else local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)
+                )
     else:
         for i in claims:
             support[i] = local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)
@@ -342,7 +344,7 @@ def cited_chunks(sentence: str, labels: dict[str, str]) -> set[str]:
 
 async def _llm_support(
     judge, parts: list[str], labels: dict[str, str], lines: dict[str, tuple[str, str]], context: Context
-) -> tuple[dict[int, list[str]], str]:
+) -> tuple[Support, str]:
     """Supporting line labels per sentence, and why word overlap decided instead ("": it did not).
 
     A transient provider fault after the retries, or output malformed after repairs, falls back to word
@@ -357,7 +359,7 @@ async def _llm_support(
         sentences=quote("draft", numbered),
         evidence=evidence,
     )
-    support: dict[int, list[str]] = {}
+    support = Support()
     verdicts = await judge_ask(judge, SupportMap, prompt, stage="verify")
     result, fallback = verdicts.first, verdicts.failure
     if result is None:
@@ -365,6 +367,18 @@ async def _llm_support(
             support[i] = local_support(part, cited_chunks(part, labels), lines, context.local_support)
     else:
         for item in result.sentences:
-            if item.supported and 1 <= item.sentence <= len(parts):
+            if not 1 <= item.sentence <= len(parts):
+                continue
+            if item.supported:
                 support[item.sentence - 1] = [s.strip() for s in item.sources if s.strip() in lines]
+            else:
+                support.rejected.add(item.sentence - 1)
     return support, fallback
+
+
+class Support(dict[int, list[str]]):
+    """Supporting line labels per sentence (by position), and the sentences the judge said are unsupported."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rejected: set[int] = set()

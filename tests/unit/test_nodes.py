@@ -570,6 +570,28 @@ async def test_verify_drops_a_sentence_its_evidence_does_not_support(
         assert result["usage"]["verify"]["calls"] == 1
 
 
+async def test_under_lean_a_small_judge_may_veto_a_sentence_but_never_choose_its_sources(
+    index_dir: str, install: Callable
+) -> None:
+    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
+    wrong = {  # the first sentence mapped to the bread line, the second (well supported) called unsupported
+        "sentences": [
+            {"sentence": 1, "sources": ["E3.1"], "supported": True},
+            {"sentence": 2, "sources": [], "supported": False},
+        ]
+    }
+    install(context, judge=ScriptedChatModel(responder=lambda request: wrong))
+    draft = (
+        "Vaccines train the immune system to recognise a pathogen [E1]. "
+        "B cells produce antibodies and memory cells remain for years [E2]."
+    )
+    result = await llms.metered(verify)(verify_state(draft), run(context))
+
+    assert result["answer"] == "Vaccines train the immune system to recognise a pathogen [1]."
+    assert [c["chunk_id"] for c in result["citations"]] == ["c-vaccines"]  # the line that shares its words
+    assert result["unsupported"] == ["B cells produce antibodies and memory cells remain for years."]
+
+
 async def test_verify_flags_instead_of_dropping_when_told(index_dir: str) -> None:
     context = Context(index_dir=index_dir, drop_unsupported=False)
     result = await verify(verify_state("Vaccines cure every cancer within a week [E2]."), run(context))
