@@ -141,10 +141,18 @@ def _decode_other(data: bytes, error: UnicodeDecodeError) -> tuple[str, str]:
         raise LoadError("a binary file, not text (NUL bytes)") from error
     from charset_normalizer import from_bytes
 
-    best = from_bytes(data).best()
+    matches = from_bytes(data)
+    best = matches.best()
     if best is None:
         raise LoadError(f"not text in a known encoding (not UTF-8: invalid byte at offset {error.start})")
+    western = next((m for m in matches if m.encoding in WESTERN), None)
+    if western is not None and western.chaos <= best.chaos and western.coherence >= best.coherence:
+        best = western  # a tie (short texts): "niño" is Spanish in Windows-1252, not "nińo" in Windows-1250
     return str(best), best.encoding
+
+
+WESTERN = ("cp1252", "latin_1", "iso8859_15")
+"""The Western encodings, preferred when they fit the bytes as well as the detector's first guess."""
 
 
 def _finish(
@@ -689,8 +697,52 @@ def _unarxive_text(text: str, numbers: dict[str, int]) -> tuple[str, tuple[str, 
         return f"[{numbers[ref]}]"
 
     readable = _UNARXIVE_MARKER.sub(replace, text)
-    lines = (_collapse(line) for line in readable.splitlines())
+    readable = _REF.sub(_ref_words, readable)
+    lines = (_unglued(_collapse(line)) for line in readable.splitlines())
     return "\n".join(line for line in lines if line), tuple(cites)
+
+
+_REF = re.compile(
+    r"\b(Sections?|Secs?\.?|Tables?|Tabs?\.?|Figures?|Figs?\.?|Appendix|Appendices|Eqs?\.?|Equations?)"
+    r"(?:\s*(?:,|and|to|-|\u2013)?\s*(?:\[formula\]\s*)?REF\b)+(?:\s(?=[.,;:]))?"
+)
+"""unarXive's "Table REF" ("Figures REF and REF"): parts of the paper whose numbers were not kept."""
+_REF_WORDS = {
+    "sec": ("another section", "other sections"),
+    "tab": ("a table", "tables"),
+    "fig": ("a figure", "figures"),
+    "app": ("the appendix", "the appendices"),
+    "eq": ("an equation", "equations"),
+}
+
+
+def _ref_words(match: re.Match[str]) -> str:
+    """What a numberless reference to parts of the paper reads as: "a table", "figures"."""
+    name = match.group(1).lower().rstrip(".")
+    one, many = next(words for prefix, words in _REF_WORDS.items() if name.startswith(prefix))
+    plural = name.endswith("s") or name == "appendices" or match.group(0).count("REF") > 1
+    words = many if plural else one
+    opens = not match.string[: match.start()].strip() or match.string[: match.start()].rstrip()[-1] in ".!?"
+    return words[0].upper() + words[1:] if opens else words
+
+
+_GLUED_NOTE = re.compile(
+    r"(?<=[\w\-]{2}[a-z0-9])([A-Z][a-z]{2,}(?: [^.!?\s]+){2}[^.!?]{0,300}?[.!?])(?= [a-z])"
+)
+"""A footnote unarXive glued into the word it was attached to: "GJ 486bAlternative names include: Wolf 437b
+and TOI 1827b. is a 1.3 R ... exoplanet" (the note, then the sentence going on in lower case)."""
+
+
+def _unglued(line: str) -> str:
+    """The line with footnotes glued into it moved to its end, each as a sentence of its own."""
+    notes: list[str] = []
+
+    def move(match: re.Match[str]) -> str:
+        notes.append(match.group(1).strip())
+        return ""
+
+    body = _GLUED_NOTE.sub(move, line)
+    return " ".join([body, *(f"(Footnote: {note})" for note in notes)]) if notes else line
 
 
 def _unarxive_section(entry: dict[str, Any], numbers: dict[str, int]) -> str:

@@ -111,6 +111,22 @@ def test_a_latin_1_text_file_is_read_in_its_encoding(tmp_path: Path) -> None:
     assert "caf\xe9 cr\xe8me co\xfbte" in " ".join(p.text for p in document.paragraphs)
 
 
+@pytest.mark.parametrize(
+    ("text", "encoding"),
+    [
+        ("El ni\u00f1o comi\u00f3 pi\u00f1a en la ma\u00f1ana.", "latin-1"),  # read as cp1250: "ni\u0144o"
+        ("Die Stra\u00dfe ist sch\u00f6n und gr\u00fcn.", "cp1252"),
+        ("Le c\u0153ur a ses raisons \u2014 dit-on.", "cp1252"),
+        ("Za\u017c\u00f3\u0142\u0107 g\u0119\u015bl\u0105 ja\u017a\u0144, to jest polski tekst.", "cp1250"),
+        ("Привет, как дела? Это русский текст.", "cp1251"),
+    ],
+)
+def test_a_short_text_in_a_legacy_encoding_reads_right(tmp_path: Path, text: str, encoding: str) -> None:
+    (tmp_path / "short.txt").write_bytes(text.encode(encoding))
+    (document,) = load_path(tmp_path / "short.txt")
+    assert " ".join(p.text for p in document.paragraphs) == text
+
+
 def test_a_folders_files_of_other_types_are_named_not_skipped_silently(tmp_path: Path) -> None:
     (tmp_path / "notes.md").write_text("# Notes\n\nKiwi birds cannot fly.\n")
     (tmp_path / "photo.png").write_bytes(b"\x89PNG")
@@ -510,6 +526,27 @@ def test_unarxive_markers_sections_bibliography_and_metadata(tmp_path: Path) -> 
         ),
         Paragraph("We thank [?] people.", "Thanks", ()),
     ]
+
+
+def test_unarxive_footnotes_glued_into_a_word_and_ref_placeholders_read_as_text(tmp_path: Path) -> None:
+    glued = (
+        "GJ 486bAlternative names include: Wolf 437b and TOI 1827b. is a 1.3 R{{formula:f}}  exoplanet. "
+        "Examples are in Table REF . Section REF shows more; McDonald said so. and the RoBERTa model works."
+    )
+    record = unarxive_record(body_text=[{"section": "Introduction", "sec_number": "1", "text": glued}])
+    document = load_one(write_jsonl(tmp_path / "papers.jsonl", [record]))
+    assert document.paragraphs[1].text == (
+        "GJ 486b is a 1.3 R[formula] exoplanet. Examples are in a table. Another section shows more; "
+        "McDonald said so. and the RoBERTa model works. "
+        "(Footnote: Alternative names include: Wolf 437b and TOI 1827b.)"
+    )
+
+
+def test_the_sample_s_glued_footnote_is_moved_out_of_its_sentence() -> None:
+    gj486b = next(d for d in load_path(UNARXIVE) if d.key == "2212.11816")
+    text = " ".join(p.text for p in gj486b.paragraphs)
+    assert "486bAlternative" not in text and " REF" not in text
+    assert "GJ 486b is a 1.3 R[formula]" in text
 
 
 def test_unarxive_malformed_record_names_the_line(tmp_path: Path) -> None:
