@@ -12,6 +12,7 @@ are all about 80 is above most of them). The floor (20, ScoreRAG) keeps chunks n
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections.abc import Mapping, Sequence
@@ -117,6 +118,25 @@ def context_threshold(scores: Sequence[float], context: Context) -> float:
     )
 
 
+def shared_threshold(evidence: Sequence[EvidenceRecord], threshold: float | None) -> float | None:
+    """The one threshold every row was judged against, or None for rows with cuts of their own.
+
+    `threshold` stands for rows that record none; a report's sections each judge with their own cut.
+    """
+    if not evidence:
+        return threshold
+    cuts = {record.get("threshold", threshold) for record in evidence}
+    return next(iter(cuts)) if len(cuts) == 1 else None
+
+
+def threshold_text(evidence: Sequence[EvidenceRecord], threshold: float | None) -> str:
+    """How the evidence views name the cut: "threshold 54.2", or one per pass for a report's sections."""
+    shared = shared_threshold(evidence, threshold)
+    if isinstance(shared, int | float):
+        return f"threshold {shared:g}"
+    return "no threshold" if not evidence else "each pass its own threshold"
+
+
 def judge_all(
     records: Sequence[EvidenceRecord], context: Context, paragraphs: Mapping[str, str] | None = None
 ) -> tuple[float, dict[str, EvidenceRecord]]:
@@ -126,17 +146,19 @@ def judge_all(
     Context.local_answerable: the documents are taken not to answer the question. `paragraphs` (chunk id ->
     its paragraph's text) let the local bridge rule read what the best kept passage's paragraph names.
     """
-    finals = {r["chunk_id"]: final_score(r) for r in records}
+    finals = {r["chunk_id"]: round(final_score(r), 1) for r in records}  # as shown: 0.1 apart
     cut = context_threshold(list(finals.values()), context)
     answering = [r["answering"] for r in records if r.get("answering") is not None]
     unanswered = bool(answering) and max(answering) < context.local_answerable
+    if unanswered and finals:  # the cut shown is the one applied: above every passage
+        cut = max(cut, math.floor(max(finals.values()) * 10 + 1) / 10)
     updates: dict[str, EvidenceRecord] = {}
     for chunk_id, value in finals.items():
-        kept = value >= cut and not unanswered
+        kept = value >= cut
         if unanswered:
             reason = (
                 f"dropped: no passage answers the question (best answering score {max(answering):.2f} < "
-                f"{context.local_answerable:g})"
+                f"{context.local_answerable:g}), so the threshold {cut:g} is above every passage"
             )
         elif kept:
             reason = f"kept: final {value:g} >= threshold {cut:g}"
@@ -144,9 +166,9 @@ def judge_all(
             reason = f"dropped: final {value:g} below the floor {context.threshold_floor:g}"
         else:
             reason = f"dropped: final {value:g} < threshold {cut:g}"
-        updates[chunk_id] = {"final": value, "kept": kept, "reason": reason}
+        updates[chunk_id] = {"final": value, "kept": kept, "reason": reason, "threshold": cut}
     if not context.llm and not unanswered and context.second_hop:
-        updates |= bridges(records, updates, context, paragraphs or {})
+        updates |= bridges(records, updates, context, paragraphs or {}, cut)
     return cut, updates
 
 
@@ -190,13 +212,15 @@ def bridges(
     verdicts: dict[str, EvidenceRecord],
     context: Context,
     paragraphs: Mapping[str, str],
+    cut: float,
 ) -> dict[str, EvidenceRecord]:
     """Keep the best chunk of a document the best kept document names by its title, when local scoring cut it.
 
     A multi-hop question's bridge passage ("the film shot in Leland" -> Maximum Overdrive) is about an entity
     the first passage names, not about the question's words, so similarity scores it low; the first passage
     naming its title is the evidence that it belongs. What the kept chunks' paragraphs name counts (a cast
-    list is seldom the sentence kept). One document at most, above the floor.
+    list is seldom the sentence kept). One document at most, above the floor. Its final score is raised to
+    the cut (a chunk is kept exactly when its final score reaches the threshold); its reason keeps its own.
     """
     kept = [r for r in records if verdicts[r["chunk_id"]]["kept"]]
     ranked_docs: list[str] = []  # kept documents, best first
@@ -226,10 +250,14 @@ def bridges(
         kept_docs.add(bridge.get("doc_id"))
         title = next(r.get("title", "") for r in kept if r.get("doc_id") == naming_doc)
         final = verdicts[bridge["chunk_id"]]["final"]
-        reason = f"kept: a bridge, {title!r} names {bridge.get('title', '')!r} (final {final:g})"
+        reason = (
+            f"kept: a bridge, {title!r} names {bridge.get('title', '')!r} (its own final {final:g}, raised "
+            f"to the threshold {cut:g})"
+        )
         flags = [*bridge.get("flags", []), BRIDGE_FLAG]
         found[bridge["chunk_id"]] = {
             **verdicts[bridge["chunk_id"]],
+            "final": max(final, cut),
             "kept": True,
             "reason": reason,
             "flags": flags,

@@ -152,15 +152,20 @@ def show_sections(result: dict) -> None:
 
 def show_evidence(result: dict, rows: int = 12) -> None:
     """The evidence table: verdict, each stage's score, the marker citing it, and where the chunk is from."""
+    from citewise.evidence import shared_threshold, threshold_text  # the stores load only when needed
+
     evidence = result["evidence"]
     kept = sum(1 for r in evidence if r.get("kept"))
-    threshold = result["threshold"]
-    cut = f"threshold {threshold:g}" if threshold is not None else "no threshold"
+    cut = threshold_text(evidence, result["threshold"])
+    per_row = shared_threshold(evidence, result["threshold"]) is None and bool(evidence)
     typer.secho(f"Evidence: {len(evidence)} candidates, {kept} kept ({cut}; scores 0-100):", bold=True)
     markers: dict[str, list[str]] = {}
     for citation in result["citations"]:
         markers.setdefault(citation["chunk_id"], []).append(f"[{citation['marker']}]")
-    typer.echo(f"  {'':4} {'final':>5} {'relevance':>10} {'reflect':>7} {'critic':>6}  {'cited':5}  source")
+    own = f" {'cut':>5}" if per_row else ""
+    typer.echo(
+        f"  {'':4} {'final':>5}{own} {'relevance':>10} {'reflect':>7} {'critic':>6}  {'cited':5}  source"
+    )
     for record in evidence[:rows]:
         relevance = record.get("relevance_mean")
         spread = record.get("relevance_spread")
@@ -168,8 +173,9 @@ def show_evidence(result: dict, rows: int = 12) -> None:
         place = (record.get("title", "")[:40], record.get("section", "")[:24])
         where = " › ".join(part for part in place if part)
         snippet = " ".join(soften_source_markers(record.get("text", "")).split())[:50]
+        own = f" {record.get('threshold', result['threshold']) or 0:5.1f}" if per_row else ""
         typer.echo(
-            f"  {'kept' if record.get('kept') else 'drop'} {record.get('final', 0):5.1f} {shown:>10} "
+            f"  {'kept' if record.get('kept') else 'drop'} {record.get('final', 0):5.1f}{own} {shown:>10} "
             f"{_score(record.get('reflection')):>7} {_score(record.get('critic')):>6}  "
             f'{" ".join(markers.get(record["chunk_id"], [])):5}  {where}: "{snippet}…"'
         )

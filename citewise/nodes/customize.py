@@ -52,10 +52,17 @@ def planned_sections(state: State) -> list[SectionResult]:
 
 
 def report_evidence(state: State, sections: list[SectionResult]) -> list[EvidenceRecord]:
-    """The question's own candidates and every section's, one record per chunk (first seen), best first."""
+    """The question's own candidates and every section's, one record per chunk, best first.
+
+    A chunk judged in several passes shows the first pass that kept it (else the first that judged it): a
+    passage a section cites is never shown as dropped by another pass. Each record keeps its own pass's
+    threshold, so it is kept exactly when its final score reaches the threshold it shows.
+    """
     records: dict[str, EvidenceRecord] = {}
     for record in [*state.get("evidence", []), *(r for s in sections for r in s.get("evidence", []))]:
-        records.setdefault(record["chunk_id"], record)
+        seen = records.get(record["chunk_id"])
+        if seen is None or (record.get("kept") and not seen.get("kept")):
+            records[record["chunk_id"]] = record
     return sorted(records.values(), key=lambda r: (-r.get("final", 0.0), r["chunk_id"]))
 
 

@@ -96,7 +96,9 @@ class EvidenceRecord(TypedDict, total=False):
     final: float
     """The score the threshold is applied to."""
     kept: bool
-    """Whether the chunk passed the threshold."""
+    """Whether the chunk passed the threshold: exactly when `final` >= `threshold`."""
+    threshold: float
+    """The cut of the pass that judged it (a report section's own, for a section's evidence)."""
     reason: str
     """Why it was kept or dropped."""
     flags: list[str]

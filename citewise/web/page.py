@@ -28,7 +28,7 @@ from langchain_core.messages import AIMessageChunk
 
 from citewise.chat import STREAMED_NODES, new_thread_id, result_payload, stage_lines
 from citewise.context import Context
-from citewise.evidence import is_abstention
+from citewise.evidence import is_abstention, threshold_text
 from citewise.index import Index, IndexOpenError
 from citewise.index.loaders import SUPPORTED_SUFFIXES
 from citewise.indexes import forget_index, open_index
@@ -130,8 +130,7 @@ def summary_lines(payload: dict[str, Any]) -> list[str]:
     """Stage lines for a restored turn, from its stored result (its live lines were not kept)."""
     evidence = payload.get("evidence") or []
     kept = sum(1 for r in evidence if r.get("kept"))
-    threshold = payload.get("threshold")
-    cut = f"threshold {threshold:g}" if isinstance(threshold, int | float) else "no threshold"
+    cut = threshold_text(evidence, payload.get("threshold"))
     lines = [f"evidence: {len(evidence)} candidates, {kept} kept ({cut})"]
     if payload.get("route"):
         lines.append(f"route: {payload['route']} ({payload.get('route_reason', '')})")
@@ -175,7 +174,9 @@ def evidence_views(turn: Turn | None) -> tuple[str, pd.DataFrame, str]:
     payload = turn.payload
     evidence, citations = payload.get("evidence", []), payload.get("citations", [])
     chart = render.chart_svg(render.chart_rows(evidence, citations), payload.get("threshold"))
-    table = pd.DataFrame(render.score_table(evidence, citations), columns=render.TABLE_COLUMNS)
+    table = pd.DataFrame(
+        render.score_table(evidence, citations, payload.get("threshold")), columns=render.TABLE_COLUMNS
+    )
     abstained = is_abstention(payload.get("answer") or "")
     return chart, table, render.references_html(payload.get("references") or {}, abstained=abstained)
 

@@ -221,6 +221,7 @@ def chart_rows(evidence: list[dict[str, Any]], citations: list[dict[str, Any]]) 
                 "high": min(100.0, final + spread),
                 "spread": spread,
                 "kept": bool(record.get("kept")),
+                "threshold": record.get("threshold"),
                 "markers": sorted(markers.get(record.get("chunk_id", ""), [])),
                 "title": str(record.get("title", "")),
                 "reason": str(record.get("reason", "")),
@@ -280,6 +281,20 @@ def chart_svg(
                 f'<text x="{x:.1f}" y="{y(row["final"]) - 9:.1f}" text-anchor="middle" font-size="10" '
                 f'fill="{colour}">{label}</text>'
             )
+    own = [threshold if row.get("threshold") is None else row["threshold"] for row in rows]
+    cuts = set(own)
+    if len(cuts) > 1:  # a report: each section's rows were cut by its own threshold, a tick under each point
+        for row, cut in zip(rows, own, strict=True):
+            x = left + step * (row["n"] - 0.5)
+            if isinstance(cut, int | float):
+                parts.append(
+                    f'<line class="cw-row-threshold" x1="{x - step * 0.4:.1f}" x2="{x + step * 0.4:.1f}" '
+                    f'y1="{y(cut):.1f}" y2="{y(cut):.1f}" stroke="{THRESHOLD_COLOUR}" stroke-width="2">'
+                    f"<title>threshold {cut:g}</title></line>"
+                )
+        threshold = None
+    elif cuts and isinstance(next(iter(cuts)), int | float):
+        threshold = next(iter(cuts))
     if isinstance(threshold, int | float):
         parts.append(
             f'<line class="cw-threshold" x1="{left}" x2="{width - right}" y1="{y(threshold):.1f}" '
@@ -299,12 +314,29 @@ def chart_svg(
     return f'<div class="cw-chart">{"".join(parts)}</div>'
 
 
-TABLE_COLUMNS = ["#", "cited", "verdict", "final", "relevance", "reflect", "critic", "retrieval", "source"]
-"""The scores table's columns (scores 0-100; retrieval is the fused score in [0, 1])."""
+TABLE_COLUMNS = [
+    "#",
+    "cited",
+    "verdict",
+    "final",
+    "threshold",
+    "relevance",
+    "reflect",
+    "critic",
+    "retrieval",
+    "source",
+]
+"""The scores table's columns (scores 0-100; retrieval is the fused score in [0, 1]). A row is kept exactly
+when its final score reaches its threshold (a report's sections each have their own)."""
 
 
-def score_table(evidence: list[dict[str, Any]], citations: list[dict[str, Any]]) -> list[list[Any]]:
-    """The scores table beside the chart: one row per candidate, in the chart's order."""
+def score_table(
+    evidence: list[dict[str, Any]], citations: list[dict[str, Any]], threshold: float | None = None
+) -> list[list[Any]]:
+    """The scores table beside the chart: one row per candidate, in the chart's order.
+
+    `threshold` is the cut of rows that record none of their own.
+    """
     markers: dict[str, list[str]] = {}
     for citation in citations:
         markers.setdefault(citation["chunk_id"], []).append(f"[{citation['marker']}]")
@@ -321,6 +353,7 @@ def score_table(evidence: list[dict[str, Any]], citations: list[dict[str, Any]])
                 " ".join(markers.get(record.get("chunk_id", ""), [])),
                 "kept" if record.get("kept") else "dropped",
                 round(float(record.get("final") or 0.0), 1),
+                _score(record.get("threshold", threshold)),
                 shown,
                 _score(record.get("reflection")),
                 _score(record.get("critic")),

@@ -24,10 +24,12 @@ def record(chunk_id: str, final: float, answering_score: float | None) -> Eviden
 def test_nothing_is_kept_when_no_candidate_answers_the_question() -> None:
     context = Context(local_answerable=0.45)
     records = [record("a", 90.0, 0.41), record("b", 70.0, 0.30)]
-    _, updates = judge_all(records, context)
+    cut, updates = judge_all(records, context)
     assert not any(u["kept"] for u in updates.values())
+    assert cut == 90.1 and all(u["threshold"] == cut for u in updates.values())  # the cut shown is applied
     assert updates["a"]["reason"] == (
-        "dropped: no passage answers the question (best answering score 0.41 < 0.45)"
+        "dropped: no passage answers the question (best answering score 0.41 < 0.45), so the threshold 90.1 "
+        "is above every passage"
     )
 
 

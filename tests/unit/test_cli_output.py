@@ -55,3 +55,16 @@ def test_the_outline_commands_name_the_shipped_library() -> None:
     from citewise import outlines, outlines_cli
 
     assert outlines_cli.DEFAULT_LIBRARY == outlines.DEFAULT_LIBRARY
+
+
+def test_a_report_s_evidence_table_shows_each_row_s_own_threshold(capsys: pytest.CaptureFixture[str]) -> None:
+    from citewise.terminal import show_evidence
+
+    evidence = [
+        {"chunk_id": "a", "final": 60.0, "kept": True, "threshold": 55.0, "title": "A"},  # a section's pass
+        {"chunk_id": "b", "final": 58.0, "kept": False, "threshold": 70.0, "title": "B"},  # the question's
+    ]
+    show_evidence({"evidence": evidence, "threshold": 70.0, "citations": []})
+    out = capsys.readouterr().out
+    assert "2 candidates, 1 kept (each pass its own threshold;" in out
+    assert re.search(r"^  kept  60\.0  55\.0 ", out, re.M) and re.search(r"^  drop  58\.0  70\.0 ", out, re.M)

@@ -133,6 +133,10 @@ def test_a_passage_the_best_kept_passage_names_is_kept_as_a_bridge() -> None:
     assert verdicts["overdrive"]["kept"] and BRIDGE_FLAG in verdicts["overdrive"]["flags"]
     assert verdicts["overdrive"]["reason"].startswith("kept: a bridge, 'Leland, North Carolina' names")
     assert not verdicts["bread"]["kept"]  # named by nothing: still dropped
+    # kept exactly when the final score reaches the threshold shown: the bridge's is raised to it
+    assert verdicts["overdrive"]["final"] == cut == verdicts["overdrive"]["threshold"]
+    assert f"its own final 31.5, raised to the threshold {cut:g}" in verdicts["overdrive"]["reason"]
+    assert all(v["kept"] == (v["final"] >= v["threshold"]) for v in verdicts.values())
 
 
 def test_what_the_kept_passage_s_paragraph_names_counts() -> None:

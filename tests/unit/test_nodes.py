@@ -113,12 +113,20 @@ def test_judge_all_gives_every_chunk_its_final_score_verdict_and_reason() -> Non
     ]
     cut, updates = judge_all(records, Context())
     assert cut == 53.8  # finals 90, 40, 10, 10
-    assert updates == {
+    expected = {
         "best": {"final": 90.0, "kept": True, "reason": "kept: final 90 >= threshold 53.8"},
         "middle": {"final": 40.0, "kept": False, "reason": "dropped: final 40 < threshold 53.8"},
         "weak": {"final": 10.0, "kept": False, "reason": "dropped: final 10 below the floor 20"},
         "weakest": {"final": 10.0, "kept": False, "reason": "dropped: final 10 below the floor 20"},
     }
+    assert updates == {chunk_id: verdict | {"threshold": 53.8} for chunk_id, verdict in expected.items()}
+
+
+def test_a_final_score_is_compared_as_shown() -> None:
+    records = [record("a", relevance_mean=68.16), record("b", relevance_mean=0.0)]
+    cut, updates = judge_all(records, Context(threshold_spread=0.0, threshold_floor=68.2))
+    assert cut == 68.2
+    assert updates["a"]["final"] == 68.2 and updates["a"]["kept"]  # 68.16 shows as 68.2: kept as shown
 
 
 @pytest.mark.parametrize(("attempt", "goto"), [(1, "rewrite"), (2, "rewrite"), (3, END)])

@@ -115,10 +115,22 @@ def test_score_table_rows_follow_the_chart_order() -> None:
          "retrieval": 0.91234, "title": "A", "section": "S", "text": "alpha " * 30},
         {"chunk_id": "c2", "final": 10, "relevance_mean": None, "kept": False, "title": "B", "text": "beta"},
     ]  # fmt: skip
-    rows = render.score_table(evidence, [{"marker": 1, "chunk_id": "c1"}])
-    assert rows[0][:8] == [1, "[1]", "kept", 80.0, "80 ± 5", "-", "-", 0.912]
-    assert rows[0][8].startswith("A › S: alpha") and len(rows[0][8]) <= len("A › S: ") + 80
-    assert rows[1][1:5] == ["", "dropped", 10.0, "-"]
+    rows = render.score_table(evidence, [{"marker": 1, "chunk_id": "c1"}], threshold=54.2)
+    assert rows[0][:9] == [1, "[1]", "kept", 80.0, "54.2", "80 ± 5", "-", "-", 0.912]
+    assert rows[0][9].startswith("A › S: alpha") and len(rows[0][9]) <= len("A › S: ") + 80
+    assert rows[1][1:6] == ["", "dropped", 10.0, "54.2", "-"]
+
+
+def test_a_report_s_rows_show_and_chart_the_threshold_of_their_own_pass() -> None:
+    evidence = [
+        {"chunk_id": "c1", "final": 60.0, "kept": True, "threshold": 55.0, "title": "A"},  # a section's
+        {"chunk_id": "c2", "final": 58.0, "kept": False, "threshold": 70.0, "title": "B"},  # the question's
+    ]
+    rows = render.score_table(evidence, [], threshold=70.0)
+    assert [(r[2], r[3], r[4]) for r in rows] == [("kept", 60.0, "55"), ("dropped", 58.0, "70")]
+    svg = render.chart_svg(render.chart_rows(evidence, []), 70.0)
+    assert 'class="cw-threshold"' not in svg  # no one line: it would contradict the first row
+    assert svg.count('class="cw-row-threshold"') == 2 and "threshold 55" in svg and "threshold 70" in svg
 
 
 def test_references_list_primary_and_secondary_escaped() -> None:
