@@ -12,8 +12,10 @@ import json
 import logging
 import os
 import threading
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,6 +37,9 @@ class Embedder(Protocol):
         """Return one L2-normalised float32 row per text."""
         ...
 
+
+embedded: ContextVar[Callable[[int], None] | None] = ContextVar("citewise_embedded", default=None)
+"""Told each batch's size as texts are embedded in this context: ingest's progress moves while it embeds."""
 
 PROBE = ["citewise checks the exported model against the original on this sentence.", "short"]
 """Texts both backends must embed alike before the exported model is used."""
@@ -149,6 +154,11 @@ class MiniLMEmbedder:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
+            logger.warning(
+                "exporting the embedding model %s to ONNX once, for faster start-ups (about 10-30 s) ...",
+                self.name,
+            )
+            started = time.perf_counter()
             self._export(partial)
             if not self._agrees(partial):
                 partial.unlink(missing_ok=True)
@@ -158,7 +168,7 @@ class MiniLMEmbedder:
         except (OSError, ImportError, RuntimeError) as error:
             logger.warning("cannot export %s to %s (%s): using PyTorch", self.name, target, error)
             return None
-        logger.info("exported %s to %s for faster start-up", self.name, target)
+        logger.warning("exported %s to %s in %.0f s", self.name, target, time.perf_counter() - started)
         return target
 
     def _export(self, destination: Path) -> None:
@@ -264,11 +274,14 @@ class MiniLMEmbedder:
             "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
         }
         lengths = every["attention_mask"].sum(axis=1).tolist()
+        done = embedded.get()
         for batch in self._batches(lengths):
             width = max(lengths[i] for i in batch)
             feeds = {name: values[batch, :width] for name, values in every.items() if name in wanted}
             hidden = session.run(None, feeds)[0]
             vectors[batch] = _pooled(hidden, every["attention_mask"][batch, :width])
+            if done is not None:
+                done(len(batch))
         return vectors
 
     def _embed_torch(self, texts: list[str]) -> np.ndarray:
@@ -277,6 +290,7 @@ class MiniLMEmbedder:
         tokenizer, model = self._torch_model()
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
         lengths = [len(ids) for ids in tokenizer(texts, truncation=True, max_length=self._limit)["input_ids"]]
+        done = embedded.get()
         with torch.inference_mode():
             for batch in self._batches(lengths):
                 tokens = tokenizer(
@@ -288,6 +302,8 @@ class MiniLMEmbedder:
                 )
                 hidden = model(**tokens).last_hidden_state.numpy()
                 vectors[batch] = _pooled(hidden, tokens["attention_mask"].numpy())
+                if done is not None:
+                    done(len(batch))
         return vectors
 
 

@@ -43,7 +43,7 @@ import numpy as np
 from citewise.index.chunking import ChunkingConfig, chunk_documents, chunk_input
 from citewise.index.docstore import ChunkRecord, DocStore, DocumentRecord, ParagraphRecord
 from citewise.index.document import Document, LoadError
-from citewise.index.embeddings import Embedder, default_embedder
+from citewise.index.embeddings import Embedder, default_embedder, embedded
 from citewise.index.fusion import drop_redundant, rank, reciprocal_rank_fusion, weighted_fusion
 from citewise.index.lexical import LexicalIndex
 from citewise.index.loaders import SUPPORTED_SUFFIXES, iter_files, load_path, unsupported_files
@@ -483,6 +483,7 @@ class Index:
         report.skipped.extend(missing)
         report.files = len(files) + len(missing)
         bars = _Bars(progress, len(files))
+        counting = embedded.set(bars.texts_done)
         try:
             with self._writing():
                 try:
@@ -494,6 +495,7 @@ class Index:
                     if report.changed:
                         self._rebuild_bm25(self.docstore.generation)
         finally:
+            embedded.reset(counting)
             bars.close()
             report.seconds = time.perf_counter() - started
         return report
@@ -861,11 +863,12 @@ def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[tuple[str, st
 
 
 class _Bars:
-    """Optional progress bars for files and chunks."""
+    """Optional progress bars: files done, chunks stored, and texts embedded (moving while a file embeds)."""
 
     def __init__(self, factory: ProgressFactory | None, files: int) -> None:
         self.files = factory(total=files, desc="files", unit="file", position=0) if factory else None
         self.chunks = factory(desc="chunks", unit="chunk", position=1) if factory else None
+        self.texts = factory(desc="embedded", unit="text", position=2) if factory else None
 
     def file_done(self) -> None:
         if self.files is not None:
@@ -875,7 +878,11 @@ class _Bars:
         if self.chunks is not None:
             self.chunks.update(count)
 
+    def texts_done(self, count: int) -> None:
+        if self.texts is not None:
+            self.texts.update(count)
+
     def close(self) -> None:
-        for bar in (self.files, self.chunks):
+        for bar in (self.files, self.chunks, self.texts):
             if bar is not None:
                 bar.close()

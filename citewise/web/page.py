@@ -438,9 +438,10 @@ class ChatPage:
     async def ingest(self, files: list[str] | None) -> AsyncIterator[str]:
         """Copy uploaded files beside the index and ingest them; the progress as it goes, then the report.
 
-        The progress is this output's own text ("3 of 40 file(s) done, 12 chunks embedded"), written while a
-        worker thread ingests: with gr.Progress the page showed only "processing" and a timer over the
-        output, for the whole of a two-minute upload. The report lists skipped files with their reasons.
+        The progress is this output's own text ("3 of 40 file(s) done, 12 chunks stored, 480 texts embedded"),
+        written while a worker thread ingests: with gr.Progress the page showed only "processing" and a timer
+        over the output, for the whole of a two-minute upload. The report lists skipped files with their
+        reasons.
         """
         if not files:
             yield ""
@@ -458,7 +459,11 @@ class ChatPage:
         shown = None
         while not work.done():
             text = render.ingest_progress(
-                state["files"], state["total"], state["chunks"], time.perf_counter() - started
+                state["files"],
+                state["total"],
+                state["chunks"],
+                time.perf_counter() - started,
+                state.get("embedded", 0),
             )
             if text != shown:
                 shown = text
@@ -477,10 +482,10 @@ class ChatPage:
 
         class Bar:
             def __init__(self, desc: str = "", **_: Any) -> None:
-                self.key = "files" if desc == "files" else "chunks"
+                self.key = desc if desc in ("files", "embedded") else "chunks"
 
             def update(self, count: int = 1) -> None:
-                state[self.key] += count
+                state[self.key] = state.get(self.key, 0) + count
 
             def close(self) -> None:
                 pass

@@ -368,9 +368,15 @@ def _score(value: Any) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def ingest_progress(files: int, total: int, chunks: int, seconds: float) -> str:
-    """An upload's progress while it is ingested: files done of the total, chunks embedded, time so far."""
-    return f"**Ingesting…** {files} of {total} file(s) done, {chunks} chunks embedded ({seconds:.0f}s)"
+def ingest_progress(files: int, total: int, chunks: int, seconds: float, texts: int = 0) -> str:
+    """An upload's progress while it is ingested: files done, chunks stored, texts embedded, time so far.
+
+    The texts embedded move while one large file embeds (the other counts move when a batch is stored).
+    """
+    return (
+        f"**Ingesting…** {files} of {total} file(s) done, {chunks} chunks stored, {texts} texts embedded "
+        f"({seconds:.0f}s)"
+    )
 
 
 def ingest_summary(report: Any, stats: Any) -> str:

@@ -220,7 +220,7 @@ def test_an_upload_shows_its_progress_while_it_is_ingested(browser, server: str,
     assert "Ingested 40 of 40 file(s)" in report, report
     assert shown, "no progress was shown while forty files were ingested"
     done = [int(m.group(1)) for text in shown if (m := re.search(r"(\d+) of 40 file\(s\) done", text))]
-    chunks = [int(m.group(1)) for text in shown if (m := re.search(r"(\d+) chunks embedded", text))]
+    chunks = [int(m.group(1)) for text in shown if (m := re.search(r"(\d+) texts embedded", text))]
     assert done and chunks, shown
     assert max(done) > min(done) and max(chunks) > 0, shown  # it moved while the files were ingested
     assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"

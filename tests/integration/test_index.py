@@ -484,3 +484,26 @@ def test_near_duplicate_hits_are_dropped_unless_redundancy_is_one(index: Index, 
     deduplicated = index.search("octopus hearts", k=5)
     assert len({h.doc_id for h in deduplicated}) == 1
     assert [h.rank for h in deduplicated] == list(range(1, len(deduplicated) + 1))
+
+
+def test_progress_moves_while_a_single_file_embeds(tmp_path: Path, embedder: Embedder) -> None:
+    """The first ingest of one file of three papers: the files bar moves only at its end, so the texts
+    embedded move on the way (they stayed at 0% for the whole 36 s)."""
+    events: list[tuple[str, int]] = []
+
+    class Bar:
+        def __init__(self, desc: str = "", **_: object) -> None:
+            self.desc = desc
+
+        def update(self, count: int = 1) -> None:
+            events.append((self.desc, count))
+
+        def close(self) -> None:
+            pass
+
+    sample = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxive_sample.jsonl"
+    with Index.open(tmp_path / "idx", embedder=embedder) as index:
+        index.ingest([sample], progress=Bar)
+    first_file_done = events.index(("files", 1))
+    embedded = [count for desc, count in events[:first_file_done] if desc == "embedded"]
+    assert len(embedded) > 5 and sum(embedded) > 500, events[:first_file_done]
