@@ -320,11 +320,57 @@ def run_hotpotqa(args: argparse.Namespace) -> None:
         )
 
 
+def run_halves(args: argparse.Namespace) -> None:
+    """Local answers on HotpotQA, the tuning half (even positions) and the reported half (odd) apart.
+
+    Changes to local answering are tuned on the even half only; the odd half is what is reported.
+    """
+    import json
+
+    corpus_file, _, _ = hotpotqa_as_beir(args.hotpotqa, args.hotpotqa_index.parent / "hotpotqa-corpus.jsonl")
+    with Index.open(args.hotpotqa_index) as index:
+        index.ingest([corpus_file])
+    corpus = json.loads((args.hotpotqa / "corpus.json").read_text())
+    keys = _sentence_keys(corpus)
+    questions = json.loads((args.hotpotqa / "questions.json").read_text())[: args.n or None]
+    results = asyncio.run(
+        ask_all([q["question"] for q in questions], Context(index_dir=str(args.hotpotqa_index)))
+    )
+    rows, per_question = [], []
+    for item, result in zip(questions, results, strict=True):
+        abstained = result["answer"].startswith(NO_ANSWER)
+        cited = set() if abstained else {c["title"] for c in result["citations"]}
+        found = {r.get("title") for r in result["evidence"][:10]}
+        quality = answer_quality(result["answer"], item, keys, cited)
+        quality["supporting_in_10"] = float({t for t, _ in item["supporting_facts"]} <= found)
+        per_question.append(
+            {"question": item["question"], "gold": item["answer"], "answer": result["answer"]} | quality
+        )
+    for name, chosen in (
+        ("tuning half (even)", per_question[0::2]),
+        ("reported half (odd)", per_question[1::2]),
+    ):
+        rows.append(
+            {"half": name, "questions": len(chosen)}
+            | {
+                key: round(statistics.fmean(q[key] for q in chosen), 3)
+                for key in ("gold", "precision", "recall", "all_cited", "supporting_in_10", "abstained")
+            }
+        )
+    print("HotpotQA local answers by half")
+    print_table(rows, list(rows[0]))
+    if args.out:
+        save(
+            args.out,
+            {"questions": len(questions), "halves": rows, "per_question": per_question, "machine": machine()},
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("part", choices=["calls", "latency", "local", "hotpotqa"])
+    parser.add_argument("part", choices=["calls", "latency", "local", "hotpotqa", "halves"])
     parser.add_argument("--index", type=Path)
     parser.add_argument("--queries", type=Path)
     parser.add_argument("--n", type=int, default=0, help="questions (default: calls 10, latency 5, local 50)")
@@ -333,10 +379,16 @@ def main() -> None:
     parser.add_argument("--hotpotqa-index", type=Path, default=Path("bench/.cache/hotpotqa"))
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    if args.part != "hotpotqa" and (args.index is None or args.queries is None):
+    if args.part not in ("hotpotqa", "halves") and (args.index is None or args.queries is None):
         parser.error(f"{args.part} needs --index and --queries")
-    args.n = args.n or {"calls": 10, "latency": 5, "local": 50, "hotpotqa": 0}[args.part]
-    parts = {"calls": run_calls, "latency": run_latency, "local": run_local, "hotpotqa": run_hotpotqa}
+    args.n = args.n or {"calls": 10, "latency": 5, "local": 50, "hotpotqa": 0, "halves": 0}[args.part]
+    parts = {
+        "calls": run_calls,
+        "latency": run_latency,
+        "local": run_local,
+        "hotpotqa": run_hotpotqa,
+        "halves": run_halves,
+    }
     parts[args.part](args)
 
 

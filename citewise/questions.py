@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from citewise.text import content_words
+from citewise.text import STOPWORDS, content_words
 
 MAX_QUESTION_CHARS = 10_000
 """A longer text is a document to ingest, not a question (it would also crowd every prompt)."""
@@ -107,6 +107,10 @@ KINDS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     ("choice", re.compile(r"\b(which|what)\b.*\b(or)\b", re.I)),
+    (
+        "named",
+        re.compile(r"^\s*(which|what)\s+(?!(is|are|was|were|do|does|did|has|have|had|can|will)\b)\w", re.I),
+    ),
     ("yesno", re.compile(r"^\s*(is|are|was|were|did|does|do|can|could|has|have|had)\b", re.I)),
 ]
 """Answer kinds by question form, first match wins; anything else is "description"."""
@@ -118,13 +122,19 @@ class Question:
 
     text: str
     kind: str
-    """date, number, person, place, finding, choice, yesno or description."""
+    """date, number, person, place, finding, choice, named, yesno or description."""
     terms: frozenset[str]
     """Its content words, by stem."""
     names: frozenset[str]
     """The capitalised names it mentions (an answer adds a name it does not mention)."""
     key_terms: frozenset[str] = frozenset()
     """The stems of its identifiers: capitalised words and words with digits (GJ 1132b, Baikal, 1999)."""
+    asked: str = ""
+    """A "which X" / "what X" question's X, by stem ("Which telescopes were used" -> "telesc"): an answer
+    names one ("the 8.2 meter Subaru telescope"), a sentence about X in general does not."""
+    superlative: bool = False
+    """It asks for the most or least of something ("the hardest to detect"): answered by a sentence that
+    says which is most or least, in whatever words ("the most inaccurate", "the weakest")."""
 
     def coverage(self, terms: frozenset[str] | set[str]) -> float:
         """Share of the question's terms among `terms`, identifiers counting KEY_WEIGHT times."""
@@ -159,13 +169,39 @@ def names(text: str) -> set[str]:
     return found
 
 
+ASKED = re.compile(
+    r"^\s*(?:which|what)\s+(?:(?:kind|kinds|type|types|sort) of\s+)?((?:[\w\-]+\s+){0,3}?)"
+    r"(?=(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|of|in|for|to)\b)",
+    re.I,
+)
+"""The noun phrase a "which" / "what" question asks for, up to its verb: "which mutation operators were"."""
+SUPERLATIVE = re.compile(
+    r"\b(most|least|best|worst|\w{2,}iest|(?:high|low|larg|small|great|hard|weak|strong|fast|slow|long|short"
+    r"|old|young|new|clos|near|far|tall|deep|wid|bigg|cheap|rich|poor|dens|hott|cold|bright|faint|dark|light"
+    r"|heavi|thinn|thick|earl|lat|few|low|tough|simpl|safe|smart|quick)est)\b",
+    re.I,
+)
+"""Words that pick the most or least of something (a short list of -est words: 'interest' is none)."""
+
+
 def read(question: str) -> Question:
     """The question's answer kind, terms and names."""
     kind = next((name for name, pattern in KINDS if pattern.search(question)), "description")
     terms = frozenset(stems(question))
     first = question.split()[0] if question.split() else ""
     keys = {stem(w) for w in IDENTIFIER.findall(question) if w != first} & terms
-    return Question(question, kind, terms, frozenset(names(question)), frozenset(keys))
+    phrase = ASKED.match(question) if kind == "named" else None
+    head = [w for w in phrase.group(1).split() if w.lower() not in STOPWORDS] if phrase else []
+    asked = stem(head[-1]) if head and not head[-1][0].isupper() else ""
+    return Question(
+        question,
+        kind if asked or kind != "named" else "description",
+        terms,
+        frozenset(names(question)),
+        frozenset(keys),
+        asked,
+        SUPERLATIVE.search(question) is not None,
+    )
 
 
 def parts(question: str) -> list[Question]:
@@ -184,11 +220,113 @@ FOLLOW_UP = re.compile(
 """A question that leans on the one before it: a pronoun, or a leading "and" / "what about"."""
 
 
+_NAMED_WORD = r"(?:[A-Z][\w\-'*+]*|[\w\-'*+]*\d[\w\-'*+]*|[a-z][\w\-'*+]*[A-Z][\w\-'*+]*)"
+ENTITY = re.compile(
+    rf"{_NAMED_WORD}(?:\s+{_NAMED_WORD})*"
+    r"(?:(?<=\d)\s[a-z]\b(?!['\u2019]))?"
+)
+"""A run of capitalised words, words with digits or inner capitals: GJ 486b, LHS 3844 b, petitRADTRANS."""
+DEFINITE = re.compile(r"\bthe\s+([a-z][\w\-]+)\b(?!\s+of\b)")
+"""'the planet': a thing named before ('the mass of tungsten' names its own)."""
+DEMONSTRATIVE = re.compile(
+    r"\b(?:[Tt]his|[Tt]hat|[Tt]hese|[Tt]hose)\s+(?!(?:the|a|an|it|its|they|we|our|there|is|was|are|were)\b)[a-z]"
+)
+"""'that program', 'those lines': a thing said before ('shows that the model ...' is no such thing)."""
+PRONOUN = re.compile(r"\b(its|it|their|they|them|he|she|his|her)\b", re.I)
+
+
+def entities(text: str) -> list[str]:
+    """The named things a text mentions, in order: GJ 486b, RoBERTa (question and stop words left out).
+
+    A plain capitalised word opening the text is its first word, not a name (Compare, Write).
+    """
+    found: list[str] = []
+    for match in ENTITY.finditer(text):
+        words = [w.removesuffix("'s").removesuffix("\u2019s") for w in match.group(0).split()]
+        opens = not text[: match.start()].strip()
+        while words and words[0].lower() in STOPWORDS:
+            words.pop(0)
+            opens = False
+        if opens and re.fullmatch(r"[A-Z][a-z]+", words[0]):  # its first word, not a name: Compare, Write
+            words.pop(0)
+        if not words or (len(words) == 1 and len(words[0]) < 2):  # "the J band", "type A"
+            continue
+        if " ".join(words) not in found:
+            found.append(" ".join(words))
+    return found
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One question of a conversation read with the turns before it (no model)."""
+
+    question: str
+    """The standalone question: what search and scoring read."""
+    earlier: str
+    """What a follow-up was read with (its subject, or the topic question); "" when it stands alone."""
+    topic: str
+    """The thread's topic after this turn: the last question that stood alone, about the thread's subject."""
+
+
+def leans_back(question: str, conversation: str) -> bool:
+    """Whether a question needs the conversation: a pronoun, a leading "and", or "the X" said before."""
+    if FOLLOW_UP.search(question) or DEMONSTRATIVE.search(question):
+        return True
+    said = stems(conversation)
+    return any(stem(m.group(1)) in said for m in DEFINITE.finditer(question))
+
+
+def carry(question: str, before: Turn | None, conversation: str = "") -> Turn:
+    """This turn's standalone question: the thread's subject carried into a follow-up, across turns.
+
+    The topic is the last question that stood alone; its subject is the things it names. A follow-up is
+    read with the subject ("And its radius?" after "What does ... reveal about GJ 486b?" and "When was it
+    built?" is "And its radius? (GJ 486b)"), or with the whole topic question when that names nothing; "the
+    planet" refers back when "planet" was said before (in `conversation`). Only the subject is added, not
+    the topic's question: what the follow-up asks is its own. A follow-up that only names a new thing ("And
+    GJ 1132b?", "What about SPIRou?") asks the last question again about it, and moves the topic to it.
+    """
+    if before is None or not before.topic:
+        return Turn(question, "", question)
+    if not leans_back(question, f"{before.topic} {conversation}"):
+        return Turn(question, "", question)
+    own, subject = entities(question), entities(before.topic)
+    if own and not (PRONOUN.search(question) or DEMONSTRATIVE.search(question)):
+        if SWITCH.match(question) and subject:  # the last question again, about another thing
+            return Turn(
+                before.question.replace(subject[0], own[0]), "", before.topic.replace(subject[0], own[0], 1)
+            )
+        if not SWITCH.match(question):
+            return Turn(question, "", question)  # names its own subject: stands alone
+    if subject:
+        about = ", ".join(name for name in subject if name not in own)
+        return (
+            Turn(f"{question} ({about})", about, before.topic) if about else Turn(question, "", before.topic)
+        )
+    return Turn(f"{before.topic} {question}", before.topic, before.topic)
+
+
+SWITCH = re.compile(r"^\s*(?:and|but|also|what about|how about)\b(?:\W+\w+){1,5}\W*$", re.I)
+"""A short follow-up that names another thing: "And GJ 1132b?", "What about SPIRou?"."""
+
+
+def read_turn(turns: Sequence[tuple[str, str]]) -> Turn:
+    """The last of the user's questions read with the ones before it.
+
+    Each turn is (the question, everything said before it): what "the planet" may refer to.
+    """
+    before = None
+    for question, conversation in turns:
+        before = carry(question, before, conversation)
+    if before is None:
+        raise ValueError("no question to read")
+    return before
+
+
 def standalone(history: Sequence[str], question: str) -> str:
-    """Without a model: a follow-up joins the question before it (what search and scoring read)."""
-    if history and FOLLOW_UP.search(question):
-        return f"{history[-1]} {question}"
-    return question
+    """Without a model: a follow-up read with the questions before it (what search and scoring read)."""
+    said = [" ".join(history[:n]) for n in range(len(history) + 1)]
+    return read_turn(list(zip([*history, question], said, strict=True))).question
 
 
 def follow_up(earlier: str, question: str) -> Question:
@@ -218,7 +356,17 @@ def has_kind(sentence: str, question: Question) -> bool:
         return bool(names(sentence) - question.names)
     if question.kind == "finding":
         return FINDING.search(sentence) is not None
+    if question.kind == "named":  # names one: the asked noun with a name or number the question lacks
+        return question.asked in stems(sentence) and bool(
+            names(sentence) - question.names or NUMBER.search(sentence) or _identifiers(sentence, question)
+        )
     return True
+
+
+def _identifiers(sentence: str, question: Question) -> bool:
+    """Whether a sentence holds an identifier (IRD, M3.5, RoBERTa) the question does not."""
+    words = IDENTIFIER.findall(sentence)[1:]  # its first word is capitalised anyway
+    return any(stem(w) not in question.terms for w in words if len(w) > 1)
 
 
 def refers_back(sentence: str) -> bool:

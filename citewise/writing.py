@@ -155,6 +155,8 @@ COVERAGE_WEIGHT = 0.3
 """How much a sentence's share of the question's terms adds to its similarity."""
 KIND_WEIGHT = 0.3
 """How much holding the kind of thing asked for (a date for "when", a number for "how many") adds."""
+SUPERLATIVE_WEIGHT = 0.15
+"""What saying which is most or least adds, when the question asks it ("the hardest" ~ "the weakest")."""
 MAX_ANSWER_SENTENCES = 3
 """Sentences a local answer picks at most (antecedents they need come on top, within MAX_LOCAL_SENTENCES)."""
 MIN_SENTENCE = 12
@@ -226,7 +228,10 @@ def score_candidates(index: Index, question: questions.Question, candidates: lis
         candidate.terms = candidate.own_terms | questions.stems(context)
         coverage = question.coverage(candidate.terms)
         kind = question.kind != "description" and questions.has_kind(candidate.text, question)
-        candidate.score = similarity + COVERAGE_WEIGHT * coverage + KIND_WEIGHT * kind
+        most = question.superlative and questions.SUPERLATIVE.search(candidate.text) is not None
+        candidate.score = (
+            similarity + COVERAGE_WEIGHT * coverage + KIND_WEIGHT * kind + SUPERLATIVE_WEIGHT * most
+        )
     return vectors[1 : 1 + len(candidates)]
 
 

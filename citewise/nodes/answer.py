@@ -17,29 +17,29 @@ from citewise.context import Context
 from citewise.evidence import NO_ANSWER, evidence_blocks, is_abstention, kept_records
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import quote
-from citewise.questions import standalone
+from citewise.questions import read_turn
 from citewise.state import State
-from citewise.text import message_text
+from citewise.text import message_text, user_turns
 from citewise.writing import extractive_answer, no_answer, prompt_pair, synthesize
 
 
 def local_follow_up(state: State) -> tuple[str, str, str] | None:
-    """(the follow-up, the question before it, that question's answer) when local condense joined the two.
+    """(the follow-up, the topic it was read with, the answer before it) when local condense read a follow-up.
 
-    The standalone question then holds both (search needs the earlier one's words), but only the follow-up
-    is asked now: the answer should not say the earlier answer again.
+    The standalone question then holds both (search needs the thread's topic), but only the follow-up is
+    asked now: the answer should not say the earlier answer again.
     """
     messages = state.get("messages", [])
+    turns = user_turns(messages)
+    if len(turns) < 2:
+        return None
+    turn = read_turn(turns)
+    if not turn.earlier or state.get("question") != turn.question:  # not a follow-up, or a model condensed it
+        return None
     humans = [n for n, m in enumerate(messages) if m.type == "human"]
-    if len(humans) < 2:
-        return None
-    follow, before = message_text(messages[humans[-1]]).strip(), message_text(messages[humans[-2]]).strip()
-    joined = standalone([before], follow)
-    if joined == follow or state.get("question") != joined:  # not a follow-up, or a model condensed it
-        return None
     replies = [message_text(m) for m in messages[humans[-2] + 1 : humans[-1]] if m.type == "ai"]
-    said = " ".join(r for r in replies if not is_abstention(r))  # passages listed as not answering: not said
-    return follow, before, said
+    spoken = " ".join(r for r in replies if not is_abstention(r))  # passages listed as not answering
+    return turns[-1][0], turn.earlier, spoken
 
 
 async def answer(state: State, runtime: Runtime[Context]) -> dict:

@@ -12,9 +12,9 @@ from citewise import llms
 from citewise.context import Context
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.questions import check_question, standalone
+from citewise.questions import check_question, read_turn
 from citewise.state import State
-from citewise.text import content_words, last_human, message_text
+from citewise.text import content_words, last_human, message_text, user_turns
 
 
 async def condense(state: State, runtime: Runtime[Context]) -> dict:
@@ -25,7 +25,8 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
     judge, _ = llms.models(runtime.context, "condense")
     turn = new_turn(runtime.context)
     if not history or judge is None:
-        return {"question": standalone(history, question), "mode": _mode(runtime.context), **turn}
+        local = read_turn(user_turns(messages)).question
+        return {"question": local, "mode": _mode(runtime.context), **turn}
     conversation = "\n".join(f"{m.type}: {message_text(m)}" for m in messages[-8:-1])
     prompt = render(
         runtime.context.condense_prompt,
@@ -36,7 +37,7 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
     rewritten = (await judge.text(as_messages(prompt), stage="condense")).strip()
     if not keeps_the_subject(rewritten, question, history):  # "I'm ready to help. What's your question?"
         reason = "the model's standalone question shares no word with the conversation: joined locally"
-        local = standalone(history, question)
+        local = read_turn(user_turns(messages)).question
         return {
             "question": local,
             "mode": "llm",

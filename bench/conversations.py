@@ -1,0 +1,96 @@
+"""Conversation memory in local mode: scripted conversations, turn accuracy, follow-ups apart.
+
+    python bench/conversations.py [--unarxive ../shared/data/unarxive/papers.jsonl]
+
+Two sets of short conversations (two to four turns; pronouns, ellipsis, "the planet", a switch to another
+named thing, a new subject mid-thread; a few turns the papers do not answer), each turn with the answering
+sentence expected (tests/support/conversations.py says how a turn is scored):
+- `tests/data/conversations-sample.jsonl`: 23 conversations over the bundled sample (also a test);
+- `bench/data/conversations-unarxive.jsonl`: 22 conversations over 10 other unarXive papers, written for
+  this check and never used to tune anything (needs ../shared).
+Each set is ingested into an index of its own and asked in local mode, direct answers, one thread per
+conversation; the table gives turn accuracy, first turns and follow-ups apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+from common import machine, print_table, save  # noqa: E402
+from support import conversations  # noqa: E402
+
+from citewise.context import Context  # noqa: E402
+from citewise.index import Index  # noqa: E402
+
+SAMPLE = ROOT / "citewise" / "samples" / "unarxive_sample.jsonl"
+SETS = {
+    "sample": ROOT / "tests" / "data" / "conversations-sample.jsonl",
+    "unarxive (untuned)": ROOT / "bench" / "data" / "conversations-unarxive.jsonl",
+}
+
+
+def corpus_for(papers: Path, chosen: list[dict], out: Path) -> Path:
+    """The papers the conversations are about, as one JSON Lines file to ingest."""
+    wanted = {p for c in chosen for p in c["papers"]}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with papers.open(encoding="utf-8") as source, out.open("w", encoding="utf-8") as target:
+        for line in source:
+            if line.strip() and json.loads(line)["paper_id"] in wanted:
+                target.write(line)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--unarxive", type=Path, default=ROOT.parent / "shared" / "data" / "unarxive" / "papers.jsonl"
+    )
+    parser.add_argument("--cache", type=Path, default=ROOT / "bench" / ".cache")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "conversations.json")
+    args = parser.parse_args()
+    rows, turns = [], {}
+    for name, path in SETS.items():
+        chosen = conversations.load(path)
+        if name == "sample":
+            corpus = SAMPLE
+        elif args.unarxive.exists():
+            corpus = corpus_for(args.unarxive, chosen, args.cache / "conversations-unarxive-corpus.jsonl")
+        else:
+            print(f"skipped {name}: {args.unarxive} not found")
+            continue
+        index_dir = args.cache / f"conversations-{name.split()[0]}"
+        with Index.open(index_dir) as index:
+            index.ingest([corpus])
+        started = time.perf_counter()
+        results = asyncio.run(conversations.run(chosen, Context(index_dir=str(index_dir), route="direct")))
+        seconds = time.perf_counter() - started
+        rows.append(
+            {
+                "set": name,
+                "conversations": len(chosen),
+                "turns": len(results),
+                "turn accuracy": round(conversations.accuracy(results), 3),
+                "first turns": round(conversations.accuracy(results, first=True), 3),
+                "follow-ups": round(conversations.accuracy(results, first=False), 3),
+                "s per turn": round(seconds / len(results), 2),
+            }
+        )
+        turns[name] = [r.__dict__ | {"answer": r.answer[:300]} for r in results]
+    print("Local mode, direct answers, one thread per conversation")
+    print_table(rows, list(rows[0]))
+    save(args.out, {"machine": machine(), "rows": rows, "turns": turns})
+
+
+if __name__ == "__main__":
+    main()
