@@ -1,0 +1,126 @@
+"""Start-up where users wait: a cold `citewise ask` beside `citewise chat` and `citewise serve`, side by side.
+
+    python bench/startup.py [--runs 5] [--index bench/.cache/startup]
+
+The bundled sample is ingested once into `--index`; then, round by round (so the machine's load falls on
+every command alike), each of these runs as a fresh process: `ask` a question (the whole command), `chat`
+until its banner (the prompt is next), `chat` answering one piped question until it exits, and `serve`
+until its page answers on 127.0.0.1. The table gives min / median / max seconds and each median as a
+multiple of the `ask` median (the target: chat and serve within 1.5x of a cold ask).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from common import machine, print_table, save  # noqa: E402
+
+EXE = str(Path(sys.executable).with_name("citewise"))
+QUESTION = "How many transits of GJ 486b were observed?"
+SAMPLE = ROOT / "citewise" / "samples" / "unarxive_sample.jsonl"
+
+
+def ask(index: str, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run([EXE, "ask", QUESTION, "--index", index], capture_output=True, env=env, check=True)
+    return time.perf_counter() - started
+
+
+def chat_prompt(index: str, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    with subprocess.Popen(
+        [EXE, "chat", "--index", index], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    ) as process:
+        for line in process.stdout:
+            if line.startswith("citewise chat:"):
+                took = time.perf_counter() - started
+                break
+        process.stdin.close()
+        process.wait()
+    return took
+
+
+def chat_one(index: str, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(
+        [EXE, "chat", "--index", index],
+        input=f"{QUESTION}\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    return time.perf_counter() - started
+
+
+def serve_page(index: str, env: dict[str, str], port: int = 7899) -> float:
+    started = time.perf_counter()
+    with subprocess.Popen(
+        [EXE, "serve", "--index", index, "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    ) as process:
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).read()
+                break
+            except OSError:
+                if process.poll() is not None:
+                    raise RuntimeError("citewise serve exited before its page answered") from None
+                time.sleep(0.05)
+        took = time.perf_counter() - started
+        process.terminate()
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--index", type=Path, default=ROOT / "bench" / ".cache" / "startup")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "startup.json")
+    args = parser.parse_args()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", ANONYMIZED_TELEMETRY="False", GRADIO_ANALYTICS_ENABLED="False")
+    subprocess.run([EXE, "ingest", str(SAMPLE), "--index", str(args.index), "--quiet"], env=env, check=True)
+    commands = {
+        "ask (whole command)": ask,
+        "chat, to its prompt": chat_prompt,
+        "chat, one question to exit": chat_one,
+        "serve, to its page": serve_page,
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    with tempfile.TemporaryDirectory() as folder:
+        env["CITEWISE_THREADS"] = str(Path(folder) / "threads.sqlite")
+        for _ in range(args.runs):
+            for name, command in commands.items():
+                times[name].append(command(str(args.index), env))
+    base = statistics.median(times["ask (whole command)"])
+    rows = [
+        {
+            "command": name,
+            "min s": round(min(values), 2),
+            "median s": round(statistics.median(values), 2),
+            "max s": round(max(values), 2),
+            "x ask": round(statistics.median(values) / base, 2),
+        }
+        for name, values in times.items()
+    ]
+    print(f"Start-up, {args.runs} rounds, the bundled sample's index")
+    print_table(rows, list(rows[0]))
+    save(args.out, {"machine": machine(), "runs": args.runs, "rows": rows})
+
+
+if __name__ == "__main__":
+    main()
