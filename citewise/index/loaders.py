@@ -704,7 +704,7 @@ def _unarxive_text(text: str, numbers: dict[str, int]) -> tuple[str, tuple[str, 
 
 _REF = re.compile(
     r"\b(Sections?|Secs?\.?|Tables?|Tabs?\.?|Figures?|Figs?\.?|Appendix|Appendices|Eqs?\.?|Equations?)"
-    r"(?:\s*(?:,|and|to|-|\u2013)?\s*(?:\[formula\]\s*)?REF\b)+(?:\s(?=[.,;:]))?"
+    r"(?:\s*(?:,|and|to|-|\u2013)?\s*(?:\[formula\]\s*)?REF\b)+(?:\s(?=[.,;:)]))?"
 )
 """unarXive's "Table REF" ("Figures REF and REF"): parts of the paper whose numbers were not kept."""
 _REF_WORDS = {

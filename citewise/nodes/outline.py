@@ -86,10 +86,49 @@ GENERIC = frozenset(
 
 
 TOKEN = re.compile(r"[A-Za-z][A-Za-z\-]*|[^\sA-Za-z]+")
+NOT_A_HEAD = frozenset(
+    "around about across along against clear future several different various possible likely previous "
+    "recent new high low large small early late higher lower larger smaller further other such same main "
+    "major minor full single multiple several specific general overall able available similar relative "
+    "significant important possible potential typical total average initial final current".split()
+)
+"""Words a title term may not end with: titles are noun phrases ("Hubble Space Telescope", not "around")."""
+MAX_PHRASE = 3
+"""Words in a title phrase at most ("Hubble Space Telescope")."""
 
 
-def phrases(text: str, exclude: set[str]) -> set[str]:
-    """The words and two-word phrases a title could use: runs of topical words, broken at anything else."""
+VERBS = frozenset(
+    "outperform perform achieve improve provide propose introduce require allow enable yield reach obtain "
+    "compare consider include contain produce generate detect observe measure describe explore investigate "
+    "demonstrate indicate reveal report remain become appear seem tend lead apply affect increase decrease "
+    "reduce exceed predict estimate train test evaluate identify make take give find show need".split()
+)
+"""Verbs papers use (also with -s): never the head of a title phrase ("Mostly outperform")."""
+NOUNS_LIKE_ADJECTIVES = frozenset(
+    "signal interval material proposal journal metal crystal terminal trial arrival topic metric logic "
+    "graphic objective alternative narrative perspective initiative variable table cable vehicle principle "
+    "article particle molecule schedule module example sample people style title".split()
+)
+"""Nouns whose ending looks like an adjective's (-al, -ic, -ive, -able, -le)."""
+ADJECTIVE_ENDINGS = ("al", "ic", "ive", "ous", "ful", "less", "able", "ible", "ed", "ly", "ing", "ent", "ant")
+ADVERBS = frozenset("quite very rather mostly also still even often always never only just much".split())
+
+
+def _heads(word: str) -> bool:
+    """Whether a word can end a noun phrase: not an adjective, adverb, participle or verb ("chemical")."""
+    if word in NOUNS_LIKE_ADJECTIVES:
+        return True
+    if word in NOT_A_HEAD or word in ADVERBS or word in VERBS or word.removesuffix("s") in VERBS:
+        return False
+    return not word.endswith(ADJECTIVE_ENDINGS)
+
+
+def phrases(text: str, exclude: set[str], forms: dict[str, Counter] | None = None) -> set[str]:
+    """The words and phrases of up to MAX_PHRASE words a title could use, lower-cased.
+
+    Phrases are runs of topical words, broken at anything else, and must end in a word that can end a noun
+    phrase. `forms` collects each phrase's written forms ("JWST", "Hubble Space Telescope") for the title.
+    """
     found: set[str] = set()
     run: list[str] = []
     for token in [*TOKEN.findall(text), "."]:
@@ -97,31 +136,45 @@ def phrases(text: str, exclude: set[str]) -> set[str]:
         topical = (
             len(word) > 3 and word.isalpha() and word not in STOPWORDS and word not in GENERIC
         ) and word[:STEM] not in exclude
-        if topical:
-            run.append(word)
-            found.add(word)
-            if len(run) > 1:
-                found.add(f"{run[-2]} {run[-1]}")
-        else:
+        if not topical:
             run = []
+            continue
+        run.append(token)
+        for size in range(1, min(MAX_PHRASE, len(run)) + 1):
+            words = run[-size:]
+            lowered = [w.lower() for w in words]
+            if not _heads(lowered[-1]) or any(
+                w in ADVERBS or w.endswith("ly") or w in VERBS for w in lowered
+            ):
+                continue
+            if lowered[0] in NOT_A_HEAD and size == 1:
+                continue
+            key = " ".join(w.lower() for w in words)
+            found.add(key)
+            if forms is not None:
+                forms.setdefault(key, Counter())[" ".join(words)] += 1
     return found
 
 
 def distinctive_terms(
-    groups: list[list[str]], exclude: set[str], count: int = TITLE_TERMS
+    groups: list[list[str]],
+    exclude: set[str],
+    count: int = TITLE_TERMS,
+    forms: dict[str, Counter] | None = None,
 ) -> list[list[str]]:
     """Per group of texts, the words and phrases most of its texts use and other groups' do not (c-TF-IDF).
 
     A term counts once per text (so one long chunk cannot name its group); words of the question (by their
-    first STEM letters, given in `exclude`), numbers and generic paper words are left out; a two-word phrase
-    weighs 1.5 times a word, and a word already inside a chosen phrase is not chosen again.
+    first STEM letters, given in `exclude`), numbers and generic paper words are left out; a phrase of n
+    words weighs 1 + (n - 1) / 2 times a word (a name whole outweighs its parts), and a term sharing a word
+    with a chosen one is not chosen again.
     """
-    presence = [Counter(t for text in texts for t in phrases(text, exclude)) for texts in groups]
+    presence = [Counter(t for text in texts for t in phrases(text, exclude, forms)) for texts in groups]
     spread = Counter(t for counter in presence for t in counter)
     terms = []
     for texts, counter in zip(groups, presence, strict=True):
         weight = {
-            t: n / len(texts) * math.log(1 + len(groups) / spread[t]) * (1.5 if " " in t else 1.0)
+            t: n / len(texts) * math.log(1 + len(groups) / spread[t]) * (1 + (t.count(" ")) / 2)
             for t, n in counter.items()
         }
         chosen: list[str] = []
@@ -134,12 +187,43 @@ def distinctive_terms(
     return terms
 
 
-def title_from(terms: list[str]) -> str:
-    """'Clouds', 'Clouds and transit depth' from the section's terms."""
+def title_from(terms: list[str], forms: dict[str, Counter] | None = None) -> str:
+    """'Clouds', 'Clouds and transit depth', 'JWST and the Hubble Space Telescope' from the section's terms.
+
+    Each term is written as the documents most often write it (its case kept: JWST, Hubble); a lower-case
+    term gets its first letter raised only at the title's start.
+    """
     if not terms:
         return ""
-    text = terms[0] if len(terms) == 1 else f"{', '.join(terms[:-1])} and {terms[-1]}"
+    written = [(forms or {}).get(t, Counter({t: 1})).most_common(1)[0][0] for t in terms]
+    text = written[0] if len(written) == 1 else f"{', '.join(written[:-1])} and {written[-1]}"
     return text[0].upper() + text[1:]
+
+
+SECTION_NUMBER = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[IVX]+\.|[A-Z]\.)\s+")
+PLAIN_HEADINGS = frozenset(
+    [
+        *"abstract introduction conclusion conclusions discussion summary results methods method".split(),
+        *"background acknowledgements acknowledgments appendix references evaluation experiments".split(),
+        "related work",
+        "results and discussion",
+    ]
+)
+"""Headings that say where a paper is, not what it is about: never a report section's title."""
+
+
+def heading(group: list[EvidenceRecord]) -> str:
+    """The heading the authors gave most of a group's passages ("Implications for JWST"), unnumbered.
+
+    "" when they gave none, or only headings like "Introduction" that say where, not what.
+    """
+    written = Counter(
+        SECTION_NUMBER.sub("", str(r.get("section", ""))).strip(" .:") for r in group if r.get("section")
+    )
+    for text, _ in written.most_common():
+        if text and text.lower() not in PLAIN_HEADINGS and len(text) <= 60:
+            return text[0].upper() + text[1:]
+    return ""
 
 
 def cluster_count(chunks: int, context: Context) -> int:
@@ -164,13 +248,16 @@ def local_outline(index: Index, question: str, records: list[EvidenceRecord], co
     members = [[r for r, label in zip(records, labels, strict=True) if label == c] for c in range(k)]
     members = [group for group in members if group]
     asked = {w[:STEM] for w in content_words(question)}
-    terms = distinctive_terms([[r.get("text", "") for r in group] for group in members], asked)
+    forms: dict[str, Counter] = {}
+    terms = distinctive_terms([[r.get("text", "") for r in group] for group in members], asked, forms=forms)
     keywords = " ".join(ordered_unique(content_words(question)))
     sections = []
-    for group, words in zip(members, terms, strict=True):
+    headings = [heading(group) for group in members]
+    for group, words, written in zip(members, terms, headings, strict=True):
         best = max(group, key=lambda r: r.get("final", 0.0))
         words = words or content_words(best.get("text", ""))[:TITLE_TERMS]
-        title = title_from(words) or best.get("title", "Evidence")
+        unique = written and headings.count(written) == 1
+        title = (written if unique else "") or title_from(words, forms) or best.get("title", "Evidence")
         sections.append(
             {
                 "title": title,

@@ -531,13 +531,14 @@ def test_unarxive_markers_sections_bibliography_and_metadata(tmp_path: Path) -> 
 def test_unarxive_footnotes_glued_into_a_word_and_ref_placeholders_read_as_text(tmp_path: Path) -> None:
     glued = (
         "GJ 486bAlternative names include: Wolf 437b and TOI 1827b. is a 1.3 R{{formula:f}}  exoplanet. "
-        "Examples are in Table REF . Section REF shows more; McDonald said so. and the RoBERTa model works."
+        "Examples are in Table REF . Section REF shows more (Fig. REF ); McDonald said so. "
+        "and the RoBERTa model works."
     )
     record = unarxive_record(body_text=[{"section": "Introduction", "sec_number": "1", "text": glued}])
     document = load_one(write_jsonl(tmp_path / "papers.jsonl", [record]))
     assert document.paragraphs[1].text == (
-        "GJ 486b is a 1.3 R[formula] exoplanet. Examples are in a table. Another section shows more; "
-        "McDonald said so. and the RoBERTa model works. "
+        "GJ 486b is a 1.3 R[formula] exoplanet. Examples are in a table. "
+        "Another section shows more (a figure); McDonald said so. and the RoBERTa model works. "
         "(Footnote: Alternative names include: Wolf 437b and TOI 1827b.)"
     )
 
