@@ -87,6 +87,8 @@ mark.cw-support { background: #fde68a; padding: 0 2px; }
 .cw-refs ol, .cw-refs ul { margin: 0 0 6px 18px; padding: 0; }
 .cw-secondary li { font-size: 0.9em; }
 .cw-chart { border: 1px solid #e5e7eb; border-radius: 8px; padding: 4px; background: white; }
+#cw-table th, #cw-table th *, #cw-table td:not(:last-child), #cw-table td:not(:last-child) * {
+  white-space: nowrap; word-break: keep-all; overflow-wrap: normal; }
 """
 
 THEME_FONTS = {
@@ -96,6 +98,12 @@ THEME_FONTS = {
 """System fonts: gradio's default theme would fetch its fonts from Google."""
 
 MODES = [mode.value for mode in AnswerMode]
+MODE_HINTS = {
+    "auto": "auto: a direct answer or a report, decided per question",
+    "answer": "answer: a short cited answer",
+    "report": "report: a cited report in sections, planned from your documents",
+}
+"""The hint under "Answer as", for the choice made."""
 PROGRESS_EVERY = 0.25
 """Seconds between looks at an upload's progress."""
 
@@ -215,11 +223,7 @@ class ChatPage:
         """The stored threads for the picker: (first question, turns, last update) -> id, newest first."""
         await self.graph()
         summaries = await thread_summaries(self._saver)
-        return [
-            (f"{s.title} · {s.turns} turn{'s' if s.turns != 1 else ''} · {s.updated[:16].replace('T', ' ')}",
-             s.thread_id)
-            for s in summaries
-        ]  # fmt: skip
+        return [(thread_label(s.title, s.turns, s.updated, s.thread_id), s.thread_id) for s in summaries]
 
     async def thread_turns(self, thread_id: str) -> list[Turn]:
         """Every answered turn of a stored thread, oldest first (from its checkpoints' history)."""
@@ -495,6 +499,16 @@ class ChatPage:
             return report, index.stats()
 
 
+def thread_label(title: str, turns: int, updated: str, thread_id: str) -> str:
+    """A thread as the picker lists it: first question (short enough to show whole), turns, last update.
+
+    The start of its id comes last, so two threads that began with the same question still look different.
+    """
+    short = title if len(title) <= 48 else title[:47].rstrip() + "…"
+    when = updated[:16].replace("T", " ")
+    return f"{short} · {turns} turn{'s' if turns != 1 else ''} · {when} · #{thread_id[:6]}"
+
+
 def fresh_session() -> dict[str, Any]:
     """A browser session's start: a new thread, no turns."""
     return {"thread": new_thread_id(), "turns": []}
@@ -544,19 +558,18 @@ def build_page(context: Context, threads: str | None = None, uploads: Path | Non
                         value="auto",
                         label="Answer as",
                         elem_id="cw-mode",
-                        info="auto: decided per question",
+                        info=MODE_HINTS["auto"],
                     )
             with gr.Column(scale=2):
-                with gr.Row():
-                    thread_list = gr.Dropdown(
-                        choices=[], label="Threads", elem_id="cw-threads", scale=4, interactive=True
-                    )
-                    new = gr.Button("New thread", elem_id="cw-new", scale=1, min_width=90)
+                thread_list = gr.Dropdown(choices=[], label="Threads", elem_id="cw-threads", interactive=True)
+                new = gr.Button("New thread", elem_id="cw-new", size="sm")
                 gr.Markdown("**Cited passage**")
                 passage = gr.HTML(render.passage_html(None), elem_id="cw-passage", js_on_load=CITE_JS)
                 references = gr.HTML(render.references_html({}), elem_id="cw-references")
+                gr.Markdown("**Add documents** (" + " ".join(SUPPORTED_SUFFIXES) + ")")
                 upload = gr.File(
-                    label="Add documents (" + " ".join(SUPPORTED_SUFFIXES) + ")",
+                    label="Add documents",
+                    show_label=False,
                     file_count="multiple",
                     file_types=list(SUPPORTED_SUFFIXES),
                     elem_id="cw-upload",
@@ -573,7 +586,18 @@ def build_page(context: Context, threads: str | None = None, uploads: Path | Non
                 interactive=False,
                 wrap=True,
                 max_height=300,
-                column_widths=["4%", "6%", "11%", "7%", "11%", "7%", "6%", "8%", "40%"],
+                column_widths=[
+                    "40px",
+                    "56px",
+                    "76px",
+                    "60px",
+                    "84px",
+                    "96px",
+                    "68px",
+                    "60px",
+                    "80px",
+                    "360px",
+                ],
                 scale=3,
             )
 
@@ -590,6 +614,7 @@ def build_page(context: Context, threads: str | None = None, uploads: Path | Non
             ask,
             new,
         ]
+        mode.change(lambda chosen: gr.Radio(info=MODE_HINTS.get(chosen, "")), mode, mode)
         question.submit(page.ask, [question, mode, chat, session], outputs)
         ask.click(page.ask, [question, mode, chat, session], outputs)
         # every click is sent: Gradio's default trigger mode ('once') drops a click while the last is pending,

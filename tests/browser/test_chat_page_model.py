@@ -48,7 +48,9 @@ def model_server() -> Iterator[FakeOpenAI]:
 @pytest.fixture(scope="module")
 def model_page(sample_index: Path, model_server: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("model-page")
-    env = {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test"}
+    # the full profile: under lean (auto's choice for a server on 127.0.0.1) only sentences the local lexical
+    # check supports stand, and the scripted writer's tokens are not in the sample
+    env = {"OPENAI_BASE_URL": model_server.base_url, "OPENAI_API_KEY": "test", "CITEWISE_PROFILE": "full"}
     with serving(root, sample_index, "--model", "openai/test-writer", env=env) as url:
         yield url
 
