@@ -586,18 +586,7 @@ def build_page(context: Context, threads: str | None = None, uploads: Path | Non
                 interactive=False,
                 wrap=True,
                 max_height=300,
-                column_widths=[
-                    "40px",
-                    "56px",
-                    "76px",
-                    "60px",
-                    "84px",
-                    "96px",
-                    "68px",
-                    "60px",
-                    "80px",
-                    "360px",
-                ],
+                column_widths=[f"{px}px" for px in (40, 60, 80, 64, 100, 104, 80, 72, 96, 360)],
                 scale=3,
             )
 
