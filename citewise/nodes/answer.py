@@ -10,6 +10,8 @@ answering one first, each cited, and the parts of the question no sentence answe
 
 from __future__ import annotations
 
+import re
+
 from langgraph.runtime import Runtime
 
 from citewise import llms
@@ -42,6 +44,23 @@ def local_follow_up(state: State) -> tuple[str, str, str] | None:
     return turns[-1][0], turn.earlier, spoken
 
 
+async def answering_documents(context: Context, question: str, kept: list) -> list:
+    """Under the lean profile, the kept chunks of the documents local mode's answer would cite.
+
+    A small writer draws sentences from every passage it is shown, and the lexical check stands them when
+    they paraphrase any of them: SmolLM2's answers cited a non-gold abstract beside the gold one (citation
+    precision by document 0.72 against local mode's 0.93). Shown only the documents local answering picks,
+    it cites no more documents than local mode would; when local answering picks none, all kept chunks stay.
+    """
+    index = await open_index(context)
+    draft, labels = await in_thread(extractive_answer, index, question, kept)
+    chosen = {labels[label] for label in re.findall(r"\[(E\d+)\]", draft) if label in labels}
+    if draft == NO_ANSWER or not chosen:
+        return kept
+    documents = {r.get("doc_id") for r in kept if r["chunk_id"] in chosen}
+    return [r for r in kept if r.get("doc_id") in documents] or kept
+
+
 async def answer(state: State, runtime: Runtime[Context]) -> dict:
     """Decide the answer text, citing evidence labels."""
     context = runtime.context
@@ -58,6 +77,8 @@ async def answer(state: State, runtime: Runtime[Context]) -> dict:
         if draft == NO_ANSWER:  # the kept passages hold nothing that answers: list them as not answering
             draft, labels = no_answer(state)
         return {"draft": draft, "labels": labels}
+    if context.lean:
+        kept = await answering_documents(context, state["question"], kept)
     blocks = evidence_blocks(kept, state.get("summaries", {}))
     first, refine = prompt_pair(
         context.answer_prompt, context.refine_prompt, question=quote("question", state["question"])

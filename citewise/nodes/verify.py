@@ -35,7 +35,7 @@ from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.report import LABEL, is_own_text
 from citewise.state import Citation, Degraded, State, SupportMap
-from citewise.text import overlap, sentences
+from citewise.text import content_words, overlap, sentences
 from citewise.writing import extractive_answer
 
 logger = logging.getLogger(__name__)
@@ -66,9 +66,25 @@ def is_structure(part: str) -> bool:
     return part == BREAK or part.startswith("#")
 
 
+PROMPT_TAGS = re.compile(
+    r"</?(?:evidence|draft|question|questions|conversation|passages|section|exemplar|output|problems|queries)"
+    r"\b[^>]*>",
+    re.I,
+)
+"""The delimiters citewise's prompts put around data: a small model echoes them ('<evidence id="E1" ...>')."""
+NUMBERED_FRAGMENT = re.compile(
+    r"(?:^|(?<=[.!?]))[ \t]*\d{1,3}[ \t]*(?:\[(?:S\d+)?E\d+\][ \t]*)+[.!?]?(?=\s|$)", re.M
+)
+"""A list number with only markers after it ("1 [E1]. ... 2 [E1]."): no sentence, removed before splitting."""
+
+
 def split_answer(draft: str) -> list[str]:
-    """Answer sentences, headings and paragraph breaks as parts of their own; a list item ends a sentence."""
+    """Answer sentences, headings and paragraph breaks as parts of their own; a list item ends a sentence.
+
+    Prompt delimiters a model echoed are removed first: they are citewise's markup, never part of an answer.
+    """
     parts: list[str] = []
+    draft = NUMBERED_FRAGMENT.sub("", PROMPT_TAGS.sub(" ", draft))
     draft = TRAILING_LABELS.sub(r"\2\1", draft)  # "claim. [E1]" -> "claim [E1]." so the label stays with it
     for line in draft.splitlines():
         stripped = line.strip()
@@ -126,9 +142,12 @@ def local_support(
 ) -> list[str]:
     """Each cited chunk's best-overlapping line label whose overlap reaches `minimum`, best first.
 
-    A sentence that cites no chunk with lines gets the single best line of all, if it reaches `minimum`.
+    A sentence that cites no chunk with lines gets the single best line of all, if it reaches `minimum`. A
+    sentence with no content word ("1 [1].", a fragment a small model leaves) asserts nothing: no support.
     """
     claim = LABEL.sub("", sentence)
+    if not content_words(claim):
+        return []
     pool = [key for key in lines if lines[key][0] in cited]
     scored = sorted(((overlap(claim, lines[key][1]), key) for key in (pool or list(lines))), reverse=True)
     best: dict[str, str] = {}
@@ -225,7 +244,7 @@ async def _verified(
         for i in claims:
             support[i] = local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)
     for i in claims:  # a question is no answer, however many of its words the sources share ("How many ...?")
-        if asks(parts[i]):
+        if asks(parts[i]) or not content_words(LABEL.sub("", parts[i])):  # nor is a fragment ("1 [1].")
             support[i] = []
     kept_parts, unsupported, fine = [], [], []
     for i, part in enumerate(parts):

@@ -33,7 +33,7 @@ from citewise.graph.query import builder
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
 from citewise.indexes import forget_index
-from citewise.nodes.answer import answer
+from citewise.nodes.answer import answer, answering_documents
 from citewise.nodes.critique import borderline, critique
 from citewise.nodes.expand import expand
 from citewise.nodes.reflect import SKIPPED, reflect
@@ -598,6 +598,28 @@ async def test_under_lean_a_small_judge_may_veto_a_sentence_but_never_choose_its
     assert result["answer"] == "Vaccines train the immune system to recognise a pathogen [1]."
     assert [c["chunk_id"] for c in result["citations"]] == ["c-vaccines"]  # the line that shares its words
     assert result["unsupported"] == ["B cells produce antibodies and memory cells remain for years."]
+
+
+async def test_echoed_prompt_tags_and_fragments_never_stand_as_answer_sentences(index_dir: str) -> None:
+    draft = (
+        '<evidence id="E1" title="How vaccines work"> 1 [E2]. Vaccines train the immune system to recognise '
+        "a pathogen [E1]. </evidence> 2 [E2]."  # what SmolLM2 wrote: our delimiters echoed, list numbers
+    )
+    result = await verify(verify_state(draft), run(Context(index_dir=index_dir)))
+    assert result["answer"] == "Vaccines train the immune system to recognise a pathogen [1]."
+    assert result["unsupported"] == []  # the list numbers are no sentences: gone, not listed
+
+
+async def test_under_lean_the_writer_sees_only_the_documents_local_answering_picks(index_dir: str) -> None:
+    kept = [r for r in EVIDENCE if r["kept"]]
+    chosen = await answering_documents(
+        Context(index_dir=index_dir), "What is sourdough bread leavened by?", kept
+    )
+    assert [r["chunk_id"] for r in chosen] == ["c-bread"]  # not the vaccine passages beside it
+    vaccines = await answering_documents(
+        Context(index_dir=index_dir), "How do vaccines train immunity?", kept
+    )
+    assert "c-bread" not in [r["chunk_id"] for r in vaccines]
 
 
 async def test_verify_flags_instead_of_dropping_when_told(index_dir: str) -> None:
