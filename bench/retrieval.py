@@ -223,6 +223,9 @@ def main() -> None:
         "--chunk-depth", type=int, default=1000, help="chunks retrieved per query for doc ranking"
     )
     parser.add_argument("--limit", type=int, default=0, help="evaluate only the first N queries")
+    parser.add_argument(
+        "--halves", action="store_true", help="also report recall@5 and all@10 on even and odd positions"
+    )
     parser.add_argument("--latency-queries", type=int, default=200, help="0: no latency runs")
     parser.add_argument("--runs", nargs="+", choices=list(RUNS), help="only these runs (default: all)")
     parser.add_argument(
@@ -297,6 +300,13 @@ def main() -> None:
         scores = evaluate(qrels_ranx, Run.from_dict(run), metrics, make_comparable=True)
         results[name] = {m: float(scores[m]) for m in metrics} | {"all@10": all_found(run, qrels, 10)}
         print(f"{name}: " + ", ".join(f"{m} {v:.3f}" for m, v in results[name].items()), flush=True)
+        if args.halves:  # tuned on the even positions, reported on the odd ones
+            for half, ids in (("even", query_ids[0::2]), ("odd", query_ids[1::2])):
+                part = {q: run[q] for q in ids}
+                half_qrels = Qrels.from_dict({q: qrels[q] for q in ids})
+                half_scores = evaluate(half_qrels, Run.from_dict(part), metrics, make_comparable=True)
+                results[name][f"recall@5 {half}"] = float(half_scores.get("recall@5", float("nan")))
+                results[name][f"all@10 {half}"] = all_found(part, qrels, 10)
     baselines = None
     if not args.no_baselines:
         whole, baselines = whole_passage_runs(corpus, [queries[q] for q in query_ids], index.embedder)
@@ -325,7 +335,9 @@ def main() -> None:
             results[name]["p50_ms"], results[name]["p95_ms"] = percentiles(latencies[name])
     print()
     print_table(
-        [{"run": n, **r} for n, r in results.items()], ["run", *metrics, "all@10", "p50_ms", "p95_ms"]
+        [{"run": n, **r} for n, r in results.items()],
+        ["run", *metrics, "all@10", "p50_ms", "p95_ms"]
+        + (["recall@5 even", "recall@5 odd", "all@10 even", "all@10 odd"] if args.halves else []),
     )
     if args.out:
         save(

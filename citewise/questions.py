@@ -226,8 +226,6 @@ ENTITY = re.compile(
     r"(?:(?<=\d)\s[a-z]\b(?!['\u2019]))?"
 )
 """A run of capitalised words, words with digits or inner capitals: GJ 486b, LHS 3844 b, petitRADTRANS."""
-DEFINITE = re.compile(r"\bthe\s+([a-z][\w\-]+)\b(?!\s+of\b)")
-"""'the planet': a thing named before ('the mass of tungsten' names its own)."""
 DEMONSTRATIVE = re.compile(
     r"\b(?:[Tt]his|[Tt]hat|[Tt]hese|[Tt]hose)\s+(?!(?:the|a|an|it|its|they|we|our|there|is|was|are|were)\b)[a-z]"
 )
@@ -260,64 +258,56 @@ def entities(text: str) -> list[str]:
 class Turn:
     """One question of a conversation read with the turns before it (no model)."""
 
+    asked: str
+    """The question as the user wrote it."""
     question: str
     """The standalone question: what search and scoring read."""
     earlier: str
-    """What a follow-up was read with (its subject, or the topic question); "" when it stands alone."""
+    """What a follow-up was read with (the question before it, and the thread's subject); "" if it stands
+    alone."""
     topic: str
-    """The thread's topic after this turn: the last question that stood alone, about the thread's subject."""
+    """The thread's topic after this turn: the last question that stood alone, naming the thread's subject."""
 
 
-def leans_back(question: str, conversation: str) -> bool:
-    """Whether a question needs the conversation: a pronoun, a leading "and", or "the X" said before."""
-    if FOLLOW_UP.search(question) or DEMONSTRATIVE.search(question):
-        return True
-    said = stems(conversation)
-    return any(stem(m.group(1)) in said for m in DEFINITE.finditer(question))
+def carry(question: str, before: Turn | None) -> Turn:
+    """This turn's standalone question: a follow-up read with the question before it and the thread's subject.
 
-
-def carry(question: str, before: Turn | None, conversation: str = "") -> Turn:
-    """This turn's standalone question: the thread's subject carried into a follow-up, across turns.
-
-    The topic is the last question that stood alone; its subject is the things it names. A follow-up is
-    read with the subject ("And its radius?" after "What does ... reveal about GJ 486b?" and "When was it
-    built?" is "And its radius? (GJ 486b)"), or with the whole topic question when that names nothing; "the
-    planet" refers back when "planet" was said before (in `conversation`). Only the subject is added, not
-    the topic's question: what the follow-up asks is its own. A follow-up that only names a new thing ("And
-    GJ 1132b?", "What about SPIRou?") asks the last question again about it, and moves the topic to it.
+    A pronoun most often means what the turn before was about ("that one" after "And the home network?"), so
+    a follow-up (a pronoun, "that program", a leading "and") is read with the question before it, as
+    written; and the thread's subject (what the topic, the last question that stood alone, names) is added
+    when that question lost it: "And its radius?" after "When was it built?" after a question on GJ 486b is
+    "When was it built? (GJ 486b) And its radius?" (it got GJ 1132b's radius). A follow-up that only names
+    another thing ("And GJ 1132b?", "What about SPIRou?") asks the question before it again about that
+    thing, which becomes the subject.
     """
-    if before is None or not before.topic:
-        return Turn(question, "", question)
-    if not leans_back(question, f"{before.topic} {conversation}"):
-        return Turn(question, "", question)
+    if before is None or not FOLLOW_UP.search(question):
+        return Turn(question, question, "", question)
     own, subject = entities(question), entities(before.topic)
-    if own and not (PRONOUN.search(question) or DEMONSTRATIVE.search(question)):
+    refers = PRONOUN.search(question) or DEMONSTRATIVE.search(question)
+    if own and not refers:
         if SWITCH.match(question) and subject:  # the last question again, about another thing
-            return Turn(
-                before.question.replace(subject[0], own[0]), "", before.topic.replace(subject[0], own[0], 1)
-            )
+            switched = before.question.replace(subject[0], own[0])
+            if switched == before.question:  # the question before does not name it: ask both
+                switched = f"{before.question} {question}"
+            return Turn(question, switched, "", before.topic.replace(subject[0], own[0], 1))
         if not SWITCH.match(question):
-            return Turn(question, "", question)  # names its own subject: stands alone
-    if subject:
-        about = ", ".join(name for name in subject if name not in own)
-        return (
-            Turn(f"{question} ({about})", about, before.topic) if about else Turn(question, "", before.topic)
-        )
-    return Turn(f"{before.topic} {question}", before.topic, before.topic)
+            return Turn(question, question, "", question)  # names its own subject: stands alone
+    earlier = before.asked
+    missing = [name for name in subject if name not in earlier and name not in question]
+    if missing:
+        earlier = f"{earlier} ({', '.join(missing)})"
+    return Turn(question, f"{earlier} {question}", earlier, before.topic)
 
 
 SWITCH = re.compile(r"^\s*(?:and|but|also|what about|how about)\b(?:\W+\w+){1,5}\W*$", re.I)
 """A short follow-up that names another thing: "And GJ 1132b?", "What about SPIRou?"."""
 
 
-def read_turn(turns: Sequence[tuple[str, str]]) -> Turn:
-    """The last of the user's questions read with the ones before it.
-
-    Each turn is (the question, everything said before it): what "the planet" may refer to.
-    """
+def read_turn(questions: Sequence[str]) -> Turn:
+    """The last of the user's questions read with the ones before it."""
     before = None
-    for question, conversation in turns:
-        before = carry(question, before, conversation)
+    for question in questions:
+        before = carry(question, before)
     if before is None:
         raise ValueError("no question to read")
     return before
@@ -325,8 +315,7 @@ def read_turn(turns: Sequence[tuple[str, str]]) -> Turn:
 
 def standalone(history: Sequence[str], question: str) -> str:
     """Without a model: a follow-up read with the questions before it (what search and scoring read)."""
-    said = [" ".join(history[:n]) for n in range(len(history) + 1)]
-    return read_turn(list(zip([*history, question], said, strict=True))).question
+    return read_turn([*history, question]).question
 
 
 def follow_up(earlier: str, question: str) -> Question:

@@ -26,13 +26,9 @@ def message_text(message: AnyMessage) -> str:
     return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
-def user_turns(messages: Sequence[AnyMessage]) -> list[tuple[str, str]]:
-    """Each question of the user with everything said before it (what "the planet" in it may refer to)."""
-    return [
-        (message_text(m).strip(), " ".join(message_text(earlier) for earlier in messages[:n]))
-        for n, m in enumerate(messages)
-        if isinstance(m, HumanMessage) or m.type == "human"
-    ]
+def user_questions(messages: Sequence[AnyMessage]) -> list[str]:
+    """The user's questions in a conversation, in order."""
+    return [message_text(m).strip() for m in messages if isinstance(m, HumanMessage) or m.type == "human"]
 
 
 def sentences(text: str) -> list[str]:

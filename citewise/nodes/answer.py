@@ -21,27 +21,27 @@ from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import quote
 from citewise.questions import read_turn
 from citewise.state import State
-from citewise.text import message_text, user_turns
+from citewise.text import message_text, user_questions
 from citewise.writing import extractive_answer, no_answer, prompt_pair, synthesize
 
 
 def local_follow_up(state: State) -> tuple[str, str, str] | None:
-    """(the follow-up, the topic it was read with, the answer before it) when local condense read a follow-up.
+    """(the follow-up, what it was read with, the answer before it) when local condense read a follow-up.
 
-    The standalone question then holds both (search needs the thread's topic), but only the follow-up is
-    asked now: the answer should not say the earlier answer again.
+    The standalone question then holds both (search needs the question before it and the thread's subject),
+    but only the follow-up is asked now: the answer should not say the earlier answer again.
     """
     messages = state.get("messages", [])
-    turns = user_turns(messages)
-    if len(turns) < 2:
+    asked = user_questions(messages)
+    if len(asked) < 2:
         return None
-    turn = read_turn(turns)
+    turn = read_turn(asked)
     if not turn.earlier or state.get("question") != turn.question:  # not a follow-up, or a model condensed it
         return None
     humans = [n for n, m in enumerate(messages) if m.type == "human"]
     replies = [message_text(m) for m in messages[humans[-2] + 1 : humans[-1]] if m.type == "ai"]
     spoken = " ".join(r for r in replies if not is_abstention(r))  # passages listed as not answering
-    return turns[-1][0], turn.earlier, spoken
+    return asked[-1], turn.earlier, spoken
 
 
 async def answering_documents(context: Context, question: str, kept: list) -> list:
