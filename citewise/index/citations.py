@@ -118,6 +118,21 @@ def soften_source_markers(text: str) -> str:
     return text
 
 
+_TRAILING_SOURCE_MARKERS = re.compile(
+    r"\s*\(ref\. [^)]{1,40}\)(?:\s*,?\s*\(ref\. [^)]{1,40}\))*"
+    r"(?=\s*(?:\[(?:S\d+)?E\d+\]|[.;:!?]|,(?!\s*\(ref\.)|$))"
+)
+
+
+def without_trailing_source_markers(text: str) -> str:
+    """A sentence without the source's own markers where they close a clause ("... 1.5 days (ref. 74).").
+
+    Beside citewise's marker they carry nothing; one that is a sentence's subject ("(ref. 70) inferred")
+    stays. Apply after `soften_source_markers`.
+    """
+    return _TRAILING_SOURCE_MARKERS.sub("", text)
+
+
 def author_year_key(surname: str, year: str) -> str:
     """Key for a surname and a year: ("Lee", "2021a") -> "lee2021a", ("van Dam", "") -> "vandam"."""
     return _fold(surname) + year.lower()

@@ -28,7 +28,7 @@ from langgraph.runtime import Runtime
 from citewise import llms
 from citewise.context import Context
 from citewise.evidence import NO_ANSWER, kept_records, paragraph_texts
-from citewise.index.citations import soften_source_markers
+from citewise.index.citations import soften_source_markers, without_trailing_source_markers
 from citewise.indexes import in_thread, open_index
 from citewise.judge import ask as judge_ask
 from citewise.models import degradation
@@ -259,7 +259,7 @@ async def _verified(
                 continue
             part = f"{part} (unsupported)"
         part, recited_from = recite(part, labels, lines, lines_for)
-        kept_parts.append(soften_source_markers(part))
+        kept_parts.append(without_trailing_source_markers(soften_source_markers(part)))
         sentence = tidy(LABEL.sub("", part))
         fine.append({"sentence": sentence, "lines": lines_for, "recited_from": recited_from})
     kept_parts = noted_empty_sections(kept_parts)

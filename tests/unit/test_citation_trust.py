@@ -427,3 +427,23 @@ def test_a_label_after_a_closing_quote_stays_with_its_sentence() -> None:
         'He recorded it on "A Man Without Love." [E1]',  # not carried into the next sentence's citations
         '"Wonderland by Night" is a song by Kaempfert [E2].',
     ]
+
+
+def test_a_source_s_own_marker_closing_a_clause_leaves_the_answer_sentence() -> None:
+    from citewise.index.citations import soften_source_markers, without_trailing_source_markers
+
+    def shown(text: str) -> str:
+        return without_trailing_source_markers(soften_source_markers(text))
+
+    assert (
+        shown("GJ 486b orbits its star in 1.5 days [74] [E1].") == "GJ 486b orbits its star in 1.5 days [E1]."
+    )
+    assert shown("It was seen before [19], [31].") == "It was seen before."
+    assert shown("As shown by Lee [4], the planet is hot [E1].") == "As shown by Lee, the planet is hot [E1]."
+    # the source's marker as a sentence's subject, or inside a clause, stays (softened)
+    assert shown("Using HST transits, [70] inferred an atmosphere [E2].") == (
+        "Using HST transits, (ref. 70) inferred an atmosphere [E2]."
+    )
+    assert shown("methods [44], [45] as well as alignment [E1].") == (
+        "methods (ref. 44), (ref. 45) as well as alignment [E1]."
+    )

@@ -677,10 +677,12 @@ async def test_a_label_after_the_full_stop_stays_with_its_sentence(index_dir: st
     assert [(c["marker"], c["chunk_id"]) for c in result["citations"]] == [(1, "c-vaccines"), (2, "c-bread")]
 
 
-async def test_a_sources_own_numeric_marker_is_softened(index_dir: str) -> None:
-    draft = "B cells produce antibodies and memory cells remain for years [43] [E2]."
+async def test_a_sources_own_numeric_marker_is_softened_or_left_out_where_it_closes_a_clause(
+    index_dir: str,
+) -> None:
+    draft = "B cells produce antibodies [43] and memory cells remain for years [43] [E2]."
     result = await verify(verify_state(draft), run(Context(index_dir=index_dir)))
-    assert result["answer"] == "B cells produce antibodies and memory cells remain for years (ref. 43) [1]."
+    assert result["answer"] == "B cells produce antibodies (ref. 43) and memory cells remain for years [1]."
     assert [(c["marker"], c["chunk_id"]) for c in result["citations"]] == [(1, "c-memory")]
     assert_markers_resolve(result)
 
