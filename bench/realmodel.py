@@ -180,10 +180,10 @@ def profiles(args: argparse.Namespace) -> None:
 
 
 def abstain(args: argparse.Namespace) -> None:
-    from abstain import build, measure
+    from abstain import build, claim_rows, keys_of, measure
 
     claims, size = build(
-        args.scifact, args.index, args.answerable, args.unanswerable, args.others, args.seed, half=1
+        args.scifact, args.index, args.answerable, args.unanswerable, args.others, args.seed, half=args.half
     )
     ordered = sorted(claims)
     rows, per_claim = [], {}
@@ -203,6 +203,20 @@ def abstain(args: argparse.Namespace) -> None:
                 per_claim.setdefault(claim_id, {})[name] = round(time.perf_counter() - started, 1)
             print(claim_id, per_claim[claim_id], flush=True)
     with Index.open(args.index, create=False) as index:
+        claim_table = {
+            name: [
+                row
+                | {
+                    "cited": sorted(
+                        keys_of(index, {c["doc_id"] for c in results[name][row["claim"]]["citations"]})
+                    ),
+                    "gold": sorted(claims[row["claim"]][1]),
+                    "answer": results[name][row["claim"]]["answer"][:400],
+                }
+                for row in claim_rows(claims, results[name], index, dict.fromkeys(claims, 0.0))
+            ]
+            for name in settings
+        }
         for name in settings:
             rows.append({"settings": name} | measure(claims, results[name], index, ordered))
             rows[-1]["errors"] = sum(bool(r.get("error")) for r in results[name].values())
@@ -212,7 +226,17 @@ def abstain(args: argparse.Namespace) -> None:
         f"{args.unanswerable} unanswerable) over {size} abstracts"
     )
     print_table(rows, list(rows[0]))
-    save(args.out, {"machine": machine(), "claims": len(claims), "abstracts": size, "rows": rows})
+    save(
+        args.out,
+        {
+            "machine": machine(),
+            "half": "odd (held out)" if args.half else "even (tuning)",
+            "claims": len(claims),
+            "abstracts": size,
+            "rows": rows,
+            "per_claim": claim_table,
+        },
+    )
 
 
 def main() -> None:
@@ -230,6 +254,7 @@ def main() -> None:
     two.add_argument("--unanswerable", type=int, default=20)
     two.add_argument("--others", type=int, default=300)
     two.add_argument("--seed", type=int, default=7)
+    two.add_argument("--half", type=int, choices=(0, 1), default=1, help="0: even claims (tune on), 1: odd")
     two.add_argument(
         "--out", type=Path, default=ROOT / "bench" / "results" / "realmodel-abstain-scifact.json"
     )
