@@ -289,7 +289,7 @@ def carry(question: str, before: Turn | None) -> Turn:
             switched = before.question.replace(subject[0], own[0])
             if switched == before.question:  # the question before does not name it: ask both
                 switched = f"{before.question} {question}"
-            return Turn(question, switched, "", before.topic.replace(subject[0], own[0], 1))
+            return Turn(question, switched, before.asked, before.topic.replace(subject[0], own[0], 1))
         if not SWITCH.match(question):
             return Turn(question, question, "", question)  # names its own subject: stands alone
     earlier = before.asked

@@ -135,7 +135,8 @@ async def test_a_follow_up_is_answered_by_what_it_adds_not_by_the_earlier_answer
         "What does the transmission spectrum of GJ 486b reveal about its atmosphere?",
         "And GJ 1132b?",
     )
-    assert "GJ 1132b" in second["question"] and "GJ 486b" in second["question"]  # searched with both
+    asked = "What does the transmission spectrum of GJ 1132b reveal about its atmosphere?"
+    assert second["question"] == asked  # the question before, asked about GJ 1132b
     assert first["answer"].startswith("In summary, our results indicate that GJ 486b does not possess")
     assert "GJ 1132b possesses a H/He rich atmosphere" in second["answer"]
     assert "cloud-free" not in second["answer"] and "upper-limits" not in second["answer"], second["answer"]
