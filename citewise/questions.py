@@ -178,7 +178,7 @@ ASKED = re.compile(
 SUPERLATIVE = re.compile(
     r"\b(most|least|best|worst|\w{2,}iest|(?:high|low|larg|small|great|hard|weak|strong|fast|slow|long|short"
     r"|old|young|new|clos|near|far|tall|deep|wid|bigg|cheap|rich|poor|dens|hott|cold|bright|faint|dark|light"
-    r"|heavi|thinn|thick|earl|lat|few|low|tough|simpl|safe|smart|quick)est)\b",
+    r"|heavi|thinn|thick|earl|lat|few|tough|simpl|safe|smart|quick)est)\b",
     re.I,
 )
 """Words that pick the most or least of something (a short list of -est words: 'interest' is none)."""

@@ -10,8 +10,6 @@ answering one first, each cited, and the parts of the question no sentence answe
 
 from __future__ import annotations
 
-import re
-
 from langgraph.runtime import Runtime
 
 from citewise import llms
@@ -20,6 +18,7 @@ from citewise.evidence import NO_ANSWER, evidence_blocks, is_abstention, kept_re
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import quote
 from citewise.questions import read_turn
+from citewise.report import LABEL
 from citewise.state import State
 from citewise.text import message_text, user_questions
 from citewise.writing import extractive_answer, no_answer, prompt_pair, synthesize
@@ -54,7 +53,7 @@ async def answering_documents(context: Context, question: str, kept: list) -> li
     """
     index = await open_index(context)
     draft, labels = await in_thread(extractive_answer, index, question, kept)
-    chosen = {labels[label] for label in re.findall(r"\[(E\d+)\]", draft) if label in labels}
+    chosen = {labels[label] for label in LABEL.findall(draft) if label in labels}
     if draft == NO_ANSWER or not chosen:
         return kept
     documents = {r.get("doc_id") for r in kept if r["chunk_id"] in chosen}
