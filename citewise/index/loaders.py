@@ -23,6 +23,7 @@ from typing import Any
 
 from citewise.index.citations import is_reference_heading, link_citations, split_references
 from citewise.index.document import BibEntry, Document, LoadError, Paragraph
+from citewise.index.pdf import Layout, iter_text
 
 logger = logging.getLogger(__name__)
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about odd PDFs are not the user's concern
@@ -418,36 +419,89 @@ def _numbered_items(ol: Any) -> Iterator[tuple[int, Any]]:
 
 
 def _load_pdf(path: Path) -> list[Document]:
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
+    from citewise.index.pdf import PdfReadError, read_layout
 
-    data = _read_bytes(path)
     try:
-        reader = PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise LoadError("encrypted PDF (needs a password)")
-        pages = list(reader.pages)
-        info = reader.metadata
-    except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, OSError) as error:
-        raise LoadError(f"corrupt or unreadable PDF ({error})") from error
-    lines: list[str] = []
-    for number, page in enumerate(pages, start=1):
-        try:
-            text = page.extract_text() or ""
-        except (PyPdfError, ValueError, KeyError, TypeError, AttributeError) as error:
-            logger.warning("%s: page %d: text extraction failed: %s", path, number, error)
+        layout = read_layout(path, _read_bytes(path))
+    except PdfReadError as error:
+        raise LoadError(str(error)) from error
+    lines = list(iter_text(layout.lines))
+    if not lines:
+        raise LoadError("no extractable text (scanned PDF?)")
+    indent = 0.6 * layout.body_size
+    if not any(line.kind == "heading" or line.left - line.edge >= indent for line in lines):
+        # no typography to go by (one font, no indents): the line heuristics of text extraction
+        pages = [
+            "\n".join(line.text for line in lines if line.page == page and line.kind != "title")
+            for page in range(layout.pages)
+        ]
+        titles = " ".join(line.text for line in lines if line.kind == "title")
+        return pdf_document(path, pages, layout.metadata_title or titles)
+    title, paragraphs = _layout_paragraphs(layout)
+    return _finish(path, title, paragraphs, {"pages": layout.pages})
+
+
+def _layout_paragraphs(layout: Layout) -> tuple[str, list[Paragraph]]:
+    """Paragraphs and sections from lines whose layout says what they are (`citewise.index.pdf`)."""
+    title = " ".join(line.text for line in layout.lines if line.kind == "title")
+    junk = re.search(r"\.(?:docx?|pdf|tex|dvi)$|^(?:untitled|title)$", layout.metadata_title, re.IGNORECASE)
+    title = _collapse(layout.metadata_title) if layout.metadata_title.strip() and not junk else title
+    sections = _SectionPath()
+    section, text, references, hanging, paragraphs = "", "", False, False, []
+
+    def flush() -> None:
+        nonlocal text
+        if text.strip():
+            paragraphs.append(Paragraph(text.strip(), section))
+        text = ""
+
+    lines = list(iter_text(layout.lines))
+    for index, line in enumerate(lines):
+        if line.kind == "title":
             continue
+        if line.kind == "heading":
+            flush()
+            section = sections.enter(line.level, line.text)
+            references = is_reference_heading(line.text)
+            # entries that hang (later lines indented) start where a line is flush left
+            after = itertools.takewhile(lambda n: n.kind == "text", lines[index + 1 :])
+            hanging = references and any(n.left - n.edge > 0.3 * layout.body_size for n in after)
+            continue
+        if references:
+            starts = line.left - line.edge <= 0.3 * layout.body_size if hanging else False
+        else:
+            starts = line.starts
+        if starts:
+            flush()
+        text = _joined(text, line.text, "\n" if references and not hanging else " ")
+    flush()
+    return title, paragraphs
+
+
+def _joined(text: str, line: str, separator: str) -> str:
+    """A line added to a paragraph, a word broken over the line end ("exam-" + "ple") made whole again."""
+    if not text:
+        return line
+    if text.endswith("-") and len(text) > 1 and text[-2].isalpha() and line[0].islower():
+        return text[:-1] + line
+    return f"{text}{separator}{line}"
+
+
+def pdf_document(path: Path, pages: list[str], metadata_title: str = "") -> list[Document]:
+    """The document of a PDF from the text of its pages (any extractor's) and the title its metadata gives."""
+    lines: list[str] = []
+    for text in pages:
         lines.extend(line for line in text.splitlines() if not line.strip().isdigit())
         lines.append("")
     if not any(line.strip() for line in lines):
         raise LoadError("no extractable text (scanned PDF?)")
-    title, lines = _pdf_title(info, lines)
+    title, lines = _pdf_title(metadata_title, lines)
     return _finish(path, title, _pdf_paragraphs(lines), {"pages": len(pages)})
 
 
-def _pdf_title(info: Any, lines: list[str]) -> tuple[str, list[str]]:
+def _pdf_title(metadata_title: str, lines: list[str]) -> tuple[str, list[str]]:
     """The title (PDF metadata, else a first line that reads like one) and the lines without a title line."""
-    title = _collapse(str(info.title)) if info is not None and info.title else ""
+    title = _collapse(metadata_title)
     junk = title.lower() in ("untitled", "title") or title.startswith("Microsoft Word - ")
     if junk or re.search(r"\.(?:docx?|pdf|tex|dvi)$", title, re.IGNORECASE):
         title = ""

@@ -1,0 +1,419 @@
+"""Typeset a test set of scientific-paper PDFs, with a known truth, from unarXive records.
+
+A PDF reader's structure recovery (paragraphs, section headings, citations, references, running heads,
+footnotes) can only be measured against a truth; real arXiv PDFs have none. This script takes papers from an
+unarXive 2022 JSONL file, typesets the first body paragraphs of each with pdflatex in four layouts
+(1col/2col x numbered/authoryear citations), and writes per paper `<name>.tex`, `<name>.pdf` and
+`<name>.json` (the truth: the words a perfect reader would see), plus `index.json`. One cleaning function
+produces both the LaTeX and the truth text, so they agree by construction.
+
+    python bench/pdfset.py --unarxive ../shared/data/unarxive --out bench/.cache/pdfset
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import tempfile
+import time
+import unicodedata
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+COMBOS = [("1col", "numbered"), ("2col", "numbered"), ("1col", "authoryear"), ("2col", "authoryear")]
+RIGHT_HEAD = "citewise typeset test set"
+FOOTNOTE = "Typesetting note {n}: this footnote belongs to no paragraph of the paper."
+EQUATION = r"\begin{equation} f(x) = \sum_{i=1}^{n} a_i x^{i} + \int_0^1 g(t)\,dt \end{equation}"
+MARKER = re.compile(
+    r"(?P<cites>\{\{cite:[^{}]*\}\}(?:[\s,;]*\{\{cite:[^{}]*\}\})*)|\{\{(?P<kind>formula|figure|table):[^{}]*\}\}"
+)
+CITE_ID = re.compile(r"\{\{cite:([^{}]*)\}\}")
+# fmt: off
+TRANSLIT = str.maketrans({"–": "-", "—": "-", "−": "-", "‐": "-", "“": '"', "”": '"', "„": '"', "‘": "'",
+                          "’": "'", "ł": "l", "Ł": "L", "ı": "i", "đ": "d", "Đ": "D", "œ": "oe", "Œ": "OE"})
+SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+           "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+           '"': r"\textquotedbl{}", "'": r"\textquotesingle{}", "`": r"\textasciigrave{}",
+           "<": r"\textless{}", ">": r"\textgreater{}"}
+ACCENTS = {"'": "\u0301", "`": "\u0300", "^": "\u0302", '"': "\u0308", "~": "\u0303", "=": "\u0304",
+           ".": "\u0307", "u": "\u0306", "v": "\u030c", "H": "\u030b", "c": "\u0327", "r": "\u030a",
+           "k": "\u0328"}
+SYMBOLS = {"ss": "ß", "o": "ø", "O": "Ø", "l": "ł", "L": "Ł", "aa": "å", "AA": "Å", "ae": "æ", "AE": "Æ",
+           "oe": "œ", "OE": "Œ", "i": "ı"}
+INITIAL = re.compile(r"^(?:[A-Z][a-z]?\.-?)+$|^[A-Z]{1,2}$")
+PARTICLES = {"de", "van", "von", "der", "den", "da", "del", "della", "di", "la", "le", "du", "dos", "das",
+             "ter"}
+# fmt: on
+YEAR = re.compile(r"(?<![\w./:-])((?:19|20)\d\d)[a-z]?(?![\w/-]|\.\d)")
+
+
+def unicode_clean(text: str) -> str:
+    """NFKC-normalise, keep latin-1 (others are transliterated, lose their accent or go), squash spaces."""
+    out = []
+    for ch in unicodedata.normalize("NFKC", text).translate(TRANSLIT):
+        if ch.isspace():
+            out.append(" ")
+        elif ord(ch) < 256:
+            out.append("" if unicodedata.category(ch) in ("Cc", "Cf") else ch)
+        else:
+            base = unicodedata.normalize("NFKD", ch)
+            out.append("".join(c for c in base if ord(c) < 256 and not unicodedata.combining(c)))
+    return re.sub(" +", " ", "".join(out)).strip()
+
+
+def escape(text: str) -> str:
+    """Escape clean text for LaTeX (T1) so it typesets as exactly these characters (no ligatures)."""
+    out = "".join(SPECIAL.get(ch, ch) for ch in text)
+    return re.sub(r"([-,])(?=[-,])", r"\1{}", out)
+
+
+def delatex(text: str) -> str:
+    """Turn a LaTeX metadata string (title, authors, abstract) into plain text with `{{formula:}}` markers."""
+    s = re.sub(r"\$\$.*?\$\$|\\\[.*?\\\]|\\\(.*?\\\)|(?<!\\)\$.*?(?<!\\)\$", "\x01", text, flags=re.S)
+    s = re.sub(r"\\cite[pt]?\*?(?:\[[^\]]*\])*\{[^}]*\}", "", s)
+    s = re.sub(
+        r"\\([`'^\"~=.]|[uvHcrk](?![a-zA-Z]))\s*\{?\\?([a-zA-Z])\}?",
+        lambda m: m.group(2) + ACCENTS[m.group(1)],
+        s,
+    )
+    s = re.sub(
+        r"\\(ss|aa|AA|ae|AE|oe|OE|o|O|l|L|i)(?![a-zA-Z])\s*(?:\{\})?", lambda m: SYMBOLS[m.group(1)], s
+    )
+    s = re.sub(r"\\([%&_#$])", r"\1", s).replace("``", '"').replace("''", '"').replace("--", "-")
+    s = re.sub(r"\\\\|~", " ", s)
+    s = re.sub(r"\\[a-zA-Z]+\*?|\\.|[{}]", "", s)
+    return unicodedata.normalize("NFC", s).replace("\x01", "{{formula:m}}")
+
+
+class Refs:
+    """The cited bibliography of one paper in one citation style: keys, labels and citation rendering."""
+
+    def __init__(self, bib: dict[str, Any], cited: list[str], style: str) -> None:
+        self.style = style
+        self.text = {bid: render(bib[bid].get("bib_entry_raw", ""))[0] for bid in cited}
+        self.name: dict[str, str] = {}
+        self.year: dict[str, str] = {}
+        if style == "authoryear":
+            for bid in cited:
+                author, years = author_label(self.text[bid]), YEAR.findall(self.text[bid])
+                if author and years:
+                    self.name[bid], self.year[bid] = author, years[-1]
+            cited = [bid for bid in cited if bid in self.name]
+        self.key = {bid: f"ref{n}" for n, bid in enumerate(cited, 1)}
+        self.order = cited
+        if style == "authoryear":
+            self.order = sorted(cited, key=lambda b: (self.name[b].lower(), self.year[b], cited.index(b)))
+            groups: dict[tuple[str, str], list[str]] = {}
+            for bid in self.order:
+                groups.setdefault((self.name[bid], self.year[bid]), []).append(bid)
+            for same in groups.values():
+                for n, bid in enumerate(same if len(same) > 1 else []):
+                    self.year[bid] += "abcdefghijklmnopqrstuvwxyz"[n]
+
+    def label(self, bid: str) -> str:
+        """Truth label of an entry: `[n]` or `Surname et al. (2019)`."""
+        if self.style == "numbered":
+            return f"[{self.key[bid][3:]}]"
+        return f"{self.name[bid]} ({self.year[bid]})"
+
+    def cite(self, ids: list[str]) -> tuple[str, str, list[str]] | None:
+        """Render a citation group as natbib does: (truth, LaTeX, keys), or None if nothing is citable."""
+        bids = list(dict.fromkeys(b for b in ids if b in self.key))
+        if not bids:
+            return None
+        keys = [self.key[b] for b in bids]
+        command = "cite" if self.style == "numbered" else "citep"
+        latex = rf"\{command}{{{','.join(keys)}}}"
+        if self.style == "numbered":
+            return "[" + ", ".join(k[3:] for k in keys) + "]", latex, keys
+        parts: list[str] = []
+        for i, bid in enumerate(bids):
+            prev = bids[i - 1] if i else None
+            name, year = self.name[bid], self.year[bid]
+            if prev and self.name[prev] == name:
+                same_year = self.year[prev][:4] == year[:4] and len(year) == 5 and len(self.year[prev]) == 5
+                parts.append("," + year[4] if same_year else ", " + year)
+            else:
+                parts.append(("; " if parts else "") + f"{name}, {year}")
+        return "(" + "".join(parts) + ")", latex, keys
+
+
+def author_name(segment: str) -> str | None:
+    """Surname (with particles) if `segment` looks like one person's name, else None."""
+    toks = segment.split()
+    if not 1 <= len(toks) <= 5 or any(ch.isdigit() for ch in segment):
+        return None
+    if not all(INITIAL.match(t) or t in PARTICLES or t[0].isupper() for t in toks):
+        return None
+    while len(toks) > 1 and INITIAL.match(toks[-1]) and not INITIAL.match(toks[0]):  # "Surname A. B."
+        toks.pop()
+    if INITIAL.match(toks[-1]) or not toks[-1][0].isupper():
+        return None
+    i = len(toks) - 1
+    while i > 0 and toks[i - 1] in PARTICLES:
+        i -= 1
+    return " ".join(toks[i:]).strip(".,")
+
+
+def author_label(raw: str) -> str | None:
+    """Natbib short name from a raw reference: `Surname`, `Surname and Other` or `Surname et al.`."""
+    s = re.sub(r"^[\W\d_]+", "", raw)
+    head = re.split(r"(?<=[^\W\d_]{2})\. |: | \(|,? \"|\. (?=(?:19|20)\d\d)", s, maxsplit=1)[0]
+    segs = [x.strip() for x in re.split(r"[,;]\s*(?:and\s+|&\s*)?|\s+and\s+|\s*&\s*", head) if x.strip()]
+    names: list[str] = []
+    etal = False
+    if len(segs) > 1 and all(INITIAL.match(t) for t in segs[1].split()):  # "Surname, I., Other, J."
+        for i in range(0, len(segs) - 1, 2):
+            name = author_name(segs[i])
+            if not name or not INITIAL.match(segs[i + 1].split()[0]):
+                break
+            names.append(name)
+    else:  # "I. Surname, J. Other" or "Given Surname, Given Other"
+        initials_only = bool(segs) and all(INITIAL.match(t) or t in PARTICLES for t in segs[0].split()[:-1])
+        for seg in segs:
+            etal = bool(re.search(r"\set al\.?$", seg))
+            name = author_name(re.sub(r"\set al\.?$", "", seg))
+            if not name or (names and initials_only and not INITIAL.match(seg.split()[0])):
+                break
+            names.append(name)
+            if etal:
+                break
+    if not names:
+        first = re.search(r"\b[A-Z][^\W\d_]+\b", head)
+        names = [first.group(0)] if first else []
+    if not names:
+        return None
+    if etal or len(names) > 2:
+        return f"{names[0]} et al."
+    return " and ".join(names)
+
+
+def render(
+    text: str, refs: Refs | None = None, figs: dict[str, int] | None = None
+) -> tuple[str, str, list[str]]:
+    """Clean marked-up text into (truth text, LaTeX, cited keys); cites are dropped when `refs` is None."""
+    text, figs = unicode_clean(text), figs if figs is not None else {}
+    truth: list[str] = []
+    latex: list[str] = []
+    keys: list[str] = []
+    pos, nformula = 0, 0
+    for m in MARKER.finditer(text):
+        truth.append(text[pos : m.start()])
+        latex.append(escape(text[pos : m.start()]))
+        pos = m.end()
+        if m.group("cites"):
+            done = refs.cite(CITE_ID.findall(m.group("cites"))) if refs else None
+            t, x, k = done if done else ("\x00", "\x00", [])
+            keys += k
+        elif m.group("kind") == "formula":
+            nformula += 1
+            t, x = f"x{nformula}", f"$x_{{{nformula}}}$"
+        else:
+            kind = m.group("kind").capitalize()
+            number = figs.setdefault(m.group(0), 1 + sum(f.startswith("{{" + m.group("kind")) for f in figs))
+            t, x = f"{kind} {number}", f"{kind}~{number}"
+        truth.append(t)
+        latex.append(x)
+    truth.append(text[pos:])
+    latex.append(escape(text[pos:]))
+
+    def tidy(s: str) -> str:
+        s = re.sub(r" *\x00(?= |[.,;:)]|$)", "", s).replace("\x00", "")
+        return re.sub(" +", " ", s).strip()
+
+    return tidy("".join(truth)), tidy("".join(latex)), keys
+
+
+def kept_paragraphs(rec: dict[str, Any], max_paragraphs: int, drop: set[int]) -> list[int]:
+    """Indices of the body paragraphs to typeset: real paragraphs of >= 8 words, not mostly formulas."""
+    kept: list[int] = []
+    for i, par in enumerate(rec["body_text"]):
+        if len(kept) >= max_paragraphs:
+            break
+        if par.get("content_type") != "paragraph" or i in drop:
+            continue
+        words = len(render(par["text"])[0].split())
+        if words >= 8 and par["text"].count("{{formula:") * 6 <= words:
+            kept.append(i)
+    return kept
+
+
+def cited_ids(rec: dict[str, Any], kept: list[int]) -> list[str]:
+    """Bib entry ids cited in the kept paragraphs, in order of first citation."""
+    ids = (b for i in kept for b in CITE_ID.findall(rec["body_text"][i]["text"]) if b in rec["bib_entries"])
+    return list(dict.fromkeys(ids))
+
+
+def build(
+    rec: dict[str, Any], layout: str, style: str, max_paragraphs: int, drop: set[int]
+) -> dict[str, Any]:
+    """Make the LaTeX source, the truth and a map from .tex line number to body paragraph index."""
+    meta = rec["metadata"]
+    kept = kept_paragraphs(rec, max_paragraphs, drop)
+    refs = Refs(rec["bib_entries"], cited_ids(rec, kept), style)
+    title, title_tex, _ = render(delatex(meta.get("title", "")))
+    authors, authors_tex, _ = render(delatex(meta.get("authors", "")))
+    abstract = rec["abstract"]["text"] if isinstance(rec["abstract"], dict) else rec["abstract"]
+    abstract, abstract_tex, _ = render(delatex(abstract or ""))
+    short = " ".join(title.split()[:6])
+    heads = (
+        rf"\fancyhf{{}}\fancyhead[L]{{{escape(short)}}}\fancyhead[R]{{{RIGHT_HEAD}}}\fancyfoot[C]{{\thepage}}"
+    )
+    natbib = "authoryear,round" if style == "authoryear" else "numbers,square"
+    lines = [
+        rf"\documentclass[10pt,a4paper{',twocolumn' if layout == '2col' else ''}]{{article}}",
+        r"\usepackage[T1]{fontenc}",
+        r"\usepackage[utf8]{inputenc}",
+        r"\usepackage{lmodern}",
+        r"\usepackage{fancyhdr}",
+        rf"\usepackage[{natbib}]{{natbib}}",
+        r"\usepackage{amsmath}",
+        rf"\usepackage[margin={'2cm' if layout == '2col' else '2.5cm'}]{{geometry}}",
+        r"\setlength{\headheight}{14pt}",
+        rf"\fancypagestyle{{plain}}{{{heads}}}",
+        rf"\pagestyle{{fancy}}{heads}",
+        rf"\title{{{title_tex}}}",
+        rf"\author{{\parbox{{0.9\textwidth}}{{\centering {authors_tex}}}}}",
+        r"\date{}",
+        r"\begin{document}",
+        r"\maketitle",
+        r"\begin{abstract}",
+        abstract_tex,
+        r"\end{abstract}",
+    ]
+    sections, footnotes, line_map = ["Abstract"], [], {}
+    paragraphs = [{"section": "Abstract", "text": abstract, "cites": []}]
+    figs: dict[str, int] = {}
+    current = None
+    for n, i in enumerate(kept, 1):
+        par = rec["body_text"][i]
+        heading, heading_tex, _ = render(par.get("section") or "Untitled")
+        if heading != current:
+            level = "subsection" if "." in str(par.get("sec_number") or "").strip(".") else "section"
+            lines += ["", rf"\{level}{{{heading_tex}}}"]
+            sections.append(heading)
+            current = heading
+        text, tex, keys = render(par["text"], refs, figs)
+        if n % 7 == 0:
+            footnotes.append(FOOTNOTE.format(n=len(footnotes) + 1))
+            tex += rf"\footnote{{{escape(footnotes[-1])}}}"
+        lines.append("")
+        line_map[len(lines) + 1] = i
+        lines.append(tex)
+        if n % 5 == 0:
+            lines.append(EQUATION)
+        paragraphs.append({"section": heading, "text": text, "cites": keys})
+    lines += ["", r"\begin{thebibliography}{99}"]
+    references = []
+    for bid in refs.order:
+        key = refs.key[bid]
+        label = f"{refs.name[bid]}({refs.year[bid]})" if style == "authoryear" else ""
+        label = escape(label).replace("et al.", "et~al.")
+        lines.append(rf"\bibitem{f'[{label}]' if label else ''}{{{key}}} {render(refs.text[bid])[1]}")
+        references.append({"key": key, "label": refs.label(bid), "text": refs.text[bid]})
+    lines += [r"\end{thebibliography}", r"\end{document}", ""]
+    truth = {"paper_id": rec["paper_id"], "layout": layout, "citation_style": style, "title": title,
+             "authors": authors, "running_heads": [short, RIGHT_HEAD], "footnotes": footnotes,
+             "display_equations": len(kept) // 5, "sections": sections, "paragraphs": paragraphs,
+             "references": references}  # fmt: skip
+    return {"tex": "\n".join(lines), "truth": truth, "line_map": line_map}
+
+
+def compile_tex(tex: str, name: str, out: Path) -> dict[str, Any]:
+    """Run pdflatex twice in a temp dir and copy the PDF to `out`; returns ok, pages, seconds or error."""
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pdfset-") as tmp:
+        (Path(tmp) / f"{name}.tex").write_text(tex, encoding="utf-8")
+        for _ in range(2):
+            cmd = ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", f"{name}.tex"]
+            try:
+                proc = subprocess.run(cmd, cwd=tmp, capture_output=True, timeout=120, check=False)
+            except subprocess.TimeoutExpired:
+                return {"ok": False, "error": "pdflatex timed out after 120 s", "line": None}
+            log = (Path(tmp) / f"{name}.log").read_text(encoding="latin-1", errors="replace")
+            if proc.returncode != 0:
+                error = next((x for x in log.splitlines() if x.startswith("!")), f"exit {proc.returncode}")
+                line = re.search(r"^l\.(\d+)", log, flags=re.M)
+                return {"ok": False, "error": error, "line": int(line.group(1)) if line else None}
+        pages = re.search(r"Output written on .*?\((\d+) pages?", log, flags=re.S)
+        (out / f"{name}.pdf").write_bytes((Path(tmp) / f"{name}.pdf").read_bytes())
+    return {"ok": True, "pages": int(pages.group(1)) if pages else 0, "seconds": time.monotonic() - start}
+
+
+def produce(rec: dict[str, Any], layout: str, style: str, args: argparse.Namespace) -> dict[str, Any] | None:
+    """Build, compile and write one paper; retry once without a paragraph that broke LaTeX."""
+    name = f"{re.sub(r'[/.]', '_', rec['paper_id'])}-{layout}-{style}"
+    drop: set[int] = set()
+    for _attempt in range(2):
+        built = build(rec, layout, style, args.max_paragraphs, drop)
+        (args.out / f"{name}.tex").write_text(built["tex"], encoding="utf-8")
+        result = compile_tex(built["tex"], name, args.out)
+        if result["ok"]:
+            truth = {"name": name, **built["truth"], "pages": result["pages"]}
+            (args.out / f"{name}.json").write_text(json.dumps(truth, ensure_ascii=False, indent=1) + "\n")
+            return {"name": name, "paper_id": rec["paper_id"], "layout": layout, "citation_style": style,
+                    "pages": result["pages"], "paragraphs": len(truth["paragraphs"]),
+                    "sections": len(truth["sections"]), "references": len(truth["references"]),
+                    "compile_seconds": round(result["seconds"], 2)}  # fmt: skip
+        print(f"{name}: LaTeX failed: {result['error']} (tex line {result['line']})", flush=True)
+        bad = built["line_map"].get(result["line"])
+        if bad is None:
+            break
+        drop.add(bad)
+    for suffix in (".tex", ".pdf", ".json"):
+        (args.out / f"{name}{suffix}").unlink(missing_ok=True)
+    return None
+
+
+def main() -> int:
+    """Select papers, typeset them in parallel, write index.json and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--unarxive", type=Path, required=True, help="directory holding papers.jsonl")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--count", type=int, default=24)
+    parser.add_argument("--max-paragraphs", type=int, default=40)
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    with (args.unarxive / "papers.jsonl").open(encoding="utf-8") as handle:
+        records = sorted((json.loads(line) for line in handle if line.strip()), key=lambda r: r["paper_id"])
+    candidates: deque[dict[str, Any]] = deque()
+    for rec in records:
+        kept = kept_paragraphs(rec, args.max_paragraphs, set())
+        n_cited, n_sections = len(cited_ids(rec, kept)), len({rec["body_text"][i]["section"] for i in kept})
+        if n_cited < 8 or n_sections < 2:
+            why = f"{n_cited} cited bib entries, {n_sections} sections in {len(kept)} paragraphs"
+            print(f"skip {rec['paper_id']}: {why}")
+        else:
+            candidates.append(rec)
+    start = time.monotonic()
+    todo = [(candidates.popleft(), COMBOS[i % 4]) for i in range(min(args.count, len(candidates)))]
+    rows: list[dict[str, Any]] = []
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        while todo:
+            done = list(pool.map(lambda job: produce(job[0], *job[1], args), todo))
+            rows += [row for row in done if row]
+            failed = [job[1] for job, row in zip(todo, done, strict=True) if not row]
+            todo = [(candidates.popleft(), combo) for combo in failed if candidates]
+    rows.sort(key=lambda r: r["paper_id"])
+    index = {
+        "source": str(args.unarxive / "papers.jsonl"),
+        "max_paragraphs": args.max_paragraphs,
+        "papers": rows,
+    }
+    (args.out / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+    cols = ["name", "layout", "citation_style", "pages", "paragraphs", "sections", "references"]
+    cols.append("compile_seconds")
+    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
+    for row in [dict(zip(cols, cols, strict=True)), *rows]:
+        print("  ".join(str(row[c]).ljust(w) for c, w in zip(cols, widths, strict=True)))
+    print(f"{len(rows)} PDFs in {args.out} ({time.monotonic() - start:.0f} s); counts include the abstract")
+    return 0 if len(rows) >= min(20, args.count) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

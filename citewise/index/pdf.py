@@ -1,0 +1,493 @@
+"""A PDF's layout read into the lines a reader follows: columns in order, furniture and notes left out.
+
+PDFium (through pypdfium2) gives every text object of a page with its box, font and size; typeset papers
+put one line of a column in one object, split where the font changes. From those this module rebuilds:
+
+- lines: objects on one baseline and next to each other (a two-column page has two lines at each height);
+  a small raised object after a word (a footnote mark) is left out;
+- reading order: per page, bands between lines that span both columns, each band's left column before its
+  right column;
+- page furniture: the top and bottom lines that repeat across pages once their digits are ignored (running
+  heads), and lone page numbers;
+- footnotes: the run of smaller-type lines that closes a column, and display equations (lines set mostly in
+  math fonts, and their "(3)" numbers);
+- what each line is: the title (the largest type at the top of the first page), a heading (bold or larger
+  type, short, no final stop; its level from its type size), the first line of a paragraph (indented, or
+  after a gap), or a reference entry's first line (flush left where the others hang).
+
+`citewise.index.loaders` turns the lines into paragraphs and sections; nothing here knows about documents.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import statistics
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+MATH_FONT = re.compile(r"Math|CMMI|CMSY|CMEX|MSAM|MSBM|Symbol|rsfs|eufm", re.IGNORECASE)
+BOLD_FONT = re.compile(r"Bold|Black|Heavy|Semibold|Demi|CMBX", re.IGNORECASE)
+EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
+HEADING_WORD = re.compile(r"(?:abstract|summary|contents|(?:\d{1,2}|[IVX]{1,4})\.?\s+[A-Z])", re.IGNORECASE)
+LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"})
+
+
+class PdfReadError(Exception):
+    """The PDF cannot be read at all; the message says why."""
+
+
+@dataclass
+class Piece:
+    """One text object: its box (PDF points, y up), text, type size and font."""
+
+    left: float
+    bottom: float
+    right: float
+    top: float
+    text: str
+    size: float
+    font: str
+    bold: bool
+
+    @property
+    def math(self) -> bool:
+        """Whether it is set in a math font."""
+        return bool(MATH_FONT.search(self.font))
+
+
+@dataclass
+class Line:
+    """A line of text as read: its pieces left to right and what the layout says it is."""
+
+    pieces: list[Piece]
+    page: int
+    column: str = "full"  # "left", "right" or "full" (spans the page's middle)
+    kind: str = "text"  # "text", "title", "heading", "equation", "furniture", "note"
+    level: int = 0  # heading level, 1 for the largest headings
+    starts: bool = False  # starts a paragraph (or a reference entry)
+    edge: float = 0.0  # the left edge of its column on its page
+    far_edge: float = 0.0  # the right edge of its column on its page
+    text: str = field(default="", init=False)
+
+    def __post_init__(self) -> None:
+        self.text = _line_text(self.pieces)
+
+    @property
+    def left(self) -> float:
+        """Its leftmost x."""
+        return min(p.left for p in self.pieces)
+
+    @property
+    def right(self) -> float:
+        """Its rightmost x."""
+        return max(p.right for p in self.pieces)
+
+    @property
+    def top(self) -> float:
+        """The top of its type."""
+        return max(p.top for p in self.pieces)
+
+    @property
+    def bottom(self) -> float:
+        """The bottom of its type."""
+        return min(p.bottom for p in self.pieces)
+
+    @property
+    def size(self) -> float:
+        """The type size most of its characters are set in."""
+        weights: Counter[float] = Counter()
+        for piece in self.pieces:
+            weights[round(piece.size, 1)] += len(piece.text.strip())
+        return weights.most_common(1)[0][0]
+
+    @property
+    def bold(self) -> bool:
+        """Whether most of its letters are bold."""
+        letters = [(p.bold, len(p.text.strip())) for p in self.pieces if not p.math]
+        return bool(letters) and sum(n for b, n in letters if b) > 0.6 * sum(n for _, n in letters)
+
+    @property
+    def math_share(self) -> float:
+        """The share of its characters set in math fonts."""
+        chars = sum(len(p.text.strip()) for p in self.pieces) or 1
+        return sum(len(p.text.strip()) for p in self.pieces if p.math) / chars
+
+
+@dataclass
+class Layout:
+    """A PDF read as lines in reading order, with its page count, metadata title and body type size."""
+
+    lines: list[Line]
+    pages: int
+    metadata_title: str
+    body_size: float
+
+
+def read_layout(path: Path, data: bytes) -> Layout:
+    """Read a PDF's lines in reading order (see the module docstring).
+
+    Raises:
+        PdfReadError: the file is not a PDF PDFium can open, or it needs a password.
+    """
+    import pypdfium2 as pdfium
+
+    try:
+        pdf = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as error:
+        if "password" in str(error).lower():
+            raise PdfReadError("encrypted PDF (needs a password)") from error
+        raise PdfReadError(f"corrupt or unreadable PDF ({error})") from error
+    try:
+        title = str(pdf.get_metadata_dict().get("Title") or "")
+        pages = []
+        for number in range(len(pdf)):
+            try:
+                pages.append(_page_lines(pdf, number))
+            except (pdfium.PdfiumError, ValueError, OSError) as error:
+                logger.warning("%s: page %d skipped: %s", path, number + 1, error)
+                pages.append([])
+        count = len(pdf)
+    finally:
+        pdf.close()
+    sizes: Counter[float] = Counter()
+    for line in (line for page in pages for line in page):
+        sizes[line.size] += len(line.text)
+    body = sizes.most_common(1)[0][0] if sizes else 10.0
+    _mark_furniture(pages)
+    ordered = [line for page in pages for line in _reading_order(page)]
+    _mark_notes_and_equations(ordered, body)
+    _mark_title(ordered, body)
+    _mark_headings(ordered, body)
+    _mark_starts(ordered, body)
+    return Layout(ordered, count, title, body)
+
+
+# --- pages into lines ----------------------------------------------------------------------------------
+
+
+def _page_lines(pdf: object, number: int) -> list[Line]:
+    import pypdfium2.raw as raw
+
+    page = pdf[number]  # type: ignore[index]
+    textpage = page.get_textpage()
+    pieces = []
+    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_TEXT], textpage=textpage):
+        text = obj.extract().translate(LIGATURES).replace("\x02", "-")  # PDFium marks a line-end hyphen
+        if not text.strip():
+            continue
+        left, _, right, _ = obj.get_bounds()
+        matrix = obj.get_matrix().get()
+        size = obj.get_font_size() * (abs(matrix[0]) or abs(matrix[1]) or 1.0)
+        # the height of the type, from the baseline, not the glyphs' own box: an "x" or a "." is as tall as
+        # the line they stand in, and a subscript's baseline sits just below it
+        bottom, top = matrix[5] - 0.25 * size, matrix[5] + 0.75 * size
+        font = obj.get_font()
+        name = font.get_base_name() or ""
+        bold = bool(BOLD_FONT.search(name)) or font.get_weight() >= 600
+        pieces.append(Piece(left, bottom, right, top, text, round(size, 1), name, bold))
+    return _group_lines(pieces, number)
+
+
+def _group_lines(pieces: list[Piece], page: int) -> list[Line]:
+    """Pieces on one baseline (sub- and superscripts too) and next to each other, as lines.
+
+    Small raised marks after a word (footnote marks) are dropped.
+    """
+    if not pieces:
+        return []
+    lines: list[list[Piece]] = []
+    buckets: dict[int, list[list[Piece]]] = {}
+    for piece in sorted(pieces, key=lambda p: p.left):  # left to right: a line grows at its right end
+        _place(lines, buckets, piece)
+    out = []
+    for pieces_of_line in lines:
+        main = max(pieces_of_line, key=lambda p: len(p.text))
+        kept = [p for p in pieces_of_line if p is main or not _footnote_mark(pieces_of_line, main, p)]
+        out.append(Line(sorted(kept, key=lambda p: p.left), page))
+    return [line for line in out if line.text.strip()]
+
+
+def _place(lines: list[list[Piece]], buckets: dict[int, list[list[Piece]]], piece: Piece) -> None:
+    """Add a piece to the line it overlaps most, or start a line when none is on its baseline beside it."""
+    best, most = None, 0.0
+    centre = int((piece.top + piece.bottom) / 2 // 4)
+    for line in (line for key in range(centre - 3, centre + 4) for line in buckets.get(key, ())):
+        overlap = min(_top(line), piece.top) - max(_bottom(line), piece.bottom)
+        size = min(piece.size, max(p.size for p in line))
+        if overlap >= 0.5 * min(_height(line), piece.top - piece.bottom) and _gap(line, piece) < 0.8 * size:
+            if overlap > most:
+                best, most = line, overlap
+    if best is None:
+        best = [piece]
+        lines.append(best)
+        buckets.setdefault(centre, []).append(best)
+    else:
+        best.append(piece)
+
+
+def _top(line: list[Piece]) -> float:
+    return max(p.top for p in line)
+
+
+def _bottom(line: list[Piece]) -> float:
+    return min(p.bottom for p in line)
+
+
+def _height(line: list[Piece]) -> float:
+    return _top(line) - _bottom(line)
+
+
+def _gap(line: list[Piece], piece: Piece) -> float:
+    """Horizontal distance between a line and a piece (negative when they overlap).
+
+    A column gutter is wider than a word space, so a gap under 0.8 em keeps a line within its column.
+    """
+    return max(piece.left - max(p.right for p in line), min(p.left for p in line) - piece.right)
+
+
+def _footnote_mark(line: list[Piece], main: Piece, piece: Piece) -> bool:
+    """A small raised digit or symbol after text: a footnote mark, not a word of the line."""
+    return (
+        piece.size < 0.8 * main.size
+        and piece.bottom > main.bottom + 0.25 * (main.top - main.bottom)
+        and len(piece.text.strip()) <= 3
+        and not piece.math
+        and not any(p.math for p in line if abs(p.right - piece.left) < 1)
+        and bool(re.fullmatch(r"[\d*\u2020\u2021\u00a7\u00b6,]+", piece.text.strip()))
+    )
+
+
+def _line_text(pieces: list[Piece]) -> str:
+    text = ""
+    size = max((p.size for p in pieces), default=10.0)
+    for piece in pieces:
+        part = piece.text.strip()
+        if text and (piece.left - _previous_right(pieces, piece) > 0.2 * size or text[-1] in ",;:."):
+            text += " "
+        text += part
+    return " ".join(text.split())
+
+
+def _previous_right(pieces: list[Piece], piece: Piece) -> float:
+    index = pieces.index(piece)
+    return pieces[index - 1].right if index else piece.left
+
+
+# --- reading order -------------------------------------------------------------------------------------
+
+
+def _reading_order(lines: list[Line]) -> list[Line]:
+    """Bands between full-width lines; in each band the left column, then the right one."""
+    body = [line for line in lines if line.kind != "furniture"]
+    if not body:
+        return lines
+    left_edge, right_edge = min(line.left for line in body), max(line.right for line in body)
+    middle, slack = (left_edge + right_edge) / 2, 0.02 * (right_edge - left_edge)
+    for line in body:
+        if line.right < middle + slack:
+            line.column = "left"
+        elif line.left > middle - slack:
+            line.column = "right"
+    sides = Counter(line.column for line in body)
+    two_columns = min(sides["left"], sides["right"]) >= max(3, 0.2 * len(body))
+    if not two_columns:
+        for line in lines:
+            line.column = "full"
+    ordered: list[Line] = []
+    band: list[Line] = []
+    for line in sorted(lines, key=lambda line: -line.top):
+        if two_columns and line.column == "full" and line.kind != "furniture":
+            ordered.extend(_band(band))
+            band = []
+            ordered.append(line)
+        else:
+            band.append(line)
+    ordered.extend(_band(band) if two_columns else band)
+    for column in ("left", "right", "full"):
+        edges = [line.left for line in ordered if line.column == column and line.kind != "furniture"]
+        edge = statistics.median_low(edges) if edges else 0.0
+        if edges:
+            edge = min((e for e in edges if e >= edge - 1.0), default=edge)
+        rights = [line.right for line in ordered if line.column == column and line.kind != "furniture"]
+        for line in ordered:
+            if line.column == column:
+                line.edge, line.far_edge = edge, max(rights, default=line.right)
+    return ordered
+
+
+def _band(lines: list[Line]) -> list[Line]:
+    furniture = [line for line in lines if line.kind == "furniture"]
+    left = [line for line in lines if line.column != "right" and line.kind != "furniture"]
+    right = [line for line in lines if line.column == "right" and line.kind != "furniture"]
+    return [*left, *right, *furniture]
+
+
+def _mark_furniture(pages: list[list[Line]]) -> None:
+    """Running heads (top or bottom lines repeated across pages, digits aside) and lone page numbers."""
+
+    def shape(line: Line) -> str:
+        return re.sub(r"\d+", "#", line.text.lower())
+
+    ends: list[list[Line]] = []
+    for lines in pages:
+        by_height = sorted(lines, key=lambda line: -line.top)
+        ends.append([*by_height[:2], *by_height[-2:]] if len(by_height) > 4 else by_height)
+        if len(by_height) > 4:
+            # a line set apart by a margin's gap, in body type or smaller: a head or foot even on one page
+            head, foot = by_height[0], by_height[-1]
+            size = statistics.median(line.size for line in by_height)
+            if head.bottom - by_height[1].top > 2.5 * size and head.size <= 1.05 * size:
+                head.kind = "furniture"
+            if by_height[-2].bottom - foot.top > 2.5 * size and len(foot.text.split()) <= 8:
+                foot.kind = "furniture"
+    counts = Counter(s for end in ends for s in {shape(line) for line in end})
+    repeated = max(2, round(0.4 * len(pages)))
+    for end in ends:
+        for line in end:
+            page_number = re.fullmatch(r"(?:page\s*)?[\divxlc]{1,5}(?:\s*(?:of|/)\s*\d+)?", line.text, re.I)
+            if page_number or (len(pages) >= 2 and counts[shape(line)] >= repeated):
+                line.kind = "furniture"
+
+
+def _mark_notes_and_equations(lines: list[Line], body: float) -> None:
+    """Display equations and their numbers, then footnotes."""
+    numbers = []
+    for line in lines:
+        if line.kind != "text":
+            continue
+        words = re.findall(r"[^\W\d_]{3,}", "".join(p.text for p in line.pieces if not p.math))
+        if EQUATION_NUMBER.match(line.text):
+            line.kind = "equation"
+            numbers.append(line)
+        elif line.math_share >= 0.3 and len(words) <= 2 or not re.search(r"\w", line.text):
+            line.kind = "equation"
+        elif line.size < 0.8 * body and len(line.text) <= 3:
+            line.kind = "equation"  # a sub- or superscript of a display standing on its own
+    # a numbered display set in text fonts: the lines beside its number, and centred lines stacked on them
+    for number in numbers:
+        for index, line in enumerate(lines):
+            beside = _same_column(line, number) and min(line.top, number.top) > max(
+                line.bottom, number.bottom
+            )
+            if line.kind == "text" and beside:
+                line.kind = "equation"
+                _stacked(lines, index, body)
+    _mark_notes(lines, body)
+
+
+def _mark_notes(lines: list[Line], body: float) -> None:
+    """Footnotes: the run of smaller-type lines, set off by a gap, that closes a column."""
+    index = 0
+    while index < len(lines):
+        end = index
+        while end + 1 < len(lines) and (lines[end + 1].page, lines[end + 1].column) == (
+            lines[index].page,
+            lines[index].column,
+        ):
+            end += 1
+        segment = [line for line in lines[index : end + 1] if line.kind == "text"]
+        run = len(segment)
+        while run > 0 and segment[run - 1].size < 0.9 * body:
+            run -= 1
+        if 0 < run < len(segment):
+            gap = segment[run - 1].bottom - segment[run].top
+            if gap > 0.3 * body:
+                for line in segment[run:]:
+                    line.kind = "note"
+        index = end + 1
+
+
+def _stacked(lines: list[Line], index: int, body: float) -> None:
+    """Mark centred lines right above and below an equation line (fraction parts) as equation lines."""
+    for step in (-1, 1):
+        at, near = index + step, lines[index]
+        while 0 <= at < len(lines):
+            line = lines[at]
+            close = line.page == near.page and abs(line.bottom - near.bottom) < 1.6 * body
+            centred = line.left - line.edge > 2 * body and line.far_edge - line.right > 2 * body
+            if line.kind not in ("text", "equation") or not close or line.kind == "text" and not centred:
+                break
+            line.kind, near, at = "equation", line, at + step
+
+
+def _mark_title(lines: list[Line], body: float) -> None:
+    """The largest type at the top of the first page, before any body text; what else stands there."""
+    first = [line for line in lines if line.page == lines[0].page and line.kind == "text"] if lines else []
+    head = []
+    for line in first:
+        if line.size <= 1.05 * body or HEADING_WORD.match(line.text):
+            break
+        head.append(line)
+    if not head:
+        return
+    largest = max(line.size for line in head)
+    for line in head:
+        line.kind = "title" if line.size == largest else "furniture"  # authors, dates: not the body
+
+
+def _mark_headings(lines: list[Line], body: float) -> None:
+    candidates = [
+        line
+        for line in lines
+        if line.kind == "text"
+        and (line.bold or line.size >= 1.1 * body)
+        and line.size >= 0.85 * body
+        and len(line.text.split()) <= 14
+        and re.search(r"[^\W\d_]", line.text)
+        and not line.text.rstrip().endswith((".", ",", ";"))
+    ]
+    sizes = sorted({line.size for line in candidates}, reverse=True)
+    for line in candidates:
+        line.kind = "heading"
+        line.level = sizes.index(line.size) + 1 + (0 if line.bold else 0)
+
+
+def _mark_starts(lines: list[Line], body: float) -> None:
+    """Which text lines start a paragraph: indented, or after a gap, a heading or a display."""
+    text = [line for line in lines if line.kind == "text"]
+    pitches = [
+        a.bottom - b.bottom
+        for a, b in zip(text, text[1:], strict=False)
+        if a.page == b.page and a.column == b.column and 0 < a.bottom - b.bottom < 3 * body
+    ]
+    pitch = statistics.median(pitches) if pitches else 1.2 * body
+    previous: Line | None = None
+    after_display = False
+    for index, line in enumerate(lines):
+        if line.kind != "text":
+            if line.kind in ("heading", "title"):
+                previous = None
+            after_display = after_display or line.kind == "equation"
+            continue
+        following = lines[index + 1] if index + 1 < len(lines) else None
+        indented = False
+        if following is not None and following.kind == "text" and _same_column(following, line):
+            indented = (
+                0.6 * body <= line.left - following.left <= 8 * body
+            )  # the lines after it start left of it
+        if previous is not None and _same_column(previous, line):
+            indented = indented or 0.6 * body <= line.left - previous.left <= 8 * body
+        elif not indented:
+            indented = 0.6 * body <= line.left - line.edge <= 8 * body
+        same_column = previous is not None and (previous.page, previous.column) == (line.page, line.column)
+        if previous is None:
+            line.starts = True
+        elif same_column and not after_display:
+            line.starts = indented or previous.bottom - line.bottom > 1.6 * pitch
+        else:
+            line.starts = indented  # a paragraph goes on after a display and into the next column
+        previous, after_display = line, False
+
+
+def _same_column(one: Line, other: Line) -> bool:
+    return (one.page, one.column) == (other.page, other.column)
+
+
+def iter_text(lines: list[Line]) -> Iterator[Line]:
+    """The lines that carry the body's words (not furniture, notes or equations)."""
+    return (line for line in lines if line.kind in ("text", "heading", "title"))

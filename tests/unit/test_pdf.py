@@ -1,0 +1,112 @@
+"""Typeset papers read as their authors wrote them: columns in order, headings as sections, no running heads,
+page numbers, footnotes or display equations in the text, words broken over lines made whole, and a
+bibliography linked to the citations. The PDFs are made by pdflatex from the sources beside them
+(tests/data/pdf, `make`): one two-column paper with numbered citations, one single-column with author-year.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from citewise.index import pdf
+from citewise.index.loaders import LoadError, load_path
+
+PAPERS = Path(__file__).parent.parent / "data" / "pdf"
+FURNITURE = (
+    "citewise test papers",
+    "Footnote text",
+    "Tidal heating of rocky planets",
+    "Citations for retrieval",
+)
+
+
+def read(name: str):
+    (document,) = load_path(PAPERS / name)
+    return document
+
+
+def test_two_columns_numbered_citations() -> None:
+    document = read("tidal.pdf")
+    assert document.title == "Tidal heating of rocky exoplanets around small stars"
+    assert document.metadata == {"pages": 1}
+    sections = [(p.section, p.text.split()[0]) for p in document.paragraphs]
+    assert sections == [
+        ("Abstract", "We"),
+        ("1 Introduction", "Rocky"),
+        ("1 Introduction", "Tidal"),
+        ("1 Introduction", "The"),
+        ("1 Introduction > 1.1 Models and assumptions", "The"),
+        ("1 Introduction > 1.1 Models and assumptions", "The"),
+        ("2 Results", "For"),
+        ("2 Results", "Characteristically,"),
+        ("2 Results", "Older"),
+        ("3 Conclusions", "Tidal"),
+    ]
+    text = " ".join(p.text for p in document.paragraphs)
+    assert not any(furniture in text for furniture in FURNITURE)
+    # the display equation is left out; the sentence after it is its own paragraph
+    assert "21" not in text and document.paragraphs[3].text.startswith("The equation above gives")
+    # words the typesetter broke over lines are whole again
+    assert "eccentricity" in document.paragraphs[2].text and "Characteristically" in text
+    assert document.paragraphs[1].text.endswith("dissipates heat in its mantle.")
+    assert [p.citations for p in document.paragraphs[1:3]] == [("1", "2"), ("3",)]
+    assert {key: entry.text.split(".")[0] for key, entry in document.bibliography.items()} == {
+        "1": "J",
+        "2": "L",
+        "3": "M",
+    }
+    assert document.bibliography["3"].text == (
+        "M. Rossi, P. Dupont, and Q. Lee. Rigidity of hot mantles and the tidal response of rocky planets. "
+        "Icarus, 300:100\u2013110, 2019."
+    )
+
+
+def test_one_column_author_year_citations() -> None:
+    document = read("retrieval.pdf")
+    assert document.title == "Citations as evidence in retrieval-augmented question answering"
+    assert document.metadata == {"pages": 2}
+    assert [p.section for p in document.paragraphs] == [
+        "Abstract", "1 Background", "1 Background", "2 Method", "2 Method", "3 Results", "4 Discussion",
+    ]  # fmt: skip
+    abstract = document.paragraphs[0].text
+    assert abstract.startswith("Answers generated") and abstract.endswith("how often those links hold.")
+    text = " ".join(p.text for p in document.paragraphs)
+    assert not any(furniture in text for furniture in FURNITURE)
+    assert "precision =" not in text and "(1)" not in text
+    # the paragraph goes on after the page break, without the page number or the footnote at its foot
+    assert document.paragraphs[1].text.endswith("the cited passage supports the sentence it follows.")
+    assert [p.citations for p in document.paragraphs] == [
+        (), ("lewis2020",), ("gao2023",), (), ("lewis2020", "gao2023"), ("brown2021",), (),
+    ]  # fmt: skip
+    assert list(document.bibliography) == ["brown2021", "gao2023", "lewis2020"]
+    assert document.bibliography["gao2023"].text == (
+        "T. Gao, H. Yen, J. Yu, and D. Chen. Enabling large language models to generate text with citations. "
+        "In Proceedings of EMNLP, 2023."
+    )
+
+
+def test_a_damaged_page_is_skipped_with_a_warning(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    read_page = pdf._page_lines
+
+    def damaged(document: object, number: int) -> list[pdf.Line]:
+        if number == 1:
+            raise ValueError("broken content stream")
+        return read_page(document, number)
+
+    monkeypatch.setattr(pdf, "_page_lines", damaged)
+    with caplog.at_level(logging.WARNING):
+        document = read("retrieval.pdf")
+    assert "page 2 skipped: broken content stream" in caplog.text
+    assert document.paragraphs[1].section == "1 Background" and "4 Discussion" not in {
+        p.section for p in document.paragraphs
+    }
+
+
+def test_not_a_pdf_and_a_pdf_without_text(tmp_path: Path) -> None:
+    fake = tmp_path / "notes.pdf"
+    fake.write_text("plain text with a .pdf name")
+    with pytest.raises(LoadError, match="corrupt or unreadable PDF"):
+        load_path(fake)
