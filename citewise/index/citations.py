@@ -97,10 +97,10 @@ def find_markers(text: str) -> list[Marker]:
     """Return the citation markers in `text`, in order of appearance, without overlaps.
 
     Numeric markers are bracketed numbers, lists and ranges ("[3]", "[3, 9]", "[2-5]", "[1,3-4]"); a
-    bracket right after an identifier character ("x[0]") or holding a number above
-    `MAX_CITATION_NUMBER` ("[2021]") is not a citation. Author-year markers are parenthetical
-    ("(Lee et al., 2021)", "(Lee & Kim 2020; Park, 2019a)") or narrative ("Lee et al. (2021)"); their
-    keys are the lower-cased first surname, without accents or punctuation, followed by the year.
+    bracket right after an identifier ("x[0]", "item_2[1]"; a word of prose may carry one: "pathology[1]")
+    or holding a number above `MAX_CITATION_NUMBER` ("[2021]") is not a citation. Author-year markers are
+    parenthetical ("(Lee et al., 2021)", "(Lee & Kim 2020; Park, 2019a)") or narrative ("Lee et al.
+    (2021)"); their keys are the lower-cased first surname, without accents or punctuation, and the year.
     """
     found = [*_numeric_markers(text), *_bracketed_author_year(text), *_narrative_markers(text)]
     found.sort(key=lambda marker: (marker.start, -marker.end))
@@ -198,11 +198,21 @@ def is_reference_heading(text: str) -> bool:
 
 def _numeric_markers(text: str) -> Iterable[Marker]:
     for match in _NUMERIC.finditer(text):
-        if match.start() > 0 and _is_identifier_char(text[match.start() - 1]):
+        if (
+            match.start() > 0
+            and _is_identifier_char(text[match.start() - 1])
+            and not _after_word(text, match.start())
+        ):
             continue
         keys = _expand_numbers(match.group(1))
         if keys:
             yield Marker(match.start(), match.end(), match.group(0), "numeric", keys)
+
+
+def _after_word(text: str, start: int) -> bool:
+    """Whether a bracket is glued to a word of prose ("pathology[1]", "Lee's[8]"), not to code ("x[0]")."""
+    word = re.search(r"[\w']+$", text[:start])
+    return word is not None and bool(re.fullmatch(r"[A-Za-z][a-z']{2,}", word.group(0)))
 
 
 def _expand_numbers(body: str) -> tuple[str, ...]:
@@ -252,6 +262,12 @@ def _fold(text: str) -> str:
     """Lower-case ASCII letters only: "Müller-Lüdenscheidt" -> "mullerludenscheidt"."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
     return re.sub(r"[^a-z]", "", ascii_text.lower())
+
+
+def _first_author_words(entry: str) -> set[str]:
+    """The folded words of an entry's first author: the text before its first comma, "and" or year."""
+    head = re.split(rf",|\s(?:and|&)\s|{_YEAR}", entry, maxsplit=1)[0]
+    return {_fold(word) for word in head.split()[:5] if len(_fold(word)) > 1}
 
 
 # --- reference list ------------------------------------------------------------------------------------
@@ -373,6 +389,9 @@ class _Resolver:
     def __init__(self, bibliography: dict[str, BibEntry]) -> None:
         self.bibliography = bibliography
         self.folded = [(key, _fold(entry.text[:80]), entry.text) for key, entry in bibliography.items()]
+        # the surnames of each entry's first author ("Elad Amrani, Rami Ben-Ari, ..." -> amrani; "Smith, J."
+        # -> smith): entries that give first names first start with a first name
+        self.first_author = {key: _first_author_words(entry.text) for key, entry in bibliography.items()}
 
     def resolve(self, key: str, kind: str) -> str | None:
         if key in self.bibliography:
@@ -384,6 +403,8 @@ class _Resolver:
             return None
         surname, year, letter = match.groups()
         candidates = [k for k, folded, text in self.folded if folded.startswith(surname) and year in text]
+        if not candidates:
+            candidates = [k for k, _, text in self.folded if surname in self.first_author[k] and year in text]
         exact = [k for k in candidates if f"{year}{letter}" in self.bibliography[k].text] if letter else []
         chosen = exact or candidates
         return chosen[0] if chosen else None

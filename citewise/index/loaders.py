@@ -23,7 +23,7 @@ from typing import Any
 
 from citewise.index.citations import is_reference_heading, link_citations, split_references
 from citewise.index.document import BibEntry, Document, LoadError, Paragraph
-from citewise.index.pdf import Layout, iter_text
+from citewise.index.pdf import Layout, Line, iter_text
 
 logger = logging.getLogger(__name__)
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about odd PDFs are not the user's concern
@@ -447,7 +447,8 @@ def _layout_paragraphs(layout: Layout) -> tuple[str, list[Paragraph]]:
     junk = re.search(r"\.(?:docx?|pdf|tex|dvi)$|^(?:untitled|title)$", layout.metadata_title, re.IGNORECASE)
     title = _collapse(layout.metadata_title) if layout.metadata_title.strip() and not junk else title
     sections = _SectionPath()
-    section, text, references, hanging, paragraphs = "", "", False, False, []
+    section, text, references, paragraphs = "", "", False, []
+    flush_left: dict[tuple[int, str], float] = {}  # where reference entries start, per page column
 
     def flush() -> None:
         nonlocal text
@@ -463,12 +464,16 @@ def _layout_paragraphs(layout: Layout) -> tuple[str, list[Paragraph]]:
             flush()
             section = sections.enter(line.level, line.text)
             references = is_reference_heading(line.text)
-            # entries that hang (later lines indented) start where a line is flush left
-            after = itertools.takewhile(lambda n: n.kind == "text", lines[index + 1 :])
-            hanging = references and any(n.left - n.edge > 0.3 * layout.body_size for n in after)
+            if references:
+                # entries that hang (their later lines indented) start where a line is flush left
+                flush_left = _hanging_entries(
+                    list(itertools.takewhile(lambda n: n.kind == "text", lines[index + 1 :])),
+                    layout.body_size,
+                )
             continue
+        hanging = references and (line.page, line.column) in flush_left
         if references:
-            starts = line.left - line.edge <= 0.3 * layout.body_size if hanging else False
+            starts = hanging and line.left - flush_left[line.page, line.column] <= 0.3 * layout.body_size
         else:
             starts = line.starts
         if starts:
@@ -476,6 +481,18 @@ def _layout_paragraphs(layout: Layout) -> tuple[str, list[Paragraph]]:
         text = _joined(text, line.text, "\n" if references and not hanging else " ")
     flush()
     return title, paragraphs
+
+
+def _hanging_entries(lines: list[Line], body_size: float) -> dict[tuple[int, str], float]:
+    """The x where entries start, for each page column of a reference list whose entries hang."""
+    columns: dict[tuple[int, str], list[float]] = {}
+    for line in lines:
+        columns.setdefault((line.page, line.column), []).append(line.left)
+    return {
+        key: min(lefts)
+        for key, lefts in columns.items()
+        if any(left - min(lefts) > 0.3 * body_size for left in lefts)
+    }
 
 
 def _joined(text: str, line: str, separator: str) -> str:

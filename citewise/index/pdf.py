@@ -20,6 +20,7 @@ put one line of a column in one object, split where the font changes. From those
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import statistics
@@ -163,7 +164,9 @@ def read_layout(path: Path, data: bytes) -> Layout:
     _mark_notes_and_equations(ordered, body)
     _mark_title(ordered, body)
     _mark_headings(ordered, body)
+    ordered = _join_wrapped_headings(ordered)
     _mark_starts(ordered, body)
+    ordered = _split_run_in_headings(ordered)
     return Layout(ordered, count, title, body)
 
 
@@ -439,12 +442,33 @@ def _mark_headings(lines: list[Line], body: float) -> None:
         and line.size >= 0.85 * body
         and len(line.text.split()) <= 14
         and re.search(r"[^\W\d_]", line.text)
-        and not line.text.rstrip().endswith((".", ",", ";"))
+        and not line.text.endswith((",", ";"))
+        and not (line.text.endswith(".") and line.size < 1.1 * body)  # a bold sentence is no heading
     ]
     sizes = sorted({line.size for line in candidates}, reverse=True)
     for line in candidates:
         line.kind = "heading"
         line.level = sizes.index(line.size) + 1 + (0 if line.bold else 0)
+
+
+def _join_wrapped_headings(lines: list[Line]) -> list[Line]:
+    """A heading set on two or more lines (same type, right under each other) as one line."""
+    out: list[Line] = []
+    for line in lines:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and line.kind == last.kind == "heading"
+            and _same_column(line, last)
+            and (line.size, line.bold) == (last.size, last.bold)
+            and 0 <= last.bottom - line.top < 0.6 * line.size
+        ):
+            last.pieces = [*last.pieces, *line.pieces]
+            broken = last.text.endswith("-") and line.text[:1].islower()
+            last.text = f"{last.text[:-1]}{line.text}" if broken else f"{last.text} {line.text}"
+            continue
+        out.append(line)
+    return out
 
 
 def _mark_starts(lines: list[Line], body: float) -> None:
@@ -482,6 +506,38 @@ def _mark_starts(lines: list[Line], body: float) -> None:
         else:
             line.starts = indented  # a paragraph goes on after a display and into the next column
         previous, after_display = line, False
+
+
+def _split_run_in_headings(lines: list[Line]) -> list[Line]:
+    """A paragraph opening with a bold phrase ending in a stop ("Data. We use ...") as heading and paragraph.
+
+    The heading is of the lowest level, under every heading set on a line of its own.
+    """
+    level = 1 + max((line.level for line in lines if line.kind == "heading"), default=0)
+    out: list[Line] = []
+    for line in lines:
+        bold = list(itertools.takewhile(lambda p: p.bold and not p.math, line.pieces))
+        rest = line.pieces[len(bold) :]
+        phrase = _line_text(bold)
+        if (
+            line.kind == "text"
+            and line.starts
+            and bold
+            and rest
+            and re.search(r"[^\W\d_]{2}", phrase)
+            and phrase.endswith((".", ":"))
+            and len(phrase.split()) <= 10
+        ):
+            heading = Line(
+                bold, line.page, line.column, "heading", level, edge=line.edge, far_edge=line.far_edge
+            )
+            body = Line(
+                rest, line.page, line.column, "text", starts=True, edge=line.edge, far_edge=line.far_edge
+            )
+            out.extend([heading, body])
+        else:
+            out.append(line)
+    return out
 
 
 def _same_column(one: Line, other: Line) -> bool:

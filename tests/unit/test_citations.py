@@ -242,6 +242,29 @@ def test_link_author_year_by_key_and_by_surname_and_year() -> None:
     assert linked.citations == ("lee2021", "7", "8")
 
 
+def test_link_author_year_when_entries_give_first_names_first() -> None:
+    # ACL-style lists: "Elad Amrani, Rami Ben-Ari, ... 2021." cited as (Amrani et al., 2021)
+    bibliography = {
+        "elad2021": BibEntry("elad2021", "Elad Amrani, Rami Ben-Ari, and Alex Bronstein. 2021. Noise."),
+        "yuki2020b": BibEntry("yuki2020b", "Yuki M. Asano and Andrea Vedaldi. 2020b. Self-labelling."),
+        "max2021": BibEntry("max2021", "Max Bain and Andrea Vedaldi. 2021. Frozen in time."),
+    }
+    (linked,) = link_citations(
+        [Paragraph("Noise (Amrani et al., 2021); labels (Asano and Vedaldi, 2020b); not (Vedaldi, 2021).")],
+        bibliography,
+    )
+    assert linked.citations == ("elad2021", "yuki2020b")  # Vedaldi is no first author
+
+
+def test_numeric_markers_glued_to_a_word_of_prose_but_not_to_code() -> None:
+    bibliography = {key: BibEntry(key, f"entry {key}") for key in ("1", "2", "8")}
+    (linked,) = link_citations(
+        [Paragraph("A pathology[1], Lee's[8] study and emerging work[2]; not x[1], item_2[2] or arr2[8].")],
+        bibliography,
+    )
+    assert linked.citations == ("1", "8", "2")
+
+
 def test_link_citations_replaces_existing_citations() -> None:
     (linked,) = link_citations([Paragraph("Nothing cited.", "", ("old",))], {"old": BibEntry("old", "x")})
     assert linked.citations == ()
