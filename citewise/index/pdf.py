@@ -296,8 +296,11 @@ def _reading_order(lines: list[Line]) -> list[Line]:
             line.column = "left"
         elif line.left > middle - slack:
             line.column = "right"
-    sides = Counter(line.column for line in body)
-    two_columns = min(sides["left"], sides["right"]) >= max(3, 0.2 * len(body))
+    # two columns when most lines of some length sit in one half or the other (display fragments and the
+    # short last lines of paragraphs do not make a column)
+    long = [line for line in body if line.right - line.left >= 0.35 * (right_edge - left_edge)]
+    sides = Counter(line.column for line in long)
+    two_columns = min(sides["left"], sides["right"]) >= 3 and sides["left"] + sides["right"] > 0.5 * len(long)
     if not two_columns:
         for line in lines:
             line.column = "full"
@@ -312,11 +315,15 @@ def _reading_order(lines: list[Line]) -> list[Line]:
             band.append(line)
     ordered.extend(_band(band) if two_columns else band)
     for column in ("left", "right", "full"):
-        edges = [line.left for line in ordered if line.column == column and line.kind != "furniture"]
-        edge = statistics.median_low(edges) if edges else 0.0
-        if edges:
-            edge = min((e for e in edges if e >= edge - 1.0), default=edge)
-        rights = [line.right for line in ordered if line.column == column and line.kind != "furniture"]
+        lines_of_column = [line for line in ordered if line.column == column and line.kind != "furniture"]
+        rights = [line.right for line in lines_of_column]
+        # the column's left edge: where its long lines start, the leftmost x shared by two of them
+        widest = max((line.right - line.left for line in lines_of_column), default=0.0)
+        starts = Counter(
+            round(line.left) for line in lines_of_column if line.right - line.left > 0.7 * widest
+        )
+        shared = [x for x, count in starts.items() if count >= 2]
+        edge = float(min(shared)) if shared else min((line.left for line in lines_of_column), default=0.0)
         for line in ordered:
             if line.column == column:
                 line.edge, line.far_edge = edge, max(rights, default=line.right)
@@ -340,8 +347,8 @@ def _mark_furniture(pages: list[list[Line]]) -> None:
     for lines in pages:
         by_height = sorted(lines, key=lambda line: -line.top)
         ends.append([*by_height[:2], *by_height[-2:]] if len(by_height) > 4 else by_height)
-        if len(by_height) > 4:
-            # a line set apart by a margin's gap, in body type or smaller: a head or foot even on one page
+        if sum(bool(page) for page in pages) == 1 and len(by_height) > 4:
+            # nothing repeats on one page: a line set apart by a margin's gap, in body type or smaller
             head, foot = by_height[0], by_height[-1]
             size = statistics.median(line.size for line in by_height)
             if head.bottom - by_height[1].top > 2.5 * size and head.size <= 1.05 * size:
@@ -491,13 +498,15 @@ def _mark_starts(lines: list[Line], body: float) -> None:
         following = lines[index + 1] if index + 1 < len(lines) else None
         indented = False
         if following is not None and following.kind == "text" and _same_column(following, line):
-            indented = (
-                0.6 * body <= line.left - following.left <= 8 * body
-            )  # the lines after it start left of it
+            # the lines after it start left of it
+            indented = 0.6 * body <= line.left - following.left <= 8 * body
+        from_edge = 0.6 * body <= line.left - line.edge <= 8 * body
         if previous is not None and _same_column(previous, line):
             indented = indented or 0.6 * body <= line.left - previous.left <= 8 * body
+            # after a short line (the end of a paragraph), a line indented from the edge starts one
+            indented = indented or from_edge and previous.right < line.far_edge - 3 * body
         elif not indented:
-            indented = 0.6 * body <= line.left - line.edge <= 8 * body
+            indented = from_edge
         same_column = previous is not None and (previous.page, previous.column) == (line.page, line.column)
         if previous is None:
             line.starts = True
