@@ -35,6 +35,7 @@ MATH_FONT = re.compile(r"Math|CMMI|CMSY|CMEX|MSAM|MSBM|Symbol|rsfs|eufm", re.IGN
 BOLD_FONT = re.compile(r"Bold|Black|Heavy|Semibold|Demi|CMBX", re.IGNORECASE)
 EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 HEADING_WORD = re.compile(r"(?:abstract|summary|contents|(?:\d{1,2}|[IVX]{1,4})\.?\s+[A-Z])", re.IGNORECASE)
+NUMBERED = re.compile(r"(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s")
 LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"})
 
 
@@ -441,6 +442,7 @@ def _mark_title(lines: list[Line], body: float) -> None:
 
 
 def _mark_headings(lines: list[Line], body: float) -> None:
+    """Headings: short lines in bold or larger type that read like a title; levels by type size."""
     candidates = [
         line
         for line in lines
@@ -450,12 +452,31 @@ def _mark_headings(lines: list[Line], body: float) -> None:
         and len(line.text.split()) <= 14
         and re.search(r"[^\W\d_]", line.text)
         and not line.text.endswith((",", ";"))
-        and not (line.text.endswith(".") and line.size < 1.1 * body)  # a bold sentence is no heading
+        # a bold sentence, or a bold line filling its column, is emphasis in a paragraph
+        and not (line.size < 1.1 * body and (line.text.endswith(".") or _fills_column(line)))
     ]
+    considered, chosen = {id(line) for line in candidates}, set()
+    for index, line in enumerate(lines):
+        if id(line) not in considered:
+            continue
+        above = lines[index - 1] if index else None
+        # a line starting in lower case only goes on from a heading right above it, in the same type
+        goes_on = (
+            above is not None and id(above) in chosen and (above.size, above.bold) == (line.size, line.bold)
+        )
+        if not line.text[:1].islower() or goes_on:
+            chosen.add(id(line))
+    candidates = [line for line in candidates if id(line) in chosen]
     sizes = sorted({line.size for line in candidates}, reverse=True)
     for line in candidates:
         line.kind = "heading"
-        line.level = sizes.index(line.size) + 1 + (0 if line.bold else 0)
+        line.level = sizes.index(line.size) + 1
+
+
+def _fills_column(line: Line) -> bool:
+    """Whether an unnumbered line runs the width of its column (a heading that wraps is numbered)."""
+    width = line.far_edge - line.edge
+    return width > 0 and line.right - line.left > 0.9 * width and not NUMBERED.match(line.text)
 
 
 def _join_wrapped_headings(lines: list[Line]) -> list[Line]:
@@ -469,6 +490,7 @@ def _join_wrapped_headings(lines: list[Line]) -> list[Line]:
             and _same_column(line, last)
             and (line.size, line.bold) == (last.size, last.bold)
             and 0 <= last.bottom - line.top < 0.6 * line.size
+            and len(last.text.split()) + len(line.text.split()) <= 24
         ):
             last.pieces = [*last.pieces, *line.pieces]
             broken = last.text.endswith("-") and line.text[:1].islower()
