@@ -357,7 +357,7 @@ def _mark_furniture(pages: list[list[Line]]) -> None:
             if by_height[-2].bottom - foot.top > 2.5 * size and len(foot.text.split()) <= 8:
                 foot.kind = "furniture"
     counts = Counter(s for end in ends for s in {shape(line) for line in end})
-    repeated = max(2, round(0.4 * len(pages)))
+    repeated = max(2, min(3, round(0.4 * len(pages))))  # a chapter's own head repeats on its pages
     for end in ends:
         for line in end:
             page_number = re.fullmatch(r"(?:page\s*)?[\divxlc]{1,5}(?:\s*(?:of|/)\s*\d+)?", line.text, re.I)
