@@ -124,13 +124,27 @@ _TRAILING_SOURCE_MARKERS = re.compile(
 )
 
 
+_CLAUSE_END = re.compile(r"\s*(?:\[(?:S\d+)?E\d+\]|[.;:!?]|,|$)")
+
+
 def without_trailing_source_markers(text: str) -> str:
     """A sentence without the source's own markers where they close a clause ("... 1.5 days (ref. 74).").
 
     Beside citewise's marker they carry nothing; one that is a sentence's subject ("(ref. 70) inferred")
-    stays. Apply after `soften_source_markers`.
+    stays. Parenthetical author-year markers closing a clause ("... it had used (Brown et al., 2021).") go
+    the same way; narrative ones ("Gao et al. (2023) argue") are words of the sentence and stay. Apply after
+    `soften_source_markers`.
     """
-    return _TRAILING_SOURCE_MARKERS.sub("", text)
+    text = _TRAILING_SOURCE_MARKERS.sub("", text)
+    for marker in reversed(_bracketed_author_year_markers(text)):
+        if _CLAUSE_END.match(text, marker.end):
+            start = len(text[: marker.start].rstrip())
+            text = text[:start] + text[marker.end :]
+    return text
+
+
+def _bracketed_author_year_markers(text: str) -> list[Marker]:
+    return [m for m in find_markers(text) if m.kind == "author_year" and m.text[:1] in "(["]
 
 
 def author_year_key(surname: str, year: str) -> str:

@@ -440,6 +440,15 @@ def test_a_source_s_own_marker_closing_a_clause_leaves_the_answer_sentence() -> 
     )
     assert shown("It was seen before [19], [31].") == "It was seen before."
     assert shown("As shown by Lee [4], the planet is hot [E1].") == "As shown by Lee, the planet is hot [E1]."
+    # an author-year marker closing a clause goes too; one that is part of the sentence stays
+    assert (
+        shown("The writer cited one of them (Brown et al., 2021) [E2].")
+        == "The writer cited one of them [E2]."
+    )
+    assert shown("Seen before (Lee, 2020; Park 2019), then again.") == "Seen before, then again."
+    assert shown("Gao et al. (2023) argue this (see the review) [E1].") == (
+        "Gao et al. (2023) argue this (see the review) [E1]."
+    )
     # the source's marker as a sentence's subject, or inside a clause, stays (softened)
     assert shown("Using HST transits, [70] inferred an atmosphere [E2].") == (
         "Using HST transits, (ref. 70) inferred an atmosphere [E2]."
