@@ -23,6 +23,7 @@ from typing import Any
 
 from citewise.index.citations import is_reference_heading, link_citations, split_references
 from citewise.index.document import BibEntry, Document, LoadError, Paragraph
+from citewise.index.formulas import formula_text, inline_math
 from citewise.index.pdf import Layout, Line, iter_text
 
 logger = logging.getLogger(__name__)
@@ -724,14 +725,19 @@ def _unarxive_paper(record: dict[str, Any], path: Path) -> Document | None:
         for key, entry in raw_bib.items()
     }
     numbers = {key: position for position, key in enumerate(bibliography, start=1)}
+    formulas = {
+        key: str(entry.get("latex") or "")
+        for key, entry in (record.get("ref_entries") or {}).items()
+        if isinstance(entry, dict) and entry.get("type") == "formula"
+    }
     paragraphs = []
     abstract = record.get("abstract")
     abstract_text = abstract.get("text", "") if isinstance(abstract, dict) else meta.get("abstract") or ""
     if abstract_text.strip():
-        text, cites = _unarxive_text(_collapse(abstract_text), numbers)
+        text, cites = _unarxive_text(inline_math(_collapse(abstract_text)), numbers)
         paragraphs.append(Paragraph(text, "Abstract", cites))
     for entry in record["body_text"]:
-        text, cites = _unarxive_text(entry.get("text") or "", numbers)
+        text, cites = _unarxive_text(entry.get("text") or "", numbers, formulas)
         if re.search(r"[^\W\d_]", _ONLY_PLACEHOLDERS.sub("", text)):
             paragraphs.append(Paragraph(text, _unarxive_section(entry, numbers), cites))
     if not paragraphs:
@@ -754,12 +760,20 @@ def _unarxive_paper(record: dict[str, Any], path: Path) -> Document | None:
     )
 
 
-def _unarxive_text(text: str, numbers: dict[str, int]) -> tuple[str, tuple[str, ...]]:
-    """Readable text ("[n]" for citations, "[formula]", "[figure]", "[table]") and the cite ids in order."""
+def _unarxive_text(
+    text: str, numbers: dict[str, int], formulas: dict[str, str] | None = None
+) -> tuple[str, tuple[str, ...]]:
+    """Readable text and the cite ids in order.
+
+    Citations read "[n]", formulas as text where they are short (`citewise.index.formulas`, else
+    "[formula]"), figures and tables "[figure]" and "[table]".
+    """
     cites: dict[str, None] = {}
 
     def replace(match: re.Match[str]) -> str:
         kind, ref = match.group(1), match.group(2).strip()
+        if kind == "formula" and formulas and ref in formulas:
+            return formula_text(formulas[ref])
         if kind != "cite":
             return f"[{kind}]"
         if ref not in numbers:
