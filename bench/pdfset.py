@@ -249,7 +249,7 @@ def cited_ids(rec: dict[str, Any], kept: list[int]) -> list[str]:
 
 
 def build(
-    rec: dict[str, Any], layout: str, style: str, max_paragraphs: int, drop: set[int]
+    rec: dict[str, Any], layout: str, style: str, max_paragraphs: int, drop: set[int], font: str = "lmodern"
 ) -> dict[str, Any]:
     """Make the LaTeX source, the truth and a map from .tex line number to body paragraph index."""
     meta = rec["metadata"]
@@ -268,7 +268,7 @@ def build(
         rf"\documentclass[10pt,a4paper{',twocolumn' if layout == '2col' else ''}]{{article}}",
         r"\usepackage[T1]{fontenc}",
         r"\usepackage[utf8]{inputenc}",
-        r"\usepackage{lmodern}",
+        r"\usepackage{lmodern}" if font == "lmodern" else r"\usepackage{mathptmx}",  # Latin Modern or Times
         r"\usepackage{fancyhdr}",
         rf"\usepackage[{natbib}]{{natbib}}",
         r"\usepackage{amsmath}",
@@ -349,7 +349,7 @@ def produce(rec: dict[str, Any], layout: str, style: str, args: argparse.Namespa
     name = f"{re.sub(r'[/.]', '_', rec['paper_id'])}-{layout}-{style}"
     drop: set[int] = set()
     for _attempt in range(2):
-        built = build(rec, layout, style, args.max_paragraphs, drop)
+        built = build(rec, layout, style, args.max_paragraphs, drop, args.font)
         (args.out / f"{name}.tex").write_text(built["tex"], encoding="utf-8")
         result = compile_tex(built["tex"], name, args.out)
         if result["ok"]:
@@ -377,6 +377,10 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=24)
     parser.add_argument("--max-paragraphs", type=int, default=40)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--skip", type=int, default=0, help="leave out the first N eligible papers (a held-out set)"
+    )
+    parser.add_argument("--font", choices=("lmodern", "times"), default="lmodern")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with (args.unarxive / "papers.jsonl").open(encoding="utf-8") as handle:
@@ -390,6 +394,8 @@ def main() -> int:
             print(f"skip {rec['paper_id']}: {why}")
         else:
             candidates.append(rec)
+    for _ in range(min(args.skip, len(candidates))):
+        candidates.popleft()
     start = time.monotonic()
     todo = [(candidates.popleft(), COMBOS[i % 4]) for i in range(min(args.count, len(candidates)))]
     rows: list[dict[str, Any]] = []
