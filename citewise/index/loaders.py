@@ -27,7 +27,6 @@ from citewise.index.formulas import formula_text, inline_math
 from citewise.index.pdf import Layout, Line, iter_text
 
 logger = logging.getLogger(__name__)
-logging.getLogger("pypdf").setLevel(logging.ERROR)  # its warnings about odd PDFs are not the user's concern
 
 SUPPORTED_SUFFIXES: tuple[str, ...] = (".docx", ".htm", ".html", ".jsonl", ".md", ".pdf", ".txt")
 """File suffixes `load_path` understands (compared case-insensitively)."""
