@@ -7,6 +7,11 @@ every command alike), each of these runs as a fresh process: `ask` a question (t
 until its banner (the prompt is next), `chat` answering one piped question until it exits, and `serve`
 until its page answers on 127.0.0.1. The table gives min / median / max seconds and each median as a
 multiple of the `ask` median (the target: chat and serve within 1.5x of a cold ask).
+
+`--baseline CHECKOUT` adds a cold `ask` and `--help` of another checkout of citewise (a git worktree of an
+earlier commit), run in the same rounds beside today's (its package first on PYTHONPATH, the same
+interpreter, index and question), so a change's effect on start-up is a ratio of medians from one run.
+`--only-ask` leaves out chat and serve.
 """
 
 from __future__ import annotations
@@ -33,6 +38,12 @@ SAMPLE = ROOT / "citewise" / "samples" / "unarxive_sample.jsonl"
 def ask(index: str, env: dict[str, str]) -> float:
     started = time.perf_counter()
     subprocess.run([EXE, "ask", QUESTION, "--index", index], capture_output=True, env=env, check=True)
+    return time.perf_counter() - started
+
+
+def help_text(index: str, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run([EXE, "--help"], capture_output=True, env=env, check=True)
     return time.perf_counter() - started
 
 
@@ -91,21 +102,30 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--index", type=Path, default=ROOT / "bench" / ".cache" / "startup")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "startup.json")
+    parser.add_argument("--baseline", type=Path, help="another checkout, timed beside this one")
+    parser.add_argument("--only-ask", action="store_true", help="only ask and --help (no chat, no serve)")
     args = parser.parse_args()
     env = dict(os.environ, HF_HUB_OFFLINE="1", ANONYMIZED_TELEMETRY="False", GRADIO_ANALYTICS_ENABLED="False")
     subprocess.run([EXE, "ingest", str(SAMPLE), "--index", str(args.index), "--quiet"], env=env, check=True)
-    commands = {
-        "ask (whole command)": ask,
-        "chat, to its prompt": chat_prompt,
-        "chat, one question to exit": chat_one,
-        "serve, to its page": serve_page,
-    }
+    commands = {"ask (whole command)": ask, "--help": help_text}
+    if not args.only_ask:
+        commands |= {
+            "chat, to its prompt": chat_prompt,
+            "chat, one question to exit": chat_one,
+            "serve, to its page": serve_page,
+        }
+    baseline_env = dict(env, PYTHONPATH=str(args.baseline.resolve())) if args.baseline else None
+    if baseline_env is not None:
+        commands |= {"ask, baseline checkout": ask, "--help, baseline checkout": help_text}
     times: dict[str, list[float]] = {name: [] for name in commands}
     with tempfile.TemporaryDirectory() as folder:
         env["CITEWISE_THREADS"] = str(Path(folder) / "threads.sqlite")
+        if baseline_env is not None:
+            baseline_env["CITEWISE_THREADS"] = env["CITEWISE_THREADS"]
         for _ in range(args.runs):
             for name, command in commands.items():
-                times[name].append(command(str(args.index), env))
+                chosen = baseline_env if "baseline" in name else env
+                times[name].append(command(str(args.index), chosen))  # type: ignore[arg-type]
     base = statistics.median(times["ask (whole command)"])
     rows = [
         {
@@ -117,6 +137,9 @@ def main() -> None:
         }
         for name, values in times.items()
     ]
+    if baseline_env is not None:
+        before = statistics.median(times["ask, baseline checkout"])
+        print(f"cold ask: {base:.2f} s, baseline {before:.2f} s: {base / before:.2f}x")
     print(f"Start-up, {args.runs} rounds, the bundled sample's index")
     print_table(rows, list(rows[0]))
     save(args.out, {"machine": machine(), "runs": args.runs, "rows": rows})

@@ -43,7 +43,7 @@ import numpy as np
 from citewise.index.chunking import ChunkingConfig, chunk_documents, chunk_input
 from citewise.index.docstore import ChunkRecord, DocStore, DocumentRecord, ParagraphRecord
 from citewise.index.document import Document, LoadError
-from citewise.index.embeddings import Embedder, default_embedder, embedded
+from citewise.index.embeddings import INT8_SUFFIX, MINILM_NAME, Embedder, default_embedder, embedded
 from citewise.index.fusion import drop_redundant, rank, reciprocal_rank_fusion, weighted_fusion
 from citewise.index.lexical import LexicalIndex
 from citewise.index.loaders import SUPPORTED_SUFFIXES, iter_files, load_path, unsupported_files
@@ -61,6 +61,11 @@ PARAGRAPH_DENSE_WEIGHT = 0.5
 
 MAX_DOCUMENT_CHARS = 5_000_000
 """The most text one document may hold (about 2,500 pages); a longer one is skipped with the reason."""
+
+
+def _known_model(stored: str | None) -> str | None:
+    """The stored model's name when citewise has that model, else None (the open then says they differ)."""
+    return stored if stored in (MINILM_NAME, MINILM_NAME + INT8_SUFFIX) else None
 
 
 class IndexOpenError(Exception):
@@ -254,7 +259,6 @@ class Index:
                 "restore docs.sqlite3 from a backup, or ingest the documents again into a new --index "
                 "directory"
             )
-        embedder = embedder or default_embedder()
         try:
             docstore = DocStore(root / "docs.sqlite3")
         except (ValueError, sqlite3.OperationalError) as error:  # a newer schema; locked, read-only, ...
@@ -266,6 +270,13 @@ class Index:
                 "from a backup, or ingest the documents again into a new --index directory"
             ) from error
         chunking = _settle(docstore, "chunking", chunking, ChunkingConfig)
+        if embedder is None:
+            # an index keeps the model it was built with (float32 or int8); a new one takes the configured one
+            try:
+                embedder = default_embedder(_known_model(docstore.get_meta("embedding_model")))
+            except ValueError as error:
+                docstore.close()
+                raise IndexOpenError(str(error)) from error
         stored_model = docstore.add_meta("embedding_model", embedder.name)
         if stored_model != embedder.name:
             docstore.close()

@@ -10,15 +10,43 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import chromadb
 import numpy as np
+from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.config import Settings
 
-from citewise.index.embeddings import ChromaEmbedding, Embedder
+from citewise.index.embeddings import Embedder, default_embedder
 
 logger = logging.getLogger(__name__)
+
+
+class ChromaEmbedding(EmbeddingFunction[Documents]):
+    """Chroma embedding function over our embedder, so Chroma never falls back to its downloading default."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+    def __call__(self, input: Documents) -> Embeddings:
+        """Embed documents for Chroma."""
+        return list(self.embedder.embed(list(input)))
+
+    @staticmethod
+    def name() -> str:
+        """The name Chroma records in the collection configuration."""
+        return "citewise"
+
+    def get_config(self) -> dict[str, Any]:
+        """Chroma persists this with the collection."""
+        return {"model": self.embedder.name}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> ChromaEmbedding:
+        """Rebuild from a persisted configuration (only the local model can be rebuilt offline)."""
+        return ChromaEmbedding(default_embedder(str(config.get("model") or "") or None))
+
 
 COLLECTION = "citewise_chunks"
 """The collection of indexes made before each index got its own name (kept for them)."""

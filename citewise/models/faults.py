@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
-import openai
 from langchain_core.exceptions import ContextOverflowError, ModelError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_base, wait_exponential_jitter
@@ -53,6 +52,8 @@ class UnreadableResponse(Exception):
 
 def http_status(error: BaseException) -> int | None:
     """The HTTP status of a provider error, when it carries one."""
+    import openai  # not at module level: a local-mode command never loads the client (about 0.5 s)
+
     if isinstance(error, openai.APIStatusError):
         return error.status_code
     from cohere.core.api_error import ApiError
@@ -107,6 +108,8 @@ def is_retryable(error: BaseException) -> bool:
     status = http_status(error)
     if status is not None:
         return status in (408, 429) or (status >= 500 and status != 501)
+    import openai
+
     if isinstance(error, openai.APITimeoutError | openai.APIConnectionError | UnreadableResponse):
         return True
     if isinstance(error, TRANSPORT_ERRORS):
@@ -161,6 +164,7 @@ def provider_errors() -> tuple[type[BaseException], ...]:
     A node catches these and then keeps only the transient ones (`is_transient`); anything else (a bug in
     citewise, a KeyError, a ModelSetupError) is never caught by a node.
     """
+    import openai
     from cohere.core.api_error import ApiError
 
     return (
@@ -246,6 +250,8 @@ def degradation(stage: str, reason: str, chunks: Sequence[str]) -> Degraded:
 
 def _retry_after(error: BaseException | None) -> float | None:
     """Seconds a server asked us to wait (Retry-After / retry-after-ms headers)."""
+    import openai
+
     headers: Any = None
     if isinstance(error, openai.APIStatusError):
         headers = error.response.headers

@@ -14,7 +14,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-import openai
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -601,6 +600,8 @@ class LLM:
         self, model: BaseChatModel, messages: list[BaseMessage], request: _Structured, *, stage: str, n: int
     ) -> list[AIMessage | None]:
         """The choices of one request; one None per asked choice when the reply was cut off or filtered."""
+        import openai  # here, not at module level: local mode never loads the client
+
         extra = {"n": n} if n > 1 else {}
         try:
             generations = await self._generate(model, messages, stage=stage, **request.kwargs, **extra)

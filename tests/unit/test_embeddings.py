@@ -72,3 +72,38 @@ def test_a_long_text_is_not_batched_with_short_ones() -> None:
     assert all(len(batch) <= 4 for batch in batches)
     assert all(2 * min(batch) >= max(batch) for batch in batches), batches  # padding at most doubles the work
     assert batches == [[256, 140, 130], [23, 22, 21, 20], [19, 18]]
+
+
+def test_the_int8_model_is_made_once_and_agrees_with_the_float32_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CITEWISE_MODEL_CACHE", str(tmp_path))
+    full, int8 = MiniLMEmbedder(), MiniLMEmbedder(precision="int8")
+    assert (full.name, int8.name) == ("all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8")
+    texts = [text for text in TEXTS if text.strip()][:20]
+    cosines = (full.embed(texts) * int8.embed(texts)).sum(axis=1)
+    assert float(cosines.min()) > 0.95 and float(cosines.mean()) > 0.98
+    assert sorted(p.name.endswith("-int8.onnx") for p in tmp_path.glob("*.onnx")) == [False, True]
+    with pytest.raises(ValueError, match="runs on onnxruntime only"):
+        MiniLMEmbedder(precision="int8", backend="torch")
+    with pytest.raises(ValueError, match="unknown embedding precision 'int4'"):
+        MiniLMEmbedder(precision="int4")
+
+
+def test_an_index_keeps_the_model_it_was_built_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from citewise.index import Index, IndexOpenError
+
+    monkeypatch.setenv("CITEWISE_MODEL_CACHE", str(tmp_path / "models"))
+    corpus = tmp_path / "notes.md"
+    corpus.write_text("# Tides\n\nThe moon raises tides in the oceans twice a day.\n", encoding="utf-8")
+    monkeypatch.setenv("CITEWISE_EMBEDDING_PRECISION", "int8")
+    with Index.open(tmp_path / "idx") as index:
+        index.ingest([corpus])
+        assert index.embedder.name == "all-MiniLM-L6-v2-int8"
+    monkeypatch.setenv("CITEWISE_EMBEDDING_PRECISION", "fp32")  # a new setting does not change a built index
+    with Index.open(tmp_path / "idx", create=False) as index:
+        assert index.embedder.name == "all-MiniLM-L6-v2-int8"
+        assert index.search("When do tides come?", k=1)[0].text.startswith("The moon raises tides")
+    monkeypatch.setenv("CITEWISE_EMBEDDING_PRECISION", "half")
+    with pytest.raises(IndexOpenError, match="CITEWISE_EMBEDDING_PRECISION='half': use 'fp32' or 'int8'"):
+        Index.open(tmp_path / "other")
