@@ -303,12 +303,12 @@ CASES = {
     ),
     "other-model-named": Case(
         "an index another embedding model built (its metadata)", (*ASK, QUESTION), 2,
-        ("was built with embedding model 'e5-large-v2', not 'all-MiniLM-L6-v2'", "new --index directory"),
+        ("was built with embedding model 'e5-large-v2', not 'all-MiniLM-L6-v2", "new --index directory"),
         index="copy", damage=_other_model_named,
     ),
     "other-model-dimension": Case(
         "Chroma vectors of 768 dimensions (another model)", (*ASK, QUESTION), 2,
-        ("holds 768-dimensional vectors", "not the 384 of 'all-MiniLM-L6-v2'",
+        ("holds 768-dimensional vectors", "not the 384 of 'all-MiniLM-L6-v2",
          "rebuild it from the document store"),
         index="copy", damage=_other_model_vectors, quiet_about=("a fault in citewise",),
     ),
