@@ -63,9 +63,12 @@ MAX_DOCUMENT_CHARS = 5_000_000
 """The most text one document may hold (about 2,500 pages); a longer one is skipped with the reason."""
 
 
+MINILM_NAMES = (MINILM_NAME, MINILM_NAME + INT8_SUFFIX)
+
+
 def _known_model(stored: str | None) -> str | None:
     """The stored model's name when citewise has that model, else None (the open then says they differ)."""
-    return stored if stored in (MINILM_NAME, MINILM_NAME + INT8_SUFFIX) else None
+    return stored if stored in MINILM_NAMES else None
 
 
 class IndexOpenError(Exception):
@@ -270,10 +273,14 @@ class Index:
                 "from a backup, or ingest the documents again into a new --index directory"
             ) from error
         chunking = _settle(docstore, "chunking", chunking, ChunkingConfig)
-        if embedder is None:
-            # an index keeps the model it was built with (float32 or int8); a new one takes the configured one
+        stored = _known_model(docstore.get_meta("embedding_model"))
+        if embedder is None or (
+            stored is not None and embedder.name in MINILM_NAMES and embedder.name != stored
+        ):
+            # an index keeps the model it was built with (MiniLM in float32 or int8, whichever the caller's
+            # is); a new one takes the configured precision
             try:
-                embedder = default_embedder(_known_model(docstore.get_meta("embedding_model")))
+                embedder = default_embedder(stored)
             except ValueError as error:
                 docstore.close()
                 raise IndexOpenError(str(error)) from error
