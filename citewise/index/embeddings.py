@@ -25,7 +25,9 @@ logger = logging.getLogger(__name__)
 
 MINILM_NAME = "all-MiniLM-L6-v2"
 INT8_SUFFIX = "-int8"
-PRECISIONS = ("fp32", "int8")
+MODEL_NAMES = {"fp32": MINILM_NAME, "int8": MINILM_NAME + INT8_SUFFIX}
+"""The embedding model's name for each precision (what an index's metadata records)."""
+PRECISIONS = tuple(MODEL_NAMES)
 PRECISION_ENV = "CITEWISE_EMBEDDING_PRECISION"
 DEFAULT_PRECISION = "int8"  # twice the ingest speed at the same retrieval quality (bench/embedspeed.py)
 """Picks the precision a new index embeds with; an index keeps the model it was built with."""
@@ -87,7 +89,7 @@ class MiniLMEmbedder:
         self.batch_size = batch_size
         self.backend = backend
         self.precision = precision
-        self.name = MINILM_NAME + (INT8_SUFFIX if precision == "int8" else "")
+        self.name = MODEL_NAMES[precision]
         self._path: Path | None = None
         self._limit = 0
         self._torch: tuple[Any, Any] | None = None
@@ -147,11 +149,8 @@ class MiniLMEmbedder:
                     self.backend = "torch"
                     return None
                 import onnxruntime
-                from tokenizers import Tokenizer
 
-                tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-                tokenizer.enable_truncation(max_length=self._limit)
-                tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]")
+                tokenizer = self._tokenizer()
                 options = onnxruntime.SessionOptions()
                 options.log_severity_level = 3
                 session = onnxruntime.InferenceSession(
@@ -227,19 +226,20 @@ class MiniLMEmbedder:
         logger.info("made the int8 embedding model %s (cosine %.4f on the probe)", target, agreement)
         return target
 
-    def _cosine(self, one: Path, other: Path) -> float:
-        """The smallest cosine between two ONNX models' vectors of PROBE."""
-        import onnxruntime
+    def _tokenizer(self) -> Any:
+        """The package's own tokenizer (`tokenizers`), cut at the model's limit and padding on the right."""
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(self._package() / "tokenizer.json"))
+        tokenizer.enable_truncation(max_length=self._limit)
         tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]")
-        encoded = tokenizer.encode_batch(PROBE)
-        every = {
-            "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
-            "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
-            "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
-        }
+        return tokenizer
+
+    def _cosine(self, one: Path, other: Path) -> float:
+        """The smallest cosine between two ONNX models' vectors of PROBE."""
+        import onnxruntime
+
+        every = _encoded(self._tokenizer(), PROBE)
         vectors = []
         for path in (one, other):
             session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
@@ -343,12 +343,7 @@ class MiniLMEmbedder:
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
         # tokenized once, padded (on the right) to the longest text; a batch takes its rows cut to its own
         # longest, which is what tokenizing the batch alone would give
-        encoded = tokenizer.encode_batch(texts)
-        every = {
-            "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
-            "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
-            "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
-        }
+        every = _encoded(tokenizer, texts)
         lengths = every["attention_mask"].sum(axis=1).tolist()
         done = embedded.get()
         for batch in self._batches(lengths):
@@ -383,6 +378,16 @@ class MiniLMEmbedder:
         return vectors
 
 
+def _encoded(tokenizer: Any, texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """The model's three inputs for the texts, tokenized together (padded to the longest)."""
+    encoded = tokenizer.encode_batch(list(texts))
+    return {
+        "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask for e in encoded], dtype=np.int64),
+        "token_type_ids": np.array([e.type_ids for e in encoded], dtype=np.int64),
+    }
+
+
 def _pooled(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
     """The mean of each row's token vectors under its mask, L2-normalised (sentence-transformers' pooling)."""
     mask = attention_mask[:, :, None].astype(np.float32)
@@ -404,9 +409,10 @@ def default_embedder(name: str | None = None) -> Embedder:
         precision = os.environ.get(PRECISION_ENV, "").strip().lower() or DEFAULT_PRECISION
         if precision not in PRECISIONS:
             raise ValueError(f"{PRECISION_ENV}={precision!r}: use 'fp32' or 'int8'")
-        name = MINILM_NAME + (INT8_SUFFIX if precision == "int8" else "")
-    if name not in (MINILM_NAME, MINILM_NAME + INT8_SUFFIX):
+        name = MODEL_NAMES[precision]
+    precisions = {model: precision for precision, model in MODEL_NAMES.items()}
+    if name not in precisions:
         raise ValueError(f"no embedding model named {name!r} in citewise")
     if name not in _shared:
-        _shared[name] = MiniLMEmbedder(precision="int8" if name.endswith(INT8_SUFFIX) else "fp32")
+        _shared[name] = MiniLMEmbedder(precision=precisions[name])
     return _shared[name]

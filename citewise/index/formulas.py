@@ -27,13 +27,12 @@ _DOLLARS = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.DOTALL)
 
 @functools.cache
 def _converter() -> Any:
-    from pylatexenc import latex2text, macrospec
+    from pylatexenc import latex2text
 
     context = latex2text.get_default_latex_context_db()
     # text set in math keeps its words: \texttt{generation} -> "generation", not ""
     keep = [latex2text.MacroTextSpec(name, simplify_repl="%(1)s") for name in ("texttt", "text", "textsf")]
     context.add_context_category("citewise-keep", macros=keep, prepend=True)
-    del macrospec  # imported for its side effect of registering the default specs
     return latex2text.LatexNodes2Text(math_mode="text", latex_context=context)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from citewise.index.citations import is_reference_heading, link_citations, split_references
 from citewise.index.document import BibEntry, Document, LoadError, Paragraph
 from citewise.index.formulas import formula_text, inline_math
-from citewise.index.pdf import Layout, Line, iter_text
+from citewise.index.pdf import Line, PdfReadError, iter_text, read_layout
 
 logger = logging.getLogger(__name__)
 
@@ -419,8 +419,6 @@ def _numbered_items(ol: Any) -> Iterator[tuple[int, Any]]:
 
 
 def _load_pdf(path: Path) -> list[Document]:
-    from citewise.index.pdf import PdfReadError, read_layout
-
     try:
         layout = read_layout(path, _read_bytes(path))
     except PdfReadError as error:
@@ -429,23 +427,20 @@ def _load_pdf(path: Path) -> list[Document]:
     if not lines:
         raise LoadError("no extractable text (scanned PDF?)")
     indent = 0.6 * layout.body_size
+    titles = " ".join(line.text for line in lines if line.kind == "title")
     if not any(line.kind == "heading" or line.left - line.edge >= indent for line in lines):
         # no typography to go by (one font, no indents): the line heuristics of text extraction
         pages = [
             "\n".join(line.text for line in lines if line.page == page and line.kind != "title")
             for page in range(layout.pages)
         ]
-        titles = " ".join(line.text for line in lines if line.kind == "title")
         return pdf_document(path, pages, layout.metadata_title or titles)
-    title, paragraphs = _layout_paragraphs(layout)
-    return _finish(path, title, paragraphs, {"pages": layout.pages})
+    title = _metadata_title(layout.metadata_title) or titles
+    return _finish(path, title, _layout_paragraphs(lines, layout.body_size), {"pages": layout.pages})
 
 
-def _layout_paragraphs(layout: Layout) -> tuple[str, list[Paragraph]]:
+def _layout_paragraphs(lines: list[Line], body_size: float) -> list[Paragraph]:
     """Paragraphs and sections from lines whose layout says what they are (`citewise.index.pdf`)."""
-    title = " ".join(line.text for line in layout.lines if line.kind == "title")
-    junk = re.search(r"\.(?:docx?|pdf|tex|dvi)$|^(?:untitled|title)$", layout.metadata_title, re.IGNORECASE)
-    title = _collapse(layout.metadata_title) if layout.metadata_title.strip() and not junk else title
     sections = _SectionPath()
     section, text, references, paragraphs = "", "", False, []
     flush_left: dict[tuple[int, str], float] = {}  # where reference entries start, per page column
@@ -456,7 +451,6 @@ def _layout_paragraphs(layout: Layout) -> tuple[str, list[Paragraph]]:
             paragraphs.append(Paragraph(text.strip(), section))
         text = ""
 
-    lines = list(iter_text(layout.lines))
     for index, line in enumerate(lines):
         if line.kind == "title":
             continue
@@ -467,20 +461,19 @@ def _layout_paragraphs(layout: Layout) -> tuple[str, list[Paragraph]]:
             if references:
                 # entries that hang (their later lines indented) start where a line is flush left
                 flush_left = _hanging_entries(
-                    list(itertools.takewhile(lambda n: n.kind == "text", lines[index + 1 :])),
-                    layout.body_size,
+                    list(itertools.takewhile(lambda n: n.kind == "text", lines[index + 1 :])), body_size
                 )
             continue
         hanging = references and (line.page, line.column) in flush_left
         if references:
-            starts = hanging and line.left - flush_left[line.page, line.column] <= 0.3 * layout.body_size
+            starts = hanging and line.left - flush_left[line.page, line.column] <= 0.3 * body_size
         else:
             starts = line.starts
         if starts:
             flush()
         text = _joined(text, line.text, "\n" if references and not hanging else " ")
     flush()
-    return title, paragraphs
+    return paragraphs
 
 
 def _hanging_entries(lines: list[Line], body_size: float) -> dict[tuple[int, str], float]:
@@ -516,12 +509,16 @@ def pdf_document(path: Path, pages: list[str], metadata_title: str = "") -> list
     return _finish(path, title, _pdf_paragraphs(lines), {"pages": len(pages)})
 
 
-def _pdf_title(metadata_title: str, lines: list[str]) -> tuple[str, list[str]]:
-    """The title (PDF metadata, else a first line that reads like one) and the lines without a title line."""
+def _metadata_title(metadata_title: str) -> str:
+    """A PDF's metadata title, or "" when it is a placeholder or a file name ("Untitled", "paper.docx")."""
     title = _collapse(metadata_title)
     junk = title.lower() in ("untitled", "title") or title.startswith("Microsoft Word - ")
-    if junk or re.search(r"\.(?:docx?|pdf|tex|dvi)$", title, re.IGNORECASE):
-        title = ""
+    return "" if junk or re.search(r"\.(?:docx?|pdf|tex|dvi)$", title, re.IGNORECASE) else title
+
+
+def _pdf_title(metadata_title: str, lines: list[str]) -> tuple[str, list[str]]:
+    """The title (PDF metadata, else a first line that reads like one) and the lines without a title line."""
+    title = _metadata_title(metadata_title)
     first = next(index for index, line in enumerate(lines) if line.strip())
     first_line = _collapse(lines[first])
     if not title and _looks_like_title(first_line) and len(first_line.split()) >= 2:

@@ -271,17 +271,11 @@ def _footnote_mark(line: list[Piece], main: Piece, piece: Piece) -> bool:
 def _line_text(pieces: list[Piece]) -> str:
     text = ""
     size = max((p.size for p in pieces), default=10.0)
-    for piece in pieces:
-        part = piece.text.strip()
-        if text and (piece.left - _previous_right(pieces, piece) > 0.2 * size or text[-1] in ",;:."):
+    for index, piece in enumerate(pieces):
+        if text and (piece.left - pieces[index - 1].right > 0.2 * size or text[-1] in ",;:."):
             text += " "
-        text += part
+        text += piece.text.strip()
     return " ".join(text.split())
-
-
-def _previous_right(pieces: list[Piece], piece: Piece) -> float:
-    index = pieces.index(piece)
-    return pieces[index - 1].right if index else piece.left
 
 
 # --- reading order -------------------------------------------------------------------------------------
@@ -347,10 +341,11 @@ def _mark_furniture(pages: list[list[Line]]) -> None:
         return re.sub(r"\d+", "#", line.text.lower())
 
     ends: list[list[Line]] = []
+    one_page = sum(bool(page) for page in pages) == 1
     for lines in pages:
         by_height = sorted(lines, key=lambda line: -line.top)
         ends.append([*by_height[:2], *by_height[-2:]] if len(by_height) > 4 else by_height)
-        if sum(bool(page) for page in pages) == 1 and len(by_height) > 4:
+        if one_page and len(by_height) > 4:
             # nothing repeats on one page: a line set apart by a margin's gap, in body type or smaller
             head, foot = by_height[0], by_height[-1]
             size = statistics.median(line.size for line in by_height)
@@ -395,24 +390,14 @@ def _mark_notes_and_equations(lines: list[Line], body: float) -> None:
 
 def _mark_notes(lines: list[Line], body: float) -> None:
     """Footnotes: the run of smaller-type lines, set off by a gap, that closes a column."""
-    index = 0
-    while index < len(lines):
-        end = index
-        while end + 1 < len(lines) and (lines[end + 1].page, lines[end + 1].column) == (
-            lines[index].page,
-            lines[index].column,
-        ):
-            end += 1
-        segment = [line for line in lines[index : end + 1] if line.kind == "text"]
+    for _, column in itertools.groupby(lines, key=lambda line: (line.page, line.column)):
+        segment = [line for line in column if line.kind == "text"]
         run = len(segment)
         while run > 0 and segment[run - 1].size < 0.9 * body:
             run -= 1
-        if 0 < run < len(segment):
-            gap = segment[run - 1].bottom - segment[run].top
-            if gap > 0.3 * body:
-                for line in segment[run:]:
-                    line.kind = "note"
-        index = end + 1
+        if 0 < run < len(segment) and segment[run - 1].bottom - segment[run].top > 0.3 * body:
+            for line in segment[run:]:
+                line.kind = "note"
 
 
 def _stacked(lines: list[Line], index: int, body: float) -> None:
@@ -525,13 +510,13 @@ def _mark_starts(lines: list[Line], body: float) -> None:
             # the lines after it start left of it
             indented = 0.6 * body <= line.left - following.left <= 8 * body
         from_edge = 0.6 * body <= line.left - line.edge <= 8 * body
-        if previous is not None and _same_column(previous, line):
+        same_column = previous is not None and _same_column(previous, line)
+        if previous is not None and same_column:
             indented = indented or 0.6 * body <= line.left - previous.left <= 8 * body
             # after a short line (the end of a paragraph), a line indented from the edge starts one
             indented = indented or from_edge and previous.right < line.far_edge - 3 * body
         elif not indented:
             indented = from_edge
-        same_column = previous is not None and (previous.page, previous.column) == (line.page, line.column)
         if previous is None:
             line.starts = True
         elif same_column and not after_display:
@@ -549,13 +534,14 @@ def _split_run_in_headings(lines: list[Line]) -> list[Line]:
     level = 1 + max((line.level for line in lines if line.kind == "heading"), default=0)
     out: list[Line] = []
     for line in lines:
+        if line.kind != "text" or not line.starts:
+            out.append(line)
+            continue
         bold = list(itertools.takewhile(lambda p: p.bold and not p.math, line.pieces))
         rest = line.pieces[len(bold) :]
         phrase = _line_text(bold)
         if (
-            line.kind == "text"
-            and line.starts
-            and bold
+            bold
             and rest
             and re.search(r"[^\W\d_]{2}", phrase)
             and phrase.endswith((".", ":"))

@@ -43,7 +43,7 @@ import numpy as np
 from citewise.index.chunking import ChunkingConfig, chunk_documents, chunk_input
 from citewise.index.docstore import ChunkRecord, DocStore, DocumentRecord, ParagraphRecord
 from citewise.index.document import Document, LoadError
-from citewise.index.embeddings import INT8_SUFFIX, MINILM_NAME, Embedder, default_embedder, embedded
+from citewise.index.embeddings import MODEL_NAMES, Embedder, default_embedder, embedded
 from citewise.index.fusion import drop_redundant, rank, reciprocal_rank_fusion, weighted_fusion
 from citewise.index.lexical import LexicalIndex
 from citewise.index.loaders import SUPPORTED_SUFFIXES, iter_files, load_path, unsupported_files
@@ -63,12 +63,9 @@ MAX_DOCUMENT_CHARS = 5_000_000
 """The most text one document may hold (about 2,500 pages); a longer one is skipped with the reason."""
 
 
-MINILM_NAMES = (MINILM_NAME, MINILM_NAME + INT8_SUFFIX)
-
-
 def _known_model(stored: str | None) -> str | None:
     """The stored model's name when citewise has that model, else None (the open then says they differ)."""
-    return stored if stored in MINILM_NAMES else None
+    return stored if stored in MODEL_NAMES.values() else None
 
 
 class IndexOpenError(Exception):
@@ -275,7 +272,7 @@ class Index:
         chunking = _settle(docstore, "chunking", chunking, ChunkingConfig)
         stored = _known_model(docstore.get_meta("embedding_model"))
         if embedder is None or (
-            stored is not None and embedder.name in MINILM_NAMES and embedder.name != stored
+            stored is not None and embedder.name in MODEL_NAMES.values() and embedder.name != stored
         ):
             # an index keeps the model it was built with (MiniLM in float32 or int8, whichever the caller's
             # is); a new one takes the configured precision
