@@ -173,19 +173,19 @@ class MiniLMEmbedder:
             partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
             logger.warning(
                 "exporting the embedding model %s to ONNX once, for faster start-ups (about 10-30 s) ...",
-                self.name,
+                MINILM_NAME,
             )
             started = time.perf_counter()
             self._export(partial)
             if not self._agrees(partial):
                 partial.unlink(missing_ok=True)
-                logger.warning("the ONNX export of %s disagrees with the model: using PyTorch", self.name)
+                logger.warning("the ONNX export of %s disagrees with the model: using PyTorch", MINILM_NAME)
                 return None
             os.replace(partial, target)  # another process exporting at once replaces it with the same file
         except (OSError, ImportError, RuntimeError) as error:
-            logger.warning("cannot export %s to %s (%s): using PyTorch", self.name, target, error)
+            logger.warning("cannot export %s to %s (%s): using PyTorch", MINILM_NAME, target, error)
             return None
-        logger.warning("exported %s to %s in %.0f s", self.name, target, time.perf_counter() - started)
+        logger.warning("exported %s to %s in %.0f s", MINILM_NAME, target, time.perf_counter() - started)
         return target
 
     def _quantized(self, exported: Path) -> Path | None:
