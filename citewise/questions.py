@@ -313,6 +313,19 @@ def read_turn(questions: Sequence[str]) -> Turn:
     return before
 
 
+def own_search(turn: Turn) -> str:
+    """A follow-up's own words with the thread's subject ("" for a question that stands alone).
+
+    Its standalone question is read with the question before it, which pulls a search back to the earlier
+    answer's passages; searched as well in its own words ("Which hash function does it use? DYST"), the
+    passage about what is new in it is found.
+    """
+    if not turn.earlier or not turn.question.endswith(turn.asked):  # stands alone, or a switch asked anew
+        return ""
+    subject = [name for name in entities(turn.topic) if name not in turn.asked]
+    return " ".join([turn.asked, *subject[:2]])
+
+
 def standalone(history: Sequence[str], question: str) -> str:
     """Without a model: a follow-up read with the questions before it (what search and scoring read)."""
     return read_turn([*history, question]).question
@@ -350,6 +363,24 @@ def has_kind(sentence: str, question: Question) -> bool:
             names(sentence) - question.names or NUMBER.search(sentence) or _identifiers(sentence, question)
         )
     return True
+
+
+POINTER = re.compile(
+    r"\[[\d,\s\u2013-]+\]|\(ref\. [\d,\s\u2013-]+\)|\b(?:fig(?:ure)?s?\.?|tables?|sections?|sect?\.|eqs?\.?"
+    r"|equations?|refs?\.?|chapters?|appendix)\s*\(?[\dA-Z][\w.]*\)?",
+    re.I,
+)
+"""A pointer to another part of the text ("[70]", "figure 3", "Section 2.1"): its number is no value."""
+
+
+def new_numbers(sentence: str, question: str) -> bool:
+    """Whether a sentence states a number the question does not hold (pointers to figures and sources aside).
+
+    A value the question asks for ("16 km/s", "5.14 hours", "about 91%") is new; a sentence that restates the
+    question's own "90 mT" only sets the scene.
+    """
+    asked = {m.group(0).lower() for m in NUMBER.finditer(POINTER.sub(" ", question))}
+    return any(m.group(0).lower() not in asked for m in NUMBER.finditer(POINTER.sub(" ", sentence)))
 
 
 def _identifiers(sentence: str, question: Question) -> bool:

@@ -12,8 +12,9 @@ from citewise.indexes import in_thread, open_index
 from citewise.models import degradation
 from citewise.prompts import rewrite as prompts
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.questions import own_search, read_turn
 from citewise.state import EvidenceState, RewrittenQuery, State
-from citewise.text import content_words, ordered_unique
+from citewise.text import content_words, ordered_unique, user_questions
 
 PRF_DOCS = 3
 PRF_TERMS = 5
@@ -45,6 +46,11 @@ async def local_rewrite(question: str, state: State, context: Context) -> list[s
         texts = [h.text for h in hits]
     expansion = feedback_terms(texts, asked)
     queries = [question if state.get("attempt", 0) == 0 else keywords]
+    asked_by_user = user_questions(state.get("messages", []))
+    if state.get("attempt", 0) == 0 and len(asked_by_user) > 1:
+        turn = read_turn(asked_by_user)
+        if turn.question == question:  # a follow-up read locally: searched in its own words too
+            queries.append(own_search(turn))
     if expansion:
         queries.append(f"{keywords} {' '.join(expansion)}")
     return ordered_unique(q for q in queries if q.strip())[: 1 + context.max_sub_queries]

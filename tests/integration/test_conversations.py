@@ -24,8 +24,8 @@ async def test_turn_accuracy_on_the_sample_conversations_holds(sample_index: Pat
     assert len(chosen) >= 20 and all(2 <= len(c["turns"]) <= 4 for c in chosen)
     results = await conversations.run(chosen, Context(index_dir=str(sample_index), route="direct"))
     assert len(results) == sum(len(c["turns"]) for c in chosen)
-    assert conversations.accuracy(results) >= 0.50  # measured 0.533
-    assert conversations.accuracy(results, first=False) >= 0.50  # follow-ups, read with the thread
+    assert conversations.accuracy(results) >= 0.55  # measured 0.578 (float32 embeddings, as here)
+    assert conversations.accuracy(results, first=False) >= 0.55  # follow-ups, read with the thread: 0.597
     by_turn = {(r.conversation, r.turn): r for r in results}
     switched = by_turn[("gj486b-other-planets", 2)]  # "And GJ 1132b?": the last question, about GJ 1132b
     assert switched.standalone == "What is the equilibrium temperature of GJ 1132b?" and switched.right

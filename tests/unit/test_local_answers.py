@@ -301,3 +301,41 @@ def test_a_sentence_with_a_bracketed_placeholder_is_known_as_said(embedder: Embe
         Embedded(embedder), "And what is its mass?", [("E1", planet, planet)], earlier=earlier
     )
     assert chosen == []  # "[formula]" is no marker, and the answer showed "[74]" as "(ref. 74)": said
+
+
+@pytest.mark.parametrize(
+    ("sentence", "new"),
+    [
+        ("In an applied field of 90 mT, the velocity increases to 16 km/s near k=5 rad/μm.", True),
+        ("We calculate the SW group velocity for μ₀ H=90 mT [blue line in a figure (c)].", False),
+        ("The group velocity at 90 mT is shown in figure 3 and discussed in Section 4.2 [12], [13].", False),
+        ("The velocity (ref. 74) at 90 mT is the highest measured.", False),
+    ],
+)
+def test_a_value_the_question_does_not_hold_is_new(sentence: str, new: bool) -> None:
+    assert questions.new_numbers(sentence, "What group velocity do the spin waves reach at 90 mT?") is new
+
+
+def test_a_follow_up_is_searched_in_its_own_words_with_the_thread_s_subject() -> None:
+    asked = ["What does the DYST covert channel send as its signal?", "Which hash function does it use?"]
+    assert questions.own_search(questions.read_turn(asked)) == "Which hash function does it use? DYST"
+    assert questions.own_search(questions.read_turn(asked[:1])) == ""  # stands alone: nothing more
+    switched = ["What is the equilibrium temperature of GJ 486b?", "And GJ 1132b?"]
+    assert questions.own_search(questions.read_turn(switched)) == ""  # asked as the question before, anew
+
+
+def test_a_follow_up_is_answered_by_the_value_it_asks_for(embedder: Embedder) -> None:
+    waves = (
+        "In a small magnetic field of 30 mT, the decay length of spin waves is about 10 micrometres. The "
+        "dispersion measured over a large wave vector regime is of fundamental importance as it allows one "
+        "to quantify the exchange stiffness length with large precision. Covering a large regime of wave "
+        "vectors, we find the exchange stiffness length to be relatively short and only about 1 Å."
+    )
+    earlier = (
+        "How far do spin waves travel in hematite at a field of 30 mT?",
+        "In a small magnetic field of 30 mT, the decay length of spin waves is about 10 micrometres [1].",
+    )
+    chosen, _ = answering_sentences(
+        Embedded(embedder), "And its exchange stiffness length?", [("E1", waves, waves)], earlier=earlier
+    )
+    assert "about 1 Å" in chosen[0][1], chosen  # the value first, not the sentence that only names it
