@@ -778,11 +778,13 @@ def _unarxive_text(
         return f"[{numbers[ref]}]"
 
     readable = _UNARXIVE_MARKER.sub(replace, text)
-    readable = _REF.sub(_ref_words, readable)
+    readable = _SPLIT_FORMULA.sub(r"\1", _REF.sub(_ref_words, readable))
     lines = (_unglued(_collapse(line)) for line in readable.splitlines())
     return "\n".join(line for line in lines if line), tuple(cites)
 
 
+_SPLIT_FORMULA = re.compile(r"\b([A-Z][a-z]?[\u2080-\u2089]+) (?=/|[A-Z][a-z]?(?:[\u2080-\u2089]|\b))")
+"""A chemical formula split at its marker: "H{{formula}} O" reads "H₂ O" (the space was the marker's)."""
 _REF = re.compile(
     r"\b(Sections?|Secs?\.?|Tables?|Tabs?\.?|Figures?|Figs?\.?|Appendix|Appendices|Eqs?\.?|Equations?)"
     r"(?:\s*(?:,|and|to|-|\u2013)?\s*(?:\[formula\]\s*)?REF\b)+(?:\s(?=[.,;:)]))?"

@@ -45,7 +45,8 @@ def test_unarxive_formulas_are_read_as_text(tmp_path: Path) -> None:
             {
                 "section": "Atmosphere",
                 "sec_number": "1",
-                "text": "No H{{formula:a}}/He envelope; the spectrum obeys {{formula:b}} everywhere.",
+                "text": "No H{{formula:a}}/He envelope, no H{{formula:a}} O, and CO{{formula:a}} The spectrum "
+                "obeys {{formula:b}} everywhere.",
             }
         ],
         "bib_entries": {},
@@ -62,5 +63,5 @@ def test_unarxive_formulas_are_read_as_text(tmp_path: Path) -> None:
     (document,) = load_path(path)
     assert [p.text for p in document.paragraphs] == [
         "A planet of 1.3 R⊕.",
-        "No H₂/He envelope; the spectrum obeys [formula] everywhere.",
+        "No H₂/He envelope, no H₂O, and CO₂ The spectrum obeys [formula] everywhere.",  # the marker's space
     ]
