@@ -45,8 +45,8 @@ def test_unarxive_formulas_are_read_as_text(tmp_path: Path) -> None:
             {
                 "section": "Atmosphere",
                 "sec_number": "1",
-                "text": "No H{{formula:a}}/He envelope, no H{{formula:a}} O, and CO{{formula:a}} The spectrum "
-                "obeys {{formula:b}} everywhere.",
+                "text": "No H{{formula:a}}/He envelope, no H{{formula:a}} O, and CO{{formula:a}} The "
+                "spectrum obeys {{formula:b}} everywhere.",
             }
         ],
         "bib_entries": {},
