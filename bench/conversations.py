@@ -49,6 +49,23 @@ def corpus_for(papers: Path, chosen: list[dict], out: Path) -> Path:
     return out
 
 
+def passage_found(index: Index, chosen: list[dict], results: list) -> list[tuple[int, bool]]:
+    """Per answerable turn: (its turn number, whether a paragraph holding its expected sentence is among its
+    first ten passages): the search-level figure beside turn accuracy, as HotpotQA's "supporting in 10"."""
+    turns = [t for c in chosen for t in c["turns"]]
+    found = []
+    for result, turn in zip(results, turns, strict=True):
+        if turn.get("unanswerable"):
+            continue
+        texts = [" ".join(p.text.split()) for i in result.passages if (p := index.paragraph(i))]
+        found.append((result.turn, any(" ".join(e.split()) in t for e in turn["expect"] for t in texts)))
+    return found
+
+
+def share(values: list[bool]) -> float:
+    return round(sum(values) / len(values), 3) if values else 0.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -75,6 +92,8 @@ def main() -> None:
         started = time.perf_counter()
         results = asyncio.run(conversations.run(chosen, Context(index_dir=str(index_dir), route="direct")))
         seconds = time.perf_counter() - started
+        with Index.open(index_dir) as index:
+            found = passage_found(index, chosen, results)
         rows.append(
             {
                 "set": name,
@@ -83,6 +102,8 @@ def main() -> None:
                 "turn accuracy": round(conversations.accuracy(results), 3),
                 "first turns": round(conversations.accuracy(results, first=True), 3),
                 "follow-ups": round(conversations.accuracy(results, first=False), 3),
+                "passage in 10": share([f for _, f in found]),
+                "first turns: passage in 10": share([f for turn, f in found if turn == 1]),
                 "s per turn": round(seconds / len(results), 2),
             }
         )

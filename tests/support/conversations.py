@@ -31,6 +31,8 @@ class TurnResult:
     standalone: str
     right: bool
     answer: str
+    passages: tuple[str, ...] = ()
+    """The paragraph ids of the first ten passages by final score (did search find the answering one?)."""
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -64,6 +66,7 @@ async def run(conversations: list[dict[str, Any]], context: Context) -> list[Tur
                     state.get("question", ""),
                     is_right(turn, state.get("answer", "")),
                     state.get("answer", ""),
+                    tuple(r.get("paragraph_id", "") for r in state.get("evidence", [])[:10]),
                 )
             )
     return results
