@@ -8,8 +8,9 @@ style of exemplar answers (shipped defaults, or Context `style_exemplars`). Ever
 
 In local mode the merge is deterministic: sections in outline order, a sentence dropped when an earlier one
 of the report says the same (cosine > 0.9), an extractive introduction (the question's own best evidence)
-and conclusion (the best remaining evidence sentences across the sections), then condensed by dropping each
-longest section's last sentences until the budget holds. Validation runs all the same.
+and conclusion (the sections' evidence sentences nearest what the sections say, findings first), then
+condensed by dropping each longest section's last sentences until the budget holds. Validation runs all
+the same.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from citewise.evidence import kept_records, paragraph_texts
 from citewise.index import Index
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.questions import FINDING
 from citewise.report import (
     assemble,
     cited_sentences,
@@ -35,7 +37,14 @@ from citewise.report import (
     words,
 )
 from citewise.state import EvidenceRecord, SectionResult, State, Validation
-from citewise.writing import DUPLICATE, answering_sentences, candidate_sentences, no_answer, select_sentences
+from citewise.writing import (
+    DUPLICATE,
+    Sentence,
+    answering_sentences,
+    candidate_sentences,
+    no_answer,
+    select_sentences,
+)
 
 INTRO_SENTENCES = 2
 CONCLUSION_SENTENCES = 2
@@ -145,6 +154,40 @@ def _condensed(intro: list[Cited], bodies: list[list[Cited]], conclusion: list[C
             return
 
 
+FINDING_WEIGHT = 0.1
+"""What stating a finding ("our results suggest", "we find", "rules out") adds to a concluding sentence."""
+
+
+def concluding_sentences(
+    index: Index, question: str, said: list[str], candidates: list[Sentence], seen: np.ndarray
+) -> list[Sentence]:
+    """The conclusion: sentences of the sections' evidence that sum up what the sections say.
+
+    Each candidate the report does not say yet is scored by its similarity to the centre of the sections'
+    sentences (what the report found) and to the question, each half, plus FINDING_WEIGHT when it states a
+    finding; the best CONCLUSION_SENTENCES, no two alike. Scored against the question alone, the closing
+    sentence was the question's best remaining one, often an introduction's background sentence.
+    """
+    candidates = [c for c in candidates if c[1].strip()]
+    if not candidates or not said:
+        return []
+    vectors = index.embedder.embed([question, *said, *(text for _, text in candidates)])
+    centre = vectors[1 : 1 + len(said)].mean(axis=0)
+    centre /= float(np.linalg.norm(centre)) or 1.0
+    own = vectors[1 + len(said) :]
+    scores = 0.5 * (own @ centre) + 0.5 * (own @ vectors[0])
+    scores += FINDING_WEIGHT * np.array([FINDING.search(text) is not None for _, text in candidates])
+    chosen: list[int] = []
+    for i in np.argsort(-scores, kind="stable"):
+        earlier = [own[j] for j in chosen] + list(seen)
+        if earlier and float(np.max(np.asarray(earlier) @ own[i])) > DUPLICATE:
+            continue
+        chosen.append(int(i))
+        if len(chosen) == CONCLUSION_SENTENCES:
+            break
+    return [candidates[i] for i in chosen]
+
+
 def local_report(
     index: Index, state: State, sections: list[SectionResult], budget: int
 ) -> tuple[str, dict[str, str]]:
@@ -172,10 +215,9 @@ def local_report(
         )
     asks = [f"{question} ({s.get('title', '')})" for s in sections]
     intro, seen = _refilled(index, intro, bodies, written, pools, asks, seen)
+    said_in_sections = [sentence for body in bodies for sentence, _ in body]
     pool = [item for items in pools for item in items]
-    closing, _ = select_sentences(
-        index, question, candidate_sentences(pool), limit=CONCLUSION_SENTENCES, avoid=seen
-    )
+    closing = concluding_sentences(index, question, said_in_sections, candidate_sentences(pool), seen)
     conclusion: list[Cited] = [(sentence, [label]) for label, sentence in closing]
     _condensed(intro, bodies, conclusion, budget)
     text = assemble(

@@ -499,3 +499,29 @@ def test_a_report_on_a_named_thing_keeps_to_the_documents_that_name_it() -> None
     assert in_focus("Write a report on painted towers", records) == records
     assert in_focus("Write a report on the towers of the 1871 survey", records) == records
     assert in_focus("Write a report on the Zunessa tower", records) == records
+
+
+def test_the_local_conclusion_sums_up_the_sections_not_the_background(embedder) -> None:
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from citewise.nodes.customize import concluding_sentences
+
+    said = [
+        "The transmission spectrum of GJ 486b shows no water absorption at the precision reached.",
+        "A clear hydrogen-dominated atmosphere is excluded at high confidence by the IRD data.",
+    ]
+    candidates = [
+        ("E1", "Exoplanets around M dwarfs are common, and many of them are found by transit surveys."),
+        ("E2", "Our results suggest that GJ 486b has no clear water or hydrogen-dominated atmosphere."),
+        ("E3", "A clear hydrogen-dominated atmosphere is excluded at high confidence by the IRD data."),
+    ]
+    index = SimpleNamespace(embedder=embedder)
+    seen = embedder.embed(said)
+    chosen = concluding_sentences(
+        index, "Write a report on the atmosphere of GJ 486b", said, candidates, seen
+    )
+    assert chosen[0][0] == "E2", chosen  # the finding that sums up the sections comes first
+    assert "E3" not in [label for label, _ in chosen]  # what a section already says is not said again
+    assert concluding_sentences(index, "anything", [], candidates, np.zeros((0, embedder.dim))) == []
