@@ -230,6 +230,8 @@ DEMONSTRATIVE = re.compile(
     r"\b(?:[Tt]his|[Tt]hat|[Tt]hese|[Tt]hose)\s+(?!(?:the|a|an|it|its|they|we|our|there|is|was|are|were)\b)[a-z]"
 )
 """'that program', 'those lines': a thing said before ('shows that the model ...' is no such thing)."""
+DEMONSTRATIVE_OPENING = re.compile(r"^\s*(?:these|this|those|that|such)\s+[a-z]", re.I)
+"""A sentence opening with "These models", "This method": it leans on what the sentence before says."""
 PRONOUN = re.compile(r"\b(its|it|their|they|them|he|she|his|her)\b", re.I)
 
 

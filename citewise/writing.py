@@ -169,6 +169,12 @@ VALUE_KINDS = ("number", "date", "named")
 """Question kinds a stated value can answer ("what accuracy", "how long"): a year in a sentence is no answer
 to "To which country ...?" (it pulled "Strandloper is a novel ..., published in 1996" above the sentence
 that leads to the country)."""
+LEANING_COST = 0.05
+"""What opening with "These models" / "This method" costs: it leans on what the sentence before says, which
+comes first ("These models assumed ... 700 K" came after an unrelated sentence, where "GJ 486b is ... with an
+equilibrium temperature of about 700 K" says it alone). "He" / "It" lean on the paragraph's subject, named
+in a sentence that is usually worth saying (Wikipedia's "He was ..."), and cost nothing (costing them lost
+three HotpotQA questions of 50)."""
 MAX_ANSWER_SENTENCES = 3
 """Sentences a local answer picks at most (antecedents they need come on top, within MAX_LOCAL_SENTENCES)."""
 MIN_SENTENCE = 12
@@ -258,6 +264,7 @@ def score_candidates(
             + KIND_WEIGHT * kind
             + SUPERLATIVE_WEIGHT * most
             + NEW_NUMBER_WEIGHT * value
+            - LEANING_COST * bool(context and questions.DEMONSTRATIVE_OPENING.match(candidate.text))
         )
     return vectors[start : start + len(candidates)]
 

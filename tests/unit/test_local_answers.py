@@ -339,3 +339,19 @@ def test_a_follow_up_is_answered_by_the_value_it_asks_for(embedder: Embedder) ->
         Embedded(embedder), "And its exchange stiffness length?", [("E1", waves, waves)], earlier=earlier
     )
     assert "about 1 Å" in chosen[0][1], chosen  # the value first, not the sentence that only names it
+
+
+@pytest.mark.parametrize(
+    ("sentence", "leans"),
+    [
+        ("These models assumed an isothermal profile at the equilibrium temperature: 700 K.", True),
+        ("This method needs no oracle function.", True),
+        ("He was Leader of the Opposition from 1920.", False),  # leans on the paragraph's subject only
+        ("It orbits its star in 1.5 days.", False),
+        ("Thesis defences are public.", False),
+    ],
+)
+def test_a_sentence_opening_with_this_or_these_leans_on_the_sentence_before(
+    sentence: str, leans: bool
+) -> None:
+    assert (questions.DEMONSTRATIVE_OPENING.match(sentence) is not None) is leans
