@@ -315,6 +315,17 @@ def read_turn(questions: Sequence[str]) -> Turn:
     return before
 
 
+def local_follow_up_turn(asked: Sequence[str], question: str) -> Turn | None:
+    """The last turn when `question` is it read as a follow-up without a model, else None.
+
+    None: the question stands alone, or a model condensed it into another question.
+    """
+    if len(asked) < 2:
+        return None
+    turn = read_turn(asked)
+    return turn if turn.earlier and turn.question == question else None
+
+
 def own_search(turn: Turn) -> str:
     """A follow-up's own words with the thread's subject ("" for a question that stands alone).
 

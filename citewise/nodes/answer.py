@@ -17,7 +17,7 @@ from citewise.context import Context
 from citewise.evidence import NO_ANSWER, evidence_blocks, is_abstention, kept_records
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import quote
-from citewise.questions import read_turn
+from citewise.questions import local_follow_up_turn
 from citewise.report import LABEL
 from citewise.state import State
 from citewise.text import message_text, user_questions
@@ -31,16 +31,13 @@ def local_follow_up(state: State) -> tuple[str, str, str] | None:
     but only the follow-up is asked now: the answer should not say the earlier answer again.
     """
     messages = state.get("messages", [])
-    asked = user_questions(messages)
-    if len(asked) < 2:
-        return None
-    turn = read_turn(asked)
-    if not turn.earlier or state.get("question") != turn.question:  # not a follow-up, or a model condensed it
+    turn = local_follow_up_turn(user_questions(messages), state.get("question", ""))
+    if turn is None:  # not a follow-up, or a model condensed it
         return None
     humans = [n for n, m in enumerate(messages) if m.type == "human"]
     replies = [message_text(m) for m in messages[humans[-2] + 1 : humans[-1]] if m.type == "ai"]
     spoken = " ".join(r for r in replies if not is_abstention(r))  # passages listed as not answering
-    return asked[-1], turn.earlier, spoken
+    return turn.asked, turn.earlier, spoken
 
 
 async def answering_documents(context: Context, question: str, kept: list) -> list:

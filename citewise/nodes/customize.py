@@ -24,6 +24,7 @@ from citewise import llms
 from citewise.context import Context
 from citewise.evidence import kept_records, paragraph_texts
 from citewise.index import Index
+from citewise.index.fusion import drop_redundant
 from citewise.indexes import in_thread, open_index
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.questions import FINDING
@@ -168,7 +169,6 @@ def concluding_sentences(
     finding; the best CONCLUSION_SENTENCES, no two alike. Scored against the question alone, the closing
     sentence was the question's best remaining one, often an introduction's background sentence.
     """
-    candidates = [c for c in candidates if c[1].strip()]
     if not candidates or not said:
         return []
     vectors = index.embedder.embed([question, *said, *(text for _, text in candidates)])
@@ -177,15 +177,11 @@ def concluding_sentences(
     own = vectors[1 + len(said) :]
     scores = 0.5 * (own @ centre) + 0.5 * (own @ vectors[0])
     scores += FINDING_WEIGHT * np.array([FINDING.search(text) is not None for _, text in candidates])
-    chosen: list[int] = []
-    for i in np.argsort(-scores, kind="stable"):
-        earlier = [own[j] for j in chosen] + list(seen)
-        if earlier and float(np.max(np.asarray(earlier) @ own[i])) > DUPLICATE:
-            continue
-        chosen.append(int(i))
-        if len(chosen) == CONCLUSION_SENTENCES:
-            break
-    return [candidates[i] for i in chosen]
+    order = [int(i) for i in np.argsort(-scores, kind="stable")]
+    if len(seen):  # what the report says already is not said again
+        order = [i for i in order if float(np.max(seen @ own[i])) <= DUPLICATE]
+    keys = drop_redundant([str(i) for i in order], own[order], DUPLICATE, limit=CONCLUSION_SENTENCES)
+    return [candidates[int(i)] for i in keys]
 
 
 def local_report(

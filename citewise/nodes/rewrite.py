@@ -12,7 +12,7 @@ from citewise.indexes import in_thread, open_index
 from citewise.models import degradation
 from citewise.prompts import rewrite as prompts
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.questions import own_search, read_turn
+from citewise.questions import local_follow_up_turn, own_search
 from citewise.state import EvidenceState, RewrittenQuery, State
 from citewise.text import content_words, ordered_unique, user_questions
 
@@ -46,11 +46,9 @@ async def local_rewrite(question: str, state: State, context: Context) -> list[s
         texts = [h.text for h in hits]
     expansion = feedback_terms(texts, asked)
     queries = [question if state.get("attempt", 0) == 0 else keywords]
-    asked_by_user = user_questions(state.get("messages", []))
-    if state.get("attempt", 0) == 0 and len(asked_by_user) > 1:
-        turn = read_turn(asked_by_user)
-        if turn.question == question:  # a follow-up read locally: searched in its own words too
-            queries.append(own_search(turn))
+    turn = local_follow_up_turn(user_questions(state.get("messages", [])), question)
+    if state.get("attempt", 0) == 0 and turn is not None:  # searched in its own words too
+        queries.append(own_search(turn))
     if expansion:
         queries.append(f"{keywords} {' '.join(expansion)}")
     return ordered_unique(q for q in queries if q.strip())[: 1 + context.max_sub_queries]
