@@ -9,6 +9,11 @@ store when its generation moves on, as BM25 is rebuilt, and searched exactly (a 
 paragraphs of 384 floats are 150 MB and a few milliseconds). Each reload makes a new `Paragraphs`, so a
 search holding the previous one reads it whole. `bench/retrieval.py --pooled-paragraphs` compares the two
 kinds on one index.
+
+The chunk vectors read to build them are kept too, up to `EXACT_LIMIT` chunks: dense chunk search is then an
+exact matrix product here (13 ms for 200,000 chunks on 2 cores, every true neighbour found), and Chroma is
+neither imported nor opened to answer a question (half a second of a cold start). Past the limit, searches
+go to Chroma's HNSW graph and only the paragraphs are held.
 """
 
 from __future__ import annotations
@@ -16,13 +21,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from citewise.index.docstore import DocStore
 
 logger = logging.getLogger(__name__)
+
+EXACT_LIMIT = 200_000
+"""Up to this many chunks, their vectors are held for exact dense search (300 MB of float32 at the limit)."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +44,8 @@ class Paragraphs:
         chunks: each paragraph's chunk ids, in row order.
         position: row of each paragraph id.
         parent: paragraph id of each chunk id.
+        chunk_ids: chunk ids in `chunk_matrix` row order (empty past `EXACT_LIMIT`).
+        chunk_matrix: one L2-normalised vector per chunk, or None past `EXACT_LIMIT` (Chroma searches).
     """
 
     generation: int
@@ -44,6 +54,25 @@ class Paragraphs:
     chunks: list[list[str]]
     position: dict[str, int]
     parent: dict[str, str]
+    chunk_ids: list[str] = field(default_factory=list)
+    chunk_matrix: np.ndarray | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Whether the chunk vectors are held here (dense chunk search needs no Chroma)."""
+        return self.chunk_matrix is not None
+
+    def nearest_chunks(self, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The k chunks nearest the query as (id, cosine similarity), best first: exact, over every chunk."""
+        if self.chunk_matrix is None:
+            raise RuntimeError("the chunk vectors are not held (past EXACT_LIMIT): search Chroma")
+        if not self.chunk_ids or k < 1:
+            return []
+        similarities = self.chunk_matrix @ query_vector.astype(np.float32)
+        count = min(k, len(self.chunk_ids))
+        best = np.argpartition(-similarities, count - 1)[:count]
+        best = best[np.argsort(-similarities[best], kind="stable")]
+        return [(self.chunk_ids[i], float(similarities[i])) for i in best]
 
     def similarities(self, query_vector: np.ndarray) -> np.ndarray:
         """The cosine similarity of every paragraph to the query, in `ids` order."""
@@ -77,11 +106,15 @@ class Paragraphs:
 class ParagraphVectors:
     """The paragraph vectors of one index, reloaded lazily whenever the document store's generation moves."""
 
-    def __init__(self, docstore: DocStore, dim: int, pooled_only: bool = False) -> None:
+    def __init__(
+        self, docstore: DocStore, dim: int, pooled_only: bool = False, exact_limit: int = EXACT_LIMIT
+    ) -> None:
         self.docstore = docstore
         self.pooled_only = pooled_only
         self.dim = dim
-        self._current = Paragraphs(-1, [], np.zeros((0, dim), dtype=np.float32), [], {}, {})
+        self.exact_limit = exact_limit
+        empty = np.zeros((0, dim), dtype=np.float32)
+        self._current = Paragraphs(-1, [], empty, [], {}, {})
         self._lock = threading.Lock()
 
     def current(self) -> Paragraphs:
@@ -97,9 +130,15 @@ class ParagraphVectors:
         sums: dict[str, np.ndarray] = {}
         members: dict[str, list[str]] = {}
         parent: dict[str, str] = {}
+        exact = self.docstore.counts()["chunks"] <= self.exact_limit
+        chunk_ids: list[str] = []
+        chunk_vectors: list[np.ndarray] = []
         for rows in self.docstore.iter_chunks():
             for chunk_id, _, paragraph_id, _, _, vector in rows:
                 own = np.frombuffer(vector, dtype=np.float32)
+                if exact:
+                    chunk_ids.append(chunk_id)
+                    chunk_vectors.append(own)
                 if paragraph_id in sums:
                     sums[paragraph_id] = sums[paragraph_id] + own
                 else:
@@ -114,7 +153,18 @@ class ParagraphVectors:
         matrix = np.stack([sums[p] for p in ids]) if ids else np.zeros((0, self.dim), dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        logger.debug("paragraph vectors built: %d paragraphs, generation %d", len(ids), generation)
+        chunk_matrix = None
+        if exact:
+            chunk_matrix = np.stack(chunk_vectors) if chunk_vectors else np.zeros((0, self.dim), np.float32)
+            chunk_norms = np.linalg.norm(chunk_matrix, axis=1, keepdims=True)
+            chunk_norms[chunk_norms == 0] = 1.0
+            chunk_matrix = (chunk_matrix / chunk_norms).astype(np.float32)
+        logger.debug(
+            "paragraph vectors built: %d paragraphs, %d chunks held, generation %d",
+            len(ids),
+            len(chunk_ids),
+            generation,
+        )
         return Paragraphs(
             generation,
             ids,
@@ -122,4 +172,6 @@ class ParagraphVectors:
             [members[p] for p in ids],
             {p: i for i, p in enumerate(ids)},
             parent,
+            chunk_ids,
+            chunk_matrix,
         )

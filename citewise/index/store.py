@@ -14,6 +14,13 @@ generation they mirror, and `Index.open` brings a lagging one up to date (Chroma
 vectors, BM25 by a rebuild) when it can take the lock, so after any interruption the three stores agree again
 and nothing is embedded twice. While another process holds the lock, that process brings them up to date.
 
+Chroma is opened on first use, not at open: by a write, a repair or `stats`, and by the first search of an
+index past `EXACT_LIMIT` chunks (opened at open then: its searches read it). Below the limit, dense search is
+exact over the vectors the paragraph vectors hold (see `citewise.index.paragraphs`). Its other checks run
+when it opens: a collection of another model's dimension is refused, and one that holds another count of
+chunks than the document store (a server that lost its data, a deleted folder) is reconciled like a lagging
+one.
+
 Freshness: an open index sees writes made meanwhile by other processes. Before each search it compares the
 document store's generation with the one its BM25 indexes were loaded for and loads the ones the writer
 switched in (repairing them as at open when they lag and no process is writing); the paragraph vectors reload
@@ -36,7 +43,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -48,16 +55,23 @@ from citewise.index.fusion import drop_redundant, rank, reciprocal_rank_fusion, 
 from citewise.index.lexical import LexicalIndex
 from citewise.index.loaders import SUPPORTED_SUFFIXES, iter_files, load_path, unsupported_files
 from citewise.index.paragraphs import ParagraphVectors
-from citewise.index.vectors import COLLECTION, VectorIndex, make_client
+
+if TYPE_CHECKING:
+    from citewise.index.vectors import VectorIndex
 
 logger = logging.getLogger(__name__)
 
 SearchMode = Literal["hybrid", "bm25", "dense"]
 Fusion = Literal["minmax", "rrf"]
 QUERY_CACHE = 512
+TEXT_CACHE = 4096
+"""Texts embedded at answer time that are remembered (6 MB of vectors): see `Index.embed`."""
 PARAGRAPH_WEIGHT = 0.7
 PARAGRAPH_DENSE_WEIGHT = 0.5
 
+
+OLD_COLLECTION = "citewise_chunks"
+"""The Chroma collection of indexes made before each index got its own name (kept for them)."""
 
 MAX_DOCUMENT_CHARS = 5_000_000
 """The most text one document may hold (about 2,500 pages); a longer one is skipped with the reason."""
@@ -199,24 +213,79 @@ class Index:
         self,
         root: Path,
         docstore: DocStore,
-        vectors: VectorIndex,
         lexical: LexicalIndex,
         embedder: Embedder,
         chunking: ChunkingConfig,
-        chroma_target: str,
+        chroma_url: str | None,
+        collection: str,
     ) -> None:
         self.root = root
         self.docstore = docstore
-        self.vectors = vectors
+        self.chroma_url = chroma_url
+        self.collection = collection
+        self._vectors: VectorIndex | None = None
+        self._vectors_lock = threading.Lock()
+        self._holding = threading.local()  # whether this thread holds the write lock
         self._lexical = _Lexical(lexical, LexicalIndex(root, "bm25p"))
         self._lexical_lock = threading.RLock()
         self.paragraph_vectors = ParagraphVectors(docstore, embedder.dim)
         self.embedder = embedder
         self.chunking = chunking
-        self._chroma_key = f"chroma_generation:{chroma_target}"
+        self._chroma_key = f"chroma_generation:{chroma_url or 'embedded'}"
         self._query_cache: dict[str, np.ndarray] = {}
         self._query_cache_size = QUERY_CACHE
         self._query_lock = threading.Lock()
+        self._texts: dict[str, np.ndarray] = {}
+        self._texts_lock = threading.Lock()
+
+    @property
+    def vectors(self) -> VectorIndex:
+        """The Chroma collection, opened (and checked) on first use; see the module.
+
+        Raises:
+            IndexOpenError: the collection holds another embedding model's vectors (another dimension).
+        """
+        return self._chroma()
+
+    def _chroma(self) -> VectorIndex:
+        if self._vectors is not None:
+            return self._vectors
+        with self._vectors_lock:
+            if self._vectors is not None:
+                return self._vectors
+            self._vectors = self._open_chroma()
+        if self._vectors.count() != self.docstore.counts()["chunks"]:  # e.g. a server lost its data
+            self._bring_chroma_in_step()
+        return self._vectors
+
+    def _open_chroma(self) -> VectorIndex:
+        from citewise.index.vectors import VectorIndex, make_client  # Chroma costs half a second to import
+
+        vectors = VectorIndex(make_client(self.root, self.chroma_url), self.embedder, self.collection)
+        foreign = vectors.foreign()
+        if foreign is not None:  # every dense search would fail on the vectors' dimension
+            where = (
+                f"the folder {self.root / 'chroma'}"
+                if self.chroma_url is None
+                else f"it on the server {self.chroma_url}"
+            )
+            raise IndexOpenError(
+                f"the Chroma collection {self.collection!r} of index {self.root} {foreign}, not the "
+                f"{self.embedder.dim} of {self.embedder.name!r}: another embedding model built it. Delete "
+                f"{where} to rebuild it from the document store, or use a new --index directory"
+            )
+        return vectors
+
+    def _bring_chroma_in_step(self) -> None:
+        """Reconcile Chroma with the document store now, under the write lock (held already, or taken)."""
+        if getattr(self._holding, "lock", False):
+            self._reconcile_chroma()
+            self.docstore.set_meta(self._chroma_key, str(self.docstore.generation))
+            return
+        with self._locked() as held:
+            if held:
+                self._reconcile_chroma()
+                self.docstore.set_meta(self._chroma_key, str(self.docstore.generation))
 
     @property
     def lexical(self) -> LexicalIndex:
@@ -245,6 +314,10 @@ class Index:
             IndexOpenError: `path` is a file, does not exist and `create` is False, or the index was built
                 with another embedding model or other chunking settings than the ones asked for.
         """
+        if chroma_url is not None:
+            from citewise.index.vectors import server_address
+
+            server_address(chroma_url)  # a malformed URL is refused now, not at the first write
         root = Path(path).expanduser()
         if root.exists() and not root.is_dir():
             raise IndexOpenError(f"index path {root} is a file, not a directory")
@@ -289,34 +362,19 @@ class Index:
                 "one this citewise embeds questions with: ingest the documents again into a new --index "
                 "directory"
             )
-        client = make_client(root, chroma_url)
         collection = docstore.get_meta("collection")
         if collection is None:  # one collection per index, so that indexes can share a Chroma server
             made_before = docstore.counts()["chunks"] > 0
-            collection = COLLECTION if made_before else f"citewise_{uuid.uuid4().hex[:16]}"
+            collection = OLD_COLLECTION if made_before else f"citewise_{uuid.uuid4().hex[:16]}"
             collection = docstore.add_meta("collection", collection)  # a process opening it too may be first
-        vectors = VectorIndex(client, embedder, collection)
-        foreign = vectors.foreign()
-        if foreign is not None:  # every dense search would fail on the vectors' dimension
+        index = cls(root, docstore, LexicalIndex(root), embedder, chunking, chroma_url, collection)
+        try:
+            index.sync()
+            if docstore.counts()["chunks"] > index.paragraph_vectors.exact_limit:
+                index._chroma()  # searches will read it: opened, and checked, now
+        except IndexOpenError:
             docstore.close()
-            where = (
-                f"the folder {root / 'chroma'}" if chroma_url is None else f"it on the server {chroma_url}"
-            )
-            raise IndexOpenError(
-                f"the Chroma collection {collection!r} of index {root} {foreign}, not the {embedder.dim} of "
-                f"{embedder.name!r}: another embedding model built it. Delete {where} to rebuild it from the "
-                "document store, or use a new --index directory"
-            )
-        index = cls(
-            root,
-            docstore,
-            vectors,
-            LexicalIndex(root),
-            embedder,
-            chunking,
-            chroma_url or "embedded",
-        )
-        index.sync()
+            raise
         return index
 
     def close(self) -> None:
@@ -358,10 +416,8 @@ class Index:
                         self._catch_up_lexical()
 
     def _chroma_lags(self) -> bool:
-        """Whether Chroma may not mirror the document store (recorded generation or chunk count differs)."""
-        if self.docstore.get_meta(self._chroma_key) != str(self.docstore.generation):
-            return True
-        return self.vectors.count() != self.docstore.counts()["chunks"]  # e.g. a server lost its data
+        """Whether Chroma's recorded generation lags the document store's (its count: checked on opening)."""
+        return self.docstore.get_meta(self._chroma_key) != str(self.docstore.generation)
 
     def _lexical_lags(self) -> bool:
         """Whether the BM25 indexes read now were built for an earlier document store generation."""
@@ -371,8 +427,10 @@ class Index:
         """Under the write lock: reconcile a lagging Chroma and rebuild lagging BM25 indexes."""
         generation = self.docstore.generation
         if self._chroma_lags():
-            self._reconcile_chroma()
-            self.docstore.set_meta(self._chroma_key, str(generation))
+            self._chroma()  # opening it reconciles it when its count differs
+            if self._chroma_lags():
+                self._reconcile_chroma()
+                self.docstore.set_meta(self._chroma_key, str(generation))
         self._catch_up_lexical()
 
     def _catch_up_lexical(self) -> None:
@@ -468,9 +526,11 @@ class Index:
             except BlockingIOError:
                 yield False
                 return
+            self._holding.lock = True
             try:
                 yield True
             finally:
+                self._holding.lock = False
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     # writing --------------------------------------------------------------------------------------------
@@ -613,6 +673,7 @@ class Index:
 
         If the block fails between the two, the recorded generation lags and the next open reconciles.
         """
+        self._chroma()  # opened (and brought in step) before the document store moves on
         in_step = self.docstore.get_meta(self._chroma_key) == str(self.docstore.generation)
         yield
         if in_step:
@@ -689,12 +750,18 @@ class Index:
         if lexical_all is not None and lexical_all.size:
             top = np.argsort(-lexical_all, kind="stable")[:depth]
             lexical = [(view.chunks.ids[i], float(lexical_all[i])) for i in top if lexical_all[i] > 0]
-        semantic = self.vectors.search(query_vector, depth) if mode != "bm25" else []
         widened: list[str] = []
+        semantic: list[tuple[str, float]] = []
         paragraphs = None
         paragraph_similarity = None
-        if paragraph_dense_weight > 0:
+        if mode != "bm25" or paragraph_dense_weight > 0:
             paragraphs = self.paragraph_vectors.current()
+        if mode != "bm25" and paragraphs is not None:
+            if paragraphs.exact:
+                semantic = paragraphs.nearest_chunks(query_vector, depth)
+            else:
+                semantic = self.vectors.search(query_vector, depth)
+        if paragraphs is not None and paragraph_dense_weight > 0:
             paragraph_similarity = paragraphs.similarities(query_vector)
             if mode != "bm25":
                 widened = paragraphs.top_chunks(paragraph_similarity, depth)
@@ -765,6 +832,27 @@ class Index:
                 while len(self._query_cache) > self._query_cache_size:
                     self._query_cache.pop(next(iter(self._query_cache)))
         return vector
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The vectors of texts read at answer time (sentences, passages), the last `TEXT_CACHE` remembered.
+
+        A local answer embeds the evidence's sentences to tell which answers (`citewise.answerable`), then
+        again to choose the ones it says (`citewise.writing`), and a follow-up meets the same sentences
+        again; half of the texts a direct answer embedded were repeats (0.1 s of a cold `ask`).
+        """
+        with self._texts_lock:
+            known = {text: self._texts[text] for text in texts if text in self._texts}
+        fresh = [text for text in dict.fromkeys(texts) if text not in known]
+        if fresh:
+            vectors = self.embedder.embed(fresh)  # outside the lock, as queries are
+            known.update(zip(fresh, vectors, strict=True))
+            with self._texts_lock:
+                self._texts.update(zip(fresh, vectors, strict=True))
+                while len(self._texts) > TEXT_CACHE:
+                    self._texts.pop(next(iter(self._texts)))
+        if not texts:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([known[text] for text in texts])
 
     def stats(self) -> IndexStats:
         """Counts in each store; SQLite, Chroma and BM25 chunk counts agree after any completed open."""

@@ -48,8 +48,17 @@ class ChromaEmbedding(EmbeddingFunction[Documents]):
         return ChromaEmbedding(default_embedder(str(config.get("model") or "") or None))
 
 
-COLLECTION = "citewise_chunks"
-"""The collection of indexes made before each index got its own name (kept for them)."""
+def server_address(url: str) -> tuple[str, int, bool]:
+    """The (host, port, https) of a Chroma server URL.
+
+    Raises:
+        ValueError: the URL names no host.
+    """
+    parsed = urlparse(url if "://" in url else f"http://{url}")
+    if not parsed.hostname:
+        raise ValueError(f"not a Chroma server URL: {url!r} (expected e.g. http://127.0.0.1:8000)")
+    https = parsed.scheme == "https"
+    return parsed.hostname, parsed.port or (443 if https else 8000), https
 
 
 def make_client(root: Path, url: str | None) -> chromadb.ClientAPI:
@@ -57,19 +66,14 @@ def make_client(root: Path, url: str | None) -> chromadb.ClientAPI:
     settings = Settings(anonymized_telemetry=False)
     if not url:
         return chromadb.PersistentClient(path=str(root / "chroma"), settings=settings)
-    parsed = urlparse(url if "://" in url else f"http://{url}")
-    if not parsed.hostname:
-        raise ValueError(f"not a Chroma server URL: {url!r} (expected e.g. http://127.0.0.1:8000)")
-    port = parsed.port or (443 if parsed.scheme == "https" else 8000)
-    return chromadb.HttpClient(
-        host=parsed.hostname, port=port, ssl=parsed.scheme == "https", settings=settings
-    )
+    host, port, ssl = server_address(url)
+    return chromadb.HttpClient(host=host, port=port, ssl=ssl, settings=settings)
 
 
 class VectorIndex:
     """Chunk vectors in Chroma with cosine distance (HNSW)."""
 
-    def __init__(self, client: chromadb.ClientAPI, embedder: Embedder, collection: str = COLLECTION) -> None:
+    def __init__(self, client: chromadb.ClientAPI, embedder: Embedder, collection: str) -> None:
         self.client = client
         self.collection = client.get_or_create_collection(
             collection,

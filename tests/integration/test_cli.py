@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,34 @@ def ingested(
     result = run("ingest", corpus, "--index", root / "idx")
     assert result.exit_code == 0, result.output
     yield root / "idx"
+
+
+COLD_ASK = """
+import sys
+sys.argv = ["citewise", "ask", "How do vaccines train the immune system?", "--index", sys.argv[1]]
+from citewise.cli import main
+try:
+    main()
+except SystemExit as end:
+    code = end.code
+print("exit", code, "loaded", " ".join(m for m in ("chromadb", "openai", "torch") if m in sys.modules))
+"""
+
+
+def test_a_local_question_loads_neither_chroma_nor_a_provider_client(ingested: Path) -> None:
+    """A cold `ask` of an index below EXACT_LIMIT reads the document store's vectors: Chroma (half a second
+    to import) and the openai client stay unloaded, as PyTorch does."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "OPENAI_BASE_URL"}
+    result = subprocess.run(
+        [sys.executable, "-c", COLD_ASK, str(ingested)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert last == "exit 0 loaded", last
+    assert "[1]" in result.stdout
 
 
 # ingest ----------------------------------------------------------------------------------------------------

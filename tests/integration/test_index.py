@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from langchain_core.documents import Document as LCDocument
 
 from citewise.index import ChunkingConfig, Index, IndexOpenError
 from citewise.index.embeddings import Embedder
+from citewise.index.paragraphs import ParagraphVectors
 
 pytestmark = pytest.mark.integration
 
@@ -192,6 +194,47 @@ def test_dense_score_mixes_in_the_paragraph_embedded_whole(searchable: Index, em
     expected = 0.6 * own + 0.4 * (whole @ query_vector)
     np.testing.assert_allclose([h.dense for h in hits], expected, rtol=1e-4, atol=1e-5)
     assert searchable.document(hits[0].doc_id).key == "marathon"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("query", "key"), OBVIOUS)
+def test_exact_dense_search_finds_what_chroma_finds(searchable: Index, query: str, key: str) -> None:
+    """Below EXACT_LIMIT chunks, dense search is a product with the held vectors: Chroma's HNSW agrees."""
+    held = searchable.paragraph_vectors.current()
+    assert held.exact and len(held.chunk_ids) == len(searchable.docstore.chunk_ids())
+    vector = searchable.embedder.embed([query])[0]
+    exact = held.nearest_chunks(vector, 10)
+    chroma = searchable.vectors.search(vector, 10)
+    assert [i for i, _ in exact] == [i for i, _ in chroma]
+    np.testing.assert_allclose([s for _, s in exact], [s for _, s in chroma], atol=1e-4)
+    first = searchable.chunks([exact[0][0]])[exact[0][0]]
+    assert searchable.document(first.doc_id).key == key  # type: ignore[union-attr]
+
+
+def test_past_the_exact_limit_dense_search_goes_to_chroma(searchable: Index, monkeypatch) -> None:
+    query = "event horizon where gravity traps light"
+    exact = [h.chunk_id for h in searchable.search(query, k=5, mode="dense")]
+    paragraphs_only = ParagraphVectors(searchable.docstore, searchable.embedder.dim, exact_limit=0)
+    monkeypatch.setattr(searchable, "paragraph_vectors", paragraphs_only)
+    held = searchable.paragraph_vectors.current()
+    assert not held.exact and held.chunk_ids == []
+    assert [h.chunk_id for h in searchable.search(query, k=5, mode="dense")] == exact
+    with pytest.raises(RuntimeError, match="EXACT_LIMIT"):
+        held.nearest_chunks(np.zeros(searchable.embedder.dim, dtype=np.float32), 3)
+
+
+def test_a_search_opens_no_chroma_and_its_first_use_rebuilds_it(filled: Index, embedder: Embedder) -> None:
+    """Chroma opens on first use: a deleted folder does not stop a search, and is rebuilt when it is used."""
+    root = filled.root
+    filled.close()
+    shutil.rmtree(root / "chroma")
+    reopened = Index.open(root, embedder=embedder)
+    try:
+        hits = reopened.search("wild yeast starter for sourdough bread", k=3)
+        assert reopened.document(hits[0].doc_id).key == "sourdough"  # type: ignore[union-attr]
+        assert not (root / "chroma").exists()  # an embedded client would have made the folder
+        assert_stores_agree(reopened)  # Chroma opened for its ids, found empty, rebuilt from SQLite
+    finally:
+        reopened.close()
 
 
 def test_paragraph_vectors_follow_ingests_and_removals(

@@ -278,11 +278,16 @@ CASES = {
         ("docs.sqlite3 is missing or empty", "restore docs.sqlite3 from a backup"),
         index="copy", damage=_delete_store,
     ),
-    "chroma-deleted": Case(
-        "the chroma folder deleted", (*ASK, QUESTION), 0,
-        ("holds none of the document store's", "rebuilding it from the document store"),
+    "chroma-deleted": Case(  # a question does not read Chroma below EXACT_LIMIT chunks: it answers
+        "the chroma folder deleted, then a question", (*ASK, QUESTION), 0, (),
         index="copy", damage=lambda index: shutil.rmtree(index / "chroma"), rebuilt=True,
         stdout=(ANSWER, "[1]"),
+    ),
+    "chroma-deleted-stats": Case(  # the first command that opens Chroma rebuilds it, and says so
+        "the chroma folder deleted, then stats", ("stats", "--index", "{index}"), 0,
+        ("holds none of the document store's", "rebuilding it from the document store"),
+        index="copy", damage=lambda index: shutil.rmtree(index / "chroma"), rebuilt=True,
+        stdout=("consistent: True",),
     ),
     "bm25-garbage": Case(
         "garbage in bm25.json", (*ASK, QUESTION), 0, ("bm25.json cannot be read", "it will be rebuilt"),
@@ -306,11 +311,21 @@ CASES = {
         ("was built with embedding model 'e5-large-v2', not 'all-MiniLM-L6-v2", "new --index directory"),
         index="copy", damage=_other_model_named,
     ),
-    "other-model-dimension": Case(
-        "Chroma vectors of 768 dimensions (another model)", (*ASK, QUESTION), 2,
+    "other-model-dimension": Case(  # the first command that opens Chroma refuses it
+        "Chroma vectors of 768 dimensions (another model), then stats", ("stats", "--index", "{index}"), 2,
         ("holds 768-dimensional vectors", "not the 384 of 'all-MiniLM-L6-v2",
          "rebuild it from the document store"),
         index="copy", damage=_other_model_vectors, quiet_about=("a fault in citewise",),
+    ),
+    "other-model-dimension-ingest": Case(
+        "Chroma vectors of 768 dimensions (another model), then an ingest",
+        ("ingest", "{tmp}/baikal.txt", *INGEST_INTO), 2,
+        ("holds 768-dimensional vectors", "rebuild it from the document store"),
+        index="copy", damage=_other_model_vectors,
+    ),
+    "other-model-dimension-ask": Case(  # below EXACT_LIMIT a question reads the document store's vectors
+        "Chroma vectors of 768 dimensions (another model), then a question", (*ASK, QUESTION), 0, (),
+        index="copy", damage=_other_model_vectors, stdout=(ANSWER, "[1]"),
     ),
     # model settings
     "unknown-provider": Case(
@@ -441,7 +456,7 @@ def test_bad_input(case: Case, built: Path, baseline: dict[str, int | bool], tmp
         for name in ("bm25", "bm25p"):
             pointed = json.loads((index / f"{name}.json").read_text())["dir"]
             assert pointed.startswith(f"{name}-") and (index / pointed).is_dir()
-    elif case.command[0] != "ingest":
+    elif case.command[0] != "ingest" or case.code == 2:
         assert stored(index) == before  # refused: not "repaired", not emptied, bytes as they were
     else:  # at most `added` documents more, none of the index's lost, the stores in agreement
         after = stats(index)
