@@ -64,7 +64,7 @@ def sentence_signals(
     asked = [question] + ([p.text for p in pieces] if len(pieces) > 1 else [])
     split = [sentences(r.get("text", "")) or [r.get("text", "")] for r in records]
     flat = [s for p in split for s in p]
-    vectors = index.embedder.embed([*asked, *(r.get("text", "") for r in records), *flat])
+    vectors = index.embed([*asked, *(r.get("text", "") for r in records), *flat])
     own = vectors[len(asked) : len(asked) + len(ids)] @ vectors[0]
     cosines = vectors[len(asked) + len(ids) :] @ vectors[: len(asked)].T
     weights = [term_weights(index, text) for text in asked]

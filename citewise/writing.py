@@ -103,7 +103,7 @@ def select_sentences(
     """
     if not candidates:
         return [], np.zeros((0, index.embedder.dim), dtype=np.float32)
-    vectors = index.embedder.embed([asked, *(s for _, s in candidates)])
+    vectors = index.embed([asked, *(s for _, s in candidates)])
     similarity = vectors[1:] @ vectors[0]
     order = sorted(range(len(candidates)), key=lambda i: (-similarity[i], i))
     best = float(similarity[order[0]])
@@ -127,7 +127,7 @@ def extractive_summary(index: Index, asked: str, text: str, count: int) -> str:
     parts = sentences(text)
     if len(parts) <= count:
         return " ".join(parts)
-    vectors = index.embedder.embed([asked, *parts])
+    vectors = index.embed([asked, *parts])
     similarity = vectors[1:] @ vectors[0]
     best = sorted(np.argsort(-similarity)[:count].tolist())
     return " ".join(parts[i] for i in best)
@@ -241,7 +241,7 @@ def score_candidates(
     asked = [question.text, follow_up] if follow_up else [question.text]
     texts = asked + [c.text for c in candidates]
     texts += [f"{c.previous} {c.text}" for c in candidates if c.refers and c.previous]
-    vectors = index.embedder.embed(texts)
+    vectors = index.embed(texts)
     start = len(asked)
     own = vectors[start : start + len(candidates)] @ vectors[:start].T
     extra = iter((vectors[start + len(candidates) :] @ vectors[:start].T).tolist())

@@ -27,9 +27,12 @@ MILL = (
 
 @dataclass
 class Embedded:
-    """All that answering_sentences asks of an index: its embedder."""
+    """All that answering_sentences asks of an index: its embedder, and `embed` (the index remembers)."""
 
     embedder: Embedder
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.embedder.embed(texts)
 
 
 @pytest.mark.parametrize(
