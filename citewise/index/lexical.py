@@ -15,13 +15,36 @@ import logging
 import math
 import os
 import shutil
+import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
-import bm25s
 import numpy as np
 import Stemmer
+
+
+def _bm25s_without_numba() -> ModuleType:
+    """bm25s, imported without numba when numba is not loaded yet.
+
+    bm25s imports numba whenever it is installed (ranx, which `citewise eval` uses, installs it) for a
+    retrieval backend citewise does not use: it reads `BM25.get_scores`, plain NumPy. That import was 0.1 s
+    of a cold `ask` (5%). numba stays importable afterwards (ranx imports it when evaluating).
+    """
+    if "numba" in sys.modules:
+        import bm25s
+
+        return bm25s
+    sys.modules["numba"] = None  # type: ignore[assignment]  # `import numba` raises ImportError meanwhile
+    try:
+        import bm25s
+    finally:
+        del sys.modules["numba"]
+    return bm25s
+
+
+bm25s = _bm25s_without_numba()
 
 logger = logging.getLogger(__name__)
 # bm25s pins its own logger at DEBUG on import, which prints every index build; let the application's
