@@ -224,8 +224,11 @@ def test_past_the_exact_limit_dense_search_goes_to_chroma(searchable: Index, mon
 
 def test_a_search_opens_no_chroma_and_its_first_use_rebuilds_it(filled: Index, embedder: Embedder) -> None:
     """Chroma opens on first use: a deleted folder does not stop a search, and is rebuilt when it is used."""
+    from chromadb.api.client import SharedSystemClient
+
     root = filled.root
     filled.close()
+    SharedSystemClient.clear_system_cache()  # the ingest's client, kept by chromadb per path, goes too
     shutil.rmtree(root / "chroma")
     reopened = Index.open(root, embedder=embedder)
     try:
