@@ -11,19 +11,23 @@ multiple of the `ask` median (the target: chat and serve within 1.5x of a cold a
 `--baseline CHECKOUT` adds a cold `ask` and `--help` of another checkout of citewise (a git worktree of an
 earlier commit), run in the same rounds beside today's (its package first on PYTHONPATH, the same
 interpreter, index and question), so a change's effect on start-up is a ratio of medians from one run.
-`--only-ask` leaves out chat and serve.
+`--baseline-index DIR` gives the baseline its own index, ingested by the baseline checkout (as a user of
+that commit would have it: e.g. a float32 embedding model before int8 became the default); without it both
+ask the same index. `--only-ask` leaves out chat and serve.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+from contextlib import closing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,6 +107,9 @@ def main() -> None:
     parser.add_argument("--index", type=Path, default=ROOT / "bench" / ".cache" / "startup")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "startup.json")
     parser.add_argument("--baseline", type=Path, help="another checkout, timed beside this one")
+    parser.add_argument(
+        "--baseline-index", type=Path, help="the baseline's own index (ingested by it), else --index"
+    )
     parser.add_argument("--only-ask", action="store_true", help="only ask and --help (no chat, no serve)")
     args = parser.parse_args()
     env = dict(os.environ, HF_HUB_OFFLINE="1", ANONYMIZED_TELEMETRY="False", GRADIO_ANALYTICS_ENABLED="False")
@@ -115,6 +122,11 @@ def main() -> None:
             "serve, to its page": serve_page,
         }
     baseline_env = dict(env, PYTHONPATH=str(args.baseline.resolve())) if args.baseline else None
+    baseline_index = args.index
+    if baseline_env is not None and args.baseline_index is not None:
+        baseline_index = args.baseline_index
+        ingest = [EXE, "ingest", str(SAMPLE), "--index", str(baseline_index), "--quiet"]
+        subprocess.run(ingest, env=baseline_env, check=True)
     if baseline_env is not None:
         commands |= {"ask, baseline checkout": ask, "--help, baseline checkout": help_text}
     times: dict[str, list[float]] = {name: [] for name in commands}
@@ -125,7 +137,8 @@ def main() -> None:
         for _ in range(args.runs):
             for name, command in commands.items():
                 chosen = baseline_env if "baseline" in name else env
-                times[name].append(command(str(args.index), chosen))  # type: ignore[arg-type]
+                index = baseline_index if "baseline" in name else args.index
+                times[name].append(command(str(index), chosen))  # type: ignore[arg-type]
     base = statistics.median(times["ask (whole command)"])
     rows = [
         {
@@ -142,7 +155,18 @@ def main() -> None:
         print(f"cold ask: {base:.2f} s, baseline {before:.2f} s: {base / before:.2f}x")
     print(f"Start-up, {args.runs} rounds, the bundled sample's index")
     print_table(rows, list(rows[0]))
-    save(args.out, {"machine": machine(), "runs": args.runs, "rows": rows})
+    models = {"index": model_of(args.index)}
+    if baseline_env is not None:
+        models["baseline index"] = model_of(baseline_index)
+    print("embedding models:", models)
+    save(args.out, {"machine": machine(), "runs": args.runs, "embedding models": models, "rows": rows})
+
+
+def model_of(index: Path) -> str:
+    """The embedding model an index was built with (its document store's metadata)."""
+    with closing(sqlite3.connect(f"file:{index / 'docs.sqlite3'}?mode=ro", uri=True)) as db:
+        row = db.execute("SELECT value FROM meta WHERE key = 'embedding_model'").fetchone()
+    return row[0] if row else "?"
 
 
 if __name__ == "__main__":
