@@ -14,8 +14,8 @@ from langchain_core.exceptions import ContextOverflowError, ModelError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_base, wait_exponential_jitter
 
+from citewise.models.records import Degraded
 from citewise.models.structured import MalformedOutput
-from citewise.state.types import Degraded
 
 logger = logging.getLogger(__name__)
 

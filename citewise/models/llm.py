@@ -23,7 +23,6 @@ from langchain_core.utils.function_calling import convert_to_openai_function, co
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel
 
-from citewise.context import Context
 from citewise.models.faults import (
     BACKOFF_INITIAL,
     BACKOFF_MAX,
@@ -35,7 +34,9 @@ from citewise.models.faults import (
     retrying,
     scrub,
 )
+from citewise.models.records import StageUsage
 from citewise.models.server import ServerFacts, facts_for
+from citewise.models.settings import ModelSettings
 from citewise.models.specs import chat_model, parse_model, speaks_openai
 from citewise.models.structured import (
     JSON_MODE_INSTRUCTION,
@@ -49,7 +50,6 @@ from citewise.models.structured import (
 )
 from citewise.models.usage import STAGE_KEY, UsageCallback, UsageMeter, from_cache, scoped_meter
 from citewise.prompts.common import quote
-from citewise.state.types import StageUsage
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +222,7 @@ class LLM:
     def __init__(
         self,
         spec: str,
-        context: Context,
+        context: ModelSettings,
         *,
         temperature: float | None = None,
         shared: RunShared | None = None,
@@ -684,7 +684,7 @@ class LLM:
 # the run's models --------------------------------------------------------------------------------------
 
 
-def models_for(context: Context) -> tuple[LLM | None, LLM | None]:
+def models_for(context: ModelSettings) -> tuple[LLM | None, LLM | None]:
     """(judge, writer) sharing one in-flight limit; (None, None) in local mode (no model configured)."""
     if not context.llm or not context.model:
         return None, None

@@ -7,11 +7,11 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from citewise.context import Context
 from citewise.models.faults import BACKOFF_INITIAL, BACKOFF_MAX, UnreadableResponse, retrying, scrub
+from citewise.models.records import StageUsage
+from citewise.models.settings import ModelSettings
 from citewise.models.specs import env_setting
 from citewise.models.usage import UsageMeter, scoped_meter
-from citewise.state.types import StageUsage
 
 if TYPE_CHECKING:
     from langchain_cohere import CohereRerank
@@ -42,7 +42,7 @@ class Reranker:
     def __init__(
         self,
         compressor: CohereRerank,
-        context: Context,
+        context: ModelSettings,
         *,
         backoff: tuple[float, float] = (BACKOFF_INITIAL, BACKOFF_MAX),
     ) -> None:
@@ -104,7 +104,7 @@ class Reranker:
         return (scoped_meter() or self.meter).take(stage)
 
 
-def reranker(context: Context) -> Reranker | None:
+def reranker(context: ModelSettings) -> Reranker | None:
     """Cohere rerank (context.rerank_model) when COHERE_API_KEY is set, else None (keep the fused order)."""
     key = env_setting("COHERE_API_KEY")
     if not key:

@@ -21,7 +21,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from citewise.state.types import StageUsage, merge_usage
+from citewise.models.records import StageUsage, merge_usage
 
 logger = logging.getLogger(__name__)
 
