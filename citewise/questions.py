@@ -12,6 +12,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from citewise.text import STOPWORDS, content_words
 
@@ -407,44 +408,100 @@ def refers_back(sentence: str) -> bool:
     return REFERENCE.match(sentence.strip()) is not None
 
 
-REPORT_FORMS: list[tuple[str, re.Pattern[str]]] = [
-    (
+@dataclass(frozen=True)
+class Form:
+    """A question form that names what it asks for, and what that means for the route and the outline.
+
+    Attributes:
+        kind: the outline type it names (citewise.outlines' library), "" for none.
+        described: how a route's reason names it ("a comparison").
+        pattern: what the question's words look like.
+        report: "always" (a report whatever the evidence), "spread" (a report when the kept evidence spans
+            documents: an explanation), or "never" (a direct answer, unless the caller asks for a report).
+    """
+
+    kind: str
+    described: str
+    pattern: re.Pattern[str]
+    report: Literal["always", "spread", "never"]
+
+
+FORMS: list[Form] = [
+    Form(
+        "",
         "a request for a report",
         re.compile(r"\b(write|give|make|prepare|draft)\b.{0,30}\b(report|review|survey)\b|^report\b", re.I),
+        "always",
     ),
-    (
+    Form(
+        "comparison",
         "a comparison",
         re.compile(
             r"\b(compare|comparison|versus|vs\.?|differences? between|differ"
             r"|contrast(s|ing)? (\w+ ){1,6}(with|and))\b",
             re.I,
         ),
+        "always",
     ),
-    (
-        "a request for an overview",
-        re.compile(r"\b(overview|survey|summari[sz]e|state of the art|landscape|review of)\b", re.I),
-    ),
-    (
+    Form(
+        "pros_and_cons",
         "a pros-and-cons question",
         re.compile(
             r"\b(pros and cons|advantages and disadvantages|strengths and weaknesses|trade-?offs?)\b", re.I
         ),
+        "always",
     ),
-    (
+    Form(
+        "timeline",
         "a history or timeline question",
         # "the development of breast cancer" or "T cell development" is a topic, not a request for a history
         re.compile(
-            r"\b(histor(y|ies) of|timeline|over the years|(recent|key|major|latest) developments"
+            r"\b(histor(y|ies) of|timeline|over the years|chronolog\w*|(recent|key|major|latest) developments"
             r"|developments in"
             r"|how (has|have|did) .{1,60}\b(evolve|evolved|develop|developed|change|changed)"
             r"|evolution of .{1,60}\b(over|since|from))\b",
             re.I,
         ),
+        "always",
+    ),
+    Form(
+        "how_to",
+        "a how-to question",
+        re.compile(r"^\s*(how (do|can|should|would) (i|you|we|one)\b|how to\b|steps to\b)", re.I),
+        "never",
+    ),
+    Form(
+        "overview",
+        "a request for an overview",
+        re.compile(r"\b(overview|survey|summari[sz]e|state of the art|landscape|review of)\b", re.I),
+        "always",
+    ),
+    Form(
+        "explanation",
+        "an explanation",
+        re.compile(r"^\s*(explain|describe|discuss|why\b|how (does|do|did|can|could)\b.*\bwork)", re.I),
+        "spread",
+    ),
+    Form(
+        "definition",
+        "a definition",
+        re.compile(r"^\s*(what (is|are)( an?| the)? [\w\- ]{1,40}\??$|define\b)", re.I),
+        "never",
     ),
 ]
-"""Question forms that ask for a report (a synthesis across documents), each with its name."""
+"""The question forms, in the order they are tried: the route reads `report`, the outline `kind`."""
+
+
+def question_form(question: str) -> Form | None:
+    """The first form the question takes, or None."""
+    return next((form for form in FORMS if form.pattern.search(question)), None)
 
 
 def report_form(question: str) -> str | None:
-    """The name of the report form the question takes ("a comparison", ...), or None for a direct question."""
-    return next((name for name, pattern in REPORT_FORMS if pattern.search(question)), None)
+    """How a report form the question takes is named ("a comparison", ...), or None for a direct question."""
+    return next((f.described for f in FORMS if f.report == "always" and f.pattern.search(question)), None)
+
+
+def explains(question: str) -> bool:
+    """Whether the question asks for an explanation (a report when its evidence spans documents)."""
+    return any(f.report == "spread" and f.pattern.search(question) for f in FORMS)

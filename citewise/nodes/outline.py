@@ -29,6 +29,7 @@ from citewise.indexes import in_thread, open_index
 from citewise.models import degradation
 from citewise.outlines import OutlineType, load_library, nearest_type
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.questions import FORMS
 from citewise.report import in_focus
 from citewise.state import EvidenceRecord, OutlineSection, PlannedOutline, State
 from citewise.text import STOPWORDS, content_words, ordered_unique
@@ -43,30 +44,12 @@ STEM = 6
 """Words that share this many first letters with a question word count as the question's (atmosphere/ic)."""
 
 
-FORMS: list[tuple[str, re.Pattern[str]]] = [
-    ("comparison", re.compile(r"\b(compare|comparison|versus|vs\.?|differences? between|differ)\b", re.I)),
-    (
-        "pros_and_cons",
-        re.compile(r"\b(pros and cons|advantages|disadvantages|strengths|trade-?offs?)\b", re.I),
-    ),
-    ("timeline", re.compile(r"\b(history|timeline|evolution|evolved|over the years|chronolog)", re.I)),
-    ("how_to", re.compile(r"^\s*(how (do|can|should|would) (i|you|we|one)\b|how to\b|steps to\b)", re.I)),
-    (
-        "overview",
-        re.compile(r"\b(overview|survey|state of the art|review of|summari[sz]e|landscape)\b", re.I),
-    ),
-    ("explanation", re.compile(r"^\s*(why\b|explain\b|how (does|do|did)\b.*\bwork)", re.I)),
-    ("definition", re.compile(r"^\s*(what (is|are)( an?| the)? [\w\- ]{1,40}\??$|define\b)", re.I)),
-]
-"""Question forms that name their type outright; the library's nearest type by embedding decides the rest."""
-
-
 def question_type(embedder, question: str, library: list[OutlineType]) -> OutlineType:
-    """The library type the question's form names, else the type nearest to it by embedding."""
+    """The library type the question's form names (questions.FORMS), else the nearest one by embedding."""
     by_name = {kind.name: kind for kind in library}
-    for name, pattern in FORMS:
-        if name in by_name and pattern.search(question):
-            return by_name[name]
+    for form in FORMS:
+        if form.kind in by_name and form.pattern.search(question):
+            return by_name[form.kind]
     return nearest_type(embedder, question, library)[0]
 
 

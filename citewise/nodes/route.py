@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from langgraph.runtime import Runtime
 
 from citewise import llms
@@ -11,10 +9,9 @@ from citewise.context import Context
 from citewise.evidence import overview
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.questions import report_form
+from citewise.questions import explains, report_form
 from citewise.state import RouteDecision, State
 
-EXPLAIN = re.compile(r"^\s*(explain|describe|discuss|why\b|how (does|do|did|can|could)\b.*\bwork)", re.I)
 SPREAD = 3
 """An explain-style question becomes a report when the kept evidence spans at least this many documents."""
 
@@ -26,7 +23,7 @@ def local_route(question: str, documents: int) -> tuple[str, str]:
     form = report_form(question)
     if form:
         return "report", f"local rule: the question is {form}"
-    if EXPLAIN.search(question) and documents >= SPREAD:
+    if explains(question) and documents >= SPREAD:
         return "report", f"local rule: an explanation whose kept evidence spans {documents} documents"
     return "direct", f"local rule: a single question, kept evidence from {documents} document(s)"
 
