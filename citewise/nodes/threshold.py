@@ -1,6 +1,6 @@
 """threshold: a per-query cut from the score distribution; every chunk records why it was kept or dropped.
 
-The rule itself (citewise.evidence.dynamic_threshold) is shared with the critic, which re-judges the chunks
+The rule itself (citewise.evidence.threshold) is shared with the critic, which re-judges the chunks
 near the provisional cut. Whether a pass that kept nothing goes back to rewrite is the graph's decision
 (graph/evidence.py), read from what this step records.
 """

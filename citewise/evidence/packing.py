@@ -1,0 +1,42 @@
+"""Packing evidence into the writer's context window: token estimates, blocks, and batches that fit."""
+
+from __future__ import annotations
+
+from citewise.evidence.labels import Block
+from citewise.prompts.common import quote
+from citewise.state import EvidenceRecord
+
+
+def estimate_tokens(text: str) -> int:
+    """A provider-neutral token estimate (about four characters a token in English)."""
+    return max(1, len(text) // 4)
+
+
+def evidence_blocks(records: list[EvidenceRecord], summaries: dict[str, str]) -> list[Block]:
+    """(label, chunk id, prompt block) per kept record, in the order given."""
+    blocks = []
+    for n, record in enumerate(records, start=1):
+        label = f"E{n}"
+        body = record.get("text", "")
+        summary = summaries.get(record["chunk_id"], "")
+        if summary and summary != body:
+            body = f"{body}\n(context from the same paragraph: {summary})"
+        blocks.append(
+            (label, record["chunk_id"], quote("evidence", body, id=label, title=record.get("title", "")))
+        )
+    return blocks
+
+
+def pack(blocks: list[Block], budget: int) -> list[list[Block]]:
+    """Consecutive groups of blocks whose estimated tokens fit the budget (a lone oversized block alone)."""
+    groups: list[list[Block]] = []
+    used = 0
+    for block in blocks:
+        size = estimate_tokens(block[2])
+        if groups and used + size <= budget:
+            groups[-1].append(block)
+            used += size
+        else:
+            groups.append([block])
+            used = size
+    return groups
