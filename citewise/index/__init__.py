@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from citewise.index.chunking import ChunkingConfig
     from citewise.index.document import BibEntry, Document, LoadError, Paragraph
-    from citewise.index.store import Hit, Index, IndexOpenError, IndexStats, IngestReport
+    from citewise.index.records import Hit, IndexOpenError, IndexStats, IngestReport
+    from citewise.index.store import Index
 
 _HOMES = {
     "ChunkingConfig": "citewise.index.chunking",
@@ -20,11 +21,11 @@ _HOMES = {
     "Document": "citewise.index.document",
     "LoadError": "citewise.index.document",
     "Paragraph": "citewise.index.document",
-    "Hit": "citewise.index.store",
+    "Hit": "citewise.index.records",
     "Index": "citewise.index.store",
-    "IndexOpenError": "citewise.index.store",
-    "IndexStats": "citewise.index.store",
-    "IngestReport": "citewise.index.store",
+    "IndexOpenError": "citewise.index.records",
+    "IndexStats": "citewise.index.records",
+    "IngestReport": "citewise.index.records",
 }
 
 __all__ = [

@@ -1,5 +1,8 @@
 """The index: three stores under one directory, kept in agreement, and hybrid search over them.
 
+This module opens an index, keeps its stores in agreement and searches it; writing (ingest, removal) is
+`citewise.index.ingest`, and what it hands out (hits, reports, counts) is `citewise.index.records`.
+
 Layout of an index directory::
 
     docs.sqlite3   documents, paragraphs, bibliography, chunks and vectors (the source of truth)
@@ -32,29 +35,29 @@ lag), are skipped; chunks added meanwhile reach the dense side through their par
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import logging
 import sqlite3
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from citewise.index.chunking import ChunkingConfig, chunk_documents, chunk_input
+from citewise.index.chunking import ChunkingConfig, chunk_input
 from citewise.index.docstore import ChunkRecord, DocStore, DocumentRecord, ParagraphRecord
-from citewise.index.document import Document, LoadError
-from citewise.index.embeddings import MODEL_NAMES, Embedder, default_embedder, embedded
+from citewise.index.embeddings import MODEL_NAMES, Embedder, default_embedder
 from citewise.index.fusion import drop_redundant, rank, reciprocal_rank_fusion, weighted_fusion
+from citewise.index.ingest import Writing
 from citewise.index.lexical import LexicalIndex
-from citewise.index.loaders import SUPPORTED_SUFFIXES, iter_files, load_path, unsupported_files
 from citewise.index.paragraphs import ParagraphVectors
+from citewise.index.records import Hit as Hit
+from citewise.index.records import IndexOpenError as IndexOpenError
+from citewise.index.records import IndexStats as IndexStats
+from citewise.index.records import IngestReport as IngestReport
 
 if TYPE_CHECKING:
     from citewise.index.vectors import VectorIndex
@@ -73,103 +76,10 @@ PARAGRAPH_DENSE_WEIGHT = 0.5
 OLD_COLLECTION = "citewise_chunks"
 """The Chroma collection of indexes made before each index got its own name (kept for them)."""
 
-MAX_DOCUMENT_CHARS = 5_000_000
-"""The most text one document may hold (about 2,500 pages); a longer one is skipped with the reason."""
-
 
 def _known_model(stored: str | None) -> str | None:
     """The stored model's name when citewise has that model, else None (the open then says they differ)."""
     return stored if stored in MODEL_NAMES.values() else None
-
-
-class IndexOpenError(Exception):
-    """The index cannot be opened or written as asked; the message says why."""
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One retrieved chunk with everything needed to show, score and cite it.
-
-    Attributes:
-        chunk_id: content-hash id of the chunk (stable across re-ingests of the same text).
-        doc_id: content-hash id of its document.
-        paragraph_id: id of its paragraph (document id + position).
-        title: the document title.
-        section: the section heading of its paragraph ("" when none).
-        text: the chunk text.
-        bm25: its lexical score in [0, 1]: BM25 of the chunk and of its paragraph, each divided by the
-            query's best, mixed by `paragraph_weight` (0 when it shares no term with the query).
-        dense: its dense score: its cosine similarity to the query, mixed with its paragraph's by
-            `paragraph_dense_weight`.
-        score: the fused score the hits are ranked by (the single score in bm25 / dense mode).
-        rank: its 1-based position in the result.
-    """
-
-    chunk_id: str
-    doc_id: str
-    paragraph_id: str
-    title: str
-    section: str
-    text: str
-    bm25: float
-    dense: float
-    score: float
-    rank: int
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data (for JSON output)."""
-        return asdict(self)
-
-
-@dataclass
-class IngestReport:
-    """What an ingest did."""
-
-    files: int = 0
-    ingested_files: int = 0
-    unchanged_files: int = 0
-    documents_added: int = 0
-    documents_removed: int = 0
-    chunks_added: int = 0
-    chunks_removed: int = 0
-    documents_tagged: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
-    seconds: float = 0.0
-
-    @property
-    def changed(self) -> bool:
-        """Whether anything was added or removed."""
-        return bool(self.documents_added or self.documents_removed)
-
-
-@dataclass(frozen=True)
-class IndexStats:
-    """How much each store holds; `consistent` says whether the three agree."""
-
-    files: int
-    documents: int
-    paragraphs: int
-    bibliography: int
-    chunks_sqlite: int
-    chunks_chroma: int
-    chunks_bm25: int
-    paragraphs_bm25: int
-    generation: int
-
-    @property
-    def consistent(self) -> bool:
-        """True when Chroma and BM25 hold exactly the chunks (and paragraphs) SQLite holds."""
-        return (
-            self.chunks_sqlite == self.chunks_chroma == self.chunks_bm25
-            and self.paragraphs == self.paragraphs_bm25
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data (for JSON output)."""
-        return {**asdict(self), "consistent": self.consistent}
-
-
-ProgressFactory = Callable[..., Any]
 
 
 class _Lexical:
@@ -206,7 +116,7 @@ class _Lexical:
         return (1 - paragraph_weight) * own + paragraph_weight * paragraphs[self.parents()]
 
 
-class Index:
+class Index(Writing):
     """A citewise index directory: ingest files, remove them, search, and report what is stored."""
 
     def __init__(
@@ -533,176 +443,6 @@ class Index:
                 self._holding.lock = False
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    # writing --------------------------------------------------------------------------------------------
-    def ingest(
-        self,
-        paths: Iterable[str | Path],
-        *,
-        batch_documents: int = 64,
-        progress: ProgressFactory | None = None,
-        stop: Callable[[], bool] | None = None,
-        tags: Sequence[str] = (),
-    ) -> IngestReport:
-        """Add files (or folders of files) to the index.
-
-        Unchanged files are skipped by content hash; a changed file's documents replace its old ones; an
-        unreadable, empty or unsupported file is skipped with the reason in the report. `progress`, when
-        given, is a tqdm-like factory used for a files bar and a chunks bar. `stop`, when given, is asked
-        between batches: once it says True the ingest ends with KeyboardInterrupt, what was committed kept
-        (so an interrupt a library swallowed still stops it at the next batch). `tags` are added to every
-        document of every file ingested or found unchanged (tags already there are kept).
-        """
-        started = time.perf_counter()
-        report = IngestReport()
-        files, missing = _expand(paths)
-        report.skipped.extend(missing)
-        report.files = len(files) + len(missing)
-        bars = _Bars(progress, len(files))
-        counting = embedded.set(bars.texts_done)
-        try:
-            with self._writing():
-                try:
-                    for file in files:
-                        if self._ingest_file(file, report, batch_documents, bars, stop) and tags:
-                            report.documents_tagged += self.docstore.tag_documents(str(file.resolve()), tags)
-                        bars.file_done()
-                finally:  # also after an interrupt: BM25 holds what was committed
-                    if report.changed:
-                        self._rebuild_bm25(self.docstore.generation)
-        finally:
-            embedded.reset(counting)
-            bars.close()
-            report.seconds = time.perf_counter() - started
-        return report
-
-    def _ingest_file(
-        self, file: Path, report: IngestReport, batch: int, bars: _Bars, stop: Callable[[], bool] | None
-    ) -> bool:
-        """Ingest one file; whether its documents are stored (ingested now or unchanged)."""
-        name = str(file.resolve())
-        try:
-            data = file.read_bytes()
-        except OSError as error:
-            report.skipped.append((str(file), f"unreadable: {error.strerror or error}"))
-            return False
-        sha = hashlib.sha256(data).hexdigest()
-        if self.docstore.file_sha(name) == sha:
-            report.unchanged_files += 1
-            return True
-        twin = self.docstore.file_with_sha(sha, name)
-        if twin is not None and Path(twin).exists():  # a copy: its documents would be stored twice
-            report.skipped.append((str(file), f"the same bytes as {twin}, already in the index"))
-            return False
-        try:
-            documents = load_path(file)
-        except LoadError as error:
-            report.skipped.append((str(file), str(error)))
-            return False
-        unique: dict[str, Document] = {}
-        for document in documents:
-            size = sum(len(paragraph.text) for paragraph in document.paragraphs)
-            if size > MAX_DOCUMENT_CHARS:  # one document of thousands of pages: hours of embedding
-                where = f"{file}#{document.key}" if document.key else str(file)
-                report.skipped.append(
-                    (
-                        where,
-                        f"{size:,} characters of text in one document, over {MAX_DOCUMENT_CHARS:,}: split it",
-                    )
-                )
-                continue
-            unique.setdefault(document.id, document)
-        if not unique:  # every document too long: the file is not recorded as ingested
-            return False
-        owners = self.docstore.document_files(unique)
-        fresh = []
-        for doc_id, document in unique.items():
-            owner = owners.get(doc_id)
-            if owner is None:
-                fresh.append(document)
-            elif owner != name:
-                report.skipped.append((f"{file}#{document.key or document.title}", f"duplicate of {owner}"))
-        for i in range(0, len(fresh), batch):
-            if stop is not None and stop():
-                raise KeyboardInterrupt
-            self._add(fresh[i : i + batch], name, report, bars)
-        stale = self.docstore.document_ids(name) - set(unique)
-        if stale:
-            with self._mirroring():
-                removed = self.docstore.delete_documents(stale)
-                self.vectors.delete(removed)
-            report.documents_removed += len(stale)
-            report.chunks_removed += len(removed)
-        with self._mirroring():
-            self.docstore.mark_file(name, sha, len(data))
-        report.ingested_files += 1
-        return True
-
-    def _add(self, documents: list[Document], file: str, report: IngestReport, bars: _Bars) -> None:
-        chunked = []
-        for item in chunk_documents(documents, self.embedder, self.chunking):
-            if item.chunks:
-                chunked.append(item)
-            else:
-                report.skipped.append((f"{file}#{item.document.key or item.document.title}", "no text"))
-        if not chunked:
-            return
-        ids, texts, metadatas, vectors = [], [], [], []
-        for item in chunked:
-            doc = item.document
-            for chunk, vector in zip(item.chunks, item.vectors, strict=True):
-                ids.append(chunk.id)
-                texts.append(chunk.text)
-                metadatas.append(
-                    {
-                        "doc_id": doc.id,
-                        "paragraph_id": f"{doc.id}:p{chunk.paragraph}",
-                        "title": doc.title[:500],
-                    }
-                )
-                vectors.append(vector)
-        with self._mirroring():
-            self.docstore.add(chunked, file)
-            self.vectors.upsert(ids, np.asarray(vectors), texts, metadatas)
-        report.documents_added += len(chunked)
-        report.chunks_added += len(ids)
-        bars.chunks_done(len(ids))
-
-    @contextmanager
-    def _mirroring(self) -> Iterator[None]:
-        """Around a document-store write and its Chroma mirror: if Chroma was in step, it stays recorded so.
-
-        If the block fails between the two, the recorded generation lags and the next open reconciles.
-        """
-        self._chroma()  # opened (and brought in step) before the document store moves on
-        in_step = self.docstore.get_meta(self._chroma_key) == str(self.docstore.generation)
-        yield
-        if in_step:
-            self.docstore.set_meta(self._chroma_key, str(self.docstore.generation))
-
-    def remove(self, paths: Iterable[str | Path]) -> IngestReport:
-        """Delete every document that came from the given files (or files under the given folders)."""
-        started = time.perf_counter()
-        report = IngestReport()
-        known = self.docstore.files()
-        with self._writing():
-            for path in paths:
-                target = str(Path(path).expanduser().resolve())
-                matches = [f for f in known if f == target or f.startswith(target.rstrip("/") + "/")]
-                if not matches:
-                    report.skipped.append((str(path), "not in the index"))
-                for file in matches:
-                    documents = len(self.docstore.document_ids(file))
-                    with self._mirroring():
-                        removed = self.docstore.forget_file(file)
-                        self.vectors.delete(removed)
-                    report.files += 1
-                    report.documents_removed += documents
-                    report.chunks_removed += len(removed)
-            if report.changed:
-                self._rebuild_bm25(self.docstore.generation)
-        report.seconds = time.perf_counter() - started
-        return report
-
     # reading --------------------------------------------------------------------------------------------
     def search(
         self,
@@ -946,46 +686,3 @@ def _lost_document_store(root: Path) -> bool:
     ):
         return False
     return (root / "chroma").is_dir() or any((root / name).exists() for name in ("bm25.json", "bm25p.json"))
-
-
-def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[tuple[str, str]]]:
-    """Files under the given paths, and (path, reason) for paths that do not exist."""
-    existing, missing = [], []
-    for path in paths:
-        candidate = Path(path).expanduser()
-        if candidate.exists():
-            existing.append(candidate)
-        else:
-            missing.append((str(path), "no such file or directory"))
-    supported = ", ".join(SUPPORTED_SUFFIXES)
-    missing += [
-        (str(path), f"unsupported type {path.suffix or '(no suffix)'} (supported: {supported})")
-        for path in unsupported_files(existing)
-    ]
-    return iter_files(existing), missing
-
-
-class _Bars:
-    """Optional progress bars: files done, chunks stored, and texts embedded (moving while a file embeds)."""
-
-    def __init__(self, factory: ProgressFactory | None, files: int) -> None:
-        self.files = factory(total=files, desc="files", unit="file", position=0) if factory else None
-        self.chunks = factory(desc="chunks", unit="chunk", position=1) if factory else None
-        self.texts = factory(desc="embedded", unit="text", position=2) if factory else None
-
-    def file_done(self) -> None:
-        if self.files is not None:
-            self.files.update(1)
-
-    def chunks_done(self, count: int) -> None:
-        if self.chunks is not None:
-            self.chunks.update(count)
-
-    def texts_done(self, count: int) -> None:
-        if self.texts is not None:
-            self.texts.update(count)
-
-    def close(self) -> None:
-        for bar in (self.files, self.chunks, self.texts):
-            if bar is not None:
-                bar.close()

@@ -1,0 +1,97 @@
+"""What the index hands out and reports: search hits, ingest reports, store counts, and its one error."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class IndexOpenError(Exception):
+    """The index cannot be opened or written as asked; the message says why."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved chunk with everything needed to show, score and cite it.
+
+    Attributes:
+        chunk_id: content-hash id of the chunk (stable across re-ingests of the same text).
+        doc_id: content-hash id of its document.
+        paragraph_id: id of its paragraph (document id + position).
+        title: the document title.
+        section: the section heading of its paragraph ("" when none).
+        text: the chunk text.
+        bm25: its lexical score in [0, 1]: BM25 of the chunk and of its paragraph, each divided by the
+            query's best, mixed by `paragraph_weight` (0 when it shares no term with the query).
+        dense: its dense score: its cosine similarity to the query, mixed with its paragraph's by
+            `paragraph_dense_weight`.
+        score: the fused score the hits are ranked by (the single score in bm25 / dense mode).
+        rank: its 1-based position in the result.
+    """
+
+    chunk_id: str
+    doc_id: str
+    paragraph_id: str
+    title: str
+    section: str
+    text: str
+    bm25: float
+    dense: float
+    score: float
+    rank: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (for JSON output)."""
+        return asdict(self)
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did."""
+
+    files: int = 0
+    ingested_files: int = 0
+    unchanged_files: int = 0
+    documents_added: int = 0
+    documents_removed: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    documents_tagged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything was added or removed."""
+        return bool(self.documents_added or self.documents_removed)
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """How much each store holds; `consistent` says whether the three agree."""
+
+    files: int
+    documents: int
+    paragraphs: int
+    bibliography: int
+    chunks_sqlite: int
+    chunks_chroma: int
+    chunks_bm25: int
+    paragraphs_bm25: int
+    generation: int
+
+    @property
+    def consistent(self) -> bool:
+        """True when Chroma and BM25 hold exactly the chunks (and paragraphs) SQLite holds."""
+        return (
+            self.chunks_sqlite == self.chunks_chroma == self.chunks_bm25
+            and self.paragraphs == self.paragraphs_bm25
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data (for JSON output)."""
+        return {**asdict(self), "consistent": self.consistent}
+
+
+ProgressFactory = Callable[..., Any]
