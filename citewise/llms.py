@@ -67,6 +67,12 @@ def models(context: Context, stage: str | None = None) -> tuple[Any, Any]:
         return _cache[key][1]
 
 
+def forget_models() -> None:
+    """Drop every pair built so far: the next run builds its models afresh (another server, another key)."""
+    with _lock:
+        _cache.clear()
+
+
 Node = TypeVar("Node", bound=Callable[..., Awaitable[Any]])
 
 

@@ -169,7 +169,7 @@ class LexicalIndex:
         tmp = self.pointer.with_suffix(".tmp")
         tmp.write_text(json.dumps({"dir": folder.name, "generation": generation}))
         os.replace(tmp, self.pointer)
-        self._delete_old(keep=folder.name)
+        self.delete_old(keep=folder.name)
         self.ids, self.parents, self._retriever, self.generation = (
             list(ids),
             list(parents),
@@ -181,7 +181,7 @@ class LexicalIndex:
         self.folder = folder.name
         logger.debug("%s rebuilt: %d texts, generation %d", self.name, len(ids), generation)
 
-    def _delete_old(self, keep: str) -> None:
+    def delete_old(self, keep: str) -> None:
         """Delete this index's other build folders, except the one the pointer names right now."""
         pointed = self.pointed()
         current = {keep, pointed[0] if pointed else keep}

@@ -149,7 +149,7 @@ def read_layout(path: Path, data: bytes) -> Layout:
         pages = []
         for number in range(len(pdf)):
             try:
-                pages.append(_page_lines(pdf, number))
+                pages.append(page_lines(pdf, number))
             except (pdfium.PdfiumError, ValueError, OSError) as error:
                 logger.warning("%s: page %d skipped: %s", path, number + 1, error)
                 pages.append([])
@@ -174,7 +174,8 @@ def read_layout(path: Path, data: bytes) -> Layout:
 # --- pages into lines ----------------------------------------------------------------------------------
 
 
-def _page_lines(pdf: object, number: int) -> list[Line]:
+def page_lines(pdf: object, number: int) -> list[Line]:
+    """The text lines of one page (0-based `number`) of an open pypdfium2 document: box, font, size."""
     import pypdfium2.raw as raw
 
     page = pdf[number]  # type: ignore[index]

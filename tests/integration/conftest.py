@@ -52,7 +52,7 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -
 def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeOpenAI]]:
     """Start a FakeOpenAI and point the openai client at it; the run's models are built afresh per test."""
     started: list[FakeOpenAI] = []
-    monkeypatch.setattr(llms, "_cache", {})  # cached LLMs would still talk to an earlier test's server
+    llms.forget_models()  # cached LLMs would still talk to an earlier test's server
     for name in ("COHERE_BASE_URL", "CITEWISE_LLM_CACHE"):
         monkeypatch.delenv(name, raising=False)
 

@@ -364,16 +364,16 @@ def test_a_build_never_deletes_the_folder_another_build_switched_in(
     oldest = LexicalIndex(tmp_path, load=False)
     oldest.build(["a"], ["the oldest text"], 1)
     slow, fast = LexicalIndex(tmp_path, load=False), LexicalIndex(tmp_path, load=False)
-    cleanup = LexicalIndex._delete_old
+    cleanup = LexicalIndex.delete_old
 
     def switched_in_meanwhile(self: LexicalIndex, keep: str) -> None:
         if self is slow:  # `fast` switches its folder in between `slow` switching and cleaning up
             with monkeypatch.context() as patch:
-                patch.setattr(LexicalIndex, "_delete_old", lambda *_, **__: None)
+                patch.setattr(LexicalIndex, "delete_old", lambda *_, **__: None)
                 fast.build(["c"], ["the fast text"], 3)
         cleanup(self, keep)
 
-    monkeypatch.setattr(LexicalIndex, "_delete_old", switched_in_meanwhile)
+    monkeypatch.setattr(LexicalIndex, "delete_old", switched_in_meanwhile)
     slow.build(["b"], ["the slow text"], 2)
     assert {p.name for p in tmp_path.glob("bm25-*")} == {slow.folder, fast.folder}
     reader = LexicalIndex(tmp_path)

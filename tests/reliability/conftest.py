@@ -54,7 +54,7 @@ def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeOpenAI]
         monkeypatch.delenv(name, raising=False)
 
     def start(responder: Any = None, *, key: str = "test", **options: Any) -> FakeOpenAI:
-        monkeypatch.setattr(llms, "_cache", {})  # cached LLMs would still talk to an earlier server
+        llms.forget_models()  # cached LLMs would still talk to an earlier server
         server = FakeOpenAI(responder or SchemaResponder(), **options).start()
         started.append(server)
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)

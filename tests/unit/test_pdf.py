@@ -89,14 +89,14 @@ def test_one_column_author_year_citations() -> None:
 
 
 def test_a_damaged_page_is_skipped_with_a_warning(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
-    read_page = pdf._page_lines
+    read_page = pdf.page_lines
 
     def damaged(document: object, number: int) -> list[pdf.Line]:
         if number == 1:
             raise ValueError("broken content stream")
         return read_page(document, number)
 
-    monkeypatch.setattr(pdf, "_page_lines", damaged)
+    monkeypatch.setattr(pdf, "page_lines", damaged)
     with caplog.at_level(logging.WARNING):
         document = read("retrieval.pdf")
     assert "page 2 skipped: broken content stream" in caplog.text
