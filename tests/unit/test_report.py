@@ -12,7 +12,6 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
 from support.fakes import ScriptedChatModel
 
-from citewise.cli import apply_edit
 from citewise.context import Context
 from citewise.evidence import NO_SECTION_EVIDENCE, SECTION_FAILED
 from citewise.graph.query import after_customize, dispatch
@@ -23,6 +22,7 @@ from citewise.nodes.customize import customize
 from citewise.nodes.route import local_route, route
 from citewise.nodes.verify import split_answer, verify
 from citewise.nodes.write_section import relabel
+from citewise.outline_editor import apply_edit
 from citewise.report import cited_sentences, headings, in_focus, validate, words
 from citewise.state import merge_sections
 
