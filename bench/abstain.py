@@ -12,10 +12,10 @@ separates the two kinds of claim, and what abstaining below a cut on it would do
 answerable claims any abstention rule could answer with a gold abstract cited, and the best cut picked on
 the measured claims themselves.
 
-Local mode abstains when no candidate's answering score (citewise/answerable.py: the best sentence's cosine
-to the claim mixed with the idf-weighted share of its terms) reaches Context.local_answerable; its weight
-and cut are fitted here on the even-numbered claims, over a collection of their own, and measured on the odd
-ones. The best candidate chunk's own cosine is reported beside it, as the baseline signal.
+Local mode abstains when no candidate's answering score (citewise/core/answerable.py: the best sentence's
+cosine to the claim mixed with the idf-weighted share of its terms) reaches Context.local_answerable; its
+weight and cut are fitted here on the even-numbered claims, over a collection of their own, and measured on
+the odd ones. The best candidate chunk's own cosine is reported beside it, as the baseline signal.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from common import machine, print_table, read_qrels, read_queries, save  # noqa: E402
 
-from citewise.answerable import WEIGHT, answering, sentence_signals  # noqa: E402
 from citewise.context import Context  # noqa: E402
-from citewise.evidence import NO_ANSWER  # noqa: E402
+from citewise.core.answerable import WEIGHT, answering, sentence_signals  # noqa: E402
+from citewise.core.evidence import NO_ANSWER  # noqa: E402
 from citewise.graph.query import graph  # noqa: E402
 from citewise.index import Index  # noqa: E402
 from citewise.nodes.retrieve import search_all  # noqa: E402

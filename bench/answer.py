@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from common import hotpotqa_as_beir, machine, print_table, read_queries, save  # noqa: E402
 
-from citewise import llms  # noqa: E402
 from citewise.context import Context  # noqa: E402
-from citewise.evidence import NO_ANSWER  # noqa: E402
+from citewise.core import llms  # noqa: E402
+from citewise.core.evidence import NO_ANSWER  # noqa: E402
 from citewise.graph.query import graph  # noqa: E402
 from citewise.index import Index  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI, SchemaResponder  # noqa: E402
@@ -247,8 +247,8 @@ def answer_quality(
 ) -> dict[str, float]:
     """Gold string, supporting-sentence precision and recall, length, and (with the titles it cites)
     whether it abstained and whether it cites every supporting passage."""
-    from citewise.report import is_own_text
-    from citewise.text import sentences
+    from citewise.core.report import is_own_text
+    from citewise.core.text import sentences
 
     parts = [
         p for p in sentences(MARKERS.sub("", answer)) if p.strip() and not is_own_text(p, item["question"])
@@ -271,7 +271,7 @@ def run_hotpotqa(args: argparse.Namespace) -> None:
     """Local answers on HotpotQA against the top passage and similarity-only selection, in one run."""
     import json
 
-    from citewise.writing import candidate_sentences, cite, select_sentences
+    from citewise.core.writing import candidate_sentences, cite, select_sentences
 
     corpus_file, _, _ = hotpotqa_as_beir(args.hotpotqa, args.hotpotqa_index.parent / "hotpotqa-corpus.jsonl")
     index = Index.open(args.hotpotqa_index)

@@ -41,9 +41,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from common import RESULTS, machine, print_table, save  # noqa: E402
 
-from citewise import llms, models  # noqa: E402
+from citewise import models  # noqa: E402
 from citewise.context import Context  # noqa: E402
-from citewise.evidence import NO_ANSWER  # noqa: E402
+from citewise.core import llms  # noqa: E402
+from citewise.core.evidence import NO_ANSWER  # noqa: E402
 from citewise.graph.query import builder  # noqa: E402
 from citewise.index import ChunkingConfig, Index  # noqa: E402
 from citewise.index.embeddings import default_embedder  # noqa: E402

@@ -43,7 +43,7 @@ from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
 from support.llama_server import MODEL_ALIAS, llama_server, single_request_seconds  # noqa: E402
 
 from citewise.context import Context  # noqa: E402
-from citewise.evidence import NO_ANSWER  # noqa: E402
+from citewise.core.evidence import NO_ANSWER  # noqa: E402
 from citewise.graph.query import graph  # noqa: E402
 from citewise.index import Index  # noqa: E402
 

@@ -42,8 +42,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from common import RESULTS, machine, print_table, save  # noqa: E402
 
-from citewise import llms  # noqa: E402
 from citewise.context import Context  # noqa: E402
+from citewise.core import llms  # noqa: E402
 from citewise.graph.query import graph  # noqa: E402
 from citewise.index import Index  # noqa: E402
 from citewise.nodes import retrieve  # noqa: E402

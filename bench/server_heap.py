@@ -131,7 +131,7 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "COHERE_", "CITEWISE_"))}
     env |= QUIET | {"CITEWISE_INDEX": str(index), "CITEWISE_DATA_ROOT": str(work)}
     subprocess.run(
-        [sys.executable, "-m", "citewise.cli", "ingest", str(SAMPLE), "--index", str(index), "-q"],
+        [sys.executable, "-m", "citewise.app.cli", "ingest", str(SAMPLE), "--index", str(index), "-q"],
         check=True,
         env=env,
     )

@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 from common import machine, print_table, save  # noqa: E402
 
-from citewise import llms  # noqa: E402
 from citewise.context import Context  # noqa: E402
+from citewise.core import llms  # noqa: E402
 from citewise.index.embeddings import Embedder, default_embedder  # noqa: E402
 from citewise.nodes.accuracy import judge_stances  # noqa: E402
 

@@ -32,6 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # tests.support imports support.*
 from common import machine, print_table, save
 
 from tests.support.langgraph_dev import free_port, isolated_config
@@ -338,7 +339,7 @@ def main() -> None:
     index = work / "index"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "COHERE_", "CITEWISE_"))}
     env |= QUIET | {"CITEWISE_INDEX": str(index), "CITEWISE_DATA_ROOT": str(work)}
-    citewise = [sys.executable, "-m", "citewise.cli"]
+    citewise = [sys.executable, "-m", "citewise.app.cli"]
     subprocess.run([*citewise, "ingest", str(SAMPLE), "--index", str(index), "-q"], check=True, env=env)
 
     local = asyncio.run(in_process(index, questions))

@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 
 from citewise.context import Context
-from citewise.llms import metered
+from citewise.core.llms import metered
 from citewise.nodes.critique import critique
 from citewise.nodes.reflect import reflect
 from citewise.nodes.retrieve import retrieve

@@ -10,10 +10,10 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from citewise.context import Context
+from citewise.core.indexes import forget_index
 from citewise.deployment import DeploymentError, allowed_paths, check_settings, data_root, escapes_root
 from citewise.index import Index
 from citewise.index.loaders import iter_files
-from citewise.indexes import forget_index
 
 
 class IndexInput(TypedDict):

@@ -17,10 +17,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from citewise.context import Context
+from citewise.core.llms import metered
 from citewise.graph.evidence import graph as evidence
 from citewise.graph.evidence import io_retry
 from citewise.graph.section import graph as section
-from citewise.llms import metered
 from citewise.nodes.accuracy import accuracy
 from citewise.nodes.answer import answer
 from citewise.nodes.approve import approve

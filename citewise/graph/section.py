@@ -13,9 +13,9 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 
 from citewise.context import Context
+from citewise.core.llms import metered
 from citewise.graph.evidence import graph as evidence
 from citewise.graph.evidence import io_retry
-from citewise.llms import metered
 from citewise.nodes.accuracy import accuracy
 from citewise.nodes.expand import expand
 from citewise.nodes.rerank import rerank

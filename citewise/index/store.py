@@ -576,8 +576,8 @@ class Index(Writing):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """The vectors of texts read at answer time (sentences, passages), the last `TEXT_CACHE` remembered.
 
-        A local answer embeds the evidence's sentences to tell which answers (`citewise.answerable`), then
-        again to choose the ones it says (`citewise.writing`), and a follow-up meets the same sentences
+        A local answer embeds the evidence's sentences to tell which answers (`core.answerable`), then
+        again to choose the ones it says (`core.writing`), and a follow-up meets the same sentences
         again; half of the texts a direct answer embedded were repeats (0.1 s of a cold `ask`).
         """
         with self._texts_lock:

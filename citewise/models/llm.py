@@ -216,7 +216,7 @@ class LLM:
     """A chat model as graph nodes use it: bounded, retried, structured, metered.
 
     Nodes call `await llm.text(messages, stage=...)` or `await llm.structured(Schema, messages, stage=...,
-    n=3)`; what the requests spent reaches the node's update through its usage scope (citewise.llms.metered).
+    n=3)`; what the requests spent reaches the node's update through its usage scope (core.llms.metered).
     """
 
     def __init__(

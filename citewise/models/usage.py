@@ -3,8 +3,8 @@
 Every chat-model request carries a `UsageCallback`: LangChain reports its start, its end (with the provider's
 token counts) or its error, and the callback adds a call to the stage the request names in its metadata
 (`citewise_stage`, else the LangGraph node that made it). Requests LangChain answered from its cache are not
-counted. A node run (`usage_scope`, which `citewise.llms.metered` opens around every node of the graphs) sees
-only its own requests.
+counted. A node run (`usage_scope`, which `citewise.core.llms.metered` opens around every node of the
+graphs) sees only its own requests.
 """
 
 from __future__ import annotations

@@ -25,18 +25,18 @@ from pathlib import Path
 import numpy as np
 from langgraph.runtime import Runtime
 
-from citewise import llms
 from citewise.context import Context
-from citewise.evidence import CONTRADICTS, edges_first, kept_records
+from citewise.core import llms
+from citewise.core.evidence import CONTRADICTS, edges_first, kept_records
+from citewise.core.indexes import in_thread, open_index
+from citewise.core.judge import ask as judge_ask
+from citewise.core.judge import by_label, fell_back
+from citewise.core.text import sentences
 from citewise.index import Index
 from citewise.index.docstore import document_tags
 from citewise.index.embeddings import Embedder
-from citewise.indexes import in_thread, open_index
-from citewise.judge import ask as judge_ask
-from citewise.judge import by_label, fell_back
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import Degraded, EvidenceRecord, Stances, State
-from citewise.text import sentences
 
 logger = logging.getLogger(__name__)
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from citewise import llms
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER, evidence_blocks, is_abstention, kept_records
-from citewise.indexes import in_thread, open_index
+from citewise.core import llms
+from citewise.core.evidence import NO_ANSWER, evidence_blocks, is_abstention, kept_records
+from citewise.core.indexes import in_thread, open_index
+from citewise.core.questions import local_follow_up_turn
+from citewise.core.report import LABEL
+from citewise.core.text import message_text, user_questions
+from citewise.core.writing import extractive_answer, no_answer, prompt_pair, synthesize
 from citewise.prompts.common import quote
-from citewise.questions import local_follow_up_turn
-from citewise.report import LABEL
 from citewise.state import State
-from citewise.text import message_text, user_questions
-from citewise.writing import extractive_answer, no_answer, prompt_pair, synthesize
 
 
 def local_follow_up(state: State) -> tuple[str, str, str] | None:

@@ -18,8 +18,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from citewise.context import Context
+from citewise.core.indexes import in_thread, open_index
 from citewise.index import Index
-from citewise.indexes import in_thread, open_index
 from citewise.state import OutlineSection, State
 
 APPROVED = (None, True, "ok", "approve", "approved", "yes")

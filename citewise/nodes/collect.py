@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from citewise.context import Context
-from citewise.evidence import failed_note
+from citewise.core.evidence import failed_note
 from citewise.models import degradation
 from citewise.state import SectionInput, State
 

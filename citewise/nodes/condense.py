@@ -8,13 +8,13 @@ from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from citewise import llms
 from citewise.context import Context
+from citewise.core import llms
+from citewise.core.questions import check_question, read_turn
+from citewise.core.text import content_words, last_human, message_text, user_questions
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.questions import check_question, read_turn
 from citewise.state import State
-from citewise.text import content_words, last_human, message_text, user_questions
 
 
 async def condense(state: State, runtime: Runtime[Context]) -> dict:

@@ -3,8 +3,8 @@
 With a model, the writer merges the sections in outline order under their headings, removes what another
 section already says, adds an introduction and a conclusion, condenses to the length budget and follows the
 style of exemplar answers (shipped defaults, or Context `style_exemplars`). Every draft is then validated
-(citewise.report.validate); the graph sends a failed draft back here with its problems as feedback, at most
-`max_customize_attempts` times, and the best draft goes on with its remaining problems listed.
+(citewise.core.report.validate); the graph sends a failed draft back here with its problems as feedback, at
+most `max_customize_attempts` times, and the best draft goes on with its remaining problems listed.
 
 In local mode the merge is deterministic: sections in outline order, a sentence dropped when an earlier one
 of the report says the same (cosine > 0.9), an extractive introduction (the question's own best evidence)
@@ -20,15 +20,12 @@ from typing import Any
 import numpy as np
 from langgraph.runtime import Runtime
 
-from citewise import llms
 from citewise.context import Context
-from citewise.evidence import kept_records, paragraph_texts
-from citewise.index import Index
-from citewise.index.fusion import drop_redundant
-from citewise.indexes import in_thread, open_index
-from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.questions import FINDING
-from citewise.report import (
+from citewise.core import llms
+from citewise.core.evidence import kept_records, paragraph_texts
+from citewise.core.indexes import in_thread, open_index
+from citewise.core.questions import FINDING
+from citewise.core.report import (
     assemble,
     cited_sentences,
     in_focus,
@@ -37,8 +34,7 @@ from citewise.report import (
     validate,
     words,
 )
-from citewise.state import EvidenceRecord, SectionResult, State, Validation
-from citewise.writing import (
+from citewise.core.writing import (
     DUPLICATE,
     Sentence,
     answering_sentences,
@@ -46,6 +42,10 @@ from citewise.writing import (
     no_answer,
     select_sentences,
 )
+from citewise.index import Index
+from citewise.index.fusion import drop_redundant
+from citewise.prompts.common import DATA_RULE, as_messages, quote, render
+from citewise.state import EvidenceRecord, SectionResult, State, Validation
 
 INTRO_SENTENCES = 2
 CONCLUSION_SENTENCES = 2

@@ -14,16 +14,16 @@ import logging
 
 from langgraph.runtime import Runtime
 
-from citewise import llms
 from citewise.context import Context
-from citewise.evidence import kept_records, paragraph_texts
-from citewise.indexes import in_thread, open_index
-from citewise.judge import ask as judge_ask
-from citewise.judge import by_label, fell_back
+from citewise.core import llms
+from citewise.core.evidence import kept_records, paragraph_texts
+from citewise.core.indexes import in_thread, open_index
+from citewise.core.judge import ask as judge_ask
+from citewise.core.judge import by_label, fell_back
+from citewise.core.writing import extractive_summary
 from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.prompts.expand import band
 from citewise.state import SectionState, State, Summaries
-from citewise.writing import extractive_summary
 
 logger = logging.getLogger(__name__)
 

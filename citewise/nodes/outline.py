@@ -1,14 +1,14 @@
 """outline: SynthRAG's adaptive outline, the question type's instruction adapted to the question and evidence.
 
 The question type is the one its form names (compare, pros and cons, history, how to, overview, why,
-what is), else the library entry nearest to the question by embedding (citewise.outlines). With a
+what is), else the library entry nearest to the question by embedding (citewise.core.outlines). With a
 model, the writer adapts that type's instruction, given an overview of the kept evidence, into this
 question's sections (title, goal, sub-queries). In local mode the outline comes from the evidence itself:
 the kept chunks are clustered by their own vectors (k-means), each cluster becomes a section titled by the
 terms that set it apart from the other clusters, sections are ordered by their best score, and the number of
 clusters is chosen so every section starts with evidence of its own. When the question names what it is
 about (an identifier some kept documents carry and others do not), only those documents are planned from
-and searched by the sections (`citewise.report.in_focus`).
+and searched by the sections (`citewise.core.report.in_focus`).
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ from collections import Counter
 import numpy as np
 from langgraph.runtime import Runtime
 
-from citewise import llms
 from citewise.context import Context
-from citewise.evidence import overview
+from citewise.core import llms
+from citewise.core.evidence import overview
+from citewise.core.indexes import in_thread, open_index
+from citewise.core.outlines import OutlineType, load_library, nearest_type
+from citewise.core.questions import FORMS
+from citewise.core.report import in_focus
+from citewise.core.text import STOPWORDS, content_words, ordered_unique
 from citewise.index import Index
-from citewise.indexes import in_thread, open_index
 from citewise.models import degradation
-from citewise.outlines import OutlineType, load_library, nearest_type
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.questions import FORMS
-from citewise.report import in_focus
 from citewise.state import EvidenceRecord, OutlineSection, PlannedOutline, State
-from citewise.text import STOPWORDS, content_words, ordered_unique
 
 logger = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
-from citewise.evidence import CLOSEST_HEADING, CONTRADICTS, contradiction_note, is_abstention
+from citewise.core.evidence import CLOSEST_HEADING, CONTRADICTS, contradiction_note, is_abstention
+from citewise.core.indexes import in_thread, open_index
 from citewise.index import Index
 from citewise.index.citations import find_markers, readable_entry
-from citewise.indexes import in_thread, open_index
 from citewise.state import Citation, References, State
 
 

@@ -13,11 +13,11 @@ import logging
 
 from langgraph.runtime import Runtime
 
-from citewise import llms
 from citewise.context import Context
-from citewise.evidence import batches, labelled
-from citewise.judge import ask as judge_ask
-from citewise.judge import by_label, fell_back
+from citewise.core import llms
+from citewise.core.evidence import batches, labelled
+from citewise.core.judge import ask as judge_ask
+from citewise.core.judge import by_label, fell_back
 from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.state import Degraded, EvidenceRecord, EvidenceState, Reflections
 

@@ -11,13 +11,13 @@ import logging
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
-from citewise.evidence import BRIDGE_FLAG, edges_first
+from citewise.core.evidence import BRIDGE_FLAG, edges_first
 from citewise.models import degradation, fault_reason, is_transient, provider_errors
 from citewise.state import Degraded, EvidenceRecord, SectionState, State
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["edges_first", "rerank"]  # edges_first lives in citewise.evidence, shared with accuracy
+__all__ = ["edges_first", "rerank"]  # edges_first lives in citewise.core.evidence, shared with accuracy
 
 
 async def rerank(state: State | SectionState, runtime: Runtime[Context]) -> dict:

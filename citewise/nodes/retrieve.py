@@ -14,12 +14,12 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from citewise import llms
 from citewise.context import Context
+from citewise.core import llms
+from citewise.core.indexes import in_thread, open_index
 from citewise.index import Hit, Index
 from citewise.index.fusion import RRF_K, drop_redundant
 from citewise.index.hops import HOP_KEEP, best_documents, best_paragraphs, follow_up_queries
-from citewise.indexes import in_thread, open_index
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, EvidenceState, FollowUpQueries

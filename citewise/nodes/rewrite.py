@@ -6,15 +6,15 @@ from collections import Counter
 
 from langgraph.runtime import Runtime
 
-from citewise import llms
 from citewise.context import Context
-from citewise.indexes import in_thread, open_index
+from citewise.core import llms
+from citewise.core.indexes import in_thread, open_index
+from citewise.core.questions import local_follow_up_turn, own_search
+from citewise.core.text import content_words, ordered_unique, user_questions
 from citewise.models import degradation
 from citewise.prompts import rewrite as prompts
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.questions import local_follow_up_turn, own_search
 from citewise.state import EvidenceState, RewrittenQuery, State
-from citewise.text import content_words, ordered_unique, user_questions
 
 PRF_DOCS = 3
 PRF_TERMS = 5

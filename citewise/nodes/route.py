@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from langgraph.runtime import Runtime
 
-from citewise import llms
 from citewise.context import Context
-from citewise.evidence import overview
+from citewise.core import llms
+from citewise.core.evidence import overview
+from citewise.core.questions import explains, report_form
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.questions import explains, report_form
 from citewise.state import RouteDecision, State
 
 SPREAD = 3

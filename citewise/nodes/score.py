@@ -40,17 +40,17 @@ from collections.abc import Sequence
 
 from langgraph.runtime import Runtime
 
-from citewise import llms
-from citewise.answerable import answering_scores
 from citewise.context import Context
-from citewise.evidence import batches, labelled
+from citewise.core import llms
+from citewise.core.answerable import answering_scores
+from citewise.core.evidence import batches, labelled
+from citewise.core.indexes import in_thread, open_index
+from citewise.core.judge import ask as judge_ask
+from citewise.core.judge import by_label, fell_back
+from citewise.core.questions import report_form
 from citewise.index import Index
-from citewise.indexes import in_thread, open_index
-from citewise.judge import ask as judge_ask
-from citewise.judge import by_label, fell_back
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, quote, render
-from citewise.questions import report_form
 from citewise.state import Degraded, EvidenceRecord, EvidenceState, RelevanceScores
 
 logger = logging.getLogger(__name__)

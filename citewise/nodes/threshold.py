@@ -1,6 +1,6 @@
 """threshold: a per-query cut from the score distribution; every chunk records why it was kept or dropped.
 
-The rule itself (citewise.evidence.threshold) is shared with the critic, which re-judges the chunks
+The rule itself (citewise.core.evidence.threshold) is shared with the critic, which re-judges the chunks
 near the provisional cut. Whether a pass that kept nothing goes back to rewrite is the graph's decision
 (graph/evidence.py), read from what this step records.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
-from citewise.evidence import judge_all, may_bridge, paragraph_texts
-from citewise.indexes import in_thread, open_index
+from citewise.core.evidence import judge_all, may_bridge, paragraph_texts
+from citewise.core.indexes import in_thread, open_index
 from citewise.state import EvidenceState
 
 

@@ -5,7 +5,7 @@ a model, one request maps all sentences; in local mode a sentence is supported, 
 that chunk's line sharing the largest part of its content words, if the share reaches Context.local_support
 (an uncited sentence: by the best such line of all). A sentence no line supports is unsupported: dropped,
 or flagged when Context.drop_unsupported is off. Only citewise's own sentences about missing evidence
-(`citewise.report.is_own_text`) stand unverified; a writer's sentence about the documents is checked like
+(`citewise.core.report.is_own_text`) stand unverified; a writer's sentence about the documents is checked like
 any other. When the model cannot map the sentences (a transient provider fault after the retries, or output
 malformed after repairs) word overlap decides, and the run's `degraded` output says so.
 
@@ -25,18 +25,18 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from citewise import llms
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER, kept_records, paragraph_texts
+from citewise.core import llms
+from citewise.core.evidence import NO_ANSWER, kept_records, paragraph_texts
+from citewise.core.indexes import in_thread, open_index
+from citewise.core.judge import ask as judge_ask
+from citewise.core.report import LABEL, is_own_text
+from citewise.core.text import content_words, overlap, sentences
+from citewise.core.writing import extractive_answer
 from citewise.index.citations import soften_source_markers, without_trailing_source_markers
-from citewise.indexes import in_thread, open_index
-from citewise.judge import ask as judge_ask
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, quote, render
-from citewise.report import LABEL, is_own_text
 from citewise.state import Citation, Degraded, State, SupportMap
-from citewise.text import content_words, overlap, sentences
-from citewise.writing import extractive_answer
 
 logger = logging.getLogger(__name__)
 

@@ -13,13 +13,13 @@ import re
 
 from langgraph.runtime import Runtime
 
-from citewise import llms
 from citewise.context import Context
-from citewise.evidence import NO_SECTION_EVIDENCE, evidence_blocks, kept_records
-from citewise.indexes import in_thread, open_index
+from citewise.core import llms
+from citewise.core.evidence import NO_SECTION_EVIDENCE, evidence_blocks, kept_records
+from citewise.core.indexes import in_thread, open_index
+from citewise.core.writing import candidate_sentences, cite, prompt_pair, select_sentences, synthesize
 from citewise.prompts.common import quote
 from citewise.state import SectionResult, SectionState
-from citewise.writing import candidate_sentences, cite, prompt_pair, select_sentences, synthesize
 
 WRITER_LABEL = re.compile(r"\[(E\d+)\]")
 

@@ -42,7 +42,7 @@ class EvidenceRecord(TypedDict, total=False):
     """Mean of the n relevance samples (0-100); in local mode the chunk's own cosine to the question mapped
     to 0-100 (Context.local_cosine_zero / local_cosine_full)."""
     answering: float
-    """Local mode: how well its best sentence answers the question (citewise.answerable), in [0, 1]."""
+    """Local mode: how well its best sentence answers the question (citewise.core.answerable), in [0, 1]."""
     relevance_spread: float | None
     """Standard deviation of the samples: the judge's uncertainty."""
     relevance_samples: list[float]

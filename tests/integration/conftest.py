@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from support.fake_openai import FakeOpenAI, SchemaResponder
 
-from citewise import llms
 from citewise.context import Context
+from citewise.core import llms
+from citewise.core.indexes import forget_index
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
-from citewise.indexes import forget_index
 
 SAMPLE = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxive_sample.jsonl"
 

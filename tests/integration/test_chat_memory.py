@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from citewise import chat
-from citewise.chat import ChatSession, run_chat
-from citewise.cli import app
+from citewise.app import chat
+from citewise.app.chat import ChatSession, run_chat
+from citewise.app.cli import app
+from citewise.app.memory import open_checkpointer, thread_summaries
 from citewise.context import Context
-from citewise.memory import open_checkpointer, thread_summaries
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,7 @@ def chat_process(index: Path, threads: Path, *args: str, stdin: str, timeout: fl
         [
             sys.executable,
             "-m",
-            "citewise.cli",
+            "citewise.app.cli",
             "chat",
             "--index",
             str(index),

@@ -13,7 +13,7 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from citewise.cli import app
+from citewise.app.cli import app
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
 
@@ -46,7 +46,7 @@ def ingested(
 COLD_ASK = """
 import sys
 sys.argv = ["citewise", "ask", "How do vaccines train the immune system?", "--index", sys.argv[1]]
-from citewise.cli import main
+from citewise.app.cli import main
 try:
     main()
 except SystemExit as end:
@@ -351,7 +351,7 @@ def test_a_cold_local_ask_loads_neither_pytorch_transformers_nor_scikit_learn(
     probe = (
         "import runpy, sys\n"
         f"sys.argv = ['citewise', 'ask', {question!r}, '--index', {str(ingested)!r}]\n"
-        "try:\n    runpy.run_module('citewise.cli', run_name='__main__')\nexcept SystemExit as end:\n"
+        "try:\n    runpy.run_module('citewise.app.cli', run_name='__main__')\nexcept SystemExit as end:\n"
         "    assert not end.code, end.code\n"
         f"print('LOADED', ','.join(m for m in {heavy!r} if m in sys.modules))\n"
     )

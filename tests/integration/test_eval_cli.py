@@ -31,7 +31,7 @@ class Done:
 
 
 def citewise(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "citewise.cli", *(str(a) for a in args)]
+    command = [sys.executable, "-m", "citewise.app.cli", *(str(a) for a in args)]
     return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
 
 

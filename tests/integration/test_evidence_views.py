@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from citewise.cli import app
-from citewise.evidence import NO_ANSWER
-from citewise.web import render
+from citewise.app.cli import app
+from citewise.app.web import render
+from citewise.core.evidence import NO_ANSWER
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import MemorySaver
 from typer.testing import CliRunner
 
-from citewise.cli import app
+from citewise.app.cli import app
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER
+from citewise.core.evidence import NO_ANSWER
 from citewise.graph.query import builder
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -158,7 +158,7 @@ def test_the_cli_prints_the_answer_citations_and_evidence_table_for_people(corpu
 
 def test_the_command_keeps_stderr_free_of_library_noise(tmp_path: Path, small_corpus: Path) -> None:
     # --docs builds the index first, where bm25s logged at DEBUG and transformers drew a loading bar
-    command = [sys.executable, "-m", "citewise.cli", "ask", ANSWERABLE, "--index", str(tmp_path / "idx")]
+    command = [sys.executable, "-m", "citewise.app.cli", "ask", ANSWERABLE, "--index", str(tmp_path / "idx")]
     command += ["--docs", str(small_corpus)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr

@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import MemorySaver
 from support.fake_openai import Fail, FakeOpenAI, Hang, Recorded, SchemaResponder
 
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER
+from citewise.core.evidence import NO_ANSWER
 from citewise.graph.query import builder
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -336,7 +336,7 @@ def test_ask_with_a_refusing_provider_prints_the_cause_in_two_lines_and_exits_1(
 ) -> None:
     from typer.testing import CliRunner
 
-    from citewise.cli import app
+    from citewise.app.cli import app
 
     server = serve()
     server.script([Fail(401, "bad key")])

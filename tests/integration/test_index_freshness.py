@@ -3,7 +3,7 @@
 A long-running process (the LangGraph server, the chat page) keeps one `Index` open; `citewise ingest` and
 `citewise remove` run beside it. Its searches must answer from the index as it is now, never fail on a chunk
 deleted meanwhile, and never rebuild BM25 without the write lock. The other processes are the real CLI
-(`python -m citewise.cli`); waits are bounded by generous timeouts that only turn a hang into a failure.
+(`python -m citewise.app.cli`); waits are bounded by generous timeouts that only turn a hang into a failure.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def generated(prefix: str, count: int) -> list[dict[str, str]]:
 def citewise(*args: str | Path) -> subprocess.CompletedProcess[str]:
     """Run the CLI in another process and wait for it."""
     return subprocess.run(
-        [sys.executable, "-m", "citewise.cli", *map(str, args)],
+        [sys.executable, "-m", "citewise.app.cli", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=WAIT_SECONDS,
@@ -81,7 +81,7 @@ def citewise(*args: str | Path) -> subprocess.CompletedProcess[str]:
 
 def start_citewise(*args: str | Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "citewise.cli", *map(str, args)],
+        [sys.executable, "-m", "citewise.app.cli", *map(str, args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -136,7 +136,9 @@ def finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:
 def citewise_command() -> list[str]:
     script = Path(sys.executable).parent / "citewise"
     return (
-        [str(script)] if script.exists() else [sys.executable, "-c", "from citewise.cli import main; main()"]
+        [str(script)]
+        if script.exists()
+        else [sys.executable, "-c", "from citewise.app.cli import main; main()"]
     )
 
 

@@ -11,11 +11,11 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from citewise.context import Context
-from citewise.evidence import CLOSEST, CLOSEST_HEADING, NO_ANSWER, PART_UNANSWERED
+from citewise.core.evidence import CLOSEST, CLOSEST_HEADING, NO_ANSWER, PART_UNANSWERED
+from citewise.core.indexes import forget_index
 from citewise.graph.query import graph
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
-from citewise.indexes import forget_index
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ from langchain_core.messages import HumanMessage
 from support.fake_openai import FakeOpenAI, SchemaResponder
 
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER
+from citewise.core.evidence import NO_ANSWER
 from citewise.graph.query import builder
 from citewise.models import LLM, ProviderUnreachable, is_retryable
 from citewise.state import RelevanceScores

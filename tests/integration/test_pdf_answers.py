@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from citewise.cli import app
+from citewise.app.cli import app
 
 pytestmark = pytest.mark.integration
 

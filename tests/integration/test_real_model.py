@@ -27,7 +27,7 @@ from support.langgraph_dev import langgraph_dev
 from support.llama_server import MODEL_ALIAS, llama_server, missing, single_request_seconds
 
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER
+from citewise.core.evidence import NO_ANSWER
 from citewise.graph.query import builder
 from citewise.index import Index
 
@@ -146,7 +146,7 @@ async def test_a_follow_up_in_a_thread(real_model: float, sample_index: Path) ->
 
 def test_terminal_chat_answers_a_follow_up(real_model: float, sample_index: Path, tmp_path: Path) -> None:
     command = [
-        sys.executable, "-m", "citewise.cli", "chat", "--index", str(sample_index), "--threads",
+        sys.executable, "-m", "citewise.app.cli", "chat", "--index", str(sample_index), "--threads",
         str(tmp_path / "threads.sqlite"), "--model", MODEL, "--mode", "answer",
     ]  # fmt: skip
     done = subprocess.run(
@@ -174,7 +174,7 @@ def test_eval_on_a_few_questions(real_model: float, sample_index: Path, tmp_path
     questions.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     out = tmp_path / "eval.json"
     done = subprocess.run(
-        [sys.executable, "-m", "citewise.cli", "eval", "--questions", str(questions),
+        [sys.executable, "-m", "citewise.app.cli", "eval", "--questions", str(questions),
          "--index", str(sample_index), "--model", MODEL, "--mode", "answer", "--out", str(out)],
         capture_output=True, text=True, timeout=len(rows) * real_model, cwd=tmp_path,
     )  # fmt: skip

@@ -17,14 +17,14 @@ from support.fake_openai import Delay, SchemaResponder
 from support.fakes import Judge, Request, ScriptedChatModel, scripted_llm
 from typer.testing import CliRunner
 
-from citewise import llms
-from citewise.cli import app
+from citewise.app.cli import app
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER, SECTION_FAILED
+from citewise.core import llms
+from citewise.core.evidence import NO_ANSWER, SECTION_FAILED
+from citewise.core.report import headings
 from citewise.graph.query import builder, graph
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
-from citewise.report import headings
 
 pytestmark = pytest.mark.integration
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from support.fake_openai import FakeOpenAI, SchemaResponder
 
-from citewise import llms
 from citewise.context import Context
+from citewise.core import llms
+from citewise.core.indexes import forget_index
 from citewise.index import ChunkingConfig, Index
 from citewise.index.embeddings import Embedder
-from citewise.indexes import forget_index
 
 WHOLE_DOCUMENTS = ChunkingConfig(threshold=-1.0, max_chars=4000)
 """One chunk per document, so a document with an attack appended is the same passage plus the attack."""

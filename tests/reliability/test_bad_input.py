@@ -1,7 +1,7 @@
 """Campaign: bad input (issue #11). Each gets a clear, specific message and a non-zero exit code, and nothing
 already stored is lost.
 
-The real CLI, run as a subprocess (`python -m citewise.cli`) in local mode (no provider key in its
+The real CLI, run as a subprocess (`python -m citewise.app.cli`) in local mode (no provider key in its
 environment), against a real index of the twelve-document corpus. One matrix, a row per bad input: what is
 wrong, the command, the exit code it must end with, the words its message must hold. Questions it cannot take
 (empty, whitespace, control characters, bytes that are not UTF-8 in the real argv, 100,000 characters);
@@ -68,7 +68,12 @@ OFFLINE |= {
 def citewise(*args: str | bytes | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run the CLI as a subprocess in local mode (no provider key or server), plus `env`."""
     environment = {k: v for k, v in os.environ.items() if k not in KEYLESS} | OFFLINE | (env or {})
-    command = [sys.executable, "-m", "citewise.cli", *(a if isinstance(a, bytes) else str(a) for a in args)]
+    command = [
+        sys.executable,
+        "-m",
+        "citewise.app.cli",
+        *(a if isinstance(a, bytes) else str(a) for a in args),
+    ]
     return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
 
 
@@ -494,7 +499,7 @@ def test_a_folder_of_10000_small_files(tmp_path: Path) -> None:
 
 def test_a_nul_character_which_argv_cannot_carry_is_refused_too() -> None:
     """`citewise chat` reads questions from stdin, where a NUL can arrive; it goes through the same check."""
-    from citewise.questions import BadQuestion, check_question
+    from citewise.core.questions import BadQuestion, check_question
 
     with pytest.raises(BadQuestion, match=r"control characters \(U\+0000, U\+0007\): remove them"):
         check_question("How do\x00 vaccines\x07 work?")

@@ -28,10 +28,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from support.langgraph_dev import langgraph_dev
 
 from citewise.context import Context
+from citewise.core.indexes import forget_index
 from citewise.graph.query import builder
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
-from citewise.indexes import forget_index
 
 pytestmark = pytest.mark.integration
 
@@ -105,7 +105,7 @@ def start_ingest(index_dir: Path, corpus: Path) -> subprocess.Popen:
     """`citewise ingest` from another process, while the conversations run."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
     return subprocess.Popen(
-        [sys.executable, "-m", "citewise.cli", "ingest", str(corpus), "--index", str(index_dir)],
+        [sys.executable, "-m", "citewise.app.cli", "ingest", str(corpus), "--index", str(index_dir)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 from support.fake_openai import FakeOpenAI, Hang, SchemaResponder, request_schema
 
-from citewise.chat import ChatSession
+from citewise.app.chat import ChatSession
+from citewise.app.memory import open_checkpointer
 from citewise.context import Context
-from citewise.memory import open_checkpointer
 
 pytestmark = pytest.mark.integration
 

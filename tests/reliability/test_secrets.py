@@ -138,7 +138,7 @@ def test_ask_json_with_a_failing_provider_shows_no_key(
     small_corpus_records: list[dict[str, str]],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from citewise.cli import app
+    from citewise.app.cli import app
 
     fault = request.node.callspec.params["provider"]
     index = indexes("corpus", small_corpus_records)
@@ -192,7 +192,7 @@ def test_chat_with_a_failing_provider_shows_and_stores_no_key(
     tmp_path: Path,
 ) -> None:
     """`citewise chat`: what it prints, logs and keeps in its thread store (`/sources` shown too)."""
-    from citewise.chat import run_chat
+    from citewise.app.chat import run_chat
 
     fault = request.node.callspec.params["provider"]
     threads = tmp_path / "threads.sqlite"
@@ -216,7 +216,7 @@ async def test_the_page_with_a_failing_provider_shows_and_stores_no_key(
     tmp_path: Path,
 ) -> None:
     """The chat page's turn: every update it streams to the browser, its log and its thread store."""
-    from citewise.web.page import ChatPage
+    from citewise.app.web.page import ChatPage
 
     fault = request.node.callspec.params["provider"]
     threads = tmp_path / "threads.sqlite"

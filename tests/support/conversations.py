@@ -17,7 +17,7 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER
+from citewise.core.evidence import NO_ANSWER
 from citewise.graph.query import builder
 
 

@@ -53,7 +53,7 @@ def serving(root: Path, index: Path, *options: str, env: dict[str, str] | None =
     environment |= OFFLINE | (env or {})
     log_path = root / "serve.log"
     log = log_path.open("w")
-    command = [sys.executable, "-m", "citewise.cli", "serve", "--index", str(index)]
+    command = [sys.executable, "-m", "citewise.app.cli", "serve", "--index", str(index)]
     command += ["--port", str(port), "--threads", str(root / "threads.sqlite"), *options]
     process = subprocess.Popen(command, cwd=root, env=environment, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 from support.fakes import ScriptedChatModel, scripted_llm
 
-from citewise import llms
 from citewise.context import Context
+from citewise.core import llms
 from citewise.models import LLM
 
 

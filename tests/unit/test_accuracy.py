@@ -15,9 +15,9 @@ from support.fakes import Request, ScriptedChatModel
 from support.fakes import candidate as record
 
 from citewise.context import Context
-from citewise.evidence import CONTRADICTS, contradiction_note, edges_first
+from citewise.core.evidence import CONTRADICTS, contradiction_note, edges_first
+from citewise.core.llms import metered
 from citewise.graph.query import builder
-from citewise.llms import metered
 from citewise.nodes import accuracy as node
 from citewise.nodes.accuracy import (
     NO_TRUSTED,
@@ -322,8 +322,8 @@ def test_the_query_graph_writes_gentext_and_orders_evidence_by_rsv(
 
     from langgraph.checkpoint.memory import MemorySaver
 
+    from citewise.core.indexes import forget_index
     from citewise.index import Index
-    from citewise.indexes import forget_index
 
     trusted_file = tmp_path / "trusted.jsonl"
     web_file = tmp_path / "web.jsonl"
@@ -369,9 +369,9 @@ def test_documents_ingested_with_a_tag_are_the_trusted_ones(
 
     from typer.testing import CliRunner
 
-    from citewise.cli import app
+    from citewise.app.cli import app
+    from citewise.core.indexes import forget_index
     from citewise.index import Index
-    from citewise.indexes import forget_index
 
     guide = tmp_path / "guide.jsonl"
     web = tmp_path / "web.jsonl"

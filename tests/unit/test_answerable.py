@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from citewise.answerable import answering, answering_scores, coverage
 from citewise.context import Context
-from citewise.evidence import judge_all
+from citewise.core.answerable import answering, answering_scores, coverage
+from citewise.core.evidence import judge_all
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
 from citewise.state import EvidenceRecord

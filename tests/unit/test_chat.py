@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 
-from citewise.chat import (
+from citewise.app.chat import (
     ChatCommand,
     ChatSession,
     TurnView,
@@ -19,8 +19,8 @@ from citewise.chat import (
     run_command,
     stage_lines,
 )
+from citewise.app.memory import open_checkpointer, shown_setting
 from citewise.context import Context
-from citewise.memory import open_checkpointer, shown_setting
 
 
 # commands --------------------------------------------------------------------------------------------------
@@ -212,7 +212,7 @@ async def test_threads_lists_each_thread_with_its_first_question_and_turns(
 async def test_the_store_lists_its_newest_threads_as_a_full_read_would(session: ChatSession) -> None:
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from citewise.memory import thread_summaries
+    from citewise.app.memory import thread_summaries
 
     in_memory = ChatSession(InMemorySaver(), session.context)
     for store in (session, in_memory):  # SQLite asks its table for each thread's newest checkpoint

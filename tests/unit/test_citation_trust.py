@@ -19,13 +19,13 @@ from langgraph.runtime import Runtime
 from support.fakes import Samples, ScriptedChatModel, candidate, scoring_state, server_error
 
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER, PART_UNANSWERED, failed_note
+from citewise.core.evidence import NO_ANSWER, PART_UNANSWERED, failed_note
+from citewise.core.report import is_own_text
 from citewise.index.embeddings import Embedder
 from citewise.nodes.critique import critique
 from citewise.nodes.reflect import reflect
 from citewise.nodes.score import score
 from citewise.nodes.verify import split_answer, verify
-from citewise.report import is_own_text
 
 MODEL = "openai/test-model"
 MARKER = re.compile(r"\[(\d+)\]")

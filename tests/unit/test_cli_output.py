@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from citewise.cli import show_answer
+from citewise.app.cli import show_answer
 
 SOURCE_TEXT = "Using HST transits, [70] inferred a H/He rich atmosphere for GJ 1132b."
 
@@ -46,19 +46,20 @@ def test_the_command_line_loads_no_store_or_graph_code_until_a_command_needs_it(
     import sys
 
     heavy = ("chromadb", "torch", "langgraph", "citewise.index.store")
-    probe = f"import sys, citewise.cli; print(','.join(m for m in {heavy!r} if m in sys.modules))"
+    probe = f"import sys, citewise.app.cli; print(','.join(m for m in {heavy!r} if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == ""
 
 
 def test_the_outline_commands_name_the_shipped_library() -> None:
-    from citewise import outlines, outlines_cli
+    from citewise.app import outlines_cli
+    from citewise.core import outlines
 
     assert outlines_cli.DEFAULT_LIBRARY == outlines.DEFAULT_LIBRARY
 
 
 def test_a_report_s_evidence_table_shows_each_row_s_own_threshold(capsys: pytest.CaptureFixture[str]) -> None:
-    from citewise.terminal import show_evidence
+    from citewise.app.terminal import show_evidence
 
     evidence = [
         {"chunk_id": "a", "final": 60.0, "kept": True, "threshold": 55.0, "title": "A"},  # a section's pass

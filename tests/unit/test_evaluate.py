@@ -10,8 +10,7 @@ from uuid import uuid4
 import pytest
 from support.fakes import ScriptedChatModel, scripted_llm
 
-from citewise.context import Context
-from citewise.evaluate import (
+from citewise.app.evaluate import (
     WORD_OVERLAP,
     EvalInputError,
     LLMJudge,
@@ -30,7 +29,8 @@ from citewise.evaluate import (
     read_questions,
     unresolved_markers,
 )
-from citewise.evidence import CLOSEST, NO_ANSWER, PART_UNANSWERED
+from citewise.context import Context
+from citewise.core.evidence import CLOSEST, NO_ANSWER, PART_UNANSWERED
 from citewise.models import usage_scope
 
 

@@ -13,10 +13,10 @@ from support.fakes import Judge, ScriptedChatModel
 from support.fakes import candidate as record
 
 from citewise.context import Context
-from citewise.evidence import BRIDGE_FLAG, judge_all
+from citewise.core.evidence import BRIDGE_FLAG, judge_all
+from citewise.core.llms import metered
 from citewise.index.hops import follow_up_queries, interleave
 from citewise.index.store import Hit
-from citewise.llms import metered
 from citewise.nodes import retrieve as retrieve_node
 from citewise.nodes.rerank import rerank
 from citewise.nodes.retrieve import search_all

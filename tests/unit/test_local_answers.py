@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from citewise import questions
-from citewise.evidence import NO_ANSWER
+from citewise.core import questions
+from citewise.core.evidence import NO_ANSWER
+from citewise.core.writing import answering_sentences
 from citewise.index.embeddings import Embedder
 from citewise.nodes.answer import local_follow_up
-from citewise.writing import answering_sentences
 
 BAIKAL = (
     "Lake Baikal is a rift lake in southern Siberia, Russia. It is among the clearest lakes in the world and "
@@ -101,7 +101,7 @@ def test_nothing_to_choose_from_gives_nothing(embedder: Embedder) -> None:
 
 
 def test_a_sentence_is_cited_to_the_chunk_that_holds_it() -> None:
-    from citewise.writing import paragraph_candidates
+    from citewise.core.writing import paragraph_candidates
 
     first, second = MILL.split(". ", 1)[0] + ".", "It was closed in 2013."
     candidates = paragraph_candidates([("E1", first, MILL), ("E2", second, MILL)])
@@ -142,7 +142,7 @@ def test_a_sentence_two_copies_of_a_document_hold_is_said_once(embedder: Embedde
 
 
 def test_a_sentence_that_opens_with_it_follows_its_antecedent_said_earlier() -> None:
-    from citewise.writing import Candidate, spoken
+    from citewise.core.writing import Candidate, spoken
 
     song = Candidate("E1", '"Dear Brother" is a duet by Hank and Audrey Williams.', "", False)
     audrey = Candidate("E2", "Audrey Williams was the first wife of Hank Williams.", "", False)
@@ -168,7 +168,7 @@ def test_another_document_sharing_only_a_common_word_of_the_question_is_left_out
 
 
 def test_a_pronoun_sentence_is_not_credited_with_its_antecedents_words() -> None:
-    from citewise.writing import Candidate, pick
+    from citewise.core.writing import Candidate, pick
 
     question = questions.read("Which painter spoke at the Brisbane Institute in Queensland?")
     speaker = Candidate("E1", "Jeffrey Smart spoke at the Brisbane Institute.", "", False)

@@ -25,14 +25,14 @@ from support.fakes import (
 )
 from support.fakes import candidate as record
 
-from citewise import llms
 from citewise.context import Context
-from citewise.evidence import NO_ANSWER, dynamic_threshold, final_score, judge_all, pack
+from citewise.core import llms
+from citewise.core.evidence import NO_ANSWER, dynamic_threshold, final_score, judge_all, pack
+from citewise.core.indexes import forget_index
 from citewise.graph.evidence import after_threshold
 from citewise.graph.query import builder
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
-from citewise.indexes import forget_index
 from citewise.nodes.answer import answer, answering_documents
 from citewise.nodes.critique import borderline, critique
 from citewise.nodes.expand import expand

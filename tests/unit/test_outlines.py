@@ -13,9 +13,9 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from support.fakes import ScriptedChatModel, scripted_llm
 from typer.testing import CliRunner
 
+from citewise.app.outlines_cli import LIBRARY_ENV, outlines_app
 from citewise.context import Context
-from citewise.index.embeddings import Embedder
-from citewise.outlines import (
+from citewise.core.outlines import (
     DEFAULT_LIBRARY,
     EVIDENCE_RULE,
     EXAMPLE_ANSWERS,
@@ -37,7 +37,7 @@ from citewise.outlines import (
     shared_headings,
     split_samples,
 )
-from citewise.outlines_cli import LIBRARY_ENV, outlines_app
+from citewise.index.embeddings import Embedder
 from citewise.prompts.common import DATA_RULE, as_messages, render
 from citewise.prompts.outline_learn import LEARN_PROMPT
 

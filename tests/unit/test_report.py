@@ -12,18 +12,18 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
 from support.fakes import ScriptedChatModel
 
+from citewise.app.outline_editor import apply_edit
 from citewise.context import Context
-from citewise.evidence import NO_SECTION_EVIDENCE, SECTION_FAILED
+from citewise.core.evidence import NO_SECTION_EVIDENCE, SECTION_FAILED
+from citewise.core.llms import metered
+from citewise.core.report import cited_sentences, headings, in_focus, validate, words
 from citewise.graph.query import after_customize, dispatch
-from citewise.llms import metered
 from citewise.nodes.approve import OutlineEditError, edited_outline
 from citewise.nodes.collect import collect, section_failed
 from citewise.nodes.customize import customize
 from citewise.nodes.route import local_route, route
 from citewise.nodes.verify import split_answer, verify
 from citewise.nodes.write_section import relabel
-from citewise.outline_editor import apply_edit
-from citewise.report import cited_sentences, headings, in_focus, validate, words
 from citewise.state import merge_sections
 
 MODEL = "openai/test-model"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citewise.cli import OUTPUT_KEYS, show_answer
+from citewise.app.cli import OUTPUT_KEYS, show_answer
 
 DEGRADED = [
     {

@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("gradio")
 
+from citewise.app.web import render
+from citewise.app.web.page import ChatPage
 from citewise.context import Context
-from citewise.evidence import CLOSEST_HEADING
-from citewise.web import render
-from citewise.web.page import ChatPage
+from citewise.core.evidence import CLOSEST_HEADING
 
 CITATIONS = [
     {"marker": 1, "chunk_id": "c1", "doc_id": "d1", "title": "Vaccines", "text": "They train immunity."},

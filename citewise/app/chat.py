@@ -22,11 +22,11 @@ import typer
 from langchain_core.messages import AIMessageChunk, RemoveMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from citewise.app.memory import ThreadSummary, open_checkpointer, shown_setting, thread_summaries
+from citewise.app.terminal import OUTPUT_KEYS, ROUTES, AnswerMode, report_payload, show_answer, show_evidence
 from citewise.context import Context
-from citewise.memory import ThreadSummary, open_checkpointer, shown_setting, thread_summaries
-from citewise.questions import BadQuestion, check_question
-from citewise.terminal import OUTPUT_KEYS, ROUTES, AnswerMode, report_payload, show_answer, show_evidence
-from citewise.text import message_text
+from citewise.core.questions import BadQuestion, check_question
+from citewise.core.text import message_text
 
 logger = logging.getLogger(__name__)
 
@@ -366,7 +366,7 @@ async def open_session(
     stack: AsyncExitStack, context: Context, threads: str | None, thread_id: str | None
 ) -> ChatSession:
     """Open the thread store and the index (kept warm for every turn) and start on the asked thread."""
-    from citewise.indexes import open_index
+    from citewise.core.indexes import open_index
 
     saver = await stack.enter_async_context(open_checkpointer(threads))
     session = ChatSession(saver, context)

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from citewise.core.outlines import OutlineType
     from citewise.models import LLM
-    from citewise.outlines import OutlineType
 
-DEFAULT_LIBRARY = Path(__file__).parent / "data" / "outlines.json"
-"""The shipped library (citewise.outlines.DEFAULT_LIBRARY; named here so --help loads no model code)."""
+DEFAULT_LIBRARY = Path(__file__).parent.parent / "data" / "outlines.json"
+"""The shipped library (citewise.core.outlines.DEFAULT_LIBRARY; named here so --help loads no model code)."""
 
 LIBRARY_ENV = "CITEWISE_OUTLINE_LIBRARY"
 """The environment variable naming the library to use instead of the shipped one."""
-DEFAULT_OUT = Path(".citewise/outlines.json")
+DEFAULT_OUT = Path(".citewise/core/outlines.json")
 """Where `outlines learn` writes the learned library unless told otherwise."""
 
 outlines_app = typer.Typer(
@@ -53,8 +53,8 @@ def list_types(
     as_json: Annotated[bool, typer.Option("--json", help="Print the library as JSON.")] = False,
 ) -> None:
     """Show the question types of the outline library in use and their outline instructions."""
-    from citewise import outlines
-    from citewise.outlines import OutlineLibraryError
+    from citewise.core import outlines
+    from citewise.core.outlines import OutlineLibraryError
 
     path = library_in_use(library)
     try:
@@ -87,7 +87,7 @@ def learn_types(
     ] = None,
 ) -> None:
     """Learn an outline library from rated example answers (SynthRAG) and write it."""
-    from citewise import outlines
+    from citewise.core import outlines
     from citewise.index.embeddings import default_embedder
 
     try:
@@ -114,7 +114,7 @@ def _show_learned(types: list[OutlineType], saved: Path, model: str | None) -> N
     """Print the learned types, where they were written, and how to use them."""
     how = f"with {model}" if model else "from the answers' structure (no model)"
     typer.secho(f"Learned {len(types)} question types {how}:", bold=True)
-    from citewise import outlines
+    from citewise.core import outlines
 
     typer.echo()
     typer.echo(outlines.describe(types))

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from citewise import questions
-from citewise.evidence import (
+from citewise.core import questions
+from citewise.core.evidence import (
     BRIDGE_FLAG,
     CLOSEST,
     MARKER,
@@ -27,12 +27,12 @@ from citewise.evidence import (
     pack,
     paragraph_texts,
 )
+from citewise.core.text import sentences
 from citewise.index import Index
 from citewise.index.citations import soften_source_markers
 from citewise.index.fusion import drop_redundant
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord
-from citewise.text import sentences
 
 MAX_LOCAL_SENTENCES = 4
 """Sentences a local answer (or section) may take at most."""
@@ -473,7 +473,7 @@ def _answers(candidate: Candidate, piece: questions.Question) -> bool:
 def extractive_answer(
     index: Index, question: str, records: list[EvidenceRecord], earlier: tuple[str, str] | None = None
 ) -> tuple[str, dict[str, str]]:
-    """The kept evidence's sentences that answer the question (citewise.writing), cited; gaps named.
+    """The kept evidence's sentences that answer the question (citewise.core.writing), cited; gaps named.
 
     `earlier` (the question before and its answer) reads `question` as a follow-up to it.
     """

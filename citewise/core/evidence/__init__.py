@@ -12,108 +12,108 @@ report section use it alike, so no node has to import another.
 
 from __future__ import annotations
 
-from citewise.evidence.bridges import (
+from citewise.core.evidence.bridges import (
     BRIDGE_FLAG as BRIDGE_FLAG,
 )
-from citewise.evidence.bridges import (
+from citewise.core.evidence.bridges import (
     BRIDGE_SOURCES as BRIDGE_SOURCES,
 )
-from citewise.evidence.bridges import (
+from citewise.core.evidence.bridges import (
     bridges as bridges,
 )
-from citewise.evidence.bridges import (
+from citewise.core.evidence.bridges import (
     may_bridge as may_bridge,
 )
-from citewise.evidence.bridges import (
+from citewise.core.evidence.bridges import (
     names_title as names_title,
 )
-from citewise.evidence.bridges import (
+from citewise.core.evidence.bridges import (
     title_core as title_core,
 )
-from citewise.evidence.labels import (
+from citewise.core.evidence.labels import (
     CLOSEST as CLOSEST,
 )
-from citewise.evidence.labels import (
+from citewise.core.evidence.labels import (
     CLOSEST_HEADING as CLOSEST_HEADING,
 )
-from citewise.evidence.labels import (
+from citewise.core.evidence.labels import (
     MARKER as MARKER,
 )
-from citewise.evidence.labels import (
+from citewise.core.evidence.labels import (
     NO_ANSWER as NO_ANSWER,
 )
-from citewise.evidence.labels import (
+from citewise.core.evidence.labels import (
     NOTHING_MATCHED as NOTHING_MATCHED,
 )
-from citewise.evidence.labels import (
+from citewise.core.evidence.labels import (
     Block as Block,
 )
-from citewise.evidence.labels import (
+from citewise.core.evidence.labels import (
     batches as batches,
 )
-from citewise.evidence.labels import (
+from citewise.core.evidence.labels import (
     edges_first as edges_first,
 )
-from citewise.evidence.labels import (
+from citewise.core.evidence.labels import (
     is_abstention as is_abstention,
 )
-from citewise.evidence.labels import (
+from citewise.core.evidence.labels import (
     labelled as labelled,
 )
-from citewise.evidence.labels import (
+from citewise.core.evidence.labels import (
     shown_score as shown_score,
 )
-from citewise.evidence.notes import (
+from citewise.core.evidence.notes import (
     CONTRADICTS as CONTRADICTS,
 )
-from citewise.evidence.notes import (
+from citewise.core.evidence.notes import (
     NO_SECTION_EVIDENCE as NO_SECTION_EVIDENCE,
 )
-from citewise.evidence.notes import (
+from citewise.core.evidence.notes import (
     PART_UNANSWERED as PART_UNANSWERED,
 )
-from citewise.evidence.notes import (
+from citewise.core.evidence.notes import (
     SECTION_FAILED as SECTION_FAILED,
 )
-from citewise.evidence.notes import (
+from citewise.core.evidence.notes import (
     contradiction_note as contradiction_note,
 )
-from citewise.evidence.notes import (
+from citewise.core.evidence.notes import (
     failed_note as failed_note,
 )
-from citewise.evidence.notes import (
+from citewise.core.evidence.notes import (
     kept_records as kept_records,
 )
-from citewise.evidence.notes import (
+from citewise.core.evidence.notes import (
     overview as overview,
 )
-from citewise.evidence.notes import (
+from citewise.core.evidence.notes import (
     paragraph_texts as paragraph_texts,
 )
-from citewise.evidence.packing import (
+from citewise.core.evidence.packing import (
     estimate_tokens as estimate_tokens,
 )
-from citewise.evidence.packing import (
+from citewise.core.evidence.packing import (
     evidence_blocks as evidence_blocks,
 )
-from citewise.evidence.packing import (
+from citewise.core.evidence.packing import (
     pack as pack,
 )
-from citewise.evidence.threshold import (
+from citewise.core.evidence.threshold import (
     context_threshold as context_threshold,
 )
-from citewise.evidence.threshold import (
+from citewise.core.evidence.threshold import (
     dynamic_threshold as dynamic_threshold,
 )
-from citewise.evidence.threshold import (
+from citewise.core.evidence.threshold import (
     final_score as final_score,
 )
-from citewise.evidence.threshold import (
+from citewise.core.evidence.threshold import (
     judge_all as judge_all,
 )
-from citewise.evidence.threshold import (
+from citewise.core.evidence.threshold import (
     shared_threshold as shared_threshold,
 )
-from citewise.evidence.threshold import (
+from citewise.core.evidence.threshold import (
     threshold_text as threshold_text,
 )

@@ -26,16 +26,16 @@ import gradio as gr
 import pandas as pd
 from langchain_core.messages import AIMessageChunk
 
-from citewise.chat import STREAMED_NODES, new_thread_id, result_payload, stage_lines
+from citewise.app.chat import STREAMED_NODES, new_thread_id, result_payload, stage_lines
+from citewise.app.memory import open_checkpointer, shown_setting, thread_summaries
+from citewise.app.terminal import ROUTES, AnswerMode
+from citewise.app.web import render
 from citewise.context import Context
-from citewise.evidence import is_abstention, threshold_text
+from citewise.core.evidence import is_abstention, threshold_text
+from citewise.core.indexes import forget_index, open_index
+from citewise.core.text import message_text
 from citewise.index import Index, IndexOpenError
 from citewise.index.loaders import SUPPORTED_SUFFIXES
-from citewise.indexes import forget_index, open_index
-from citewise.memory import open_checkpointer, shown_setting, thread_summaries
-from citewise.terminal import ROUTES, AnswerMode
-from citewise.text import message_text
-from citewise.web import render
 
 logger = logging.getLogger(__name__)
 
@@ -515,7 +515,7 @@ def fresh_session() -> dict[str, Any]:
 
 
 def build_page(context: Context, threads: str | None = None, uploads: Path | None = None) -> gr.Blocks:
-    """The chat page over the index `context` names, threads kept in `threads` (see citewise.memory)."""
+    """The chat page over the index `context` names, threads kept in `threads` (see citewise.app.memory)."""
     page = ChatPage(context, threads, uploads)
     llm = f"LLM mode: {context.model}" if context.llm else "local mode (no model configured)"
     with gr.Blocks(title="citewise", analytics_enabled=False, fill_width=True) as blocks:

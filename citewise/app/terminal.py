@@ -152,7 +152,7 @@ def show_sections(result: dict) -> None:
 
 def show_evidence(result: dict, rows: int = 12) -> None:
     """The evidence table: verdict, each stage's score, the marker citing it, and where the chunk is from."""
-    from citewise.evidence import shared_threshold, threshold_text  # the stores load only when needed
+    from citewise.core.evidence import shared_threshold, threshold_text  # the stores load only when needed
 
     evidence = result["evidence"]
     kept = sum(1 for r in evidence if r.get("kept"))

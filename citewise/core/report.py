@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from citewise.evidence import (
+from citewise.core.evidence import (
     CLOSEST,
     NO_ANSWER,
     NO_SECTION_EVIDENCE,
@@ -20,20 +20,20 @@ from citewise.evidence import (
     PART_UNANSWERED,
     SECTION_FAILED,
 )
-from citewise.questions import read, stems
+from citewise.core.questions import read, stems
+from citewise.core.text import content_words
 from citewise.state import EvidenceRecord, OutlineSection
-from citewise.text import content_words
 
 LABEL = re.compile(r"\[((?:S\d+)?E\d+)\]")
 """An evidence label as writers cite it: [E3] in a direct answer, [S2E3] in a report."""
 FAILED_NOTE = re.compile(re.escape(SECTION_FAILED) + r" \([^()]*\)\.")
-"""The note `citewise.evidence.failed_note` writes in place of a failed section, and nothing else."""
+"""The note `citewise.core.evidence.failed_note` writes in place of a failed section, and nothing else."""
 CITED = re.compile(r"(.+?)((?:\s*\[(?:S\d+)?E\d+\])+)([.!?]?)(?=\s|$)", re.S)
 """A sentence and its run of labels, before or after its closing punctuation."""
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FRAME = {"introduction", "conclusion", "conclusions", "summary"}
 """Headings a report may add around the outline's sections."""
-DEFAULT_EXEMPLARS = Path(__file__).parent / "data" / "style_exemplars.md"
+DEFAULT_EXEMPLARS = Path(__file__).parent.parent / "data" / "style_exemplars.md"
 EXEMPLAR_BREAK = re.compile(r"^-{3,}\s*$", re.M)
 
 

@@ -40,11 +40,11 @@ from langchain_core.callbacks import AsyncCallbackHandler
 from pydantic import BaseModel, Field
 
 from citewise.context import Context
-from citewise.evidence import MARKER, is_abstention
+from citewise.core.evidence import MARKER, is_abstention
+from citewise.core.report import is_own_text
+from citewise.core.text import overlap
 from citewise.prompts import judge as judge_prompt
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.report import is_own_text
-from citewise.text import overlap
 
 WORD_OVERLAP = "word-overlap (not entailment)"
 """The fallback judge's name, everywhere it shows (table, JSON): it measures shared words, not entailment."""
@@ -482,7 +482,7 @@ async def assess(
 
 def make_judge(context: Context, kind: str = "auto") -> Judge:
     """The citation judge: the run's judge LLM (auto or llm, with a model configured), else word overlap."""
-    from citewise import llms
+    from citewise.core import llms
 
     if kind == "word-overlap":
         return WordOverlapJudge()
@@ -516,8 +516,8 @@ async def run_eval(
     Returns the report: settings, the judge, the aggregates and one row per question. Raises EvalRunError
     when a run fails for a reason every question would share.
     """
+    from citewise.core.indexes import open_index
     from citewise.graph.query import graph
-    from citewise.indexes import open_index
     from citewise.models import usage_scope
 
     judge = make_judge(context, judge_kind)

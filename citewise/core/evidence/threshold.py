@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 
 from citewise.context import Context
-from citewise.evidence.bridges import bridges
+from citewise.core.evidence.bridges import bridges
 from citewise.state import EvidenceRecord
 
 
@@ -70,7 +70,7 @@ def judge_all(
 ) -> tuple[float, dict[str, EvidenceRecord]]:
     """Apply the threshold: the cut and, per chunk, final score, verdict and reason.
 
-    In local mode nothing is kept when no candidate's answering score (citewise.answerable) reaches
+    In local mode nothing is kept when no candidate's answering score (citewise.core.answerable) reaches
     Context.local_answerable: the documents are taken not to answer the question. `paragraphs` (chunk id ->
     its paragraph's text) let the local bridge rule read what the best kept passage's paragraph names.
     """

@@ -25,11 +25,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from citewise.evidence import names_title
+from citewise.core.evidence import names_title
+from citewise.core.questions import parts
+from citewise.core.text import sentences
 from citewise.index import Index
-from citewise.questions import parts
 from citewise.state import EvidenceRecord
-from citewise.text import sentences
 
 WEIGHT = 0.5
 """Share of the cosine in the answering score (the rest is term coverage); fitted by bench/abstain.py."""

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DATA_DIR = Path(__file__).parent / "data"
+DATA_DIR = Path(__file__).parent.parent / "data"
 DEFAULT_LIBRARY = DATA_DIR / "outlines.json"
 """The shipped, editable outline library."""
 EXAMPLE_ANSWERS = DATA_DIR / "example_answers.jsonl"

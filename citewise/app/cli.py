@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from citewise.deployment import DEFAULT_INDEX_DIR
-from citewise.terminal import (  # noqa: F401 - show_* and OUTPUT_KEYS are the CLI's output, re-exported
+from citewise.app.terminal import (  # noqa: F401 - show_* and OUTPUT_KEYS are the CLI's output, re-exported
     OUTPUT_KEYS,
     ROUTES,
     AnswerMode,
@@ -35,6 +34,7 @@ from citewise.terminal import (  # noqa: F401 - show_* and OUTPUT_KEYS are the C
     show_evidence,
     show_sections,
 )
+from citewise.deployment import DEFAULT_INDEX_DIR
 
 if TYPE_CHECKING:  # the stores and the embedding model load only when a command needs them: --help is fast
     from citewise.index import ChunkingConfig, Index, IngestReport
@@ -400,7 +400,7 @@ def ask(
     budget_seconds: BudgetOption = None,
 ) -> None:
     """Answer a question with citations, references and the evidence table, or write a cited report."""
-    from citewise.questions import BadQuestion, check_question
+    from citewise.core.questions import BadQuestion, check_question
 
     try:
         question = check_question(question)
@@ -470,7 +470,7 @@ def run_question(question: str, context) -> dict:
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.types import Command
 
-    from citewise.outline_editor import edit_outline
+    from citewise.app.outline_editor import edit_outline
 
     paused = builder.compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "ask"}}
@@ -502,7 +502,7 @@ def chat(
     budget_seconds: BudgetOption = None,
 ) -> None:
     """Chat with your documents: cited answers, follow-ups that use the conversation, threads kept on disk."""
-    from citewise.chat import run_chat
+    from citewise.app.chat import run_chat
 
     opened = _searchable(index, chroma_url, None, quiet=True)
     _load_model_meanwhile(opened)
@@ -549,7 +549,7 @@ def evaluate_questions(
 
     from tqdm import tqdm
 
-    from citewise import evaluate
+    from citewise.app import evaluate
 
     if citation_judge not in ("auto", "llm", "word-overlap"):
         raise _fail(f"--citation-judge must be auto, llm or word-overlap, not {citation_judge!r}")
@@ -619,7 +619,7 @@ def serve(
         context = Context(index_dir=str(index), chroma_url=chroma_url, model=model, judge_model=judge_model)
     except ValueError as error:
         raise _fail(str(error)) from error
-    from citewise.web import serve as serve_page
+    from citewise.app.web import serve as serve_page
 
     typer.echo(f"citewise: serving {index} on http://{host}:{port} (Ctrl-C stops)", err=True)
     try:
@@ -629,7 +629,7 @@ def serve(
 
 
 def _register_outlines() -> None:
-    from citewise.outlines_cli import outlines_app
+    from citewise.app.outlines_cli import outlines_app
 
     app.add_typer(outlines_app, name="outlines")
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from citewise.text import STOPWORDS, content_words
+from citewise.core.text import STOPWORDS, content_words
 
 MAX_QUESTION_CHARS = 10_000
 """A longer text is a document to ingest, not a question (it would also crowd every prompt)."""
@@ -413,7 +413,7 @@ class Form:
     """A question form that names what it asks for, and what that means for the route and the outline.
 
     Attributes:
-        kind: the outline type it names (citewise.outlines' library), "" for none.
+        kind: the outline type it names (citewise.core.outlines' library), "" for none.
         described: how a route's reason names it ("a comparison").
         pattern: what the question's words look like.
         report: "always" (a report whatever the evidence), "spread" (a report when the kept evidence spans

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from citewise.evidence import CLOSEST_HEADING, MARKER
+from citewise.core.evidence import CLOSEST_HEADING, MARKER
 from citewise.index.citations import soften_source_markers
 
 CITE_PREFIX = "cite-"

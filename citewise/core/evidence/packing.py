@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from citewise.evidence.labels import Block
+from citewise.core.evidence.labels import Block
 from citewise.prompts.common import quote
 from citewise.state import EvidenceRecord
 
