@@ -22,7 +22,7 @@ DEFAULT_LIBRARY = Path(__file__).parent.parent / "data" / "outlines.json"
 
 LIBRARY_ENV = "CITEWISE_OUTLINE_LIBRARY"
 """The environment variable naming the library to use instead of the shipped one."""
-DEFAULT_OUT = Path(".citewise/core/outlines.json")
+DEFAULT_OUT = Path(".citewise/outlines.json")
 """Where `outlines learn` writes the learned library unless told otherwise."""
 
 outlines_app = typer.Typer(

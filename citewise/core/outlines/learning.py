@@ -1,15 +1,4 @@
-"""The outline library of the report path: one outline instruction per question type (SynthRAG 3.2.1).
-
-A report is planned from the instruction of the question's type, and `nearest_type` picks that type: the one
-whose example questions lie closest to the question (cosine to their normalised mean vector). The library is
-editable JSON; `citewise/data/outlines.json` ships with seven hand-written types.
-
-`learn` builds a library from rated example answers the way SynthRAG does: embed and cluster the questions
-with k-means, score every answer's effectiveness E = 0.3 cos(question, answer) + 0.1 length + 0.6 rating,
-take the top and bottom 5% of each cluster, and have an LLM contrast them into the cluster's outline
-instruction. Without an LLM (or when its reply is malformed) the instruction is written from the answers'
-structure (`answer_structure`): the headings the best answers share, and what the worst ones lack or overdo.
-"""
+"""Learning a library from rated example answers (SynthRAG 3.2.1): cluster, score, sample, instruct."""
 
 from __future__ import annotations
 
@@ -17,11 +6,7 @@ import asyncio
 import json
 import logging
 import math
-import os
 import re
-import tempfile
-import textwrap
-import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from citewise.core.outlines.library import OutlineLibraryError, OutlineType, count_of, text_of
+from citewise.core.outlines.structure import answer_structure, word_count
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.prompts.outline_learn import LEARN_PROMPT
 from citewise.state.schemas import LearnedOutline
@@ -41,15 +28,10 @@ if TYPE_CHECKING:
     from citewise.index.embeddings import Embedder
     from citewise.models import LLM
 
+
 logger = logging.getLogger(__name__)
 
-DATA_DIR = Path(__file__).parent.parent / "data"
-DEFAULT_LIBRARY = DATA_DIR / "outlines.json"
-"""The shipped, editable outline library."""
-EXAMPLE_ANSWERS = DATA_DIR / "example_answers.jsonl"
-"""A small shipped set of rated example answers to demonstrate `learn`."""
-LIBRARY_VERSION = 1
-"""The library format this module reads and writes."""
+
 WEIGHTS = (0.3, 0.1, 0.6)
 """SynthRAG's effectiveness weights: coherence (question-answer cosine), length, rating."""
 SAMPLE_SHARE = 0.05
@@ -65,29 +47,6 @@ EVIDENCE_RULE = (
 """The closing sentence of every instruction written without an LLM."""
 
 
-class OutlineLibraryError(ValueError):
-    """An outline library or example file that cannot be used; the message names the file and the problem."""
-
-
-@dataclass(frozen=True)
-class OutlineType:
-    """One question type: what it covers, typical phrasings, and how to outline a report for it."""
-
-    name: str
-    description: str
-    examples: tuple[str, ...]
-    instruction: str
-
-    def as_dict(self) -> dict[str, Any]:
-        """The type as stored in the library file."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "examples": list(self.examples),
-            "instruction": self.instruction,
-        }
-
-
 @dataclass
 class Example:
     """A question with an answer someone rated (the higher the better)."""
@@ -95,176 +54,6 @@ class Example:
     question: str
     answer: str
     rating: float
-
-
-# the library file -----------------------------------------------------------------------------------------
-
-
-def load_library(path: str | Path | None = None) -> list[OutlineType]:
-    """The outline types of a library file (None: the shipped one).
-
-    Raises:
-        OutlineLibraryError: The file is missing or not valid JSON, holds no types, a type lacks its name,
-            instruction or examples, or two types share a name.
-    """
-    source = Path(path) if path is not None else DEFAULT_LIBRARY
-    data = _read_json(source)
-    if not isinstance(data, dict) or not isinstance(data.get("types"), list) or not data["types"]:
-        raise OutlineLibraryError(
-            f'outline library {source} has no types: expected {{"version": 1, "types": [...]}} '
-            "with at least one type"
-        )
-    version = data.get("version", LIBRARY_VERSION)
-    if version != LIBRARY_VERSION:
-        raise OutlineLibraryError(
-            f"outline library {source} has version {version!r}; citewise reads version {LIBRARY_VERSION}"
-        )
-    types = [_parse_type(source, number, raw) for number, raw in enumerate(data["types"], 1)]
-    _check_unique(source, types)
-    return types
-
-
-def save_library(types: Sequence[OutlineType], path: str | Path) -> Path:
-    """Write `types` in the library format, atomically (a temporary file, then os.replace); returns the path.
-
-    Raises:
-        OutlineLibraryError: No types, or two types share a name (the file could not be loaded back).
-    """
-    target = Path(path)
-    if not types:
-        raise OutlineLibraryError(f"refusing to write outline library {target} without types")
-    _check_unique(target, list(types))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(as_library(types), indent=2, ensure_ascii=False) + "\n"
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
-
-
-def as_library(types: Sequence[OutlineType]) -> dict[str, Any]:
-    """The JSON object of a library file holding `types`."""
-    return {"version": LIBRARY_VERSION, "types": [one.as_dict() for one in types]}
-
-
-def _read_json(source: Path) -> Any:
-    """The parsed JSON of a library file, or an error naming the file and the problem."""
-    try:
-        text = source.read_text(encoding="utf-8")
-    except FileNotFoundError as error:
-        raise OutlineLibraryError(f"outline library {source} does not exist") from error
-    except (OSError, UnicodeDecodeError) as error:
-        raise OutlineLibraryError(f"cannot read outline library {source}: {error}") from error
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise OutlineLibraryError(
-            f"outline library {source} is not valid JSON: {error.msg} "
-            f"(line {error.lineno}, column {error.colno})"
-        ) from error
-
-
-def _parse_type(source: Path, number: int, raw: Any) -> OutlineType:
-    """One library entry as an OutlineType, or an error naming the entry and what it lacks."""
-    where = f"outline library {source}: type {number}"
-    if not isinstance(raw, dict):
-        raise OutlineLibraryError(f"{where} is not a JSON object")
-    name = _text(raw.get("name"))
-    if not name:
-        raise OutlineLibraryError(f"{where} has no name")
-    where = f"{where} ({name})"
-    if not _text(raw.get("instruction")):
-        raise OutlineLibraryError(f"{where} has no instruction")
-    examples = raw.get("examples")
-    if not isinstance(examples, list) or not examples:
-        raise OutlineLibraryError(f"{where} has no examples (a list of typical questions)")
-    if not all(_text(example) for example in examples):
-        raise OutlineLibraryError(f"{where} has an example that is not a non-empty string")
-    description = raw.get("description", "")
-    if not isinstance(description, str):
-        raise OutlineLibraryError(f"{where} has a description that is not a string")
-    return OutlineType(
-        name=name,
-        description=description.strip(),
-        examples=tuple(example.strip() for example in examples),
-        instruction=raw["instruction"].strip(),
-    )
-
-
-def _text(value: Any) -> str:
-    """The stripped string, or "" for anything that is not a string."""
-    return value.strip() if isinstance(value, str) else ""
-
-
-def _check_unique(source: Path, types: list[OutlineType]) -> None:
-    """Raise when two types share a name."""
-    first: dict[str, int] = {}
-    for number, one in enumerate(types, 1):
-        if one.name in first:
-            raise OutlineLibraryError(
-                f"outline library {source}: duplicate type name {one.name!r} "
-                f"(types {first[one.name]} and {number})"
-            )
-        first[one.name] = number
-
-
-# choosing a type --------------------------------------------------------------------------------------------
-
-_CENTROIDS: dict[tuple[int, tuple[OutlineType, ...]], tuple[Embedder, np.ndarray]] = {}
-_CENTROIDS_LOCK = threading.Lock()
-_CENTROIDS_KEPT = 16
-
-
-def nearest_type(embedder: Embedder, question: str, library: list[OutlineType]) -> tuple[OutlineType, float]:
-    """The type whose example questions are closest to `question`, and its cosine similarity.
-
-    Raises:
-        OutlineLibraryError: The library is empty.
-    """
-    if not library:
-        raise OutlineLibraryError("the outline library has no types to choose from")
-    centroids = type_centroids(embedder, library)
-    similarities = centroids @ embedder.embed([question])[0]
-    best = int(np.argmax(similarities))
-    return library[best], float(similarities[best])
-
-
-def type_centroids(embedder: Embedder, library: Sequence[OutlineType]) -> np.ndarray:
-    """One normalised mean example vector per type, cached per (embedder, library)."""
-    key = (id(embedder), tuple(library))
-    with _CENTROIDS_LOCK:
-        cached = _CENTROIDS.get(key)
-    if cached is not None and cached[0] is embedder:
-        return cached[1]
-    centroids = _centroids(embedder, key[1])
-    with _CENTROIDS_LOCK:
-        if len(_CENTROIDS) >= _CENTROIDS_KEPT:
-            _CENTROIDS.pop(next(iter(_CENTROIDS)))
-        _CENTROIDS[key] = (embedder, centroids)  # holding the embedder keeps its id from being reused
-    return centroids
-
-
-def _centroids(embedder: Embedder, library: Sequence[OutlineType]) -> np.ndarray:
-    """Embed every example once and average each type's rows into a unit vector."""
-    vectors = embedder.embed([example for one in library for example in one.examples])
-    bounds = np.cumsum([0, *(len(one.examples) for one in library)])
-    means = np.stack(
-        [vectors[start:end].mean(axis=0) for start, end in zip(bounds, bounds[1:], strict=False)]
-    )
-    return _normalise(means)
-
-
-def _normalise(rows: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero)."""
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return (rows / np.where(norms == 0, 1.0, norms)).astype(np.float32)
 
 
 # rated examples -------------------------------------------------------------------------------------------
@@ -302,7 +91,7 @@ def _parse_example(source: Path, number: int, line: str) -> Example:
     if not isinstance(raw, dict):
         raise OutlineLibraryError(f"{where}: expected a JSON object with question, answer and rating")
     for key in ("question", "answer"):
-        if not _text(raw.get(key)):
+        if not text_of(raw.get(key)):
             raise OutlineLibraryError(f"{where}: {key} is missing or empty")
     rating = raw.get("rating")
     if rating is None:
@@ -310,151 +99,6 @@ def _parse_example(source: Path, number: int, line: str) -> Example:
     if isinstance(rating, bool) or not isinstance(rating, int | float) or not math.isfinite(rating):
         raise OutlineLibraryError(f"{where}: rating must be a number, not {rating!r}")
     return Example(question=raw["question"].strip(), answer=raw["answer"].strip(), rating=float(rating))
-
-
-# the structure of an answer ---------------------------------------------------------------------------------
-
-_ATX_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
-_BOLD_HEADING = re.compile(r"^\s{0,3}(\*\*|__)(.+?)\1\s*:?\s*$")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
-_SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
-_FILLER_OPENING = re.compile(
-    r"^(so|well|okay|ok|hmm|honestly|basically|great question|good question|interesting|it depends|"
-    r"this is (a|an) (great|good|interesting|complex|difficult|tricky|big)|there are (many|lots|a lot)|"
-    r"let me|let's|i think|i believe|i guess|in this (answer|post|article)|first of all|before (we|i)|"
-    r"as (we|you) (all )?know)\b",
-    re.IGNORECASE,
-)
-_ANSWER_HEADING = re.compile(r"\b(short answer|answer|tl;?dr|in short|in brief|bottom line)\b", re.IGNORECASE)
-_CLOSING_HEADING = re.compile(
-    r"\b(summary|summing up|conclusions?|in short|bottom line|take-?aways?|tl;?dr|verdict|"
-    r"recommendations?)\b",
-    re.IGNORECASE,
-)
-_CLOSING_PARAGRAPH = re.compile(
-    r"^(in (summary|short|conclusion|sum|brief)|overall|to (sum up|summari[sz]e|conclude)|all in all|"
-    r"the bottom line|taken together)\b",
-    re.IGNORECASE,
-)
-DIRECT_OPENING_WORDS = 40
-"""The longest first sentence still counted as a direct answer."""
-
-
-def answer_structure(answer: str) -> dict[str, Any]:
-    """Describe a markdown answer's structure (headings, paragraphs, list items, words, opening, closing).
-
-    Headings are `#`-style lines and lines that are bold text alone (e.g. `**Background:**`), in order and
-    without their markup. `direct_answer`: the first prose (the answer's start, or right under a "Short
-    answer" heading) is a sentence of at most 40 words that does not open with filler ("So", "Well", "It
-    depends", "There are many ..."). `conclusion`: the last heading is a summary or conclusion, or the answer
-    ends with a paragraph opening "In summary", "Overall", "To conclude" and the like.
-    """
-    blocks = _blocks(answer)
-    headings = [text for kind, text in blocks if kind == "heading"]
-    return {
-        "headings": headings,
-        "paragraphs": sum(1 for kind, _ in blocks if kind == "paragraph"),
-        "list_items": sum(1 for kind, _ in blocks if kind == "item"),
-        "words": _word_count(answer),
-        "direct_answer": _opens_directly(blocks),
-        "conclusion": _closes_with_summary(blocks),
-    }
-
-
-def _blocks(answer: str) -> list[tuple[str, str]]:
-    """The answer as (kind, text) blocks in order: heading, paragraph, item, other (tables, code)."""
-    blocks: list[tuple[str, str]] = []
-    in_code = False
-    prose: list[str] = []
-
-    def close_paragraph() -> None:
-        if prose:
-            blocks.append(("paragraph", " ".join(prose)))
-            prose.clear()
-
-    for line in answer.splitlines():
-        if _FENCE.match(line):
-            close_paragraph()
-            in_code = not in_code
-            blocks.append(("other", line))
-            continue
-        kind = "other" if in_code else _line_kind(line)
-        if kind == "paragraph":
-            prose.append(line.strip())
-            continue
-        close_paragraph()
-        if kind == "heading":
-            blocks.append((kind, _heading_text(line)))
-        elif kind in ("item", "other"):
-            blocks.append((kind, line.strip()))
-    close_paragraph()
-    return blocks
-
-
-def _line_kind(line: str) -> str:
-    """heading, item, other (tables, rules), blank or paragraph."""
-    stripped = line.strip()
-    if not stripped:
-        return "blank"
-    if _ATX_HEADING.match(line) or (
-        _BOLD_HEADING.match(line) and len(_WORD.findall(stripped)) <= 10 and not stripped.endswith(".**")
-    ):
-        return "heading"
-    if _LIST_ITEM.match(line):
-        return "item"
-    if stripped.startswith("|") or set(stripped) <= set("-*_= "):
-        return "other"
-    return "paragraph"
-
-
-def _heading_text(line: str) -> str:
-    """A heading line without its markup, trailing colon or numbering."""
-    found = _ATX_HEADING.match(line) or _BOLD_HEADING.match(line)
-    text = found.group(found.lastindex or 1) if found else line
-    text = re.sub(r"[*_`]+", "", text).strip().rstrip(":").strip()
-    return re.sub(r"^(\d+(\.\d+)*[.)]?|[IVX]+\.)\s+", "", text)
-
-
-def _plain(answer: str) -> str:
-    """Markdown without the markup characters that are not words."""
-    return re.sub(r"[#*_`|>]+", " ", answer)
-
-
-def _word_count(text: str) -> int:
-    """Words of a markdown text (markup characters are not words)."""
-    return len(_WORD.findall(_plain(text)))
-
-
-def _first_sentence(text: str) -> str:
-    """Text up to its first sentence end."""
-    end = _SENTENCE_END.search(text)
-    return text[: end.end()] if end else text
-
-
-def _opens_directly(blocks: list[tuple[str, str]]) -> bool:
-    """True when the first prose (before any list, or right under an "answer" heading) is a short answer."""
-    for position, (kind, text) in enumerate(blocks):
-        if kind == "paragraph":
-            sentence = _first_sentence(text)
-            words = _word_count(sentence)
-            return 0 < words <= DIRECT_OPENING_WORDS and not _FILLER_OPENING.match(sentence.strip())
-        if kind == "heading" and (position > 0 or not _ANSWER_HEADING.search(text)):
-            return False
-        if kind == "item":
-            return False
-    return False
-
-
-def _closes_with_summary(blocks: list[tuple[str, str]]) -> bool:
-    """True when the last section is a summary-like heading or the last paragraph opens like a summary."""
-    headings = [text for kind, text in blocks if kind == "heading"]
-    if headings and _CLOSING_HEADING.search(headings[-1]):
-        return True
-    paragraphs = [text for kind, text in blocks if kind == "paragraph"]
-    last_content = next((kind for kind, _ in reversed(blocks) if kind != "other"), None)
-    return last_content == "paragraph" and bool(_CLOSING_PARAGRAPH.match(paragraphs[-1]))
 
 
 # learning a library from rated examples ---------------------------------------------------------------------
@@ -470,7 +114,7 @@ def effectiveness(
 ) -> np.ndarray:
     """SynthRAG's E per example: 0.3 cos(q, a) + 0.1 length + 0.6 rating (both min-max over the whole set)."""
     coherence = np.sum(question_vectors * answer_vectors, axis=1)
-    lengths = _min_max([_word_count(example.answer) for example in examples])
+    lengths = _min_max([word_count(example.answer) for example in examples])
     ratings = _min_max([example.rating for example in examples])
     alpha, beta, gamma = WEIGHTS
     return alpha * coherence + beta * lengths + gamma * ratings
@@ -659,7 +303,7 @@ _QUESTION_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 def _draft(cluster: _Cluster) -> LearnedOutline:
     """The cluster's outline written from its answers' structure, named after its distinctive words."""
     words = distinctive_words([e.question for e in cluster.ranked], cluster.others)
-    example, learned_from = cluster.questions[0], _count(len(cluster.ranked), "rated answer")
+    example, learned_from = cluster.questions[0], count_of(len(cluster.ranked), "rated answer")
     return LearnedOutline(
         name=_slug("_".join(words)) or "questions",
         description=f'Questions like "{example}" (learned from {learned_from}).',
@@ -782,50 +426,6 @@ def _most(structures: list[dict[str, Any]], key: str) -> bool:
     return sum(bool(structure[key]) for structure in structures) * 2 > len(structures)
 
 
-def _count(number: int, noun: str) -> str:
-    """A count with its noun, plural unless one: 1 example, 3 examples."""
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
 def _round_words(words: float) -> int:
     """A word count rounded to a friendly number (tens)."""
     return max(10, int(round(words, -1)))
-
-
-# showing a library ------------------------------------------------------------------------------------------
-
-
-def describe(types: Sequence[OutlineType], width: int = 100) -> str:
-    """A readable listing: each type's name, example count, description and wrapped instruction."""
-    entries = []
-    for one in types:
-        header = f"{one.name} ({_count(len(one.examples), 'example')}): {one.description}"
-        header = textwrap.fill(header, width, subsequent_indent="    ")
-        body = textwrap.fill(one.instruction, width, initial_indent="    ", subsequent_indent="    ")
-        entries.append(f"{header}\n{body}")
-    return "\n\n".join(entries)
-
-
-__all__ = [
-    "DEFAULT_LIBRARY",
-    "EXAMPLE_ANSWERS",
-    "Example",
-    "OutlineLibraryError",
-    "OutlineType",
-    "answer_structure",
-    "as_library",
-    "default_k",
-    "describe",
-    "distinctive_words",
-    "draft_instruction",
-    "effectiveness",
-    "learn",
-    "learn_messages",
-    "load_library",
-    "nearest_type",
-    "read_examples",
-    "save_library",
-    "shared_headings",
-    "split_samples",
-    "type_centroids",
-]
