@@ -10,25 +10,27 @@ from uuid import uuid4
 import pytest
 from support.fakes import ScriptedChatModel, scripted_llm
 
-from citewise.app.evaluate import (
+from citewise.app.alce import (
     WORD_OVERLAP,
-    EvalInputError,
     LLMJudge,
-    Question,
-    Scorer,
-    StageTimer,
     WordOverlapJudge,
-    aggregate,
     answer_claims,
-    assess,
     citation_scores,
     document_rankings,
+    unresolved_markers,
+)
+from citewise.app.evaluate import (
+    EvalInputError,
+    Question,
+    Scorer,
+    aggregate,
+    assess,
     format_report,
     make_judge,
     read_qrels,
     read_questions,
-    unresolved_markers,
 )
+from citewise.app.stage_timer import StageTimer
 from citewise.context import Context
 from citewise.core.evidence import CLOSEST, NO_ANSWER, PART_UNANSWERED
 from citewise.models import usage_scope
