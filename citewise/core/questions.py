@@ -492,11 +492,6 @@ FORMS: list[Form] = [
 """The question forms, in the order they are tried: the route reads `report`, the outline `kind`."""
 
 
-def question_form(question: str) -> Form | None:
-    """The first form the question takes, or None."""
-    return next((form for form in FORMS if form.pattern.search(question)), None)
-
-
 def report_form(question: str) -> str | None:
     """How a report form the question takes is named ("a comparison", ...), or None for a direct question."""
     return next((f.described for f in FORMS if f.report == "always" and f.pattern.search(question)), None)

@@ -70,10 +70,7 @@ class Paragraphs:
         if not self.chunk_ids or k < 1:
             return []
         similarities = self.chunk_matrix @ query_vector.astype(np.float32)
-        count = min(k, len(self.chunk_ids))
-        best = np.argpartition(-similarities, count - 1)[:count]
-        best = best[np.argsort(-similarities[best], kind="stable")]
-        return [(self.chunk_ids[i], float(similarities[i])) for i in best]
+        return [(self.chunk_ids[i], float(similarities[i])) for i in _best(similarities, k)]
 
     def similarities(self, query_vector: np.ndarray) -> np.ndarray:
         """The cosine similarity of every paragraph to the query, in `ids` order."""
@@ -93,11 +90,8 @@ class Paragraphs:
         """
         if not len(self.ids) or limit < 1:
             return []
-        count = min(limit, len(self.ids))
-        best = np.argpartition(-similarities, count - 1)[:count]
-        best = best[np.argsort(-similarities[best], kind="stable")]
         chunks: list[str] = []
-        for i in best:
+        for i in _best(similarities, limit):
             chunks.extend(self.chunks[i][: limit - len(chunks)])
             if len(chunks) >= limit:
                 break
@@ -114,8 +108,7 @@ class ParagraphVectors:
         self.pooled_only = pooled_only
         self.dim = dim
         self.exact_limit = exact_limit
-        empty = np.zeros((0, dim), dtype=np.float32)
-        self._current = Paragraphs(-1, [], empty, [], {}, {})
+        self._current = Paragraphs(-1, [], np.zeros((0, dim), dtype=np.float32), [], {}, {})
         self._lock = threading.Lock()
 
     def current(self) -> Paragraphs:
@@ -151,15 +144,7 @@ class ParagraphVectors:
                 if paragraph_id in sums:
                     sums[paragraph_id] = np.frombuffer(vector, dtype=np.float32)
         ids = list(sums)
-        matrix = np.stack([sums[p] for p in ids]) if ids else np.zeros((0, self.dim), dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        chunk_matrix = None
-        if exact:
-            chunk_matrix = np.stack(chunk_vectors) if chunk_vectors else np.zeros((0, self.dim), np.float32)
-            chunk_norms = np.linalg.norm(chunk_matrix, axis=1, keepdims=True)
-            chunk_norms[chunk_norms == 0] = 1.0
-            chunk_matrix = (chunk_matrix / chunk_norms).astype(np.float32)
+        chunk_matrix = self._normalised(chunk_vectors) if exact else None
         logger.debug(
             "paragraph vectors built: %d paragraphs, %d chunks held, generation %d",
             len(ids),
@@ -169,10 +154,24 @@ class ParagraphVectors:
         return Paragraphs(
             generation,
             ids,
-            (matrix / norms).astype(np.float32),
+            self._normalised([sums[p] for p in ids]),
             [members[p] for p in ids],
             {p: i for i, p in enumerate(ids)},
             parent,
             chunk_ids,
             chunk_matrix,
         )
+
+    def _normalised(self, rows: list[np.ndarray]) -> np.ndarray:
+        """The rows stacked and L2-normalised (a zero row stays zero), float32."""
+        matrix = np.stack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return (matrix / norms).astype(np.float32)
+
+
+def _best(similarities: np.ndarray, count: int) -> np.ndarray:
+    """Positions of the `count` highest similarities, highest first (ties in position order)."""
+    count = min(count, len(similarities))
+    best = np.argpartition(-similarities, count - 1)[:count]
+    return best[np.argsort(-similarities[best], kind="stable")]

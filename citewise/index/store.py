@@ -41,7 +41,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -116,6 +116,46 @@ class _Lexical:
         return (1 - paragraph_weight) * own + paragraph_weight * paragraphs[self.parents()]
 
 
+class _Remembered:
+    """The vectors of recently embedded texts, the last `size` kept (the oldest goes first).
+
+    The model runs outside the lock, so that other runs' texts are looked up and embedded meanwhile.
+    """
+
+    def __init__(self, embedder: Embedder, size: int) -> None:
+        self.embedder = embedder
+        self.size = self.default_size = size
+        self._vectors: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def vectors(self, texts: Sequence[str], *, keep_all: bool = False) -> np.ndarray:
+        """One row per text, embedding (in one batch) only those not remembered.
+
+        `keep_all` grows the size until every one of these texts is kept (a batch of queries to come).
+        """
+        with self._lock:
+            known = {text: self._vectors[text] for text in texts if text in self._vectors}
+        fresh = [text for text in dict.fromkeys(texts) if text not in known]
+        if fresh:
+            embedded = self.embedder.embed(fresh)
+            known.update(zip(fresh, embedded, strict=True))
+            with self._lock:
+                if keep_all:
+                    self.size = max(self.size, len(self._vectors) + len(fresh))
+                self._vectors.update(zip(fresh, embedded, strict=True))
+                while len(self._vectors) > self.size:
+                    self._vectors.pop(next(iter(self._vectors)))
+        if not texts:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([known[text] for text in texts])
+
+    def clear(self) -> None:
+        """Forget every vector, and any size `keep_all` grew to."""
+        with self._lock:
+            self._vectors.clear()
+            self.size = self.default_size
+
+
 class Index(Writing):
     """A citewise index directory: ingest files, remove them, search, and report what is stored."""
 
@@ -142,11 +182,8 @@ class Index(Writing):
         self.embedder = embedder
         self.chunking = chunking
         self._chroma_key = f"chroma_generation:{chroma_url or 'embedded'}"
-        self._query_cache: dict[str, np.ndarray] = {}
-        self._query_cache_size = QUERY_CACHE
-        self._query_lock = threading.Lock()
-        self._texts: dict[str, np.ndarray] = {}
-        self._texts_lock = threading.Lock()
+        self._queries = _Remembered(embedder, QUERY_CACHE)
+        self._texts = _Remembered(embedder, TEXT_CACHE)
 
     @property
     def vectors(self) -> VectorIndex:
@@ -188,14 +225,9 @@ class Index(Writing):
 
     def _bring_chroma_in_step(self) -> None:
         """Reconcile Chroma with the document store now, under the write lock (held already, or taken)."""
-        if getattr(self._holding, "lock", False):
-            self._reconcile_chroma()
-            self.docstore.set_meta(self._chroma_key, str(self.docstore.generation))
-            return
-        with self._locked() as held:
+        with nullcontext(True) if getattr(self._holding, "lock", False) else self._locked() as held:
             if held:
                 self._reconcile_chroma()
-                self.docstore.set_meta(self._chroma_key, str(self.docstore.generation))
 
     @property
     def lexical(self) -> LexicalIndex:
@@ -335,12 +367,10 @@ class Index(Writing):
 
     def _repair(self) -> None:
         """Under the write lock: reconcile a lagging Chroma and rebuild lagging BM25 indexes."""
-        generation = self.docstore.generation
         if self._chroma_lags():
             self._chroma()  # opening it reconciles it when its count differs
             if self._chroma_lags():
                 self._reconcile_chroma()
-                self.docstore.set_meta(self._chroma_key, str(generation))
         self._catch_up_lexical()
 
     def _catch_up_lexical(self) -> None:
@@ -371,6 +401,7 @@ class Index(Writing):
         return fresh if fresh.folder is not None else loaded
 
     def _reconcile_chroma(self) -> None:
+        """Under the write lock: Chroma made to hold exactly the stored chunks, its generation recorded."""
         stored = set(self.docstore.chunk_ids())
         mirrored = self.vectors.ids()
         extra = sorted(mirrored - stored)
@@ -391,6 +422,7 @@ class Index(Writing):
                 rows = [r for r in rows if r[0] in missing]
                 if rows:
                     self._mirror(rows)
+        self.docstore.set_meta(self._chroma_key, str(self.docstore.generation))
 
     def _mirror(self, rows: Sequence[tuple[str, str, str, str, str, bytes]]) -> None:
         ids = [r[0] for r in rows]
@@ -547,31 +579,15 @@ class Index(Writing):
 
     def prepare_queries(self, queries: Sequence[str]) -> None:
         """Embed many queries in one batch ahead of searching them (evaluation), keeping them all cached."""
-        with self._query_lock:
-            fresh = [q for q in dict.fromkeys(queries) if q not in self._query_cache]
-        vectors = self.embedder.embed(fresh)
-        with self._query_lock:
-            self._query_cache_size = max(self._query_cache_size, len(self._query_cache) + len(fresh))
-            for query, vector in zip(fresh, vectors, strict=True):
-                self._query_cache[query] = vector
+        self._queries.vectors(queries, keep_all=True)
 
     def forget_queries(self) -> None:
         """Drop remembered query embeddings (so a timing includes the model pass)."""
-        with self._query_lock:
-            self._query_cache.clear()
-            self._query_cache_size = QUERY_CACHE
+        self._queries.clear()
 
     def _query_vector(self, query: str) -> np.ndarray:
         """The query's embedding, remembered for recent queries (sub-queries and retries repeat)."""
-        with self._query_lock:
-            vector = self._query_cache.get(query)
-        if vector is None:
-            vector = self.embedder.embed([query])[0]  # outside the lock: other runs' queries go on meanwhile
-            with self._query_lock:
-                self._query_cache[query] = vector
-                while len(self._query_cache) > self._query_cache_size:
-                    self._query_cache.pop(next(iter(self._query_cache)))
-        return vector
+        return self._queries.vectors([query])[0]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """The vectors of texts read at answer time (sentences, passages), the last `TEXT_CACHE` remembered.
@@ -580,19 +596,7 @@ class Index(Writing):
         again to choose the ones it says (`core.writing`), and a follow-up meets the same sentences
         again; half of the texts a direct answer embedded were repeats (0.1 s of a cold `ask`).
         """
-        with self._texts_lock:
-            known = {text: self._texts[text] for text in texts if text in self._texts}
-        fresh = [text for text in dict.fromkeys(texts) if text not in known]
-        if fresh:
-            vectors = self.embedder.embed(fresh)  # outside the lock, as queries are
-            known.update(zip(fresh, vectors, strict=True))
-            with self._texts_lock:
-                self._texts.update(zip(fresh, vectors, strict=True))
-                while len(self._texts) > TEXT_CACHE:
-                    self._texts.pop(next(iter(self._texts)))
-        if not texts:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.stack([known[text] for text in texts])
+        return self._texts.vectors(texts)
 
     def stats(self) -> IndexStats:
         """Counts in each store; SQLite, Chroma and BM25 chunk counts agree after any completed open."""
