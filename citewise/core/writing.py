@@ -8,6 +8,7 @@ The direct answer, every report section and the report's introduction and conclu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -181,6 +182,11 @@ MIN_SENTENCE = 12
 """Shorter fragments are no answer ("It was closed in 2013." is 22 characters and must stay)."""
 
 
+PLACEHOLDER_EDGES = re.compile(r"^(?:\[(?:table|figure|formula)\]\s*)+|(?:\s*\[(?:table|figure|formula)\])+$")
+"""Where a table, figure or display formula stood, at a sentence's edge ("[table] In total, ..."): the
+splitter joins it to the sentence after; quoted, it says nothing."""
+
+
 @dataclass
 class Candidate:
     """One sentence of a kept chunk's paragraph, with what it needs and what it covers."""
@@ -206,6 +212,7 @@ def paragraph_candidates(sources: Sequence[tuple[str, str, str]]) -> list[Candid
     for label, chunk, paragraph in sources:
         lines = sentences(paragraph) or sentences(chunk)
         for n, line in enumerate(lines):
+            line = PLACEHOLDER_EDGES.sub("", line)
             if len(line) < MIN_SENTENCE:
                 continue
             key = " ".join(line.lower().split())

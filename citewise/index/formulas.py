@@ -3,7 +3,9 @@
 unarXive papers carry their formulas as LaTeX beside the text (`{{formula:ID}}` markers) and their abstracts
 with `$...$` spans. pylatexenc (a maintained LaTeX-to-Unicode converter) renders the math; single-character
 sub- and superscripts become Unicode ones where Unicode has them. A formula too long to read inline (a
-display, a derivation) stays the placeholder "[formula]", as does one that renders to nothing readable.
+display, a derivation) stays the placeholder "[formula]", as does one that renders to nothing readable. One
+whose LaTeX holds nothing but script marks (unarXive kept the "R_" of R-sub-oplus as "_") is left out: a
+placeholder there says less than nothing ("a 1.3 R[formula] exoplanet").
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ LIMIT = 40
 _SUB = str.maketrans("0123456789+-=()aeohklmnpstx", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₒₕₖₗₘₙₚₛₜₓ")
 _SUP = str.maketrans("0123456789+-=()n*", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿ*")
 _SCRIPT = re.compile(r"([_^])(\S)(?![\w'])")
+_EMPTY = re.compile(r"[\s{}]*[_^][\s_^{}]*")
 _DOLLARS = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.DOTALL)
 
 
@@ -37,7 +40,12 @@ def _converter() -> Any:
 
 
 def formula_text(latex: str) -> str:
-    """The formula as a reader would write it in text, or `PLACEHOLDER` when it is long or unreadable."""
+    """The formula as a reader would write it in text.
+
+    `PLACEHOLDER` when it is long or unreadable; "" when its LaTeX is only script marks.
+    """
+    if _EMPTY.fullmatch(latex):
+        return ""
     try:
         text = _converter().latex_to_text(latex)
     except (

@@ -778,20 +778,39 @@ def _unarxive_text(
         return f"[{numbers[ref]}]"
 
     readable = _UNARXIVE_MARKER.sub(replace, text)
-    readable = _SPLIT_FORMULA.sub(r"\1", _REF.sub(_ref_words, readable))
+    readable = _SPLIT_FORMULA.sub(r"\1", _readable_refs(readable))
+    readable = _SPACE_BEFORE_COMMA.sub("", readable)  # "1.1 R , 1.7 M": a formula that said nothing
     lines = (_unglued(_collapse(line)) for line in readable.splitlines())
     return "\n".join(line for line in lines if line), tuple(cites)
 
 
+_SPACE_BEFORE_COMMA = re.compile(r"[ \t]+(?=[,;])")
 _SPLIT_FORMULA = re.compile(r"\b([A-Z][a-z]?[\u2080-\u2089]+) (?=/|[A-Z][a-z]?(?:[\u2080-\u2089]|\b))")
 """A chemical formula split at its marker: "H{{formula}} O" reads "H₂ O" (the space was the marker's)."""
-_REF = re.compile(
-    r"\b(Sections?|Secs?\.?|Tables?|Tabs?\.?|Figures?|Figs?\.?|Appendix|Appendices|Eqs?\.?|Equations?)"
-    r"(?:\s*(?:,|and|to|-|\u2013)?\s*(?:\[formula\]\s*)?REF\b)+(?:\s(?=[.,;:)]))?"
+_REF_ONE = r"(?:\(\s*(?:\[formula\]\s*)?(?-i:REF)\s*\)|(?:\[formula\]\s*)?(?-i:REF)\b)"
+_REF_RUN = rf"{_REF_ONE}(?:\s*(?:,|and|to|-|\u2013)?\s*{_REF_ONE})*(?:\s(?=[.,;:)]))?"
+_REF_NAMES = (
+    r"Sub-?sections?|Sections?|Sects?|Secs?|Chapters?|Chaps?|Tables?|Tabs?|Figures?|Figs?|Appendix|Appendices"
+    r"|Apps?|Equations?|Eqns?|Eqs?|Footnotes?|Theorems?|Lemmas?|Definitions?|Propositions?|Corollar(?:y|ies)"
+    r"|Conjectures?|Remarks?|Claims?|Facts?|Constructions?|Examples?|Conditions?|Propert(?:y|ies)"
+    r"|Assumptions?|Observations?|Algorithms?|Steps?|Lines?|Problems?"
 )
-"""unarXive's "Table REF" ("Figures REF and REF"): parts of the paper whose numbers were not kept."""
+_REF = re.compile(rf"\b(?P<name>{_REF_NAMES})\b\.?\s*{_REF_RUN}", re.IGNORECASE)
+"""unarXive's "Table REF" ("Figures REF and REF", "Eq. (REF )", "Lemma REF"): parts of the paper whose
+numbers were not kept."""
+_EQUATION_REF = re.compile(_REF_RUN.replace(_REF_ONE, r"\(\s*REF\s*\)"))
+"""A bare "(REF )" run: in a paper's prose, a reference to its numbered equations ("satisfying (REF )")."""
+_BARE_REF = re.compile(r" ?\bREF\b")
+"""What is left ("[3] REF show"): a pointer that says nothing without its number."""
+_EMPTY_POINTER = re.compile(
+    r"\s*\((?:see|cf\.?)?\s*(?:Sections?|Secs?\.|Figures?|Figs?\.|Tables?|Eqs?\.|Appendix)\s*\)",
+    re.IGNORECASE,
+)
+"""A pointer unarXive emptied ("(see Section )"): nothing to read, left out."""
 _REF_WORDS = {
+    "sub": ("another section", "other sections"),
     "sec": ("another section", "other sections"),
+    "chap": ("another chapter", "other chapters"),
     "tab": ("a table", "tables"),
     "fig": ("a figure", "figures"),
     "app": ("the appendix", "the appendices"),
@@ -800,13 +819,31 @@ _REF_WORDS = {
 
 
 def _ref_words(match: re.Match[str]) -> str:
-    """What a numberless reference to parts of the paper reads as: "a table", "figures"."""
-    name = match.group(1).lower().rstrip(".")
-    one, many = next(words for prefix, words in _REF_WORDS.items() if name.startswith(prefix))
-    plural = name.endswith("s") or name == "appendices" or match.group(0).count("REF") > 1
-    words = many if plural else one
-    opens = not match.string[: match.start()].strip() or match.string[: match.start()].rstrip()[-1] in ".!?"
-    return words[0].upper() + words[1:] if opens else words
+    """What a numberless reference to parts of the paper reads as: "a table", "figures", "a lemma"."""
+    name = match.group("name").lower()
+    plural = match.group(0).count("REF") > 1 or (name.endswith(("s", "ies")) and not name.endswith("ss"))
+    words = next((w for prefix, w in _REF_WORDS.items() if name.startswith(prefix)), None)
+    if words is None:  # "Lemma REF" -> "a lemma", "Properties REF and REF" -> "properties"
+        one = re.sub(r"ies$", "y", name) if name.endswith("ies") else name.removesuffix("s")
+        many = one[:-1] + "ies" if one.endswith("y") else one + "s"
+        words = (("an " if one[0] in "aeiou" else "a ") + one, many)
+    return _opening(match, words[1] if plural else words[0])
+
+
+def _equation_words(match: re.Match[str]) -> str:
+    return _opening(match, "equations" if match.group(0).count("REF") > 1 else "an equation")
+
+
+def _opening(match: re.Match[str], words: str) -> str:
+    """The words, capitalised when they open a sentence."""
+    before = match.string[: match.start()].rstrip()
+    return words[0].upper() + words[1:] if not before or before[-1] in ".!?" else words
+
+
+def _readable_refs(text: str) -> str:
+    """The numberless pointers of an unarXive text as words, empty ones left out."""
+    text = _EQUATION_REF.sub(_equation_words, _REF.sub(_ref_words, text))
+    return _BARE_REF.sub("", _EMPTY_POINTER.sub("", text))
 
 
 _GLUED_NOTE = re.compile(

@@ -40,7 +40,9 @@ from citewise.state import Citation, Degraded, State, SupportMap
 
 logger = logging.getLogger(__name__)
 
-TRAILING_LABELS = re.compile(r"([.!?])((?:\s*\[(?:S\d+)?E\d+\])+)")
+TRAILING_LABELS = re.compile(r"([.!?])((?:\[\d[\d,\s\u2013-]*\])*)((?:\s*\[(?:S\d+)?E\d+\])+)")
+"""Labels after a sentence's full stop, maybe behind the source's own markers ("years.[43] [E2]"): the
+sentence splitter would leave them to the next sentence, or cut "[E2]" in two."""
 ENDS_WITH_LABEL = re.compile(r"\[(?:S\d+)?E\d+\]$")
 LEADING_LABELS = re.compile(r"\s*(?:\[(?:S\d+)?E\d+\]\s*)+")
 SPACED_LABEL = re.compile(r"\s*\[((?:S\d+)?E\d+)\]")
@@ -85,7 +87,7 @@ def split_answer(draft: str) -> list[str]:
     """
     parts: list[str] = []
     draft = NUMBERED_FRAGMENT.sub("", PROMPT_TAGS.sub(" ", draft))
-    draft = TRAILING_LABELS.sub(r"\2\1", draft)  # "claim. [E1]" -> "claim [E1]." so the label stays with it
+    draft = TRAILING_LABELS.sub(r"\2\3\1", draft)  # "claim. [E1]" -> "claim [E1]." so the label stays with it
     for line in draft.splitlines():
         stripped = line.strip()
         if not stripped:

@@ -546,8 +546,28 @@ def test_unarxive_footnotes_glued_into_a_word_and_ref_placeholders_read_as_text(
 def test_the_sample_s_glued_footnote_is_moved_out_of_its_sentence() -> None:
     gj486b = next(d for d in load_path(UNARXIVE) if d.key == "2212.11816")
     text = " ".join(p.text for p in gj486b.paragraphs)
-    assert "486bAlternative" not in text and " REF" not in text
-    assert "GJ 486b is a 1.3 R[formula]" in text
+    assert "486bAlternative" not in text and "REF" not in text and "[formula]" not in text.split("Table")[0]
+    assert "GJ 486b is a 1.3 R and 2.8 M" in text  # its R_\\oplus came as "_": left out, not "[formula]"
+    assert "did not account for clouds, the constraints" in text  # "(see Section )" carried nothing
+
+
+@pytest.mark.parametrize(
+    ("raw", "readable"),
+    [
+        ("We deduce Theorem REF from Lemmas REF and REF .", "We deduce a theorem from lemmas."),
+        ("Combining (REF ), (REF ) and (REF ) completes it.", "Combining equations completes it."),
+        ("Satisfying (REF ), it holds.", "Satisfying an equation, it holds."),
+        ("the curve in figure REF ) and section REF .", "the curve in a figure) and another section."),
+        ("See Eq.(REF ) and Fig.\u00a0REF (a).", "See an equation and a figure (a)."),
+        ("Clouds (see Section ), then Properties REF and REF .", "Clouds, then properties."),
+        ("Prior work [3] REF shows it; Table ref stays.", "Prior work [3] shows it; Table ref stays."),
+        ("Proposition REF holds.", "A proposition holds."),
+    ],
+)
+def test_unarxive_numberless_pointers_read_as_words(tmp_path: Path, raw: str, readable: str) -> None:
+    record = unarxive_record(body_text=[{"section": "Results", "sec_number": "2", "text": raw}])
+    document = load_one(write_jsonl(tmp_path / "papers.jsonl", [record]))
+    assert document.paragraphs[-1].text == readable
 
 
 def test_unarxive_malformed_record_names_the_line(tmp_path: Path) -> None:

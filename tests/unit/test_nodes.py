@@ -687,6 +687,21 @@ async def test_a_sources_own_numeric_marker_is_softened_or_left_out_where_it_clo
     assert_markers_resolve(result)
 
 
+async def test_a_label_after_a_sources_marker_at_the_full_stop_is_not_cut_in_two(index_dir: str) -> None:
+    # the sentence splitter ended the first sentence inside "[E2]" ("years.[43] [" | "E2] Vaccines ..."), and
+    # the answer read "... years.(ref. 43) [ [1] E2]" (a local answer quoting a paper's sentence as written)
+    draft = (
+        "B cells produce antibodies and memory cells remain for years.[43] [E2] "
+        "Vaccines train the immune system to recognise a pathogen [E1]."
+    )
+    result = await verify(verify_state(draft), run(Context(index_dir=index_dir)))
+    assert result["answer"] == (
+        "B cells produce antibodies and memory cells remain for years [1]. "
+        "Vaccines train the immune system to recognise a pathogen [2]."
+    )
+    assert [(c["marker"], c["chunk_id"]) for c in result["citations"]] == [(1, "c-memory"), (2, "c-vaccines")]
+
+
 @pytest.mark.parametrize("mode", ["local", "llm"])
 async def test_an_uncited_negative_claim_is_not_kept_without_support(
     mode: str, index_dir: str, install: Callable
