@@ -67,6 +67,8 @@ from citewise.index.records import IndexOpenError
 logger = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "citewise"
+REWEIGHT_TOLERANCE = 0.01
+"""BM25 weights written under an average chunk length more than 1% off today's are rewritten (`reweight`)."""
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value text NOT NULL)",
@@ -509,6 +511,17 @@ class PgStore:
         outcome.state, outcome.error = "failed", error
         logger.warning("%s: not ingested: %s", outcome.path, error)
         return self._finish(outcome, before_commit)
+
+    def reweight(self, tolerance: float = REWEIGHT_TOLERANCE) -> int:
+        """Rewrite the BM25 weights of chunks and paragraphs written under an average length now off by more.
+
+        A weight freezes the average chunk length of its time (`PgLexical`); ingest moves the average, and
+        scores drift from bm25s's by up to that share. Workers call this when the queue is empty.
+
+        Returns:
+            How many chunks and paragraphs were rewritten.
+        """
+        return sum(lexical.reweight(tolerance) for lexical in (self.lexical, self.paragraph_lexical))
 
     # reading --------------------------------------------------------------------------------------------
     def file_sha(self, path: str) -> str | None:

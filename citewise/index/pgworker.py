@@ -60,6 +60,9 @@ def run(
 ) -> list[Outcome]:
     """Claim and ingest queued files until the queue is empty (or one file, or until told to stop).
 
+    Whenever it finds the queue empty after ingesting, it brings the BM25 weights in step with the average
+    chunk length (`PgStore.reweight`).
+
     Args:
         store: The shared store.
         embedder: Its embedding model (`store_embedder`).
@@ -74,14 +77,19 @@ def run(
     """
     worker = worker or default_worker_name()
     outcomes: list[Outcome] = []
+    ingested = False
     while stop is None or not stop():
         outcome = store.work(embedder, worker=worker)
         if outcome is None:
+            if ingested:
+                store.reweight()
+                ingested = False
             if poll <= 0:
                 break
             time.sleep(poll)
             continue
         outcomes.append(outcome)
+        ingested = ingested or outcome.documents > 0 or outcome.removed > 0
         if report is not None:
             report(outcome)
         if once:
