@@ -60,8 +60,8 @@ def run(
 ) -> list[Outcome]:
     """Claim and ingest queued files until the queue is empty (or one file, or until told to stop).
 
-    Whenever it finds the queue empty after ingesting, it brings the BM25 weights in step with the average
-    chunk length (`PgStore.reweight`).
+    Whenever it finds the queue empty after ingesting, it folds the pending BM25 changes and brings the BM25
+    weights in step with the average chunk length (`PgStore.fold`, `PgStore.reweight`).
 
     Args:
         store: The shared store.
@@ -82,6 +82,7 @@ def run(
         outcome = store.work(embedder, worker=worker)
         if outcome is None:
             if ingested:
+                store.fold()
                 store.reweight()
                 ingested = False
             if poll <= 0:
