@@ -278,8 +278,8 @@ class PgStore:
     def enqueue(self, paths: Iterable[str | Path]) -> int:
         """Queue files (folders: the supported files under them) for the workers; returns how many were new.
 
-        A file already queued and not yet claimed is not queued twice; a file ingested before is queued
-        again (a worker finds it unchanged, or replaces its documents).
+        A file queued already (waiting, or being ingested) is not queued twice; a file ingested before is
+        queued again (a worker finds it unchanged, or replaces its documents).
         """
         files = sorted({str(path.resolve()) for path in iter_files(paths)})
         with self.conn.transaction(), self.conn.cursor() as cur:
@@ -406,7 +406,10 @@ class PgStore:
                 chunked.append(one)
             else:
                 outcome.skipped.append((_where(item.path, one.document), "no text"))
-        prepared = [(one.document, _document_rows(one, chunking, self.lexical)) for one in chunked]
+        # in id order: two files holding the same documents, ingested at once, wait for each other (the
+        # second skips them) but never deadlock
+        ordered = sorted(chunked, key=lambda one: one.document.id)
+        prepared = [(one.document, _document_rows(one, chunking, self.lexical)) for one in ordered]
         # new terms enter the vocabulary before the transaction opens: see the module
         self.lexical.register([words for _, rows in prepared for words in rows.chunk_tokens])
         self.paragraph_lexical.register([words for _, rows in prepared for words in rows.paragraph_tokens])
