@@ -13,6 +13,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ from citewise.index.embeddings import Embedder
 from citewise.index.lexical import LexicalIndex
 from citewise.index.loaders import load_path
 from citewise.index.pgserver import Server
-from citewise.index.pgstore import PgStore
+from citewise.index.pgstore import Outcome, PgStore
 from citewise.index.pgworker import run
 from citewise.index.records import IndexOpenError
 
@@ -39,7 +40,7 @@ SECONDS = 300  # the most a worker process may take (loading the model on a busy
 
 HOLDER = """
 import sys
-from citewise.index.pgstore import PgStore
+from citewise.index.pgstore import Outcome, PgStore
 from citewise.index.pgworker import store_embedder
 
 dsn, prefix = sys.argv[1:3]
@@ -361,3 +362,41 @@ def test_bad_input_fails_its_item_and_the_others_go_on(
         "notes.md",
         "paper.pdf",
     ]
+
+
+def test_the_same_document_in_two_files_at_once_is_stored_once(
+    postgres: Server,
+    store: PgStore,
+    embedder: Embedder,
+    tmp_path: Path,
+    small_corpus_records: list[dict[str, str]],
+) -> None:
+    (first,) = _files(tmp_path / "one", small_corpus_records[:1])
+    (second,) = _files(tmp_path / "two", small_corpus_records[:1])
+    store.enqueue([first])
+    holder = _holder(postgres, store)  # the document written, not committed
+    outcome: list[Outcome | None] = []
+    try:
+        store.enqueue([second])
+        with PgStore(_dsn(postgres, "twin"), prefix=store.prefix) as twin:
+            worker = threading.Thread(target=lambda: outcome.append(twin.work(embedder, worker="twin")))
+            worker.start()
+            waiting = """SELECT count(*) FROM pg_stat_activity
+                WHERE application_name = 'twin' AND wait_event_type = 'Lock'"""
+            for _ in range(SECONDS * 10):  # until the twin waits for the holder's document row
+                if store.conn.execute(waiting).fetchone() != (0,) or not worker.is_alive():
+                    break
+                time.sleep(0.1)
+            assert store.conn.execute(waiting).fetchone() == (1,)
+            holder.stdin.write("\n")  # type: ignore[union-attr]
+            holder.stdin.flush()  # type: ignore[union-attr]
+            assert _line(holder).startswith("committed ")
+            worker.join(SECONDS)
+    finally:
+        holder.kill()
+        holder.communicate()
+    (done,) = outcome
+    assert done is not None and done.path == str(second.resolve()) and done.state == "done"
+    assert done.documents == 0 and "stored meanwhile" in done.skipped[0][1]
+    counts = _in_step(store)
+    assert counts["documents"] == 1 and counts["files"] == 2
