@@ -70,9 +70,9 @@ DEFAULT_PREFIX = "citewise"
 REWEIGHT_TOLERANCE = 0.01
 """BM25 weights written under an average chunk length more than 1% off today's are rewritten (`reweight`)."""
 FOLD_EVERY = 16
-"""A worker folds the pending BM25 df changes after this many of its commits (and when the queue empties):
-folding after every document cost a worker 4 round trips a document, and searches read a few thousand pending
-rows (an index probe a query term) as fast as none."""
+"""A worker folds the pending BM25 df changes after this many of its commits (and when the queue empties),
+not after each: a fold is two short transactions, and until it runs a search only reads a few more rows (the
+pending changes of its own terms, through an index on the term)."""
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value text NOT NULL)",
