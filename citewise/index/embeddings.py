@@ -75,18 +75,27 @@ class MiniLMEmbedder:
       machine) is checked against the original on PROBE before it is kept.
     - "torch": BERT through transformers, used to export, and whenever no export can be made or kept (the
       cache folder is not writable, the exported model disagrees).
+
+    `threads` caps the threads one embedding call computes on (onnxruntime's intra-op threads, or PyTorch's
+    for the process); None leaves the runtime's default, every core. Ingest workers running side by side
+    take one each (`citewise.index.pgworker`), so that N workers use N cores and no more.
     """
 
     dim = 384
 
-    def __init__(self, batch_size: int = 64, backend: str = "onnx", precision: str = "fp32") -> None:
+    def __init__(
+        self, batch_size: int = 64, backend: str = "onnx", precision: str = "fp32", threads: int | None = None
+    ) -> None:
         if backend not in ("onnx", "torch"):
             raise ValueError(f"unknown embedding backend {backend!r}: use 'onnx' or 'torch'")
         if precision not in PRECISIONS:
             raise ValueError(f"unknown embedding precision {precision!r}: use 'fp32' or 'int8'")
         if precision == "int8" and backend != "onnx":
             raise ValueError("the int8 embedding model runs on onnxruntime only (backend 'onnx')")
+        if threads is not None and threads < 1:
+            raise ValueError(f"embedding threads must be at least 1, got {threads}")
         self.batch_size = batch_size
+        self.threads = threads
         self.backend = backend
         self.precision = precision
         self.name = MODEL_NAMES[precision]
@@ -118,7 +127,11 @@ class MiniLMEmbedder:
         with self._lock:
             if self._torch is None:
                 path = self._package()
+                import torch
                 from transformers import BertModel, BertTokenizerFast
+
+                if self.threads is not None:
+                    torch.set_num_threads(self.threads)
                 from transformers.utils import logging as transformers_logging
 
                 bars = transformers_logging.is_progress_bar_enabled()
@@ -153,6 +166,9 @@ class MiniLMEmbedder:
                 tokenizer = self._tokenizer()
                 options = onnxruntime.SessionOptions()
                 options.log_severity_level = 3
+                if self.threads is not None:
+                    options.intra_op_num_threads = self.threads
+                    options.inter_op_num_threads = 1
                 session = onnxruntime.InferenceSession(
                     str(exported), options, providers=["CPUExecutionProvider"]
                 )

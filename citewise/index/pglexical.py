@@ -28,8 +28,16 @@ Two methods behind one class, each in tables of its own (named from `PgLexical.p
     question then matches almost no chunk; the query here is the OR of the question's distinct lexemes
     (``match="any"``, the default; ``match="all"`` is ``plainto_tsquery``).
 
-Both return the top k ``(chunk_id, score)``, best first, ties by id. Writers are serialized by a row lock
-on ``<p>_stats``; readers never wait for them.
+Both return the top k ``(chunk_id, score)``, best first, ties by id. Readers never wait for writers.
+
+Writers do not wait for each other either (several ingest workers write at once, #28): a bm25 writer never
+updates a shared row. Each write appends its change to the document frequencies and to the chunk and token
+counts as rows of its own (``<p>_pending``: term id, df change; ``<p>_pending_stats``: chunks, tokens), and a
+search reads ``df`` and the counts as the folded values plus the pending changes, so it is exact at every
+moment. `PgLexical.fold` moves the pending rows into ``<p>_terms`` and ``<p>_stats`` in one transaction (one
+fold at a time, by an advisory lock; a writer's rows are invisible to it until they commit, so a fold and a
+writer never touch the same row). New terms enter the vocabulary in term order (`PgLexical.register`), so
+two writers adding the same new terms wait a moment for each other but never deadlock.
 """
 
 from __future__ import annotations
@@ -49,16 +57,23 @@ Method = Literal["bm25", "ts_rank_cd"]
 DIMENSIONS = 1_000_000_000
 """The sparse vectors' dimension (pgvector's largest): term ids may grow without rewriting any vector."""
 
-AVERAGE = "(SELECT greatest(tokens, 1)::float8 / greatest(chunks, 1) AS avgdl FROM {stats})"
+TOTALS = """(SELECT (SELECT chunks FROM {stats}) + coalesce(sum(chunks), 0) AS chunks,
+    (SELECT tokens FROM {stats}) + coalesce(sum(tokens), 0) AS tokens FROM {pending_stats})"""
+"""bm25: today's chunk and token counts: the folded ones plus the pending changes."""
+
+AVERAGE = "(SELECT greatest(tokens, 1)::float8 / greatest(chunks, 1) AS avgdl FROM {totals} AS t)"
 """bm25: today's average chunk length, in tokens."""
 
 QUERY_VECTOR = """
     SELECT array_agg(v.id) AS ids, ('{{' || string_agg(
-        v.id || ':' || u.n * ln(1 + (s.chunks - v.df + 0.5) / (v.df + 0.5)), ',' ORDER BY v.id
+        v.id || ':' || u.n * ln(1 + (s.chunks - f.df + 0.5) / (f.df + 0.5)), ',' ORDER BY v.id
     ) || '}}/' || {dim})::sparsevec AS vector
     FROM unnest({query_terms}::text[], {query_counts}::int[]) AS u(term, n)
-    JOIN {terms} AS v ON v.term = u.term CROSS JOIN {stats} AS s
-    WHERE v.df > 0"""
+    JOIN {terms} AS v ON v.term = u.term
+    CROSS JOIN LATERAL (
+        SELECT v.df + coalesce(sum(p.df), 0) AS df FROM {pending} AS p WHERE p.term = v.id) AS f
+    CROSS JOIN {totals} AS s
+    WHERE f.df > 0"""
 """bm25: the query's term ids and its sparse vector of ``qtf * idf``, from today's df and chunk count."""
 
 BM25_SCHEMA = (
@@ -71,6 +86,9 @@ BM25_SCHEMA = (
         chunks bigint NOT NULL DEFAULT 0,
         tokens bigint NOT NULL DEFAULT 0)""",
     "INSERT INTO {stats} DEFAULT VALUES ON CONFLICT DO NOTHING",
+    "CREATE TABLE IF NOT EXISTS {pending} (term integer NOT NULL, df integer NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS {pending_term} ON {pending} (term)",
+    "CREATE TABLE IF NOT EXISTS {pending_stats} (chunks bigint NOT NULL, tokens bigint NOT NULL)",
     """CREATE TABLE IF NOT EXISTS {chunks} (
         id text PRIMARY KEY,
         length integer NOT NULL,
@@ -110,13 +128,17 @@ TS_SCHEMA = (
         WHERE c.tsv @@ q.query ORDER BY score DESC, c.id LIMIT k $$""",
 )
 
+VOCABULARY = """INSERT INTO {terms} (term) SELECT DISTINCT t FROM unnest(%s::text[]) AS t
+    ORDER BY t ON CONFLICT DO NOTHING"""
+"""bm25: new terms, in term order: writers adding the same new terms wait for each other, never deadlock."""
+
 BM25_ADD = (
-    "INSERT INTO {terms} (term) SELECT DISTINCT unnest(terms) FROM {staging} ON CONFLICT DO NOTHING",
-    """UPDATE {terms} SET df = df + c.n FROM (
+    """INSERT INTO {terms} (term) SELECT DISTINCT unnest(terms) AS t FROM {staging}
+    ORDER BY t ON CONFLICT DO NOTHING""",
+    """INSERT INTO {pending} (term, df) SELECT v.id, c.n FROM (
         SELECT term, count(*) AS n FROM {staging}, unnest(terms) AS term GROUP BY term) AS c
-    WHERE {terms}.term = c.term""",
-    """UPDATE {stats} SET chunks = chunks + s.n, tokens = tokens + s.length
-    FROM (SELECT count(*) AS n, sum(length) AS length FROM {staging}) AS s""",
+    JOIN {terms} AS v ON v.term = c.term""",
+    "INSERT INTO {pending_stats} SELECT count(*), coalesce(sum(length), 0) FROM {staging}",
     """INSERT INTO {chunks} (id, length, terms, tfs, avgdl, weights)
     SELECT s.id, s.length, m.terms, m.tfs, a.avgdl, {weights}(m.terms, m.tfs, s.length, a.avgdl)
     FROM {staging} AS s
@@ -126,7 +148,17 @@ BM25_ADD = (
                coalesce(array_agg(u.f ORDER BY v.id), '{{}}') AS tfs
         FROM unnest(s.terms, s.tfs) AS u(term, f) JOIN {terms} AS v ON v.term = u.term) AS m""",
 )
-"""bm25: a staged batch (id, length, terms, counts) into the vocabulary, the statistics and the chunks."""
+"""bm25: a staged batch (id, length, terms, counts) into the vocabulary, pending changes and chunks."""
+
+FOLD = (
+    """WITH moved AS (DELETE FROM {pending} RETURNING term, df)
+    UPDATE {terms} SET df = {terms}.df + m.n
+    FROM (SELECT term, sum(df) AS n FROM moved GROUP BY term) AS m WHERE {terms}.id = m.term""",
+    """WITH moved AS (DELETE FROM {pending_stats} RETURNING chunks, tokens)
+    UPDATE {stats} SET chunks = {stats}.chunks + m.chunks, tokens = {stats}.tokens + m.tokens
+    FROM (SELECT coalesce(sum(chunks), 0) AS chunks, coalesce(sum(tokens), 0) AS tokens FROM moved) AS m""",
+)
+"""bm25: the pending changes moved into the vocabulary's df and the statistics (committed ones only)."""
 
 
 class PgLexical:
@@ -162,7 +194,10 @@ class PgLexical:
         self.k1, self.b = k1, b
         self.config, self.normalization, self.match = config, normalization, match
         self._tokenizer = LexicalIndex(Path("."), load=False)  # citewise's tokenizer; its folder is unused
-        names = ("chunks", "terms", "stats", "weights", "search", "staging", "chunks_terms", "chunks_tsv")
+        names = (
+            *("chunks", "terms", "stats", "pending", "pending_stats", "weights", "search", "staging"),
+            *("chunks_terms", "chunks_tsv", "pending_term"),
+        )
         self._names = {name: sql.Identifier(f"{prefix}_{name}") for name in names}
 
     def _sql(self, template: str, **extra: sql.Composable) -> sql.Composed:
@@ -174,6 +209,7 @@ class PgLexical:
             "b": sql.Literal(self.b),
             "config": sql.Literal(self.config),
         }
+        values["totals"] = sql.SQL(TOTALS).format(**values)
         values["average"] = sql.SQL(AVERAGE).format(**values)
         return sql.SQL(template).format(**values, **extra)
 
@@ -194,7 +230,7 @@ class PgLexical:
     def drop(self) -> None:
         """Drop the method's tables and functions."""
         with self.conn.transaction():
-            for name in ("chunks", "terms", "stats"):
+            for name in ("chunks", "terms", "stats", "pending", "pending_stats"):
                 self.conn.execute(self._sql(f"DROP TABLE IF EXISTS {{{name}}}"))
             for name in ("weights", "search"):
                 self.conn.execute(self._sql(f"DROP FUNCTION IF EXISTS {{{name}}}"))
@@ -204,8 +240,10 @@ class PgLexical:
 
         Rows added after the index was made wait in the index's unsorted pending list, which every search
         reads whole, until a vacuum (autovacuum, in time) merges them: a search right after a bulk load is
-        several times slower without this.
+        several times slower without this. The pending df changes are folded first (`fold`).
         """
+        if self.method == "bm25":
+            self.fold()
         index = self._names["chunks_terms" if self.method == "bm25" else "chunks_tsv"]
         self.conn.execute(
             sql.SQL("SELECT gin_clean_pending_list({}::regclass)").format(
@@ -218,18 +256,38 @@ class PgLexical:
         """Tokens as citewise's BM25 makes them (`LexicalIndex.tokenize`): lower case, stemmed."""
         return self._tokenizer.tokenize(texts)
 
-    def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
+    def register(self, tokens: Sequence[Sequence[str]]) -> None:
+        """bm25: add the terms of tokenized texts to the vocabulary, in term order, in their own transaction.
+
+        A writer that registers its terms before its own transaction opens (the connection in autocommit)
+        never waits in it for another writer's new terms: `add` finds them all there.
+        """
+        if self.method != "bm25":
+            return
+        terms = sorted({term for text in tokens for term in text})
+        if terms:
+            with self.conn.transaction():
+                self.conn.execute(self._sql(VOCABULARY), [terms])
+
+    def add(
+        self, ids: Sequence[str], texts: Sequence[str], tokens: Sequence[Sequence[str]] | None = None
+    ) -> None:
         """Index new chunks (an id already indexed is an error: `remove` it first).
 
         For bm25, the chunks' weights use the average length of all chunks once these are in; chunks
-        written before keep the average of their time until `reweight`.
+        written before keep the average of their time until `reweight`. Writers do not block each other
+        (see the module); their df changes wait in ``<p>_pending`` for `fold`.
+
+        Args:
+            ids: The chunks' ids.
+            texts: Their texts.
+            tokens: bm25: the texts as `tokenize` made them, when the caller has them already.
         """
-        if len(ids) != len(texts):
-            raise ValueError("as many ids as texts")
+        if len(ids) != len(texts) or (tokens is not None and len(tokens) != len(ids)):
+            raise ValueError("as many ids as texts (and tokenized texts)")
         if not ids:
             return
         with self.conn.transaction(), self.conn.cursor() as cur:
-            cur.execute(self._sql("SELECT 1 FROM {stats} FOR UPDATE"))  # one writer at a time
             if self.method == "ts_rank_cd":
                 cur.execute(self._sql("CREATE TEMP TABLE {staging} (id text, text text) ON COMMIT DROP"))
                 with cur.copy(self._sql("COPY {staging} FROM STDIN")) as copy:
@@ -246,16 +304,19 @@ class PgLexical:
             cur.execute(self._sql(staging))
             with cur.copy(self._sql("COPY {staging} FROM STDIN")) as copy:
                 copy.set_types(["text", "int4", "text[]", "int4[]"])
-                for key, tokens in zip(ids, self.tokenize(texts), strict=True):
-                    counts = Counter(tokens)
-                    copy.write_row((key, len(tokens), list(counts), list(counts.values())))
+                for key, words in zip(ids, self.tokenize(texts) if tokens is None else tokens, strict=True):
+                    counts = Counter(words)
+                    copy.write_row((key, len(words), list(counts), list(counts.values())))
             for statement in BM25_ADD:
                 cur.execute(self._sql(statement))
 
     def remove(self, ids: Sequence[str]) -> int:
-        """Remove chunks by id (unknown ids are ignored); returns how many were removed."""
+        """Remove chunks by id (unknown ids are ignored); returns how many were removed.
+
+        For bm25, the df and count changes are pending ones (negative), as `add`'s are: no shared row is
+        updated.
+        """
         with self.conn.transaction(), self.conn.cursor() as cur:
-            cur.execute(self._sql("SELECT 1 FROM {stats} FOR UPDATE"))
             if self.method == "ts_rank_cd":
                 cur.execute(self._sql("DELETE FROM {chunks} WHERE id = ANY(%s)"), [list(ids)])
                 return cur.rowcount
@@ -263,17 +324,41 @@ class PgLexical:
                 self._sql(
                     """WITH gone AS (DELETE FROM {chunks} WHERE id = ANY(%s) RETURNING length, terms),
                     frequencies AS (
-                        UPDATE {terms} SET df = df - c.n
-                        FROM (SELECT t, count(*) AS n FROM gone, unnest(terms) AS t GROUP BY t) AS c
-                        WHERE {terms}.id = c.t)
-                    UPDATE {stats} SET chunks = chunks - g.n, tokens = tokens - g.length
-                    FROM (SELECT count(*) AS n, coalesce(sum(length), 0) AS length FROM gone) AS g
-                    RETURNING g.n"""
+                        INSERT INTO {pending} (term, df)
+                        SELECT t, -count(*) FROM gone, unnest(terms) AS t GROUP BY t)
+                    INSERT INTO {pending_stats} (chunks, tokens)
+                    SELECT -count(*), -coalesce(sum(length), 0) FROM gone
+                    RETURNING -chunks"""
                 ),
                 [list(ids)],
             )
             row = cur.fetchone()
             return int(row[0]) if row else 0
+
+    def fold(self) -> bool:
+        """bm25: move the committed pending df and count changes into the vocabulary and the statistics.
+
+        One fold runs at a time (a transaction-level advisory lock named after the tables); a second one
+        asked meanwhile returns at once. Searches give the same scores before and after.
+
+        Returns:
+            Whether this call folded (False: another fold was running, or the method is ts_rank_cd).
+        """
+        if self.method != "bm25":
+            return False
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            key = f"citewise.pglexical.fold:{self.prefix}"
+            row = cur.execute("SELECT pg_try_advisory_xact_lock(hashtext(%s))", [key]).fetchone()
+            if not row or not row[0]:
+                return False
+            for statement in FOLD:
+                cur.execute(self._sql(statement))
+            return True
+
+    def pending(self) -> int:
+        """bm25: how many df changes wait for `fold`."""
+        row = self.conn.execute(self._sql("SELECT count(*) FROM {pending}")).fetchone()
+        return int(row[0]) if row else 0
 
     def drift(self) -> float:
         """bm25: the largest relative gap between a chunk's frozen ``avgdl`` and today's (0 when in step)."""

@@ -64,3 +64,33 @@ def test_ts_rank_cd_finds_documents_sharing_a_word(postgres: Server, texts: dict
         assert found and found[0][0] == "sourdough"
         assert shared.search("zyzzyva", k=3) == []
         shared.drop()
+
+
+def test_bm25_writers_do_not_wait_for_each_other_and_pending_scores_are_exact(
+    postgres: Server, texts: dict[str, str], tmp_path
+) -> None:
+    ids, bodies = list(texts), list(texts.values())
+    local = LexicalIndex(tmp_path, load=False)
+    local.build(ids, bodies, generation=1)
+    with (
+        psycopg.connect(postgres.dsn, autocommit=True) as one,
+        psycopg.connect(postgres.dsn, autocommit=True) as other,
+    ):
+        first, second = PgLexical(one, "bm25", prefix="t_two"), PgLexical(other, "bm25", prefix="t_two")
+        first.create()
+        second.register(second.tokenize(bodies[6:]))  # its new terms, before its transaction
+        other.execute("SET lock_timeout = '5s'")  # waiting for the first writer would fail, not hang
+        with one.transaction():
+            first.add(ids[:6], bodies[:6])  # uncommitted while the second writes and commits
+            second.add(ids[6:], bodies[6:])
+        assert first.pending() > 0
+        first.reweight()  # weights frozen with the average of their time
+        pending = first.search(QUERIES[0], k=len(ids))
+        assert first.fold() and first.pending() == 0
+        folded = first.search(QUERIES[0], k=len(ids))
+        assert pending == folded
+        scores = local.score_all(QUERIES[0])
+        expected = {ids[i]: float(s) for i, s in enumerate(scores) if s > 0}
+        assert sorted(i for i, _ in folded) == sorted(expected)
+        np.testing.assert_allclose([s for _, s in folded], [expected[i] for i, _ in folded], rtol=1e-5)
+        first.drop()

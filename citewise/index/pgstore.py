@@ -1,0 +1,720 @@
+"""The shared tier's document store on one PostgreSQL database, with the work queue its ingest workers share.
+
+What the local tier keeps in SQLite (`citewise.index.docstore`) lives here in tables named after a prefix
+(``citewise`` by default): ``<p>_files``, ``<p>_documents``, ``<p>_paragraphs``, ``<p>_bibliography`` and
+``<p>_chunks``, with the same columns. Vectors are in pgvector through `PgVectors` (halfvec, HNSW cosine):
+the chunks' in ``<p>_vectors_chunks``, the paragraphs' (embedded whole, or their chunks' normalised sum with
+``paragraph_vectors="pooled"``) in ``<p>_pvectors_chunks``. BM25 is `PgLexical`'s, of chunks
+(``<p>_lexical_*``) and of paragraphs (``<p>_plexical_*``), over the texts the local tier ranks (the title,
+then the text: `chunk_input`). ``<p>_meta`` records the embedding model, its dimension and the chunking.
+
+Ingest goes through a queue. `PgStore.enqueue` adds files to ``<p>_queue`` (a file queued twice is queued
+once); each worker (`citewise.index.pgworker`) repeats `PgStore.work` until the queue is empty. One step:
+
+1. Claim: on a connection of its own, the worker opens a transaction and takes the oldest queued file with
+   ``SELECT ... FOR UPDATE SKIP LOCKED``: a file another worker holds is passed over, never waited for. That
+   transaction holds the one row lock and nothing else while the file is read, chunked and embedded.
+2. Write: then, and only then, a transaction opens on the store's connection: the file's documents, their
+   paragraphs, bibliography, chunks, vectors and lexical rows, the file's record, and the item's outcome
+   (``<p>_outcomes``: done or failed, what was added, what was skipped and why) all commit together. A file
+   that changed since it was last ingested loses its stale documents in the same transaction.
+3. Release: the claim transaction deletes the queue row and commits.
+
+A worker killed before the write commits leaves nothing: both transactions roll back, and the row, unlocked,
+goes to the next worker. Killed after it, the outcome is committed, and a queued row with an outcome is never
+claimed again. A file that is not what its name says (a text file named .pdf, empty, unreadable) gets a
+failed outcome with the loader's reason; the worker goes on with the next.
+
+Workers do not serialise each other. No write updates a row another worker's write updates: documents,
+chunks and vectors are new rows (HNSW inserts lock index pages, briefly); the lexical df and count changes
+are rows of their own (``<p>_lexical_pending``), folded into the vocabulary now and then (`FOLD_EVERY`)
+by one worker at a time (`PgLexical.fold`); new terms are registered before the write transaction, in term
+order (no deadlock). The same document in two files ingested at once is stored once: the second write
+skips it by its primary key (``ON CONFLICT DO NOTHING``) and records it as a duplicate.
+
+Reads (the primitives a search needs: dense and lexical top-k of chunks and of paragraphs, chunks, their
+vectors, paragraphs and documents by id) see what is committed. A `PgStore` holds one connection for
+writes and reads (and one for claims): one thread uses it at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import socket
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from citewise.index.chunking import ChunkedDocument, ChunkingConfig, chunk_documents, chunk_input
+from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord, paragraph_id
+from citewise.index.document import Document, LoadError
+from citewise.index.embeddings import Embedder
+from citewise.index.ingest import MAX_DOCUMENT_CHARS
+from citewise.index.loaders import iter_files, load_path
+from citewise.index.pglexical import PgLexical
+from citewise.index.pgvectors import PgVectors
+from citewise.index.records import IndexOpenError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PREFIX = "citewise"
+REWEIGHT_TOLERANCE = 0.01
+"""BM25 weights written under an average chunk length more than 1% off today's are rewritten (`reweight`)."""
+FOLD_EVERY = 16
+"""A worker folds the pending BM25 df changes after this many of its commits (and when the queue empties),
+not after each: a fold is two short transactions, and until it runs a search only reads a few more rows (the
+pending changes of its own terms, through an index on the term)."""
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value text NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS {files} (
+        path text PRIMARY KEY, sha256 text NOT NULL, size bigint NOT NULL, documents integer NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS {documents} (
+        id text PRIMARY KEY, file text NOT NULL, key text NOT NULL, title text NOT NULL,
+        metadata jsonb NOT NULL, added_at timestamptz NOT NULL DEFAULT now())""",
+    "CREATE INDEX IF NOT EXISTS {documents_file} ON {documents} (file)",
+    """CREATE TABLE IF NOT EXISTS {paragraphs} (
+        id text PRIMARY KEY, doc_id text NOT NULL REFERENCES {documents} (id) ON DELETE CASCADE,
+        seq integer NOT NULL, section text NOT NULL, text text NOT NULL, citations jsonb NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS {paragraphs_doc} ON {paragraphs} (doc_id, seq)",
+    """CREATE TABLE IF NOT EXISTS {bibliography} (
+        doc_id text NOT NULL REFERENCES {documents} (id) ON DELETE CASCADE, key text NOT NULL,
+        seq integer NOT NULL, text text NOT NULL, PRIMARY KEY (doc_id, key))""",
+    """CREATE TABLE IF NOT EXISTS {chunks} (
+        id text PRIMARY KEY, doc_id text NOT NULL REFERENCES {documents} (id) ON DELETE CASCADE,
+        paragraph_id text NOT NULL, seq integer NOT NULL, text text NOT NULL,
+        start integer NOT NULL, "end" integer NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS {chunks_doc} ON {chunks} (doc_id, seq)",
+    """CREATE TABLE IF NOT EXISTS {queue} (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, path text NOT NULL UNIQUE,
+        enqueued_at timestamptz NOT NULL DEFAULT now())""",
+    """CREATE TABLE IF NOT EXISTS {outcomes} (
+        item bigint PRIMARY KEY, path text NOT NULL, state text NOT NULL CHECK (state IN ('done', 'failed')),
+        error text, documents integer NOT NULL, chunks integer NOT NULL, skipped jsonb NOT NULL,
+        worker text NOT NULL, finished_at timestamptz NOT NULL DEFAULT now())""",
+)
+
+CLAIM = """SELECT q.id, q.path FROM {queue} AS q
+    WHERE NOT EXISTS (SELECT 1 FROM {outcomes} AS o WHERE o.item = q.id)
+    ORDER BY q.id LIMIT 1 FOR UPDATE OF q SKIP LOCKED"""
+"""The oldest queued file no other worker holds and no worker finished (one killed before the release)."""
+
+ENQUEUE = (
+    # rows a killed worker finished but could not release: their path may be queued again
+    "DELETE FROM {queue} AS q USING {outcomes} AS o WHERE o.item = q.id",
+    "INSERT INTO {queue} (path) SELECT unnest(%s::text[]) ORDER BY 1 ON CONFLICT (path) DO NOTHING",
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a store's vectors and chunks were made with; every worker embeds and chunks alike."""
+
+    model: str
+    dim: int
+    chunking: ChunkingConfig
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """A claimed queue row: its id and the file's path."""
+
+    id: int
+    path: str
+
+
+@dataclass
+class Outcome:
+    """What one work step did with one file.
+
+    Attributes:
+        item: the queue row's id.
+        path: the file.
+        state: "done" (ingested, or unchanged since it was) or "failed" (nothing of it stored).
+        error: why it failed ("" when done).
+        documents: documents added.
+        chunks: chunks added.
+        removed: documents of an earlier version of the file removed.
+        skipped: (where, why) of documents left out: too long, no text, a duplicate of another file's.
+        worker: who did it.
+    """
+
+    item: int
+    path: str
+    state: str
+    error: str = ""
+    documents: int = 0
+    chunks: int = 0
+    removed: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    worker: str = ""
+
+
+def default_worker_name() -> str:
+    """``host:pid``: which worker did an item."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class PgStore:
+    """Documents, paragraphs, bibliography, chunks, vectors and BM25 of the shared tier, and its work queue.
+
+    Args:
+        dsn: A libpq connection string (``postgresql://user@host:port/database``) of a database with the
+            ``vector`` extension.
+        prefix: The tables' name prefix: several stores may share a database.
+        dim: The embedding model's dimension (the vector tables' column type).
+    """
+
+    def __init__(self, dsn: str, *, prefix: str = DEFAULT_PREFIX, dim: int = 384) -> None:
+        self.dsn, self.prefix, self.dim = dsn, prefix, dim
+        self.conn = psycopg.connect(dsn, autocommit=True)
+        self._claims: psycopg.Connection | None = None
+        self._settings: Settings | None = None
+        self._unfolded = 0  # commits since this store last folded the pending BM25 changes
+        try:
+            self.vectors = PgVectors(self.conn, dim, prefix=f"{prefix}_vectors")
+            self.paragraph_vectors = PgVectors(self.conn, dim, prefix=f"{prefix}_pvectors")
+        except BaseException:
+            self.conn.close()
+            raise
+        self.lexical = PgLexical(self.conn, "bm25", prefix=f"{prefix}_lexical")
+        self.paragraph_lexical = PgLexical(self.conn, "bm25", prefix=f"{prefix}_plexical")
+        names = (
+            *("meta", "files", "documents", "paragraphs", "bibliography", "chunks", "queue", "outcomes"),
+            *("documents_file", "paragraphs_doc", "chunks_doc"),
+        )
+        self._names = {name: sql.Identifier(f"{prefix}_{name}") for name in names}
+
+    def _sql(self, template: str, **extra: sql.Composable) -> sql.Composed:
+        """A statement with the tables' names filled in."""
+        return sql.SQL(template).format(**self._names, **extra)
+
+    def close(self) -> None:
+        """Close the connections."""
+        if self._claims is not None:
+            self._claims.close()
+        self.conn.close()
+
+    def __enter__(self) -> PgStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # schema and settings --------------------------------------------------------------------------------
+    def create(self, model: str, chunking: ChunkingConfig | None = None) -> Settings:
+        """Create the tables, indexes and functions if they do not exist, and settle the store's settings.
+
+        Safe to run again, and by several processes at once: the first settings recorded are the store's.
+
+        Args:
+            model: The embedding model's name (`Embedder.name`).
+            chunking: How documents are cut (the default `ChunkingConfig` when None).
+
+        Returns:
+            The store's settings.
+
+        Raises:
+            IndexOpenError: the store was made with another model, dimension or chunking.
+        """
+        chunking = chunking or ChunkingConfig()
+        key = f"citewise.pgstore.create:{self.prefix}"
+        with self.conn.transaction():  # one creator at a time: CREATE ... IF NOT EXISTS races otherwise
+            self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])
+            for statement in SCHEMA:
+                self.conn.execute(self._sql(statement))
+            self.vectors.create()
+            self.paragraph_vectors.create()
+            self.lexical.create()
+            self.paragraph_lexical.create()
+            asked = {
+                "embedding_model": model,
+                "dim": str(self.dim),
+                "chunking": json.dumps(chunking.as_dict(), sort_keys=True),
+            }
+            with self.conn.cursor() as cur:
+                insert = "INSERT INTO {meta} VALUES (%s, %s) ON CONFLICT (key) DO NOTHING"
+                cur.executemany(self._sql(insert), list(asked.items()))
+        settings = self.settings()
+        if (settings.model, settings.dim, settings.chunking) != (model, self.dim, chunking):
+            raise IndexOpenError(
+                f"the shared store {self.prefix!r} was made with embedding model {settings.model!r} "
+                f"({settings.dim} dimensions) and chunking {settings.chunking.as_dict()}, not {model!r} "
+                f"({self.dim}) and {chunking.as_dict()}: use another prefix for another model or chunking"
+            )
+        return settings
+
+    def settings(self) -> Settings:
+        """The embedding model, dimension and chunking the store was made with.
+
+        Raises:
+            IndexOpenError: there is no store with this prefix in the database.
+        """
+        if self._settings is not None:  # settled once for good: read once
+            return self._settings
+        exists = self.conn.execute("SELECT to_regclass(%s)", [f"{self.prefix}_meta"]).fetchone()
+        stored = {}
+        if exists and exists[0] is not None:
+            stored = dict(self.conn.execute(self._sql("SELECT key, value FROM {meta}")).fetchall())
+        if not {"embedding_model", "dim", "chunking"} <= set(stored):
+            raise IndexOpenError(
+                f"no citewise store {self.prefix!r} in the database {self.conn.info.dbname!r}: create it "
+                "first (PgStore.create)"
+            )
+        chunking = ChunkingConfig(**json.loads(stored["chunking"]))
+        self._settings = Settings(stored["embedding_model"], int(stored["dim"]), chunking)
+        return self._settings
+
+    # the queue ------------------------------------------------------------------------------------------
+    def enqueue(self, paths: Iterable[str | Path]) -> int:
+        """Queue files (folders: the supported files under them) for the workers; returns how many were new.
+
+        A file queued already (waiting, or being ingested) is not queued twice; a file ingested before is
+        queued again (a worker finds it unchanged, or replaces its documents).
+        """
+        files = sorted({str(path.resolve()) for path in iter_files(paths)})
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute(self._sql(ENQUEUE[0]))
+            cur.execute(self._sql(ENQUEUE[1]), [files])
+            return cur.rowcount
+
+    def queued(self) -> int:
+        """How many files wait for a worker (claimed ones included)."""
+        statement = """SELECT count(*) FROM {queue} AS q
+            WHERE NOT EXISTS (SELECT 1 FROM {outcomes} AS o WHERE o.item = q.id)"""
+        row = self.conn.execute(self._sql(statement)).fetchone()
+        return int(row[0]) if row else 0
+
+    def outcomes(self) -> list[Outcome]:
+        """Every finished item's outcome, in queue order."""
+        rows = self.conn.execute(
+            self._sql(
+                """SELECT item, path, state, coalesce(error, ''), documents, chunks, skipped, worker
+                FROM {outcomes} ORDER BY item"""
+            )
+        )
+        return [
+            Outcome(i, p, s, e, d, c, skipped=[(where, why) for where, why in k], worker=w)
+            for i, p, s, e, d, c, k, w in rows
+        ]
+
+    def work(
+        self,
+        embedder: Embedder,
+        *,
+        worker: str | None = None,
+        before_commit: Callable[[WorkItem], None] | None = None,
+    ) -> Outcome | None:
+        """One worker step: claim the oldest queued file, ingest it in one transaction, release it.
+
+        Args:
+            embedder: The store's embedding model (`settings().model`).
+            worker: Recorded with the outcome (`default_worker_name` when None).
+            before_commit: Called inside the write transaction once everything is written, before it
+                commits (a caller's last check; tests stop a worker there).
+
+        Returns:
+            What was done, or None when no file is queued (or every queued one is held by another worker).
+
+        Raises:
+            IndexOpenError: the embedder is not the store's model.
+        """
+        settings = self.settings()
+        if embedder.name != settings.model or embedder.dim != settings.dim:
+            raise IndexOpenError(
+                f"the shared store {self.prefix!r} embeds with {settings.model!r}, not {embedder.name!r}"
+            )
+        if self._claims is None:
+            self._claims = psycopg.connect(self.dsn, autocommit=True)
+        claims = self._claims
+        with claims.transaction():
+            row = claims.execute(self._sql(CLAIM)).fetchone()
+            if row is None:
+                return None
+            item = WorkItem(int(row[0]), str(row[1]))
+            outcome = self._ingest(
+                item, embedder, settings.chunking, worker or default_worker_name(), before_commit
+            )
+            claims.execute(self._sql("DELETE FROM {queue} WHERE id = %s"), [item.id])
+        self._unfolded += 1
+        if self._unfolded >= FOLD_EVERY:
+            self.fold()
+        return outcome
+
+    def fold(self) -> None:
+        """Fold the pending BM25 df and count changes (`PgLexical.fold`); scores stay the same.
+
+        Another worker folding meanwhile folds these too, or the next fold will.
+        """
+        for lexical in (self.lexical, self.paragraph_lexical):
+            lexical.fold()
+        self._unfolded = 0
+
+    def _ingest(
+        self,
+        item: WorkItem,
+        embedder: Embedder,
+        chunking: ChunkingConfig,
+        worker: str,
+        before_commit: Callable[[WorkItem], None] | None,
+    ) -> Outcome:
+        """Read, chunk and embed a claimed file, then write it all, with its outcome, in one transaction."""
+        outcome = Outcome(item.id, item.path, "done", worker=worker)
+        path = Path(item.path)
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            return self._failed(outcome, f"unreadable: {error.strerror or error}", before_commit)
+        sha = hashlib.sha256(data).hexdigest()
+        if self.file_sha(item.path) == sha:
+            outcome.skipped.append((item.path, "unchanged since it was ingested"))
+            return self._finish(outcome, before_commit)
+        try:
+            documents = load_path(path)
+        except LoadError as error:
+            return self._failed(outcome, str(error), before_commit)
+        unique: dict[str, Document] = {}
+        for document in documents:
+            size = sum(len(paragraph.text) for paragraph in document.paragraphs)
+            if size > MAX_DOCUMENT_CHARS:
+                reason = f"{size:,} characters of text in one document, over {MAX_DOCUMENT_CHARS:,}: split it"
+                outcome.skipped.append((_where(item.path, document), reason))
+                continue
+            unique.setdefault(document.id, document)
+        if not unique:
+            return self._failed(outcome, "no document within the size limit", before_commit)
+        owners = self.document_files(unique)
+        fresh = []
+        for doc_id, document in unique.items():
+            owner = owners.get(doc_id)
+            if owner is None:
+                fresh.append(document)
+            elif owner != item.path:
+                outcome.skipped.append((_where(item.path, document), f"duplicate of {owner}"))
+        chunked = []
+        for one in chunk_documents(fresh, embedder, chunking) if fresh else []:
+            if one.chunks:
+                chunked.append(one)
+            else:
+                outcome.skipped.append((_where(item.path, one.document), "no text"))
+        # in id order: two files holding the same documents, ingested at once, wait for each other (the
+        # second skips them) but never deadlock
+        ordered = sorted(chunked, key=lambda one: one.document.id)
+        prepared = [(one.document, _document_rows(one, chunking, self.lexical)) for one in ordered]
+        # new terms enter the vocabulary before the transaction opens: see the module
+        self.lexical.register([words for _, rows in prepared for words in rows.chunk_tokens])
+        self.paragraph_lexical.register([words for _, rows in prepared for words in rows.paragraph_tokens])
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            stale = set(self.document_ids(item.path)) - set(unique)
+            outcome.removed = self._delete(cur, sorted(stale))
+            inserted = self._insert(cur, prepared, outcome)
+            outcome.documents = len(inserted)
+            outcome.chunks = sum(len(rows.chunk_ids) for doc, rows in prepared if doc.id in inserted)
+            count = self.conn.execute(
+                self._sql("SELECT count(*) FROM {documents} WHERE file = %s"), [item.path]
+            ).fetchone()
+            cur.execute(
+                self._sql(
+                    """INSERT INTO {files} VALUES (%s, %s, %s, %s) ON CONFLICT (path) DO UPDATE
+                    SET sha256 = excluded.sha256, size = excluded.size, documents = excluded.documents"""
+                ),
+                [item.path, sha, len(data), int(count[0]) if count else 0],
+            )
+            self._record(cur, outcome)
+            if before_commit is not None:
+                before_commit(item)
+        logger.info("%s: %d documents, %d chunks (%s)", item.path, outcome.documents, outcome.chunks, worker)
+        return outcome
+
+    def _delete(self, cur: psycopg.Cursor[Any], doc_ids: Sequence[str]) -> int:
+        """Delete documents with their rows in every table (inside the caller's transaction)."""
+        if not doc_ids:
+            return 0
+        chunk_ids = [
+            r[0] for r in cur.execute(self._sql("SELECT id FROM {chunks} WHERE doc_id = ANY(%s)"), [doc_ids])
+        ]
+        paragraph_ids = [
+            r[0]
+            for r in cur.execute(self._sql("SELECT id FROM {paragraphs} WHERE doc_id = ANY(%s)"), [doc_ids])
+        ]
+        cur.execute(self._sql("DELETE FROM {documents} WHERE id = ANY(%s)"), [list(doc_ids)])
+        removed = cur.rowcount
+        self.vectors.delete(chunk_ids)
+        self.paragraph_vectors.delete(paragraph_ids)
+        self.lexical.remove(chunk_ids)
+        self.paragraph_lexical.remove(paragraph_ids)
+        return removed
+
+    def _insert(
+        self, cur: psycopg.Cursor[Any], documents: list[tuple[Document, _DocumentRows]], outcome: Outcome
+    ) -> set[str]:
+        """Insert the documents no other file holds, with all their rows; returns the ids inserted."""
+        inserted: set[str] = set()
+        for doc, _ in documents:
+            cur.execute(
+                self._sql(
+                    """INSERT INTO {documents} (id, file, key, title, metadata) VALUES (%s, %s, %s, %s, %s)
+                    ON CONFLICT (id) DO NOTHING RETURNING id"""
+                ),
+                [doc.id, outcome.path, doc.key, doc.title, Jsonb(doc.metadata)],
+            )
+            if cur.fetchone() is None:  # another worker stored it a moment ago, from another file
+                outcome.skipped.append(
+                    (_where(outcome.path, doc), "duplicate of a document stored meanwhile")
+                )
+            else:
+                inserted.add(doc.id)
+        kept = [rows for doc, rows in documents if doc.id in inserted]
+        if not kept:
+            return inserted
+
+        def every(name: str) -> list[Any]:
+            return [value for rows in kept for value in getattr(rows, name)]
+
+        cur.executemany(
+            self._sql("INSERT INTO {paragraphs} VALUES (%s, %s, %s, %s, %s, %s)"), every("paragraphs")
+        )
+        cur.executemany(
+            self._sql("INSERT INTO {bibliography} VALUES (%s, %s, %s, %s)"), every("bibliography")
+        )
+        cur.executemany(
+            self._sql("INSERT INTO {chunks} VALUES (%s, %s, %s, %s, %s, %s, %s)"), every("chunks")
+        )
+        chunk_vectors = np.asarray(every("chunk_vectors"), dtype=np.float32).reshape(-1, self.dim)
+        self.vectors.upsert(every("chunk_ids"), chunk_vectors, metadatas=every("chunk_meta"))
+        paragraph_vectors = np.asarray(every("paragraph_vectors"), dtype=np.float32).reshape(-1, self.dim)
+        self.paragraph_vectors.upsert(
+            every("vector_paragraph_ids"), paragraph_vectors, metadatas=every("paragraph_meta")
+        )
+        self.lexical.add(every("chunk_ids"), every("chunk_texts"), every("chunk_tokens"))
+        self.paragraph_lexical.add(
+            every("paragraph_ids"), every("paragraph_texts"), every("paragraph_tokens")
+        )
+        return inserted
+
+    def _record(self, cur: psycopg.Cursor[Any], outcome: Outcome) -> None:
+        cur.execute(
+            self._sql(
+                "INSERT INTO {outcomes} (item, path, state, error, documents, chunks, skipped, worker)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            ),
+            [
+                outcome.item,
+                outcome.path,
+                outcome.state,
+                outcome.error or None,
+                outcome.documents,
+                outcome.chunks,
+                Jsonb([list(pair) for pair in outcome.skipped]),
+                outcome.worker,
+            ],
+        )
+
+    def _finish(self, outcome: Outcome, before_commit: Callable[[WorkItem], None] | None) -> Outcome:
+        """Record an outcome that writes nothing else (an unchanged or a failed file)."""
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            self._record(cur, outcome)
+            if before_commit is not None:
+                before_commit(WorkItem(outcome.item, outcome.path))
+        return outcome
+
+    def _failed(
+        self, outcome: Outcome, error: str, before_commit: Callable[[WorkItem], None] | None
+    ) -> Outcome:
+        outcome.state, outcome.error = "failed", error
+        logger.warning("%s: not ingested: %s", outcome.path, error)
+        return self._finish(outcome, before_commit)
+
+    def reweight(self, tolerance: float = REWEIGHT_TOLERANCE) -> int:
+        """Rewrite the BM25 weights of chunks and paragraphs written under an average length now off by more.
+
+        A weight freezes the average chunk length of its time (`PgLexical`); ingest moves the average, and
+        scores drift from bm25s's by up to that share. Workers call this when the queue is empty.
+
+        Returns:
+            How many chunks and paragraphs were rewritten.
+        """
+        return sum(lexical.reweight(tolerance) for lexical in (self.lexical, self.paragraph_lexical))
+
+    # reading --------------------------------------------------------------------------------------------
+    def file_sha(self, path: str) -> str | None:
+        """The content hash recorded when `path` was last ingested, or None."""
+        row = self.conn.execute(self._sql("SELECT sha256 FROM {files} WHERE path = %s"), [path]).fetchone()
+        return str(row[0]) if row else None
+
+    def files(self) -> list[str]:
+        """Every file with documents in the store, or recorded as ingested."""
+        statement = "SELECT DISTINCT file FROM {documents} UNION SELECT path FROM {files} ORDER BY 1"
+        return [r[0] for r in self.conn.execute(self._sql(statement))]
+
+    def document_ids(self, file: str | None = None) -> set[str]:
+        """Ids of all documents, or of those from one file."""
+        if file is None:
+            return {r[0] for r in self.conn.execute(self._sql("SELECT id FROM {documents}"))}
+        statement = self._sql("SELECT id FROM {documents} WHERE file = %s")
+        return {r[0] for r in self.conn.execute(statement, [file])}
+
+    def document_files(self, ids: Iterable[str]) -> dict[str, str]:
+        """The file each of the given stored document ids came from."""
+        statement = self._sql("SELECT id, file FROM {documents} WHERE id = ANY(%s)")
+        return dict(self.conn.execute(statement, [list(ids)]).fetchall())
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        """One stored document, or None."""
+        row = self.conn.execute(
+            self._sql("SELECT id, file, key, title, metadata FROM {documents} WHERE id = %s"), [doc_id]
+        ).fetchone()
+        return DocumentRecord(*row) if row else None
+
+    def paragraphs(self, doc_id: str) -> list[ParagraphRecord]:
+        """A document's paragraphs in reading order."""
+        rows = self.conn.execute(
+            self._sql(
+                """SELECT id, doc_id, seq, section, text, citations FROM {paragraphs}
+                WHERE doc_id = %s ORDER BY seq"""
+            ),
+            [doc_id],
+        )
+        return [ParagraphRecord(i, d, s, sec, t, tuple(c)) for i, d, s, sec, t, c in rows]
+
+    def paragraph(self, paragraph_id: str) -> ParagraphRecord | None:
+        """One paragraph by id, or None."""
+        row = self.conn.execute(
+            self._sql("SELECT id, doc_id, seq, section, text, citations FROM {paragraphs} WHERE id = %s"),
+            [paragraph_id],
+        ).fetchone()
+        return ParagraphRecord(*row[:5], tuple(row[5])) if row else None
+
+    def bibliography(self, doc_id: str) -> dict[str, str]:
+        """A document's reference list, key -> entry text, in the document's order."""
+        statement = self._sql("SELECT key, text FROM {bibliography} WHERE doc_id = %s ORDER BY seq")
+        return dict(self.conn.execute(statement, [doc_id]).fetchall())
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
+        """Chunk records (with title and section) of the given ids that are stored (others are left out)."""
+        rows = self.conn.execute(
+            self._sql(
+                """SELECT c.id, c.doc_id, c.paragraph_id, c.seq, c.text, d.title, p.section FROM {chunks} AS c
+                JOIN {documents} AS d ON d.id = c.doc_id JOIN {paragraphs} AS p ON p.id = c.paragraph_id
+                WHERE c.id = ANY(%s)"""
+            ),
+            [list(ids)],
+        )
+        return {r[0]: ChunkRecord(*r) for r in rows}
+
+    def stored_vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The given chunk ids that are stored, in the given order, and their vectors (as stored: halfvec)."""
+        rows = self.conn.execute(
+            sql.SQL("SELECT id, embedding::vector::real[] FROM {} WHERE id = ANY(%s)").format(
+                sql.Identifier(f"{self.prefix}_vectors_chunks")
+            ),
+            [list(ids)],
+        )
+        found = {key: vector for key, vector in rows}
+        kept = [key for key in ids if key in found]
+        matrix = np.zeros((len(kept), self.dim), dtype=np.float32)
+        for n, key in enumerate(kept):
+            matrix[n] = found[key]
+        return kept, matrix
+
+    def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The k chunks nearest a query vector: (chunk id, cosine similarity), best first (HNSW)."""
+        return self.vectors.search(vector, k)
+
+    def dense_paragraphs(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The k paragraphs nearest a query vector: (paragraph id, cosine similarity), best first (HNSW)."""
+        return self.paragraph_vectors.search(vector, k)
+
+    def bm25(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The k best chunks by BM25: (chunk id, score), best first; only chunks sharing a term."""
+        return self.lexical.search(query, k)
+
+    def bm25_paragraphs(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The k best paragraphs by BM25: (paragraph id, score), best first; only those sharing a term."""
+        return self.paragraph_lexical.search(query, k)
+
+    def counts(self) -> dict[str, int]:
+        """Rows in each table: files, documents, paragraphs, bibliography, chunks, and the derived ones."""
+        tables = ("files", "documents", "paragraphs", "bibliography", "chunks")
+        parts = [sql.SQL("(SELECT count(*) FROM {})").format(self._names[table]) for table in tables]
+        row = self.conn.execute(sql.SQL("SELECT ") + sql.SQL(", ").join(parts)).fetchone()
+        assert row is not None
+        counts = dict(zip(tables, (int(n) for n in row), strict=True))
+        counts["chunk_vectors"] = self.vectors.count()
+        counts["paragraph_vectors"] = self.paragraph_vectors.count()
+        for name, lexical in (("chunks_bm25", self.lexical), ("paragraphs_bm25", self.paragraph_lexical)):
+            statement = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(f"{lexical.prefix}_chunks"))
+            found = self.conn.execute(statement).fetchone()
+            counts[name] = int(found[0]) if found else 0
+        return counts
+
+
+@dataclass
+class _DocumentRows:
+    """One chunked document's rows for every table, made before the write transaction opens."""
+
+    doc_id: str
+    paragraphs: list[tuple[Any, ...]] = field(default_factory=list)
+    bibliography: list[tuple[Any, ...]] = field(default_factory=list)
+    chunks: list[tuple[Any, ...]] = field(default_factory=list)
+    chunk_ids: list[str] = field(default_factory=list)
+    chunk_meta: list[dict[str, str | int]] = field(default_factory=list)
+    chunk_texts: list[str] = field(default_factory=list)
+    chunk_tokens: list[list[str]] = field(default_factory=list)
+    chunk_vectors: list[np.ndarray] = field(default_factory=list)
+    paragraph_ids: list[str] = field(default_factory=list)
+    paragraph_texts: list[str] = field(default_factory=list)
+    paragraph_tokens: list[list[str]] = field(default_factory=list)
+    vector_paragraph_ids: list[str] = field(default_factory=list)
+    paragraph_meta: list[dict[str, str | int]] = field(default_factory=list)
+    paragraph_vectors: list[np.ndarray] = field(default_factory=list)
+
+
+def _document_rows(one: ChunkedDocument, chunking: ChunkingConfig, lexical: PgLexical) -> _DocumentRows:
+    """The rows of a chunked document: texts ranked as the local tier ranks them, tokens, vectors."""
+    doc = one.document
+    rows = _DocumentRows(doc.id)
+    for seq, paragraph in enumerate(doc.paragraphs):
+        pid = paragraph_id(doc.id, seq)
+        citations = Jsonb(list(paragraph.citations))
+        rows.paragraphs.append((pid, doc.id, seq, paragraph.section, paragraph.text, citations))
+        rows.paragraph_ids.append(pid)
+        rows.paragraph_texts.append(chunk_input(doc.title, paragraph.text, chunking))
+    rows.bibliography = [(doc.id, b.key, n, b.text) for n, b in enumerate(doc.bibliography.values())]
+    pooled: dict[int, np.ndarray] = {}
+    for chunk, vector in zip(one.chunks, one.vectors, strict=True):
+        pid = paragraph_id(doc.id, chunk.paragraph)
+        rows.chunks.append((chunk.id, doc.id, pid, chunk.seq, chunk.text, chunk.start, chunk.end))
+        rows.chunk_ids.append(chunk.id)
+        rows.chunk_meta.append({"doc_id": doc.id, "paragraph_id": pid})
+        rows.chunk_texts.append(chunk_input(doc.title, chunk.text, chunking))
+        rows.chunk_vectors.append(np.asarray(vector, dtype=np.float32))
+        pooled[chunk.paragraph] = pooled.get(chunk.paragraph, 0) + rows.chunk_vectors[-1]
+    for seq in range(len(doc.paragraphs)):
+        if one.paragraph_vectors is not None:
+            vector = np.asarray(one.paragraph_vectors[seq], dtype=np.float32)
+        elif seq in pooled:  # "pooled": its chunks' normalised sum, as the local tier reads it
+            vector = pooled[seq] / (float(np.linalg.norm(pooled[seq])) or 1.0)
+        else:
+            continue  # no chunk, no vector of its own: nothing to find it by
+        pid = paragraph_id(doc.id, seq)
+        rows.vector_paragraph_ids.append(pid)
+        rows.paragraph_meta.append({"doc_id": doc.id, "paragraph_id": pid})
+        rows.paragraph_vectors.append(vector)
+    rows.chunk_tokens = lexical.tokenize(rows.chunk_texts)
+    rows.paragraph_tokens = lexical.tokenize(rows.paragraph_texts)
+    return rows
+
+
+def _where(path: str, document: Document) -> str:
+    """A document's place for a report: its file, and its key or title within it."""
+    return f"{path}#{document.key or document.title}"

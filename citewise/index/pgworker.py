@@ -1,0 +1,163 @@
+"""An ingest worker of the shared tier: claims queued files and ingests them until the queue is empty.
+
+Several run at once, on one machine or several, against one store (`citewise.index.pgstore`): each step
+claims a file no other worker holds, embeds it with this worker's own model, and writes it in one
+transaction. A worker killed at any moment loses nothing committed and leaves nothing half-written (the
+file it held goes back to the queue). SIGTERM and SIGINT stop it between two files::
+
+    python -m citewise.index.pgworker --store postgresql://postgres@127.0.0.1:5432/postgres
+    python -m citewise.index.pgworker --store ... --once         # one file, then exit
+    python -m citewise.index.pgworker --store ... --poll 5       # keep looking for work every 5 s
+
+The embedding model is the store's (recorded when it was created), computing on `--threads` threads
+(1 by default: N workers on N cores). Files are queued with `PgStore.enqueue`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from types import FrameType
+
+import psycopg
+
+from citewise.index.embeddings import MODEL_NAMES, Embedder, MiniLMEmbedder
+from citewise.index.pgstore import DEFAULT_PREFIX, Outcome, PgStore, default_worker_name
+from citewise.index.records import IndexOpenError
+
+logger = logging.getLogger(__name__)
+
+
+def store_embedder(store: PgStore, threads: int | None = 1) -> Embedder:
+    """The store's embedding model, computing on `threads` threads (None: every core).
+
+    Raises:
+        IndexOpenError: the store records a model citewise does not have.
+    """
+    model = store.settings().model
+    precisions = {name: precision for precision, name in MODEL_NAMES.items()}
+    if model not in precisions:
+        raise IndexOpenError(
+            f"the shared store {store.prefix!r} embeds with {model!r}, a model citewise lacks"
+        )
+    return MiniLMEmbedder(precision=precisions[model], threads=threads)
+
+
+def run(
+    store: PgStore,
+    embedder: Embedder,
+    *,
+    once: bool = False,
+    poll: float = 0.0,
+    stop: Callable[[], bool] | None = None,
+    worker: str | None = None,
+    report: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Claim and ingest queued files until the queue is empty (or one file, or until told to stop).
+
+    Whenever it finds the queue empty after ingesting, it folds the pending BM25 changes and brings the BM25
+    weights in step with the average chunk length (`PgStore.fold`, `PgStore.reweight`).
+
+    Args:
+        store: The shared store.
+        embedder: Its embedding model (`store_embedder`).
+        once: Ingest one file at most.
+        poll: When the queue is empty, look again after this many seconds (0: return).
+        stop: Asked before each claim: True ends the loop (the file in hand is finished first).
+        worker: The name recorded with each outcome (`default_worker_name` when None).
+        report: Told each outcome as it is committed.
+
+    Returns:
+        The outcomes of the files this worker took, in order.
+    """
+    worker = worker or default_worker_name()
+    outcomes: list[Outcome] = []
+    ingested = False
+    while stop is None or not stop():
+        outcome = store.work(embedder, worker=worker)
+        if outcome is None:
+            if ingested:
+                store.fold()
+                store.reweight()
+                ingested = False
+            if poll <= 0:
+                break
+            time.sleep(poll)
+            continue
+        outcomes.append(outcome)
+        ingested = ingested or outcome.documents > 0 or outcome.removed > 0
+        if report is not None:
+            report(outcome)
+        if once:
+            break
+    return outcomes
+
+
+def _print(outcome: Outcome) -> None:
+    if outcome.state == "failed":
+        print(f"failed  {outcome.path}: {outcome.error}", flush=True)
+        return
+    removed = f", {outcome.removed} removed" if outcome.removed else ""
+    print(
+        f"done    {outcome.path}: {outcome.documents} documents, {outcome.chunks} chunks{removed}", flush=True
+    )
+    for where, why in outcome.skipped:
+        print(f"  skipped {where}: {why}", flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command: ingest queued files into a shared store; 0 when the queue was worked through."""
+    parser = argparse.ArgumentParser(
+        prog="python -m citewise.index.pgworker", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--store", required=True, help="the store's database: postgresql://user@host:port/db")
+    parser.add_argument(
+        "--prefix", default=DEFAULT_PREFIX, help="the store's table prefix (default %(default)s)"
+    )
+    parser.add_argument("--once", action="store_true", help="ingest one queued file, then exit")
+    parser.add_argument(
+        "--poll", type=float, default=0.0, help="when the queue is empty, look again every N s"
+    )
+    parser.add_argument("--threads", type=int, default=1, help="embedding threads (default %(default)s)")
+    parser.add_argument("--worker", default=None, help="the name recorded with outcomes (default host:pid)")
+    args = parser.parse_args(argv)
+    if args.threads < 1:
+        parser.error("--threads must be at least 1")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    stopping = threading.Event()
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        with PgStore(args.store, prefix=args.prefix) as store:
+            embedder = store_embedder(store, args.threads)
+            embedder.embed(["ready"])  # the model loads now, not inside the first claim
+            print(f"ready   {args.worker or default_worker_name()}", flush=True)
+            run(
+                store,
+                embedder,
+                once=args.once,
+                poll=args.poll,
+                stop=stopping.is_set,
+                worker=args.worker,
+                report=_print,
+            )
+    except IndexOpenError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except psycopg.OperationalError as error:
+        print(f"error: cannot reach the store's database: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,402 @@
+"""The shared tier's store and its ingest workers (#28): a real PostgreSQL with pgvector on 127.0.0.1.
+
+Files go through the store's queue; workers are this process (`PgStore.work`, with the session's model) or
+real worker processes (`python -m citewise.index.pgworker`, and a small script that stops inside its write
+transaction), each loading the local MiniLM model itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from psycopg import sql
+
+from citewise.index.chunking import ChunkingConfig, chunk_input
+from citewise.index.embeddings import Embedder
+from citewise.index.lexical import LexicalIndex
+from citewise.index.loaders import load_path
+from citewise.index.pgserver import Server
+from citewise.index.pgstore import Outcome, PgStore
+from citewise.index.pgworker import run
+from citewise.index.records import IndexOpenError
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "citewise" / "samples" / "unarxive_sample.jsonl"
+SECONDS = 300  # the most a worker process may take (loading the model on a busy machine included)
+
+HOLDER = """
+import sys
+from citewise.index.pgstore import Outcome, PgStore
+from citewise.index.pgworker import store_embedder
+
+dsn, prefix = sys.argv[1:3]
+with PgStore(dsn, prefix=prefix) as store:
+    embedder = store_embedder(store)
+
+    def hold(item):
+        print("inside", item.id, flush=True)
+        sys.stdin.readline()
+
+    outcome = store.work(embedder, worker="holder", before_commit=hold)
+    print("committed", outcome.item, flush=True)
+"""
+"""A worker that claims one file, writes it, and waits inside its write transaction for a line on stdin."""
+
+
+@pytest.fixture
+def store(postgres: Server, embedder: Embedder) -> Iterator[PgStore]:
+    """A new store (its own table prefix) in the module's server, made for the session's model."""
+    with PgStore(postgres.dsn, prefix=f"t{uuid.uuid4().hex[:8]}") as made:
+        made.create(embedder.name)
+        yield made
+
+
+def _files(folder: Path, records: list[dict[str, str]]) -> list[Path]:
+    """One BEIR jsonl file per record."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for record in records:
+        path = folder / f"{record['_id']}.jsonl"
+        path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def _environment() -> dict[str, str]:
+    """The worker processes import this checkout's citewise, offline."""
+    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "HF_HUB_OFFLINE": "1"}
+
+
+def _dsn(server: Server, name: str) -> str:
+    """The server's DSN with an application name, to find the worker's sessions in pg_stat_activity."""
+    return f"{server.dsn}?application_name={name}"
+
+
+def _line(process: subprocess.Popen[str], seconds: float = SECONDS) -> str:
+    """The next line a process prints (failing with its stderr if it ends or stays silent first)."""
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if selector.select(seconds):
+            line = process.stdout.readline()
+            if line:
+                return line.strip()
+    process.kill()
+    _, errors = process.communicate()
+    raise AssertionError(f"the worker printed nothing more; its stderr:\n{errors}")
+
+
+def _holder(server: Server, store: PgStore, name: str = "holder") -> subprocess.Popen[str]:
+    """Start a worker that stops inside its write transaction; returns once it is there."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, _dsn(server, name), store.prefix],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_environment(),
+    )
+    assert _line(process).startswith("inside ")
+    return process
+
+
+def _sessions(store: PgStore, name: str) -> int:
+    row = store.conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [name])
+    found = row.fetchone()
+    return int(found[0]) if found else 0
+
+
+def _lexical_agrees(store: PgStore) -> None:
+    """Each BM25 table's df and counts (folded plus pending) are exactly what its rows hold."""
+    for lexical in (store.lexical, store.paragraph_lexical):
+        tables = ("chunks", "terms", "stats", "pending", "pending_stats")
+        names = {name: sql.Identifier(f"{lexical.prefix}_{name}") for name in tables}
+
+        def query(statement: str, names: dict[str, sql.Identifier] = names) -> list[tuple[int, ...]]:
+            return store.conn.execute(sql.SQL(statement).format(**names)).fetchall()
+
+        recount = dict(query("SELECT t, count(*) FROM {chunks}, unnest(terms) AS t GROUP BY t"))
+        recorded = dict(
+            query(
+                """SELECT v.id, v.df + coalesce((SELECT sum(p.df) FROM {pending} AS p WHERE p.term = v.id), 0)
+                FROM {terms} AS v"""
+            )
+        )
+        assert {t: n for t, n in recorded.items() if n} == recount, lexical.prefix
+        totals = query(
+            """SELECT s.chunks + coalesce(sum(p.chunks), 0), s.tokens + coalesce(sum(p.tokens), 0)
+            FROM {stats} AS s LEFT JOIN {pending_stats} AS p ON true GROUP BY s.chunks, s.tokens"""
+        )
+        assert totals == query("SELECT count(*), coalesce(sum(length), 0) FROM {chunks}"), lexical.prefix
+
+
+def _in_step(store: PgStore) -> dict[str, int]:
+    """The counts, checked to agree across tables; returns them."""
+    counts = store.counts()
+    assert counts["chunks"] == counts["chunk_vectors"] == counts["chunks_bm25"], counts
+    assert counts["paragraphs"] == counts["paragraphs_bm25"], counts
+    _lexical_agrees(store)
+    return counts
+
+
+def test_schema_is_idempotent_and_keeps_its_settings(
+    postgres: Server, store: PgStore, embedder: Embedder
+) -> None:
+    tables = "SELECT count(*) FROM pg_tables WHERE tablename LIKE %s"
+    before = store.conn.execute(tables, [f"{store.prefix}%"]).fetchone()
+    settings = store.settings()
+    with PgStore(postgres.dsn, prefix=store.prefix) as again:
+        assert again.create(embedder.name) == settings
+        assert again.create(embedder.name) == settings
+    assert store.conn.execute(tables, [f"{store.prefix}%"]).fetchone() == before
+    assert before is not None and before[0] == 20  # 8 of the store, 2 of vectors, 2 x 5 of BM25
+    with pytest.raises(IndexOpenError, match="chunking"):
+        store.create(embedder.name, ChunkingConfig(max_chars=300))
+    with pytest.raises(IndexOpenError, match="all-MiniLM-L6-v2-int8"):
+        store.create("all-MiniLM-L6-v2-int8")
+    with (
+        PgStore(postgres.dsn, prefix=f"{store.prefix}_none") as absent,
+        pytest.raises(IndexOpenError, match="create"),
+    ):
+        absent.settings()
+
+
+def test_one_file_is_stored_whole_and_searchable(
+    store: PgStore, embedder: Embedder, tmp_path: Path, small_corpus: Path
+) -> None:
+    paper = json.loads(SAMPLE.read_text(encoding="utf-8").splitlines()[0])
+    paper["body_text"] = paper["body_text"][:6]  # a short paper: sections, citations, a bibliography
+    paper_file = tmp_path / "paper.jsonl"
+    paper_file.write_text(json.dumps(paper) + "\n", encoding="utf-8")
+    assert store.enqueue([small_corpus, paper_file]) == 2
+    assert store.enqueue([small_corpus]) == 0  # queued already
+    outcomes = run(store, embedder)
+    assert [(o.path, o.state, o.documents) for o in outcomes] == [
+        (str(small_corpus.resolve()), "done", 12),
+        (str(paper_file.resolve()), "done", 1),
+    ]
+    assert store.queued() == 0 and store.lexical.pending() == 0  # folded after each commit
+    counts = _in_step(store)
+    (document,) = load_path(paper_file)
+    stored = store.document(document.id)
+    assert stored is not None and stored.title == document.title and stored.file == str(paper_file.resolve())
+    assert [p.text for p in store.paragraphs(document.id)] == [p.text for p in document.paragraphs]
+    assert [p.citations for p in store.paragraphs(document.id)] == [p.citations for p in document.paragraphs]
+    assert store.bibliography(document.id) == {b.key: b.text for b in document.bibliography.values()}
+    assert counts["documents"] == 13 and counts["files"] == 2
+    assert counts["bibliography"] == len(document.bibliography) > 0
+    assert counts["paragraphs"] == 12 + len(document.paragraphs) == counts["paragraph_vectors"]
+    assert counts["chunks"] == sum(o.chunks for o in outcomes)
+
+    question = "wild yeast starter for sourdough bread"
+    (lexical_best, _), *_ = store.bm25(question, 5)
+    (dense_best, _), *_ = store.dense(embedder.embed([question])[0], 5)
+    records = store.chunks([lexical_best, dense_best])
+    assert {records[lexical_best].title, records[dense_best].title} == {"Sourdough baking"}
+    (paragraph_best, _), *_ = store.bm25_paragraphs(question, 3)
+    assert store.paragraph(paragraph_best).doc_id == records[lexical_best].doc_id  # type: ignore[union-attr]
+    (nearest, _), *_ = store.dense_paragraphs(embedder.embed([question])[0], 3)
+    assert nearest == paragraph_best
+
+    kept, vectors = store.stored_vectors([dense_best, "no such chunk"])
+    assert kept == [dense_best]
+    (itself, similarity), *_ = store.dense(vectors[0], 1)
+    assert itself == dense_best and similarity > 0.999  # halfvec keeps the vector to 1e-3
+
+    # BM25 as bm25s scores the same texts: the worker brought the weights in step once the queue was empty
+    assert store.lexical.drift() < 1e-9
+    ids, texts = [], []
+    for doc_id in store.document_ids():
+        title = store.document(doc_id).title  # type: ignore[union-attr]
+        rows = store.conn.execute(f"SELECT id, text FROM {store.prefix}_chunks WHERE doc_id = %s", [doc_id])
+        for chunk_id, text in rows:
+            ids.append(chunk_id)
+            texts.append(chunk_input(title, text, store.settings().chunking))
+    local = LexicalIndex(tmp_path / "bm25", load=False)
+    local.build(ids, texts, generation=1)
+    scores = local.score_all(question)
+    expected = {ids[i]: float(s) for i, s in enumerate(scores) if s > 0}
+    found = dict(store.bm25(question, len(ids)))
+    assert sorted(found) == sorted(expected)  # every chunk sharing a term, and no other
+    np.testing.assert_allclose(
+        [found[i] for i in sorted(found)], [expected[i] for i in sorted(found)], rtol=1e-5
+    )
+
+    # the same file again: unchanged; a changed file: its stale document replaced in the same transaction
+    assert store.enqueue([small_corpus]) == 1
+    (again,) = run(store, embedder)
+    assert again.state == "done" and again.documents == 0 and "unchanged" in again.skipped[0][1]
+    records_now = [json.loads(line) for line in small_corpus.read_text().splitlines()]
+    old_tides = next(d.id for d in load_path(small_corpus) if d.key == "tides")
+    records_now[9]["text"] = "Tides follow the Moon. Twice a day the sea rises and falls on most coasts."
+    small_corpus.write_text("".join(json.dumps(r) + "\n" for r in records_now), encoding="utf-8")
+    store.enqueue([small_corpus])
+    (changed,) = run(store, embedder)
+    assert (changed.state, changed.documents, changed.removed) == ("done", 1, 1)
+    assert old_tides not in store.document_ids() and len(store.document_ids()) == 13
+    assert _in_step(store)["documents"] == 13
+    (tides, _), *_ = store.bm25("twice a day the sea rises", 1)
+    assert store.chunks([tides])[tides].text.startswith(("Tides follow", "Twice a day"))
+
+
+def test_two_workers_share_the_queue_and_neither_waits_for_the_other(
+    postgres: Server,
+    store: PgStore,
+    embedder: Embedder,
+    tmp_path: Path,
+    small_corpus_records: list[dict[str, str]],
+) -> None:
+    files = _files(tmp_path / "files", small_corpus_records)
+    assert store.enqueue(files) == len(files)
+    holder = _holder(postgres, store)  # holds the first file, written but not committed
+    try:
+        other = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "citewise.index.pgworker",
+                "--store",
+                postgres.dsn,
+                "--prefix",
+                store.prefix,
+            ]
+            + ["--worker", "other"],
+            capture_output=True,
+            text=True,
+            env=_environment(),
+            timeout=SECONDS,  # a worker that waited for the holder's transaction would never end
+        )
+        assert other.returncode == 0, other.stderr
+        outcomes = store.outcomes()
+        assert len(outcomes) == len(files) - 1 and {o.worker for o in outcomes} == {"other"}
+        assert store.queued() == 1 and len(store.document_ids()) == len(files) - 1
+        holder.stdin.write("\n")  # type: ignore[union-attr]
+        holder.stdin.flush()  # type: ignore[union-attr]
+        assert _line(holder).startswith("committed ")
+        assert holder.wait(SECONDS) == 0
+    finally:
+        holder.kill()
+        holder.communicate()
+    outcomes = store.outcomes()
+    assert sorted(o.path for o in outcomes) == sorted(str(f.resolve()) for f in files)  # each file once
+    assert {o.state for o in outcomes} == {"done"} and sum(o.documents for o in outcomes) == len(files)
+    assert [o.worker for o in outcomes].count("holder") == 1
+    assert store.queued() == 0
+    titles = {store.document(i).title for i in store.document_ids()}  # type: ignore[union-attr]
+    assert titles == {r["title"] for r in small_corpus_records}
+    counts = _in_step(store)
+    assert counts["documents"] == len(files) and counts["files"] == len(files)
+
+
+def test_a_killed_worker_leaves_nothing_and_its_file_goes_to_the_next(
+    postgres: Server,
+    store: PgStore,
+    embedder: Embedder,
+    tmp_path: Path,
+    small_corpus_records: list[dict[str, str]],
+) -> None:
+    files = _files(tmp_path / "files", small_corpus_records[:3])
+    store.enqueue(files)
+    holder = _holder(postgres, store, "doomed")
+    try:
+        assert store.counts()["documents"] == 0  # written, not committed: no one sees it
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(SECONDS)
+    finally:
+        holder.kill()
+        holder.communicate()
+    for _ in range(300):  # the server ends its sessions once it reads the closed sockets
+        if not _sessions(store, "doomed"):
+            break
+        time.sleep(0.1)
+    assert _sessions(store, "doomed") == 0
+    counts = _in_step(store)
+    assert {name: n for name, n in counts.items() if n} == {}  # not a row of it anywhere
+    assert store.outcomes() == [] and store.queued() == len(files)
+    outcomes = run(store, embedder, worker="next")
+    assert [o.path for o in outcomes] == sorted(
+        str(f.resolve()) for f in files
+    )  # queue order: its file first
+    assert all(o.state == "done" and o.documents == 1 and o.worker == "next" for o in outcomes)
+    assert _in_step(store)["documents"] == len(files)
+
+
+def test_bad_input_fails_its_item_and_the_others_go_on(
+    store: PgStore, embedder: Embedder, tmp_path: Path, small_corpus_records: list[dict[str, str]]
+) -> None:
+    (good,) = _files(tmp_path / "files", small_corpus_records[:1])
+    fake = tmp_path / "files" / "paper.pdf"
+    fake.write_text("This is plain text that calls itself a PDF.\n", encoding="utf-8")
+    empty = tmp_path / "files" / "notes.md"
+    empty.write_text("   \n", encoding="utf-8")
+    gone = tmp_path / "files" / "gone.txt"
+    gone.write_text("A file deleted after it was queued.\n", encoding="utf-8")
+    assert store.enqueue([tmp_path / "files"]) == 4
+    gone.unlink()
+    outcomes = {Path(o.path).name: o for o in run(store, embedder)}
+    assert set(outcomes) == {"paper.pdf", "notes.md", "gone.txt", good.name}
+    assert outcomes["paper.pdf"].state == "failed" and "PDF" in outcomes["paper.pdf"].error
+    assert outcomes["notes.md"].state == "failed" and "empty" in outcomes["notes.md"].error
+    assert outcomes["gone.txt"].state == "failed" and "unreadable" in outcomes["gone.txt"].error
+    assert outcomes[good.name].state == "done" and outcomes[good.name].documents == 1
+    assert store.queued() == 0
+    counts = _in_step(store)
+    assert counts["documents"] == 1 and counts["files"] == 1
+    assert [Path(o.path).name for o in store.outcomes() if o.state == "failed"] == [
+        "gone.txt",
+        "notes.md",
+        "paper.pdf",
+    ]
+
+
+def test_the_same_document_in_two_files_at_once_is_stored_once(
+    postgres: Server,
+    store: PgStore,
+    embedder: Embedder,
+    tmp_path: Path,
+    small_corpus_records: list[dict[str, str]],
+) -> None:
+    (first,) = _files(tmp_path / "one", small_corpus_records[:1])
+    (second,) = _files(tmp_path / "two", small_corpus_records[:1])
+    store.enqueue([first])
+    holder = _holder(postgres, store)  # the document written, not committed
+    outcome: list[Outcome | None] = []
+    try:
+        store.enqueue([second])
+        with PgStore(_dsn(postgres, "twin"), prefix=store.prefix) as twin:
+            worker = threading.Thread(target=lambda: outcome.append(twin.work(embedder, worker="twin")))
+            worker.start()
+            waiting = """SELECT count(*) FROM pg_stat_activity
+                WHERE application_name = 'twin' AND wait_event_type = 'Lock'"""
+            for _ in range(SECONDS * 10):  # until the twin waits for the holder's document row
+                if store.conn.execute(waiting).fetchone() != (0,) or not worker.is_alive():
+                    break
+                time.sleep(0.1)
+            assert store.conn.execute(waiting).fetchone() == (1,)
+            holder.stdin.write("\n")  # type: ignore[union-attr]
+            holder.stdin.flush()  # type: ignore[union-attr]
+            assert _line(holder).startswith("committed ")
+            worker.join(SECONDS)
+    finally:
+        holder.kill()
+        holder.communicate()
+    (done,) = outcome
+    assert done is not None and done.path == str(second.resolve()) and done.state == "done"
+    assert done.documents == 0 and "stored meanwhile" in done.skipped[0][1]
+    counts = _in_step(store)
+    assert counts["documents"] == 1 and counts["files"] == 2
