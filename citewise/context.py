@@ -160,7 +160,7 @@ class Context:
         default=0.7, metadata={"description": "Local mode: cosine similarity that maps to relevance 100."}
     )
     local_answerable: float = field(
-        default=0.46,
+        default=0.44,
         metadata={
             "description": "Local mode: the answering score (cosine + term coverage) below which the "
             "documents are taken not to answer."

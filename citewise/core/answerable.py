@@ -14,9 +14,10 @@ below it local mode keeps nothing and says the documents do not answer, listing
 the closest passages as not answering. Neither signal is enough alone (a related abstract reaches a high
 cosine; a sentence can repeat a term in another sense); on SciFact train claims the mix separates claims
 whose source is in the collection from those whose source is not better than either (bench/abstain.py, which
-fits `weight` and the cut on the even-numbered claims and reports them on the odd ones): fitted on 200 claims
-over 706 abstracts, weight 0.5 and cut 0.46 abstain on 76% of the unanswerable and answer 76% of the
-answerable (ROC AUC 0.817; the best chunk's cosine alone 0.80).
+fits `weight` on the even-numbered claims and reports on the odd ones): weight 0.5 and cut 0.44 abstain on 80%
+of the unanswerable and answer 77% of the answerable odd claims (ROC AUC 0.842; the best chunk's cosine alone
+0.81). The cut is where questions need it: fitted on claims it was 0.46, which got a turn fewer of the
+sample's conversations right and two fewer of the untuned ones (docs/benchmarks.md).
 """
 
 from __future__ import annotations
