@@ -18,6 +18,17 @@
 - `rerank`: Cohere rerank (when COHERE_API_KEY is set) behind the same retry policy.
 
 Internal calls are tagged so LangGraph's message stream skips them: only the writer's answer streams.
+
+What LangChain does, it does here: `init_chat_model` builds the clients, `convert_to_openai_tool` /
+`convert_to_openai_function` turn a schema into the request, `SQLiteCache` caches replies, a callback handler
+counts usage, messages are LangChain's. Two helpers of its own are not used, for what they lack:
+`with_structured_output` parses only the first generation of a reply (`BaseOutputParser.parse_result`:
+`result[0]`), so the n samples a judge asks for in one request would be lost; it offers no downgrade from a
+method a server rejects (OpenAI's `json_schema`, llama.cpp's `json_object` with a schema, a forced tool call,
+JSON mode, plain text) and no repair of a malformed reply. `Runnable.with_retry` (tenacity inside) takes a
+predicate and jittered backoff, but not a server's Retry-After nor the answer's time budget (an attempt
+here is sent only while the budget lasts, its timeout cut to what is left); tenacity, which the design
+names, is used directly (`faults.retrying`).
 """
 
 from citewise.models.faults import (
