@@ -1,4 +1,4 @@
-"""The command line: ingest, remove, search, ask, chat, serve, eval, stats and outlines (`citewise --help`).
+"""The command line: ingest, remove, search, ask, chat, serve, api, eval, stats, outlines (`citewise --help`).
 
 Typer (on Click) gives typed options, `--help` and usage errors with exit code 2 for free; tqdm draws the
 progress bars on stderr (and stays quiet when stderr is not a terminal).
@@ -624,6 +624,46 @@ def serve(
     typer.echo(f"citewise: serving {index} on http://{host}:{port} (Ctrl-C stops)", err=True)
     try:
         serve_page(context, host=host, port=port, threads=threads)
+    except OSError as error:
+        raise _fail(f"cannot serve on {host}:{port}: {error}") from error
+
+
+@app.command()
+def api(
+    index: IndexOption = DEFAULT_INDEX,
+    host: Annotated[
+        str, typer.Option(help="Address to bind; 127.0.0.1 keeps the API on this machine.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="Port of the API.")] = 8123,
+    threads: ThreadsOption = None,
+    model: ModelOption = None,
+    judge_model: JudgeOption = None,
+    k: KOption = 10,
+    chroma_url: ChromaOption = None,
+) -> None:
+    """Serve the JSON API of one replica: replicas sharing --threads continue each other's threads."""
+    import asyncio
+
+    import uvicorn
+
+    from citewise.app.api import build_app
+    from citewise.app.memory import open_checkpointer
+
+    async def reachable() -> None:  # a bad thread store is said here, not as a failed startup's traceback
+        async with open_checkpointer(threads):
+            pass
+
+    opened = _searchable(index, chroma_url, None, quiet=True)
+    _load_model_meanwhile(opened)
+    opened.close()
+    try:
+        context = run_context(index, chroma_url, model, judge_model, k, AnswerMode.answer)
+        asyncio.run(reachable())
+    except ValueError as error:
+        raise _fail(str(error)) from error
+    typer.echo(f"citewise: API on http://{host}:{port} for {index} (Ctrl-C stops)", err=True)
+    try:
+        uvicorn.run(build_app(context, threads), host=host, port=port, log_level="warning")
     except OSError as error:
         raise _fail(f"cannot serve on {host}:{port}: {error}") from error
 
