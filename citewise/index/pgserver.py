@@ -53,6 +53,7 @@ SERVER_USER = "postgres"
 HBA = """# written by citewise.index.pgserver: trust, but on loopback only
 local all all trust
 host all all 127.0.0.1/32 trust
+host replication all 127.0.0.1/32 trust
 """
 
 
@@ -326,6 +327,37 @@ def start(
                 server.stop("immediate")
                 raise
             time.sleep(0.1)
+
+
+def standby(primary: Server, directory: Path, *, port: int | None = None, timeout: float = 60.0) -> Server:
+    """Start a hot standby of `primary` in `directory`: read-only, streaming its changes (for queries).
+
+    The cluster is copied with ``pg_basebackup -R -X stream`` (which also writes the standby's connection to
+    the primary and its ``standby.signal``) the first time; later calls start the copy already there.
+
+    Args:
+        primary: The running server to follow (its cluster made by `start`, which lets loopback replicate).
+        directory: As for `start`.
+        port: The standby's port on 127.0.0.1; a free one when None.
+        timeout: Seconds to wait for the standby to accept connections.
+
+    Returns:
+        The running standby (writes to it fail with psycopg.errors.ReadOnlySqlTransaction).
+
+    Raises:
+        RuntimeError: the copy or the start failed (the message holds their output).
+    """
+    directory = directory.resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    if primary.user is not None:
+        entry = pwd.getpwnam(primary.user)
+        os.chown(directory, entry.pw_uid, entry.pw_gid)
+    data = directory / "data"
+    if not (data / "PG_VERSION").exists():
+        source = ["-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres"]
+        copy = ["pg_basebackup", "-D", str(data), "-R", "-X", "stream", "-c", "fast", *source]
+        _run(primary.binaries, copy, primary.user, directory)
+    return start(directory, port=port, extensions=(), binaries=primary.binaries, timeout=timeout)
 
 
 @contextmanager
