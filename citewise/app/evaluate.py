@@ -25,7 +25,6 @@ faithfulness.
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -46,6 +45,7 @@ from citewise.app.alce import (
 from citewise.app.stage_timer import StageTimer, stage_rows
 from citewise.context import Context
 from citewise.core.evidence import MARKER, is_abstention
+from citewise.core.jsonl import json_objects
 
 DEPTH = 10
 """Rank cut of the retrieval metrics."""
@@ -81,15 +81,7 @@ def read_questions(path: Path) -> list[Question]:
     """Questions from JSON lines: {"id" or "_id": ..., "question" or "text": ...} (BEIR queries work)."""
     questions: list[Question] = []
     seen: set[str] = set()
-    for number, line in _lines(path):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise EvalInputError(f"{path}:{number}: not valid JSON ({error.msg})") from error
-        if not isinstance(row, dict):
-            raise EvalInputError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+    for number, row in json_objects(path, EvalInputError):
         raw_id = row.get("id", row.get("_id"))
         if raw_id is None or isinstance(raw_id, dict | list) or not str(raw_id).strip():
             raise EvalInputError(f'{path}:{number}: no "id" (or "_id")')

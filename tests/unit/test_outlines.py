@@ -254,13 +254,13 @@ def test_read_examples_skips_blank_lines(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
-        ([example_line(), "", "{oops"], "line 3: not valid JSON"),
-        ([example_line(), "[1, 2]"], "line 2: expected a JSON object"),
-        ([example_line(), json.dumps({"answer": "a", "rating": 1})], "line 2: question is missing or empty"),
-        ([example_line(answer="  "), example_line()], "line 1: answer is missing or empty"),
-        ([example_line(), json.dumps({"question": "q", "answer": "a"})], "line 2: rating is missing"),
-        ([example_line(), example_line(rating="five")], "line 2: rating must be a number, not 'five'"),
-        ([example_line(), example_line(rating=True)], "line 2: rating must be a number"),
+        ([example_line(), "", "{oops"], ":3: not valid JSON"),
+        ([example_line(), "[1, 2]"], ":2: expected a JSON object"),
+        ([example_line(), json.dumps({"answer": "a", "rating": 1})], ":2: question is missing or empty"),
+        ([example_line(answer="  "), example_line()], ":1: answer is missing or empty"),
+        ([example_line(), json.dumps({"question": "q", "answer": "a"})], ":2: rating is missing"),
+        ([example_line(), example_line(rating="five")], ":2: rating must be a number, not 'five'"),
+        ([example_line(), example_line(rating=True)], ":2: rating must be a number"),
         ([example_line()], "has 1 example"),
         ([""], "has 0 example"),
     ],
@@ -275,7 +275,7 @@ def test_a_bad_example_file_names_the_line_and_the_problem(
 
 
 def test_a_missing_example_file(tmp_path: Path) -> None:
-    with pytest.raises(OutlineLibraryError, match="does not exist"):
+    with pytest.raises(OutlineLibraryError, match="missing.jsonl: no such file"):
         read_examples(tmp_path / "missing.jsonl")
 
 
@@ -520,7 +520,7 @@ def test_cli_learn_with_a_missing_file_exits_2(tmp_path: Path) -> None:
         outlines_app, ["learn", "--examples", str(missing), "--out", str(tmp_path / "o.json")]
     )
     assert result.exit_code == 2
-    assert f"error: example file {missing} does not exist" in result.output
+    assert f"error: example file {missing}: no such file" in result.output
     assert not (tmp_path / "o.json").exists()
 
 
@@ -528,7 +528,7 @@ def test_cli_learn_with_a_bad_line_exits_2(tmp_path: Path) -> None:
     path = write_examples(tmp_path / "rated.jsonl", [example_line(), example_line(rating="high")])
     result = CliRunner().invoke(outlines_app, ["learn", "--examples", str(path)])
     assert result.exit_code == 2
-    assert "line 2: rating must be a number, not 'high'" in result.output
+    assert ":2: rating must be a number, not 'high'" in result.output
 
 
 def test_cli_learn_with_a_bad_model_exits_2(tmp_path: Path) -> None:

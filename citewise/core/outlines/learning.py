@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import re
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from citewise.core.jsonl import json_objects
 from citewise.core.outlines.library import OutlineLibraryError, OutlineType, count_of, text_of
 from citewise.core.outlines.structure import answer_structure, word_count
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
@@ -67,13 +67,8 @@ def read_examples(path: str | Path) -> list[Example]:
             number and the problem), or it holds fewer than two examples.
     """
     source = Path(path)
-    try:
-        lines = source.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as error:
-        raise OutlineLibraryError(f"example file {source} does not exist") from error
-    except (OSError, UnicodeDecodeError) as error:
-        raise OutlineLibraryError(f"cannot read example file {source}: {error}") from error
-    examples = [_parse_example(source, number, line) for number, line in enumerate(lines, 1) if line.strip()]
+    rows = json_objects(source, OutlineLibraryError, f"example file {source}")
+    examples = [_parse_example(f"example file {source}:{number}", raw) for number, raw in rows]
     if len(examples) < MIN_EXAMPLES:
         raise OutlineLibraryError(
             f"example file {source} has {len(examples)} example(s); learning needs at least {MIN_EXAMPLES}"
@@ -81,15 +76,8 @@ def read_examples(path: str | Path) -> list[Example]:
     return examples
 
 
-def _parse_example(source: Path, number: int, line: str) -> Example:
-    """One JSONL line as an Example, or an error naming the line and what is wrong."""
-    where = f"example file {source}, line {number}"
-    try:
-        raw = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise OutlineLibraryError(f"{where}: not valid JSON ({error.msg})") from error
-    if not isinstance(raw, dict):
-        raise OutlineLibraryError(f"{where}: expected a JSON object with question, answer and rating")
+def _parse_example(where: str, raw: dict) -> Example:
+    """One JSONL object as an Example, or an error naming its line and what is wrong."""
     for key in ("question", "answer"):
         if not text_of(raw.get(key)):
             raise OutlineLibraryError(f"{where}: {key} is missing or empty")
