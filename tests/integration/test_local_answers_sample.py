@@ -4,7 +4,6 @@ it can, and names the part of a question the papers do not answer."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,6 @@ from langchain_core.messages import HumanMessage
 
 from citewise.context import Context
 from citewise.core.evidence import CLOSEST, CLOSEST_HEADING, NO_ANSWER, PART_UNANSWERED
-from citewise.core.indexes import forget_index
 from citewise.graph.query import graph
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -23,12 +21,11 @@ SAMPLE = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxiv
 
 
 @pytest.fixture(scope="module")
-def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[str]:
+def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> str:
     path = tmp_path_factory.mktemp("sample") / "index"
     with Index.open(path, embedder=embedder) as index:
         assert index.ingest([SAMPLE]).documents_added == 3
-    yield str(path)
-    forget_index(Context(index_dir=str(path)))
+    return str(path)
 
 
 async def answer(question: str, index_dir: str) -> str:

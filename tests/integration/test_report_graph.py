@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from citewise.app.cli import app
 from citewise.context import Context
-from citewise.core import llms
 from citewise.core.evidence import NO_ANSWER, SECTION_FAILED
 from citewise.core.report import headings
+from citewise.core.resources import Resources
 from citewise.graph.query import builder, graph
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -219,12 +219,14 @@ class Routing(Judge):
 
 
 @pytest.fixture
-def scripted(monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[ScriptedChatModel, ScriptedChatModel]]:
+def scripted() -> Callable[..., tuple[ScriptedChatModel, ScriptedChatModel]]:
+    """Give a context resources whose models are scripted (a routing judge and the given writer)."""
+
     def install(context: Context, writer: Writer) -> tuple[ScriptedChatModel, ScriptedChatModel]:
         judge_model = ScriptedChatModel(responder=Routing(support=0.3))
         writer_model = ScriptedChatModel(responder=writer)
         pair = (scripted_llm(judge_model, context), scripted_llm(writer_model, context))
-        monkeypatch.setattr(llms, "models", lambda _context, _stage=None: pair)
+        context.resources = Resources(models=pair)
         return judge_model, writer_model
 
     return install
