@@ -43,7 +43,6 @@ from common import RESULTS, machine, print_table, save  # noqa: E402
 
 from citewise import models  # noqa: E402
 from citewise.context import Context  # noqa: E402
-from citewise.core import llms  # noqa: E402
 from citewise.core.evidence import NO_ANSWER  # noqa: E402
 from citewise.graph.query import builder  # noqa: E402
 from citewise.index import ChunkingConfig, Index  # noqa: E402
@@ -174,7 +173,6 @@ async def phase(
         COHERE_API_KEY="bench-cohere",
         COHERE_BASE_URL=server.root_url,
     )
-    llms._cache.clear()  # models built for an earlier server would still talk to it
     context = Context(
         model="openai/bench-writer",
         judge_model="openai/bench-judge",
