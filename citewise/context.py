@@ -3,6 +3,9 @@
 Defaults come from the papers (ChunkRAG: alpha 0.5, redundancy 0.9; ScoreRAG: 3 samples, floor 20, summary
 bands) and from the environment for models and stores (`CITEWISE_MODEL`, `CITEWISE_JUDGE_MODEL`,
 `CITEWISE_INDEX`, `CITEWISE_CHROMA_URL`). With no model configured, every node runs its local fallback.
+
+It also carries what is not a setting: the run's `resources` (the open index, the models, the embedder;
+`citewise.core.resources`), which the way in builds once and which the JSON schema leaves out.
 """
 
 from __future__ import annotations

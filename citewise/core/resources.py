@@ -72,6 +72,7 @@ class Resources:
         self._pairs: dict[tuple[Any, ...], tuple[asyncio.AbstractEventLoop | None, tuple[Any, Any]]] = {}
         self._centroids: dict[tuple[str, tuple[OutlineType, ...]], np.ndarray] = {}
         self._lock = threading.Lock()
+        self._opening = threading.Lock()
         self._servers: Servers | None = None
         self._caches: ResponseCaches | None = None
 
@@ -130,13 +131,12 @@ class Resources:
         from citewise.index import Index
 
         key = (index_dir, chroma_url)
-        with self._lock:
-            opened = self._indexes.get(key)
-        if opened is None:
-            opened = Index.open(index_dir, chroma_url=chroma_url, create=False, embedders=self.embedder)
-            with self._lock:
-                opened = self._indexes.setdefault(key, opened)
-        return opened
+        with self._opening:  # one opening at a time: two runs starting together share one handle
+            if key not in self._indexes:
+                self._indexes[key] = Index.open(
+                    index_dir, chroma_url=chroma_url, create=False, embedders=self.embedder
+                )
+            return self._indexes[key]
 
     def forget_index(self, context: Context) -> None:
         """Drop the open index the context names, so that the next run opens it afresh.
@@ -144,7 +144,7 @@ class Resources:
         Runs that still hold it keep using it: it is not closed here, and its connections close when the last
         of them lets go of it.
         """
-        with self._lock:
+        with self._opening:
             self._indexes.pop((context.index_dir, context.chroma_url), None)
 
     # the models ------------------------------------------------------------------------------------------
