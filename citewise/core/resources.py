@@ -111,6 +111,8 @@ class Resources:
         with self._lock:
             if name is None and len(self._embedders) == 1:
                 return next(iter(self._embedders.values()))
+            if name in self._embedders:
+                return self._embedders[name]
             made = load_embedder(name)
             return self._embedders.setdefault(made.name, made)
 
