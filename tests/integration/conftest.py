@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from support.fake_openai import FakeOpenAI, SchemaResponder
 
+from citewise.core.resources import Resources
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
 from citewise.index.pgserver import Server
@@ -45,6 +46,15 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -
     with Index.open(path, embedder=embedder) as index:
         assert index.ingest([SAMPLE]).documents_added == 3
     return path
+
+
+@pytest.fixture(scope="module")
+def resources(embedder: Embedder) -> Resources:
+    """One module's resources, as a way in builds them once: its runs share the open indexes and the embedder.
+
+    A test that needs models of its own gives its Context other resources.
+    """
+    return Resources(embedder=embedder)
 
 
 @pytest.fixture
