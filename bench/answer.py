@@ -38,7 +38,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 from common import hotpotqa_as_beir, machine, print_table, read_queries, save  # noqa: E402
 
 from citewise.context import Context  # noqa: E402
-from citewise.core import llms  # noqa: E402
 from citewise.core.evidence import NO_ANSWER  # noqa: E402
 from citewise.graph.query import graph  # noqa: E402
 from citewise.index import Index  # noqa: E402
@@ -63,7 +62,6 @@ async def ask_all(questions: list[str], context: Context, timed: bool = False) -
 
 
 def llm_context(index: Path, **overrides: Any) -> Context:
-    llms._cache.clear()  # a fresh client per server
     settings = {
         "index_dir": str(index),
         "model": "openai/bench-writer",

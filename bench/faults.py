@@ -43,11 +43,10 @@ from common import RESULTS, machine, print_table, save  # noqa: E402
 
 from citewise import models  # noqa: E402
 from citewise.context import Context  # noqa: E402
-from citewise.core import llms  # noqa: E402
 from citewise.core.evidence import NO_ANSWER  # noqa: E402
 from citewise.graph.query import builder  # noqa: E402
 from citewise.index import ChunkingConfig, Index  # noqa: E402
-from citewise.index.embeddings import default_embedder  # noqa: E402
+from citewise.index.embeddings import load_embedder  # noqa: E402
 from tests.conftest import SMALL_CORPUS  # noqa: E402
 from tests.support.fake_openai import FakeOpenAI, Faults, Recorded, SchemaResponder, exchanges  # noqa: E402
 
@@ -90,7 +89,7 @@ def build_index(root: Path) -> str:
     corpus = root / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(r) + "\n" for r in SMALL_CORPUS), encoding="utf-8")
     chunking = ChunkingConfig(threshold=-1.0, max_chars=4000)  # one chunk per document
-    with Index.open(root / "index", embedder=default_embedder(), chunking=chunking) as index:
+    with Index.open(root / "index", embedder=load_embedder(), chunking=chunking) as index:
         index.ingest([corpus])
     return str(root / "index")
 
@@ -174,7 +173,6 @@ async def phase(
         COHERE_API_KEY="bench-cohere",
         COHERE_BASE_URL=server.root_url,
     )
-    llms._cache.clear()  # models built for an earlier server would still talk to it
     context = Context(
         model="openai/bench-writer",
         judge_model="openai/bench-judge",

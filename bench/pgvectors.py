@@ -64,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, percentiles, print_table, read_qrels, read_queries, save
 
 from citewise.index.docstore import DocStore
-from citewise.index.embeddings import default_embedder
+from citewise.index.embeddings import load_embedder
 from citewise.index.pgserver import Binaries, Server, find_binaries, serve
 from citewise.index.pgvectors import Kind, PgVectors
 from citewise.index.vectors import VectorIndex, make_client
@@ -163,7 +163,7 @@ def server_pss_mb(server: Server) -> float | None:
 
 def build_chroma(work: Path, chunks: Chunks) -> tuple[Search, dict[str, float]]:
     """A fresh embedded Chroma collection of the chunks, upserted as citewise mirrors them."""
-    embedder = default_embedder(chunks.model)
+    embedder = load_embedder(chunks.model)
     started = time.perf_counter()
     vectors = VectorIndex(make_client(work / "chroma-index", None), embedder, "bench")
     metadatas = [
@@ -181,7 +181,7 @@ def open_chroma_copy(index: Path, work: Path, model: str | None) -> Search:
     collection = store.get_meta("collection") or ""
     store.close()
     shutil.copytree(index / "chroma", work / "chroma-copy" / "chroma")
-    vectors = VectorIndex(make_client(work / "chroma-copy", None), default_embedder(model), collection)
+    vectors = VectorIndex(make_client(work / "chroma-copy", None), load_embedder(model), collection)
     return vectors.search
 
 
@@ -442,7 +442,7 @@ def main() -> None:
     qrels = read_qrels(args.scifact / "qrels" / "train.tsv")
     query_ids = [q for q in texts if q in qrels]
     started = time.perf_counter()
-    embedder = default_embedder(chunks.model)
+    embedder = load_embedder(chunks.model)
     vectors = embedder.embed([texts[q] for q in query_ids])
     print(f"embedded {len(query_ids)} queries with {embedder.name} in {time.perf_counter() - started:.1f}s")
     queries = dict(zip(query_ids, vectors, strict=True))

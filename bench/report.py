@@ -43,7 +43,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 from common import RESULTS, machine, print_table, save  # noqa: E402
 
 from citewise.context import Context  # noqa: E402
-from citewise.core import llms  # noqa: E402
 from citewise.graph.query import graph  # noqa: E402
 from citewise.index import Index  # noqa: E402
 from citewise.nodes import retrieve  # noqa: E402
@@ -136,7 +135,7 @@ def request_kind(request: dict[str, Any]) -> str:
 
 @contextlib.contextmanager
 def serve(responder: Any) -> Iterator[FakeOpenAI]:
-    """A FakeOpenAI on loopback with the openai client pointed at it and the run's models built afresh.
+    """A FakeOpenAI on loopback with the openai client pointed at it (each Context builds its own models).
 
     One server per event loop: langchain-openai caches its async HTTP client by base URL across loops, so a
     second `asyncio.run` against the same server reuses a client bound to a closed loop.
@@ -145,7 +144,6 @@ def serve(responder: Any) -> Iterator[FakeOpenAI]:
         os.environ.pop(name, None)
     with FakeOpenAI(responder) as server:
         os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = server.base_url, "test"
-        llms._cache = {}  # cached models would still talk to an earlier server
         yield server
 
 

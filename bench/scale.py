@@ -47,7 +47,7 @@ from common import machine, percentiles, print_table, read_queries, save
 from citewise.index import Document, Index, Paragraph
 from citewise.index.chunking import Chunk, ChunkedDocument
 from citewise.index.docstore import DocStore
-from citewise.index.embeddings import default_embedder
+from citewise.index.embeddings import load_embedder
 from citewise.index.lexical import LexicalIndex
 from citewise.index.paragraphs import ParagraphVectors
 from citewise.index.vectors import VectorIndex, make_client
@@ -260,7 +260,7 @@ def store_memory(path: Path, query: str) -> dict[str, float]:
     added = {}
     before = memory_mb()
     docstore = DocStore(path / "docs.sqlite3")
-    embedder = default_embedder(docstore.get_meta("embedding_model"))
+    embedder = load_embedder(docstore.get_meta("embedding_model"))
     vector = embedder.embed([query])[0]
     added["model"], before = memory_mb() - before, memory_mb()
     lexical = [LexicalIndex(path), LexicalIndex(path, "bm25p")]

@@ -138,7 +138,7 @@ def main() -> None:
     (work / "probe.py").write_text(PROBE)
     config = {
         "dependencies": [str(REPO), str(work)],
-        "graphs": {"citewise": f"{REPO}/citewise/graph/query.py:graph", "probe": f"{work}/probe.py:graph"},
+        "graphs": {"citewise": "citewise.app.served:graph", "probe": f"{work}/probe.py:graph"},
         "python_version": "3.11",
         "env": {"CITEWISE_SERVED": "1"},
     }

@@ -36,7 +36,7 @@ from common import machine, print_table, save  # noqa: E402
 
 from citewise.context import Context  # noqa: E402
 from citewise.core import llms  # noqa: E402
-from citewise.index.embeddings import Embedder, default_embedder  # noqa: E402
+from citewise.index.embeddings import Embedder, load_embedder  # noqa: E402
 from citewise.nodes.accuracy import judge_stances  # noqa: E402
 
 GOLD = {"SUPPORT": "supports", "CONTRADICT": "contradicts"}
@@ -177,7 +177,7 @@ def main() -> None:
     else:
         result |= {"stance": None, "stance_note": NO_MODEL}
         print(NO_MODEL)
-    similarity = similarity_figures(pairs, cosines(default_embedder(), pairs))
+    similarity = similarity_figures(pairs, cosines(load_embedder(), pairs))
     result["similarity"] = {"signal": "cosine(claim, abstract), MiniLM index embedder", **similarity}
     print("similarity only (what local mode has): it measures topicality, not agreement")
     print_table(

@@ -3,13 +3,18 @@
 Defaults come from the papers (ChunkRAG: alpha 0.5, redundancy 0.9; ScoreRAG: 3 samples, floor 20, summary
 bands) and from the environment for models and stores (`CITEWISE_MODEL`, `CITEWISE_JUDGE_MODEL`,
 `CITEWISE_INDEX`, `CITEWISE_CHROMA_URL`). With no model configured, every node runs its local fallback.
+
+It also carries what is not a setting: the run's `resources` (the open index, the models, the embedder;
+`citewise.core.resources`), which the way in builds once and which the JSON schema leaves out.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Any, Literal
+
+from pydantic.json_schema import SkipJsonSchema
 
 from citewise.deployment import DEFAULT_INDEX_DIR
 from citewise.prompts import (
@@ -80,7 +85,7 @@ class Context:
         metadata={
             "description": "First structured-output method to try; a server that refuses one is asked "
             "by the next (json_schema, json_object_schema, function_calling, json_mode, text), and "
-            "what works is remembered per server and model for the process."
+            "what works is remembered per server and model for the later runs of the process."
         },
     )
     context_window: int | None = field(
@@ -270,6 +275,19 @@ class Context:
         default=accuracy.STANCE_PROMPT, metadata={"description": "A document's stance towards the GenText."}
     )
 
+    # what the way in built --------------------------------------------------------------------------------
+    resources: Annotated[Any, SkipJsonSchema()] = field(
+        default=None,
+        repr=False,
+        compare=False,
+        metadata={
+            "description": "The index, chat models, embedder, reranker and outline centroids runs share "
+            "(citewise.core.resources.Resources), built once by the way in; not a setting, so it is not in "
+            "the JSON schema and no client of a served graph can set it. None: the run builds its own at "
+            "first use and keeps it here."
+        },
+    )
+
     def __post_init__(self) -> None:
         """Refuse settings no run can use, each with the reason (Studio and `Context(...)` alike)."""
         problems = [message for bad, message in self._checks() if bad]
@@ -315,6 +333,10 @@ class Context:
             (
                 self.context_window is not None and self.context_window < 512,
                 f"context_window must be at least 512 tokens (got {self.context_window})",
+            ),
+            (
+                self.resources is not None and not callable(getattr(self.resources, "models", None)),
+                f"resources must be citewise.core.resources.Resources (got {type(self.resources).__name__})",
             ),
         ]
         return checks

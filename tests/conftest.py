@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from citewise.index.embeddings import Embedder, default_embedder
-from citewise.models import forget_servers
+from citewise.index.embeddings import Embedder, load_embedder
 
 PROVIDER_VARIABLES = (
     "OPENAI_API_KEY",
@@ -42,11 +41,10 @@ def _offline_and_keyless_session() -> Iterator[None]:
 def _offline_and_keyless(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test sees a provider key or a configured server, and nothing may reach the Hugging Face hub.
 
-    Nor what an earlier test's server taught the process (its methods, speed, queueing): each test's
-    server is new, often on a reused port.
+    (What a server taught a run, its methods, speed and queueing, stays with the resources that built the
+    run's models: each test's Context builds its own, so no test inherits another's server.)
     """
     _blank(monkeypatch)
-    forget_servers()
 
 
 @pytest.fixture(autouse=True)
@@ -60,12 +58,12 @@ def _full_profile(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    """The real local MiniLM embedder in float32 (the process-wide instance, loaded once per session).
+    """The real local MiniLM embedder in float32 (loaded once per session).
 
     Float32 because tests compare vectors to 1e-5: the int8 model (new indexes' default, which the CLI
     tests use) quantizes activations per batch, so a text's vector moves by about 1e-2 with its batch.
     """
-    return default_embedder("all-MiniLM-L6-v2")
+    return load_embedder("all-MiniLM-L6-v2")
 
 
 # Twelve short documents on clearly different topics, in BEIR form (_id, title, text).

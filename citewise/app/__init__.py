@@ -1,5 +1,5 @@
-"""The ways in: the command line, the terminal chat, the chat page, `citewise eval` and the outline tools.
+"""The ways in: the command line, the terminal chat, the chat page, the served graphs, eval, outline tools.
 
-Each builds a run's Context, invokes the query graph (citewise.graph) and shows what comes back; none of the
-graph's steps imports anything from here.
+Each builds its resources once (citewise.core.resources) and a run's Context that carries them, invokes the
+query graph (citewise.graph) and shows what comes back; none of the graph's steps imports anything from here.
 """

@@ -34,6 +34,7 @@ from citewise.app.terminal import (  # noqa: F401 - show_* and OUTPUT_KEYS are t
     show_evidence,
     show_sections,
 )
+from citewise.core.resources import Resources
 from citewise.deployment import DEFAULT_INDEX_DIR
 
 if TYPE_CHECKING:  # the stores and the embedding model load only when a command needs them: --help is fast
@@ -89,12 +90,17 @@ def _run_failed(problem: dict) -> typer.Exit:
 
 
 def _open(
-    index: Path, chroma_url: str | None, chunking: ChunkingConfig | None = None, create: bool = True
+    index: Path,
+    chroma_url: str | None,
+    chunking: ChunkingConfig | None = None,
+    create: bool = True,
+    resources: Resources | None = None,
 ) -> Index:
     from citewise.index import Index, IndexOpenError
 
+    options = {"embedders": resources.embedder} if resources is not None else {}
     try:
-        return Index.open(index, chroma_url=chroma_url, chunking=chunking, create=create)
+        return Index.open(index, chroma_url=chroma_url, chunking=chunking, create=create, **options)
     except (IndexOpenError, ValueError) as error:
         raise _fail(str(error)) from error
 
@@ -174,17 +180,24 @@ def _first_missing(path: Path) -> Path | None:
     return missing
 
 
-def _searchable(index: Path, chroma_url: str | None, docs: list[Path] | None, quiet: bool) -> Index:
+def _searchable(
+    index: Path,
+    chroma_url: str | None,
+    docs: list[Path] | None,
+    quiet: bool,
+    resources: Resources | None = None,
+) -> Index:
     """The index, after ingesting `docs` (a no-op for unchanged files); an empty index is an error.
 
-    An index folder this call made is removed again when nothing could be ingested into it.
+    It embeds with the embedder `resources` keep, when given. An index folder this call made is removed again
+    when nothing could be ingested into it.
     """
     made = _first_missing(index.expanduser().absolute()) if docs else None
     if docs and not any(path.expanduser().exists() for path in docs):  # refuse before a folder is made
         for path in docs:
             typer.secho(f"skipped {path}: no such file or directory", err=True, fg=typer.colors.YELLOW)
         raise _fail("nothing was ingested", code=1)
-    opened = _open(index, chroma_url, create=bool(docs))
+    opened = _open(index, chroma_url, create=bool(docs), resources=resources)
     if docs:
         ingest_paths(opened, docs, quiet=quiet)
     if opened.docstore.counts()["chunks"] == 0:
@@ -198,7 +211,8 @@ def _searchable(index: Path, chroma_url: str | None, docs: list[Path] | None, qu
 def _load_model_meanwhile(index: Index) -> None:
     """Load the index's embedding model in a thread while the graph's modules import (0.2 s of a cold ask).
 
-    The model is the process's own (one per model name), so the run's index finds it loaded.
+    The index was opened with the run's resources, whose embedder it is: the run's index, opened through the
+    same resources, finds it loaded.
     """
     threading.Thread(target=index.embedder.embed, args=(["citewise"],), daemon=True).start()
 
@@ -406,13 +420,15 @@ def ask(
         question = check_question(question)
     except BadQuestion as error:
         raise _fail(str(error)) from error
-    opened = _searchable(index, chroma_url, docs, quiet=as_json)
+    resources = Resources()  # this command's index, models and embedder, handed to the graph in the Context
+    opened = _searchable(index, chroma_url, docs, quiet=as_json, resources=resources)
     _load_model_meanwhile(opened)
     opened.close()
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, approve_outline=approve,
             trusted=list(trusted or []), beta=beta, profile=profile, budget_seconds=budget_seconds,
+            resources=resources,
         )  # fmt: skip
         with _quiet("citewise.nodes.failed"):  # the failure is reported below, once
             result = run_question(question, context)
@@ -504,13 +520,15 @@ def chat(
     """Chat with your documents: cited answers, follow-ups that use the conversation, threads kept on disk."""
     from citewise.app.chat import run_chat
 
-    opened = _searchable(index, chroma_url, None, quiet=True)
+    resources = Resources()  # every turn's index, models and embedder
+    opened = _searchable(index, chroma_url, None, quiet=True, resources=resources)
     _load_model_meanwhile(opened)
     opened.close()
     try:
         context = run_context(
-            index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds
-        )
+            index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds,
+            resources=resources,
+        )  # fmt: skip
         code = run_chat(context, threads=threads, thread_id=thread)
     except ValueError as error:
         raise _fail(str(error)) from error
@@ -558,11 +576,13 @@ def evaluate_questions(
         judgments = evaluate.read_qrels(qrels) if qrels is not None else None
     except evaluate.EvalInputError as error:
         raise _fail(str(error)) from error
-    _searchable(index, chroma_url, None, quiet=True).close()
+    resources = Resources()  # every question's index, models and embedder
+    _searchable(index, chroma_url, None, quiet=True, resources=resources).close()
     try:
         context = run_context(
-            index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds
-        )
+            index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds,
+            resources=resources,
+        )  # fmt: skip
         with tqdm(total=len(asked), desc="eval", unit="question", file=sys.stderr, disable=None) as bar:
             run = evaluate.run_eval(asked, context, judgments, citation_judge, progress=bar.update)
             report = asyncio.run(run)
@@ -616,7 +636,10 @@ def serve(
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry
     try:
-        context = Context(index_dir=str(index), chroma_url=chroma_url, model=model, judge_model=judge_model)
+        context = Context(
+            index_dir=str(index), chroma_url=chroma_url, model=model, judge_model=judge_model,
+            resources=Resources(),  # every visitor's index, models and embedder
+        )  # fmt: skip
     except ValueError as error:
         raise _fail(str(error)) from error
     from citewise.app.web import serve as serve_page

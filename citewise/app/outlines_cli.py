@@ -88,11 +88,11 @@ def learn_types(
 ) -> None:
     """Learn an outline library from rated example answers (SynthRAG) and write it."""
     from citewise.core import outlines
-    from citewise.index.embeddings import default_embedder
+    from citewise.index.embeddings import load_embedder
 
     try:
         rated = outlines.read_examples(examples)
-        types = asyncio.run(outlines.learn(rated, default_embedder(), llm=_writer(model), k=k))
+        types = asyncio.run(outlines.learn(rated, load_embedder(), llm=_writer(model), k=k))
         saved = outlines.save_library(types, out)
     except (ValueError, OSError) as error:  # OutlineLibraryError and ModelSetupError are ValueErrors
         raise _fail(str(error)) from error

@@ -1,26 +1,24 @@
-"""The judge and writer models of a run, built once per event loop and distinct model settings.
+"""The judge and writer models a stage runs with (or none, locally), and each node's metering and budget.
 
-The async provider clients belong to the event loop they were first used on, so a new loop (another
-`asyncio.run`, as the terminal chat and benchmarks do) gets its own pair; pairs of closed loops are dropped.
+The pair comes from the run's resources (`citewise.core.resources.Resources`, carried by the Context), which
+build one per event loop and model settings: the async provider clients belong to the event loop they were
+first used on, so a new loop (another `asyncio.run`, as the terminal chat and benchmarks do) gets its own
+pair; pairs of closed loops are dropped.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
-import threading
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from citewise.context import Context
-from citewise.deployment import check_settings
+from citewise.core.resources import resources_of
 
 logger = logging.getLogger(__name__)
 
-_cache: dict[tuple[Any, ...], tuple[asyncio.AbstractEventLoop | None, tuple[Any, Any]]] = {}
-_lock = threading.Lock()
 _local_only: ContextVar[bool] = ContextVar("citewise_local_only", default=False)
 """Set while a node runs its local fallback because the answer's time budget is spent."""
 
@@ -40,37 +38,7 @@ def models(context: Context, stage: str | None = None) -> tuple[Any, Any]:
     """
     if not context.llm or _local_only.get() or (stage in LEAN_LOCAL and context.lean):
         return None, None
-    check_settings(context)
-    from citewise.models import models_for
-
-    try:
-        loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    key = (
-        id(loop),
-        context.model,
-        context.judge,
-        context.judge_temperature,
-        context.writer_temperature,
-        context.timeout_seconds,
-        context.max_retries,
-        context.max_concurrency,
-        context.structured_output,
-        context.llm_cache,
-    )
-    with _lock:
-        for stale in [k for k, (owner, _) in _cache.items() if owner is not None and owner.is_closed()]:
-            del _cache[stale]
-        if key not in _cache:
-            _cache[key] = (loop, models_for(context))
-        return _cache[key][1]
-
-
-def forget_models() -> None:
-    """Drop every pair built so far: the next run builds its models afresh (another server, another key)."""
-    with _lock:
-        _cache.clear()
+    return resources_of(context).models(context)
 
 
 Node = TypeVar("Node", bound=Callable[..., Awaitable[Any]])

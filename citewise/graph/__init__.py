@@ -1,1 +1,1 @@
-"""Graph wiring: the query graph and the index graph (langgraph.json points here)."""
+"""Graph wiring: the query graph and the index graph (served as they are by citewise.app.served)."""

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
 from citewise.context import Context
-from citewise.core.indexes import forget_index
+from citewise.core.resources import Resources, resources_of
 from citewise.deployment import DeploymentError, allowed_paths, check_settings, data_root, escapes_root
 from citewise.index import Index
 from citewise.index.loaders import iter_files
@@ -40,7 +40,7 @@ class IndexState(IndexInput, IndexOutput):
     """Both."""
 
 
-def _run(paths: list[str], remove: bool, context: Context) -> dict[str, Any]:
+def _run(paths: list[str], remove: bool, context: Context, resources: Resources) -> dict[str, Any]:
     check_settings(context)
     allowed = allowed_paths(paths)
     files, escaping = allowed, []
@@ -48,7 +48,7 @@ def _run(paths: list[str], remove: bool, context: Context) -> dict[str, Any]:
         found = [(f, escapes_root(f)) for f in iter_files(allowed)]
         files = [f for f, escapes in found if not escapes]
         escaping = [f for f, escapes in found if escapes]
-    with Index.open(context.index_dir, chroma_url=context.chroma_url) as index:
+    with Index.open(context.index_dir, chroma_url=context.chroma_url, embedders=resources.embedder) as index:
         report = index.remove(files) if remove else index.ingest(files)
         report.skipped.extend((str(f), "a symlink leading outside the data root") for f in escaping)
         return {
@@ -60,11 +60,15 @@ def _run(paths: list[str], remove: bool, context: Context) -> dict[str, Any]:
 
 async def ingest(state: IndexState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Decide nothing: add (or remove) the given files and report what changed."""
+    resources = resources_of(runtime.context)
     try:
-        result = await asyncio.to_thread(_run, state["paths"], state.get("remove", False), runtime.context)
+        paths, remove = state["paths"], state.get("remove", False)
+        result = await asyncio.to_thread(_run, paths, remove, runtime.context, resources)
     except DeploymentError as refused:
         return {"report": {}, "stats": {}, "error": str(refused)}
-    forget_index(runtime.context)  # the next run reopens (an open index would also see it on its next search)
+    resources.forget_index(
+        runtime.context
+    )  # the next run reopens (an open one would see it at its next search)
     return result
 
 

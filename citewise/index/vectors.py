@@ -18,7 +18,7 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 from chromadb.config import Settings
 
-from citewise.index.embeddings import Embedder, default_embedder
+from citewise.index.embeddings import Embedder, load_embedder
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class ChromaEmbedding(EmbeddingFunction[Documents]):
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> ChromaEmbedding:
         """Rebuild from a persisted configuration (only the local model can be rebuilt offline)."""
-        return ChromaEmbedding(default_embedder(str(config.get("model") or "") or None))
+        return ChromaEmbedding(load_embedder(str(config.get("model") or "") or None))
 
 
 def server_address(url: str) -> tuple[str, int, bool]:

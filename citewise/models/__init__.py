@@ -9,7 +9,7 @@
 - `usage`: calls and tokens per stage, counted per node run.
 - `server`: what each server turned out to be (the structured-output method it takes, whether it honours
   `n`, whether it serves one request at a time, its speed and context window), kept per base URL and model
-  for the process.
+  by a `Servers` the way in holds (citewise.core.resources.Resources) and hands to the models it builds.
 - `llm`: the `LLM` nodes call: `text(...)` for free text, `structured(schema, ..., n=...)` for n parsed
   samples in one request. It bounds requests in flight, retries transient errors, falls back through the
   structured-output methods a server rejects, retries and then repairs malformed output (never raising for
@@ -61,10 +61,11 @@ from citewise.models.llm import (
     models_for,
 )
 from citewise.models.rerank import Reranker, reranker
-from citewise.models.server import ServerFacts, facts_for, forget_servers, is_local
+from citewise.models.server import ServerFacts, Servers, is_local
 from citewise.models.specs import (
     PROVIDERS,
     ModelSetupError,
+    ResponseCaches,
     chat_model,
     parse_model,
     speaks_openai,
@@ -90,7 +91,9 @@ __all__ = [
     "ProviderUnreachable",
     "Reranker",
     "RunShared",
+    "ResponseCaches",
     "ServerFacts",
+    "Servers",
     "UnreadableResponse",
     "UsageMeter",
     "answer_deadline",
@@ -98,8 +101,6 @@ __all__ = [
     "chat_model",
     "degradation",
     "extract_json",
-    "facts_for",
-    "forget_servers",
     "fault_reason",
     "http_status",
     "is_local",

@@ -35,9 +35,9 @@ from citewise.models.faults import (
     scrub,
 )
 from citewise.models.records import StageUsage
-from citewise.models.server import ServerFacts, facts_for
+from citewise.models.server import ServerFacts, Servers
 from citewise.models.settings import ModelSettings
-from citewise.models.specs import chat_model, parse_model, speaks_openai
+from citewise.models.specs import ResponseCaches, chat_model, parse_model, speaks_openai
 from citewise.models.structured import (
     JSON_MODE_INSTRUCTION,
     METHODS,
@@ -228,6 +228,8 @@ class LLM:
         shared: RunShared | None = None,
         model: BaseChatModel | None = None,
         backoff: tuple[float, float] = (BACKOFF_INITIAL, BACKOFF_MAX),
+        servers: Servers | None = None,
+        caches: ResponseCaches | None = None,
     ) -> None:
         """Build the chat model for `spec` with the context's timeout, retries and cache.
 
@@ -238,12 +240,14 @@ class LLM:
             shared: The in-flight limit and server facts shared with the run's other LLM.
             model: A ready chat model to use instead of building one (tests).
             backoff: (first wait, longest wait) of retries in seconds.
+            servers: What earlier runs learnt about servers (default: nothing; this LLM learns alone).
+            caches: The open SQLite response caches (default: the context's cache opened for this LLM).
         """
         self.spec = spec
         self.provider, self.name = parse_model(spec)
         self.context = context
-        self.facts: ServerFacts = facts_for(self.provider, self.name)
-        """What the server behind this spec turned out to support, kept for the process."""
+        self.facts: ServerFacts = (servers or Servers()).facts(self.provider, self.name)
+        """What the server behind this spec turned out to support, kept by `servers` for later runs."""
         self.shared = shared or RunShared(ConcurrencyLimit(context.max_concurrency))
         self.meter = UsageMeter()
         self.usage_callback = UsageCallback(self.meter)
@@ -260,7 +264,7 @@ class LLM:
                 spec,
                 temperature=context.judge_temperature if temperature is None else temperature,
                 timeout=context.timeout_seconds,
-                cache_path=context.llm_cache,
+                cache=(caches or ResponseCaches()).get(context.llm_cache) if context.llm_cache else None,
             )
             self._quiet = self.model.model_copy(update={"disable_streaming": True})
             self._fresh = self._quiet.model_copy(update={"cache": False})
@@ -385,7 +389,7 @@ class LLM:
         return max(200, min(configured, room))
 
     async def probe(self) -> None:
-        """Read the server's context window once per process (in a thread: it is a blocking request)."""
+        """Read the server's context window once per `Servers` (in a thread: it is a blocking request)."""
         if not self.facts.probed:
             await asyncio.to_thread(self.facts.probe, self.provider)
 
@@ -684,11 +688,17 @@ class LLM:
 # the run's models --------------------------------------------------------------------------------------
 
 
-def models_for(context: ModelSettings) -> tuple[LLM | None, LLM | None]:
-    """(judge, writer) sharing one in-flight limit; (None, None) in local mode (no model configured)."""
+def models_for(
+    context: ModelSettings, *, servers: Servers | None = None, caches: ResponseCaches | None = None
+) -> tuple[LLM | None, LLM | None]:
+    """(judge, writer) sharing one in-flight limit; (None, None) in local mode (no model configured).
+
+    `servers` and `caches` are what the way in keeps across runs (citewise.core.resources.Resources).
+    """
     if not context.llm or not context.model:
         return None, None
     shared = RunShared(ConcurrencyLimit(context.max_concurrency))
-    writer = LLM(context.model, context, temperature=context.writer_temperature, shared=shared)
-    judge = LLM(context.judge or context.model, context, temperature=context.judge_temperature, shared=shared)
+    kept = {"shared": shared, "servers": servers or Servers(), "caches": caches or ResponseCaches()}
+    writer = LLM(context.model, context, temperature=context.writer_temperature, **kept)
+    judge = LLM(context.judge or context.model, context, temperature=context.judge_temperature, **kept)
     return judge, writer

@@ -1,10 +1,11 @@
-"""What a model server turned out to be, learnt from its replies and kept for the process.
+"""What a model server turned out to be, learnt from its replies and kept for the way in's later runs.
 
 Local servers differ from hosted APIs in ways no setting announces: llama-cpp-python refuses `json_schema`
 but takes `json_object` with a schema, llama.cpp and Ollama ignore `n`, many serve one request at a time, a
 small model on a laptop writes a few dozen tokens a second, and the context window is whatever the server
-was started with. `ServerFacts` keeps what was learnt per (base URL, model) for the whole process, so a chat
-session or a server learns it once, not per question:
+was started with. `ServerFacts` keeps what was learnt per (base URL, model), and `Servers` holds them for the
+resources a way in builds once (citewise.core.resources.Resources), so a chat session or a server learns it
+once, not per question:
 
 - `method`: the structured-output method that works (an index into METHODS);
 - `n_ignored`: the server answers an `n` request with one choice;
@@ -237,20 +238,23 @@ def _positive(value: Any) -> int | None:
     return number if number > 0 else None
 
 
-_facts: dict[tuple[str, str], ServerFacts] = {}
-_facts_lock = threading.Lock()
+class Servers:
+    """What runs learn about each server, one `ServerFacts` per base URL and model.
 
+    Not a process cache: the way in (citewise.core.resources.Resources) holds one and hands it to every LLM it
+    builds, so that the next run knows what a server refused or how fast it is; a test builds its own, so
+    nothing one test's server taught reaches another's.
+    """
 
-def facts_for(provider: str, model: str) -> ServerFacts:
-    """The process's facts about the server behind `provider`/`model` (one per base URL and model)."""
-    key = (base_url(provider) or provider, model)
-    with _facts_lock:
-        if key not in _facts:
-            _facts[key] = ServerFacts(url=base_url(provider), model=model)
-        return _facts[key]
+    def __init__(self) -> None:
+        """No server known yet."""
+        self._facts: dict[tuple[str, str], ServerFacts] = {}
+        self._lock = threading.Lock()
 
-
-def forget_servers() -> None:
-    """Drop what was learnt about every server (a test starts a new server on a reused port)."""
-    with _facts_lock:
-        _facts.clear()
+    def facts(self, provider: str, model: str) -> ServerFacts:
+        """The facts about the server behind `provider`/`model` (one per base URL and model)."""
+        key = (base_url(provider) or provider, model)
+        with self._lock:
+            if key not in self._facts:
+                self._facts[key] = ServerFacts(url=base_url(provider), model=model)
+            return self._facts[key]

@@ -72,27 +72,40 @@ def speaks_openai(provider: str) -> bool:
     return provider == "openai" or provider in OPENAI_COMPATIBLE
 
 
-_caches: dict[str, BaseCache] = {}
-_caches_lock = threading.Lock()
+class ResponseCaches:
+    """One langchain_community SQLiteCache per database path, for the models one way in builds.
+
+    Held by citewise.core.resources.Resources (not by this module), so every pair of models built for the
+    same path shares one connection pool instead of opening its own each turn.
+    """
+
+    def __init__(self) -> None:
+        """No cache opened yet."""
+        self._caches: dict[str, BaseCache] = {}
+        self._lock = threading.Lock()
+
+    def get(self, path: str) -> BaseCache:
+        """The cache at `path` (its folder made), opened on first use."""
+        with self._lock:
+            if path not in self._caches:
+                self._caches[path] = sqlite_cache(path)
+            return self._caches[path]
 
 
 def sqlite_cache(path: str) -> BaseCache:
-    """One langchain_community SQLiteCache per database path in this process."""
-    with _caches_lock:
-        if path not in _caches:
-            with warnings.catch_warnings():
-                # langchain-community 0.4 warns on import that it is being sunset; the cache still works
-                warnings.simplefilter("ignore", DeprecationWarning)
-                from langchain_community.cache import SQLiteCache
-            directory = os.path.dirname(path)
-            if directory:
-                os.makedirs(directory, exist_ok=True)
-            _caches[path] = SQLiteCache(database_path=path)
-        return _caches[path]
+    """A new langchain_community SQLiteCache at `path` (its folder made)."""
+    with warnings.catch_warnings():
+        # langchain-community 0.4 warns on import that it is being sunset; the cache still works
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.cache import SQLiteCache
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    return SQLiteCache(database_path=path)
 
 
 def chat_model(
-    spec: str, *, temperature: float, timeout: float, cache_path: str | None = None
+    spec: str, *, temperature: float, timeout: float, cache: BaseCache | None = None
 ) -> BaseChatModel:
     """A LangChain chat model for "provider/model", with no client-side retries and an optional SQLite cache.
 
@@ -106,8 +119,8 @@ def chat_model(
 
     provider, name = parse_model(spec)
     options: dict[str, Any] = {"temperature": temperature}
-    if cache_path:
-        options["cache"] = sqlite_cache(cache_path)
+    if cache is not None:
+        options["cache"] = cache
     if provider == "cohere":
         key = env_setting("COHERE_API_KEY")
         if not key:

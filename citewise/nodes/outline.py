@@ -28,6 +28,7 @@ from citewise.core.indexes import in_thread, open_index
 from citewise.core.outlines import OutlineType, load_library, nearest_type
 from citewise.core.questions import FORMS
 from citewise.core.report import in_focus
+from citewise.core.resources import Resources, resources_of
 from citewise.core.text import STOPWORDS, content_words, ordered_unique
 from citewise.index import Index
 from citewise.models import degradation
@@ -44,13 +45,16 @@ STEM = 6
 """Words that share this many first letters with a question word count as the question's (atmosphere/ic)."""
 
 
-def question_type(embedder, question: str, library: list[OutlineType]) -> OutlineType:
+def question_type(
+    embedder, question: str, library: list[OutlineType], resources: Resources | None = None
+) -> OutlineType:
     """The library type the question's form names (questions.FORMS), else the nearest one by embedding."""
     by_name = {kind.name: kind for kind in library}
     for form in FORMS:
         if form.kind in by_name and form.pattern.search(question):
             return by_name[form.kind]
-    return nearest_type(embedder, question, library)[0]
+    centroids = resources.outline_centroids(embedder, library) if resources is not None else None
+    return nearest_type(embedder, question, library, centroids)[0]
 
 
 def passed(state: State) -> list[EvidenceRecord]:
@@ -306,7 +310,7 @@ async def outline(state: State, runtime: Runtime[Context]) -> dict:
     context = runtime.context
     index = await open_index(context)
     library = await in_thread(load_library, context.outline_library)
-    kind = await in_thread(question_type, index.embedder, state["question"], library)
+    kind = await in_thread(question_type, index.embedder, state["question"], library, resources_of(context))
     _, writer = llms.models(context)
     planned = None
     result: dict = {}

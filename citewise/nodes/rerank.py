@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 
 from citewise.context import Context
 from citewise.core.evidence import BRIDGE_FLAG, edges_first
+from citewise.core.resources import resources_of
 from citewise.models import degradation, fault_reason, is_transient, provider_errors
 from citewise.state import Degraded, EvidenceRecord, SectionState, State
 
@@ -28,9 +29,7 @@ async def rerank(state: State | SectionState, runtime: Runtime[Context]) -> dict
     flags: dict[str, list[str]] = {}
     degraded: list[Degraded] = []
     if len(ranked) > 1:
-        from citewise.models import reranker  # looked up at call time: tests replace it
-
-        cohere = reranker(context)  # None without COHERE_API_KEY: the score order stays
+        cohere = resources_of(context).reranker(context)  # None without COHERE_API_KEY: the score order stays
         if cohere is not None:
             try:
                 order = await cohere.rerank(state["question"], [r["text"] for r in ranked], top_n=len(ranked))

@@ -12,9 +12,7 @@ from typing import Any
 import pytest
 from support.fake_openai import FakeOpenAI, SchemaResponder
 
-from citewise.context import Context
-from citewise.core import llms
-from citewise.core.indexes import forget_index
+from citewise.core.resources import Resources
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
 from citewise.index.pgserver import Server
@@ -26,10 +24,10 @@ SAMPLE = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxiv
 @pytest.fixture(scope="module")
 def corpus_index(
     tmp_path_factory: pytest.TempPathFactory, embedder: Embedder, small_corpus_records: list[dict[str, str]]
-) -> Iterator[str]:
+) -> str:
     """The directory of a real index (MiniLM, embedded Chroma, bm25s) of the twelve-document corpus.
 
-    Built once per test module in its own tmp folder; the nodes' cached handle on it is dropped afterwards.
+    Built once per test module in its own tmp folder.
     """
     root = tmp_path_factory.mktemp("graph-index")
     corpus = root / "corpus.jsonl"
@@ -38,25 +36,31 @@ def corpus_index(
     with Index.open(path, embedder=embedder) as index:
         report = index.ingest([corpus])
         assert report.documents_added == len(small_corpus_records), report
-    yield str(path)
-    forget_index(Context(index_dir=str(path)))
+    return str(path)
 
 
 @pytest.fixture(scope="module")
-def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Path]:
+def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
     """A real index of the bundled sample corpus (three unarXive papers), one per test module."""
     path = tmp_path_factory.mktemp("sample") / "index"
     with Index.open(path, embedder=embedder) as index:
         assert index.ingest([SAMPLE]).documents_added == 3
-    yield path
-    forget_index(Context(index_dir=str(path)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def resources(embedder: Embedder) -> Resources:
+    """One module's resources, as a way in builds them once: its runs share the open indexes and the embedder.
+
+    A test that needs models of its own gives its Context other resources.
+    """
+    return Resources(embedder=embedder)
 
 
 @pytest.fixture
 def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeOpenAI]]:
-    """Start a FakeOpenAI and point the openai client at it; the run's models are built afresh per test."""
+    """Start a FakeOpenAI and point the openai client at it (each test's Contexts build their own models)."""
     started: list[FakeOpenAI] = []
-    llms.forget_models()  # cached LLMs would still talk to an earlier test's server
     for name in ("COHERE_BASE_URL", "CITEWISE_LLM_CACHE"):
         monkeypatch.delenv(name, raising=False)
 

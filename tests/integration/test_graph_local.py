@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from citewise.app.cli import app
 from citewise.context import Context
 from citewise.core.evidence import NO_ANSWER
+from citewise.core.resources import Resources
 from citewise.graph.query import builder
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -52,9 +53,9 @@ def doc_keys(index_dir: str, embedder: Embedder, doc_ids: list[str]) -> list[str
 
 
 async def test_an_answerable_question_gets_a_cited_local_answer(
-    corpus_index: str, embedder: Embedder
+    resources: Resources, corpus_index: str, embedder: Embedder
 ) -> None:
-    context = Context(index_dir=corpus_index)
+    context = Context(resources=resources, index_dir=corpus_index)
     (result,) = await ask(context, ANSWERABLE)
 
     assert result["mode"] == "local"
@@ -92,8 +93,10 @@ async def test_an_answerable_question_gets_a_cited_local_answer(
     assert "Sources:" in reply.content
 
 
-async def test_an_unanswerable_question_gets_the_honest_reply(corpus_index: str, embedder: Embedder) -> None:
-    context = Context(index_dir=corpus_index)
+async def test_an_unanswerable_question_gets_the_honest_reply(
+    resources: Resources, corpus_index: str, embedder: Embedder
+) -> None:
+    context = Context(resources=resources, index_dir=corpus_index)
     (result,) = await ask(context, UNANSWERABLE)
 
     assert result["mode"] == "local"
@@ -109,9 +112,9 @@ async def test_an_unanswerable_question_gets_the_honest_reply(corpus_index: str,
 
 
 async def test_a_follow_up_question_is_condensed_with_the_first_questions_topic(
-    corpus_index: str, embedder: Embedder
+    resources: Resources, corpus_index: str, embedder: Embedder
 ) -> None:
-    context = Context(index_dir=corpus_index)
+    context = Context(resources=resources, index_dir=corpus_index)
     first, second = await ask(
         context, "What causes ocean tides?", "and what about their effect on coasts?", thread="follow-up"
     )

@@ -265,4 +265,16 @@ def test_both_graphs_are_drawn_with_every_node_and_the_form_holds_every_setting(
     assert handled == steps  # every step of the query graph ends a failed run with a reply
     assert {"ingest", "__start__", "__end__"} <= {node["id"] for node in index["nodes"]}
     form = schemas["context_schema"]["properties"]
-    assert set(form) == {f.name for f in fields(Context)}
+    assert set(form) == {f.name for f in fields(Context)} - {"resources"}  # every setting, and no resources
+    assert schemas["context_schema"]["title"] == "Context"
+
+
+def test_a_client_s_resources_are_dropped_and_the_server_s_answer(served):
+    url, *_ = served
+    question = {"messages": [{"role": "user", "content": "Where did Perseverance land?"}]}
+    for _ in range(2):  # the resources a client sends never reach a run: each uses the server's
+        result = run_on_a_new_thread(
+            url, "citewise", input=question, context={"resources": {"index": "/"}, "k": 5}
+        )
+        assert result.get("error") is None, result.get("error")
+        assert "Jezero" in result["answer"] and result["citations"]

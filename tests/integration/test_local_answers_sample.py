@@ -4,7 +4,6 @@ it can, and names the part of a question the papers do not answer."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ from langchain_core.messages import HumanMessage
 
 from citewise.context import Context
 from citewise.core.evidence import CLOSEST, CLOSEST_HEADING, NO_ANSWER, PART_UNANSWERED
-from citewise.core.indexes import forget_index
+from citewise.core.resources import Resources
 from citewise.graph.query import graph
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -23,50 +22,59 @@ SAMPLE = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxiv
 
 
 @pytest.fixture(scope="module")
-def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[str]:
+def sample_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> str:
     path = tmp_path_factory.mktemp("sample") / "index"
     with Index.open(path, embedder=embedder) as index:
         assert index.ingest([SAMPLE]).documents_added == 3
-    yield str(path)
-    forget_index(Context(index_dir=str(path)))
+    return str(path)
 
 
-async def answer(question: str, index_dir: str) -> str:
-    result = await graph.ainvoke({"messages": [HumanMessage(question)]}, context=Context(index_dir=index_dir))
+async def answer(resources: Resources, question: str, index_dir: str) -> str:
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage(question)]}, context=Context(resources=resources, index_dir=index_dir)
+    )
     assert result["mode"] == "local" and result["route"] == "direct"
     return result["answer"]
 
 
-async def test_the_sentence_with_the_count_comes_first(sample_index: str) -> None:
-    text = await answer("How many transits of GJ 486b were observed?", sample_index)
+async def test_the_sentence_with_the_count_comes_first(resources: Resources, sample_index: str) -> None:
+    text = await answer(resources, "How many transits of GJ 486b were observed?", sample_index)
     assert text.startswith(
         "We used three different instruments to observe three separate transit events of GJ 486b"
     )
 
 
-async def test_the_quick_start_question_gets_the_finding_before_the_method(sample_index: str) -> None:
+async def test_the_quick_start_question_gets_the_finding_before_the_method(
+    resources: Resources, sample_index: str
+) -> None:
     text = await answer(
-        "What does the transmission spectrum of GJ 486b reveal about its atmosphere?", sample_index
+        resources, "What does the transmission spectrum of GJ 486b reveal about its atmosphere?", sample_index
     )
     assert text.startswith("In summary, our results indicate that GJ 486b does not possess a cloud-free H/He")
 
 
-async def test_the_telescope_question_gets_the_telescope_sentence(sample_index: str) -> None:
-    text = await answer("Which telescope observed the first transit of GJ 486b?", sample_index)
+async def test_the_telescope_question_gets_the_telescope_sentence(
+    resources: Resources, sample_index: str
+) -> None:
+    text = await answer(resources, "Which telescope observed the first transit of GJ 486b?", sample_index)
     cited = re.split(r"(?<=\]\.)\s+", text)  # one sentence per cited line
     assert any("8.2 meter Subaru telescope" in sentence for sentence in cited[:2])  # within the first two
 
 
-async def test_a_part_the_papers_do_not_answer_is_named(sample_index: str) -> None:
+async def test_a_part_the_papers_do_not_answer_is_named(resources: Resources, sample_index: str) -> None:
     text = await answer(
-        "What is the equilibrium temperature of GJ 486b, and how much did the telescope cost?", sample_index
+        resources,
+        "What is the equilibrium temperature of GJ 486b, and how much did the telescope cost?",
+        sample_index,
     )
     assert "equilibrium temperature of about 700 K" in text
     assert text.endswith(f"{PART_UNANSWERED} how much did the telescope cost.")
 
 
-async def test_the_asked_planet_s_temperature_is_in_the_answer(sample_index: str) -> None:
-    text = await answer("What is the equilibrium temperature of GJ 1132b?", sample_index)
+async def test_the_asked_planet_s_temperature_is_in_the_answer(
+    resources: Resources, sample_index: str
+) -> None:
+    text = await answer(resources, "What is the equilibrium temperature of GJ 1132b?", sample_index)
     assert "and 580 K, respectively" in text
 
 
@@ -79,10 +87,10 @@ async def test_the_asked_planet_s_temperature_is_in_the_answer(sample_index: str
     ],
 )
 async def test_a_question_the_papers_do_not_answer_gets_the_honest_reply(
-    sample_index: str, question: str
+    resources: Resources, sample_index: str, question: str
 ) -> None:
     result = await graph.ainvoke(
-        {"messages": [HumanMessage(question)]}, context=Context(index_dir=sample_index)
+        {"messages": [HumanMessage(question)]}, context=Context(resources=resources, index_dir=sample_index)
     )
     text = result["answer"]
     assert text.startswith(f"{NO_ANSWER} {CLOSEST}"), text
@@ -96,41 +104,49 @@ async def test_a_question_the_papers_do_not_answer_gets_the_honest_reply(
     assert f"\n{CLOSEST_HEADING}:\n" in reply and "Sources:" not in reply
 
 
-async def test_an_answer_lists_its_sources_and_the_works_they_cite(sample_index: str) -> None:
+async def test_an_answer_lists_its_sources_and_the_works_they_cite(
+    resources: Resources, sample_index: str
+) -> None:
     result = await graph.ainvoke(
         {"messages": [HumanMessage("How many transits of GJ 486b were observed?")]},
-        context=Context(index_dir=sample_index),
+        context=Context(resources=resources, index_dir=sample_index),
     )
     assert result["references"]["secondary"]  # the sample papers keep their bibliographies
     assert "\nSources:\n" in result["messages"][-1].content
 
 
-async def test_answerable_sample_questions_are_still_answered(sample_index: str) -> None:
+async def test_answerable_sample_questions_are_still_answered(
+    resources: Resources, sample_index: str
+) -> None:
     for question in (
         "How many transits of GJ 486b were observed?",
         "Which telescope observed the first transit of GJ 486b?",
         "What is the equilibrium temperature of GJ 1132b?",
     ):
-        text = await answer(question, sample_index)
+        text = await answer(resources, question, sample_index)
         assert not text.startswith(NO_ANSWER), (question, text)
 
 
-async def converse(index_dir: str, *turns: str) -> list[dict]:
+async def converse(resources: Resources, index_dir: str, *turns: str) -> list[dict]:
     """Each turn's result, the conversation so far sent with it (what a thread's state holds)."""
     messages: list = []
     results = []
     for question in turns:
         messages.append(HumanMessage(question))
-        result = await graph.ainvoke({"messages": list(messages)}, context=Context(index_dir=index_dir))
+        result = await graph.ainvoke(
+            {"messages": list(messages)}, context=Context(resources=resources, index_dir=index_dir)
+        )
         messages = list(result["messages"])
         results.append(result)
     return results
 
 
 async def test_a_follow_up_is_answered_by_what_it_adds_not_by_the_earlier_answer_again(
+    resources: Resources,
     sample_index: str,
 ) -> None:
     first, second = await converse(
+        resources,
         sample_index,
         "What does the transmission spectrum of GJ 486b reveal about its atmosphere?",
         "And GJ 1132b?",
@@ -143,10 +159,14 @@ async def test_a_follow_up_is_answered_by_what_it_adds_not_by_the_earlier_answer
 
 
 async def test_a_follow_up_the_papers_do_not_answer_gets_the_honest_reply_not_the_earlier_answer(
+    resources: Resources,
     sample_index: str,
 ) -> None:
     first, second = await converse(
-        sample_index, "Which telescope observed the first transit of GJ 486b?", "When was it built?"
+        resources,
+        sample_index,
+        "Which telescope observed the first transit of GJ 486b?",
+        "When was it built?",
     )
     assert "8.2 meter Subaru telescope" in first["answer"]
     text = second["answer"]
@@ -157,8 +177,11 @@ async def test_a_follow_up_the_papers_do_not_answer_gets_the_honest_reply_not_th
     assert f"\n{CLOSEST_HEADING}:\n" in reply and "Sources:" not in reply
 
 
-async def test_a_follow_up_answered_in_part_keeps_the_sentence_and_names_the_rest(sample_index: str) -> None:
+async def test_a_follow_up_answered_in_part_keeps_the_sentence_and_names_the_rest(
+    resources: Resources, sample_index: str
+) -> None:
     _, second = await converse(
+        resources,
         sample_index,
         "What does the transmission spectrum of GJ 486b reveal about its atmosphere?",
         "What about its water content?",

@@ -19,7 +19,7 @@ from support.fake_openai import FakeOpenAI, SchemaResponder
 from citewise.context import Context
 from citewise.core.evidence import NO_ANSWER
 from citewise.graph.query import builder
-from citewise.models import LLM, ProviderUnreachable, is_retryable
+from citewise.models import LLM, ProviderUnreachable, Servers, is_retryable
 from citewise.state import RelevanceScores
 
 pytestmark = pytest.mark.integration
@@ -59,7 +59,8 @@ async def test_a_serial_server_is_found_and_then_sent_one_request_at_a_time(
     serve: Callable[..., FakeOpenAI],
 ) -> None:
     server = serve(serial=True, delay=0.3)
-    llm = LLM(MODEL, Context(model=MODEL, max_concurrency=4), backoff=(0.0, 0.0))
+    servers = Servers()  # what the way in keeps across runs
+    llm = LLM(MODEL, Context(model=MODEL, max_concurrency=4), backoff=(0.0, 0.0), servers=servers)
     await asyncio.gather(
         *(llm.structured(RelevanceScores, f"{SCORE_MESSAGES} {n}", stage="score") for n in (0, 1, 2, 3))
     )
@@ -71,7 +72,7 @@ async def test_a_serial_server_is_found_and_then_sent_one_request_at_a_time(
         *(llm.structured(RelevanceScores, f"{SCORE_MESSAGES} {n}", stage="score") for n in range(4, 8))
     )
     assert server.max_in_flight == 1 and len(server.chat_requests) == 4
-    other = LLM(MODEL, Context(model=MODEL, max_concurrency=4))  # the next run in this process knows it
+    other = LLM(MODEL, Context(model=MODEL, max_concurrency=4), servers=servers)  # the next run knows it
     assert other.facts.serial is True
 
 

@@ -19,7 +19,7 @@ from support.fake_openai import Choices, Fail, FakeOpenAI, Hang, SchemaResponder
 from typing_extensions import TypedDict
 
 from citewise.context import Context
-from citewise.models import LLM, models_for, reranker
+from citewise.models import LLM, Servers, models_for, reranker
 from citewise.prompts import answer, score
 from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.state.schemas import CriticVerdicts, Reflections, RelevanceScores, RewrittenQuery, SupportMap
@@ -76,8 +76,8 @@ def server(serve: Callable[..., FakeOpenAI]) -> FakeOpenAI:  # serve: tests/inte
     return serve()
 
 
-def make_llm(**settings: Any) -> LLM:
-    return LLM(MODEL, Context(model=MODEL, **settings), backoff=FAST)
+def make_llm(servers: Servers | None = None, **settings: Any) -> LLM:
+    return LLM(MODEL, Context(model=MODEL, **settings), backoff=FAST, servers=servers)
 
 
 def score_sets(samples: list[RelevanceScores | None]) -> list[dict[str, int]]:
@@ -310,7 +310,8 @@ async def test_a_server_refusing_every_format_is_asked_in_plain_text_without_ret
     serve: Callable[..., FakeOpenAI], status: int
 ) -> None:
     server = serve(reject_json_schema=True, reject_tools=True, reject_json_mode=True, reject_status=status)
-    llm = make_llm()
+    servers = Servers()  # what the way in's resources keep across runs
+    llm = make_llm(servers)
     samples = await llm.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
     assert set(score_sets(samples)[0]) == {"E1", "E2", "E3"}
     assert [r.status for r in server.chat_requests] == [status, status, status, status, 200]  # none retried
@@ -319,7 +320,7 @@ async def test_a_server_refusing_every_format_is_asked_in_plain_text_without_ret
         and "tools" not in server.chat_requests[-1].body
     )
     assert llm.method == "text"
-    again = make_llm()  # another run in the same process starts where this one ended
+    again = make_llm(servers)  # another run with the same resources starts where this one ended
     await again.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
     assert len(server.chat_requests) == 6 and server.chat_requests[-1].status == 200
 

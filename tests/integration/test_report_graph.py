@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from citewise.app.cli import app
 from citewise.context import Context
-from citewise.core import llms
 from citewise.core.evidence import NO_ANSWER, SECTION_FAILED
 from citewise.core.report import headings
+from citewise.core.resources import Resources
 from citewise.graph.query import builder, graph
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -55,9 +55,9 @@ def section_titles(result: dict[str, Any]) -> list[str]:
 
 
 async def test_a_local_report_has_the_outline_s_sections_each_cited(
-    corpus_index: str, embedder: Embedder
+    resources: Resources, corpus_index: str, embedder: Embedder
 ) -> None:
-    result = await ask(OVERVIEW, Context(index_dir=corpus_index))
+    result = await ask(OVERVIEW, Context(resources=resources, index_dir=corpus_index))
 
     assert result["route"] == "report" and result["route_reason"].startswith("local rule")
     assert result["mode"] == "local"
@@ -79,27 +79,32 @@ async def test_a_local_report_has_the_outline_s_sections_each_cited(
     assert any(s["markers"] for s in written)
 
 
-async def test_a_report_the_documents_cannot_support_says_so(corpus_index: str) -> None:
-    result = await ask(UNANSWERABLE, Context(index_dir=corpus_index, route="report"))
+async def test_a_report_the_documents_cannot_support_says_so(resources: Resources, corpus_index: str) -> None:
+    result = await ask(UNANSWERABLE, Context(resources=resources, index_dir=corpus_index, route="report"))
     assert result["route"] == "report"
     assert result["answer"].startswith(NO_ANSWER)
     assert not [s for s in result["sections"].values() if s["status"] == "written"]
     assert result["validation"]["passed"] is False
 
 
-async def test_auto_routes_a_simple_question_to_the_direct_answer(corpus_index: str) -> None:
-    result = await ask("What do B cells produce after vaccination?", Context(index_dir=corpus_index))
+async def test_auto_routes_a_simple_question_to_the_direct_answer(
+    resources: Resources, corpus_index: str
+) -> None:
+    result = await ask(
+        "What do B cells produce after vaccination?", Context(resources=resources, index_dir=corpus_index)
+    )
     assert result["route"] == "direct"
     assert not result["outline"] and not result["sections"]
     assert "##" not in result["answer"]
 
 
 async def test_a_report_then_a_direct_question_on_one_thread_keeps_no_stale_report_keys(
+    resources: Resources,
     corpus_index: str,
 ) -> None:
     paused = builder.compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}}
-    context = Context(index_dir=corpus_index)
+    context = Context(resources=resources, index_dir=corpus_index)
     first = await paused.ainvoke({"messages": [HumanMessage(OVERVIEW)]}, config, context=context)
     second = await paused.ainvoke(
         {"messages": [HumanMessage("What do B cells produce after vaccination?")]}, config, context=context
@@ -130,10 +135,12 @@ def test_ask_mode_report_json_has_the_report_keys(corpus_index: str) -> None:
 # approval ------------------------------------------------------------------------------------------------
 
 
-async def test_the_outline_is_approved_edited_and_resumed_through_a_checkpointer(corpus_index: str) -> None:
+async def test_the_outline_is_approved_edited_and_resumed_through_a_checkpointer(
+    resources: Resources, corpus_index: str
+) -> None:
     paused = builder.compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "approve"}}
-    context = Context(index_dir=corpus_index, route="report", approve_outline=True)
+    context = Context(resources=resources, index_dir=corpus_index, route="report", approve_outline=True)
     stopped = await paused.ainvoke({"messages": [HumanMessage(OVERVIEW)]}, config, context=context)
 
     (pending,) = stopped["__interrupt__"]
@@ -153,8 +160,10 @@ async def test_the_outline_is_approved_edited_and_resumed_through_a_checkpointer
     assert bees["status"] == "written" and "honeybee" in bees["text"].lower()
 
 
-async def test_approval_without_a_checkpointer_is_refused_clearly(corpus_index: str) -> None:
-    context = Context(index_dir=corpus_index, route="report", approve_outline=True)
+async def test_approval_without_a_checkpointer_is_refused_clearly(
+    resources: Resources, corpus_index: str
+) -> None:
+    context = Context(resources=resources, index_dir=corpus_index, route="report", approve_outline=True)
     result = await ask(OVERVIEW, context)
     assert result["error"]["kind"] == "request"
     assert "outline approval needs a checkpointer" in result["error"]["message"]
@@ -219,12 +228,14 @@ class Routing(Judge):
 
 
 @pytest.fixture
-def scripted(monkeypatch: pytest.MonkeyPatch) -> Callable[..., tuple[ScriptedChatModel, ScriptedChatModel]]:
+def scripted() -> Callable[..., tuple[ScriptedChatModel, ScriptedChatModel]]:
+    """Give a context resources whose models are scripted (a routing judge and the given writer)."""
+
     def install(context: Context, writer: Writer) -> tuple[ScriptedChatModel, ScriptedChatModel]:
         judge_model = ScriptedChatModel(responder=Routing(support=0.3))
         writer_model = ScriptedChatModel(responder=writer)
         pair = (scripted_llm(judge_model, context), scripted_llm(writer_model, context))
-        monkeypatch.setattr(llms, "models", lambda _context, _stage=None: pair)
+        context.resources = Resources(models=pair)
         return judge_model, writer_model
 
     return install

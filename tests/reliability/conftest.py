@@ -10,9 +10,6 @@ from typing import Any
 import pytest
 from support.fake_openai import FakeOpenAI, SchemaResponder
 
-from citewise.context import Context
-from citewise.core import llms
-from citewise.core.indexes import forget_index
 from citewise.index import ChunkingConfig, Index
 from citewise.index.embeddings import Embedder
 
@@ -33,28 +30,23 @@ def build_index(root: Path, records: list[dict[str, str]], embedder: Embedder) -
 
 
 @pytest.fixture
-def indexes(embedder: Embedder, tmp_path: Path) -> Iterator[Callable[[str, list[dict[str, str]]], str]]:
-    """Build indexes in the test's tmp folder; the nodes' cached handles on them are dropped afterwards."""
-    built: list[str] = []
+def indexes(embedder: Embedder, tmp_path: Path) -> Callable[[str, list[dict[str, str]]], str]:
+    """Build indexes in the test's tmp folder."""
 
     def build(name: str, records: list[dict[str, str]]) -> str:
-        built.append(build_index(tmp_path / name, records, embedder))
-        return built[-1]
+        return build_index(tmp_path / name, records, embedder)
 
-    yield build
-    for path in built:
-        forget_index(Context(index_dir=path))
+    return build
 
 
 @pytest.fixture
 def serve(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., FakeOpenAI]]:
-    """Start a FakeOpenAI and point the openai client at it; the run's models are built afresh per server."""
+    """Start a FakeOpenAI and point the openai client at it (each run's Context builds its own models)."""
     started: list[FakeOpenAI] = []
     for name in ("COHERE_BASE_URL", "CITEWISE_LLM_CACHE"):
         monkeypatch.delenv(name, raising=False)
 
     def start(responder: Any = None, *, key: str = "test", **options: Any) -> FakeOpenAI:
-        llms.forget_models()  # cached LLMs would still talk to an earlier server
         server = FakeOpenAI(responder or SchemaResponder(), **options).start()
         started.append(server)
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)

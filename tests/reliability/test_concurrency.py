@@ -28,7 +28,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from support.langgraph_dev import langgraph_dev
 
 from citewise.context import Context
-from citewise.core.indexes import forget_index
 from citewise.graph.query import builder
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -97,8 +96,7 @@ def towers(tmp_path: Path, embedder: Embedder) -> tuple[Path, Path]:
         report = index.ingest([write_corpus(tmp_path / "first.jsonl", range(CONVERSATIONS))])
         assert report.documents_added == CONVERSATIONS
     later = write_corpus(tmp_path / "later.jsonl", range(CONVERSATIONS, 2 * CONVERSATIONS))
-    yield index_dir, later
-    forget_index(Context(index_dir=str(index_dir)))
+    return index_dir, later
 
 
 def start_ingest(index_dir: Path, corpus: Path) -> subprocess.Popen:

@@ -30,6 +30,9 @@ def free_port() -> int:
 def isolated_config(folder: Path) -> Path:
     """The repository's langgraph.json with absolute paths, written into `folder`; its path.
 
+    Graphs named by module (`citewise.app.served:graph`) are imported from the installed package and stay
+    as they are; graphs named by file get the file's absolute path.
+
     `langgraph dev` resolves graph paths against its working directory, and its in-memory runtime keeps its
     state (threads, checkpoints, assistants) in `.langgraph_api` there and reloads it at start: a server run
     from the repository inherits every earlier server's threads and graphs. Started in `folder` with this
@@ -40,7 +43,7 @@ def isolated_config(folder: Path) -> Path:
     graphs = {}
     for name, spec in config["graphs"].items():
         file, variable = spec.rsplit(":", 1)
-        graphs[name] = f"{(REPO / file).resolve()}:{variable}"
+        graphs[name] = f"{(REPO / file).resolve()}:{variable}" if "/" in file else spec
     config["graphs"] = graphs
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "langgraph.json"

@@ -17,8 +17,8 @@ from support.fakes import candidate as record
 from citewise.context import Context
 from citewise.core.evidence import CONTRADICTS, contradiction_note, edges_first
 from citewise.core.llms import metered
+from citewise.core.resources import Resources
 from citewise.graph.query import builder
-from citewise.nodes import accuracy as node
 from citewise.nodes.accuracy import (
     NO_TRUSTED,
     SIMILARITY_ONLY,
@@ -65,15 +65,9 @@ FILES = {
 
 
 @pytest.fixture
-def index(monkeypatch: pytest.MonkeyPatch) -> FakeIndex:
-    """The accuracy step opens this fake index instead of a real one."""
-    fake = FakeIndex(FILES)
-
-    async def open_fake(_context: Context) -> FakeIndex:
-        return fake
-
-    monkeypatch.setattr(node, "open_index", open_fake)
-    return fake
+def index() -> FakeIndex:
+    """The fake index the accuracy step gets from the run's resources instead of a real one."""
+    return FakeIndex(FILES)
 
 
 def state(*records: dict[str, Any], question: str = "Does drinking water help hydration?") -> dict:
@@ -95,8 +89,10 @@ def evidence_state(final_a: float = 60.0, final_b: float = 60.0) -> dict:
     return state(trusted, a, b) | {"evidence": [trusted, a, b, dropped]}
 
 
-def run(context: Context, current: dict) -> dict:
-    """The node as the graph runs it (in its usage scope)."""
+def run(context: Context, current: dict, index: Any = None) -> dict:
+    """The node as the graph runs it (in its usage scope), given `index` in its resources (when one is)."""
+    if index is not None:
+        context.resources = Resources(index=index)
     return asyncio.run(metered(accuracy)(current, Runtime(context=context)))
 
 
@@ -156,18 +152,18 @@ def test_rsv_is_the_beta_weighted_sum() -> None:
 # off --------------------------------------------------------------------------------------------------------
 
 
-def test_without_trusted_sources_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def no_index(_context: Context) -> None:
-        raise AssertionError("the step must not open the index when it is off")
+def test_without_trusted_sources_nothing_changes() -> None:
+    class Unopened(Resources):
+        async def index(self, context: Context) -> Any:
+            raise AssertionError("the step must not open the index when it is off")
 
-    monkeypatch.setattr(node, "open_index", no_index)
-    assert run(Context(), evidence_state()) == {}
+    assert run(Context(resources=Unopened()), evidence_state()) == {}
 
 
 def test_no_trusted_evidence_kept_flags_and_keeps_the_order(index: FakeIndex) -> None:
     current = evidence_state()
     current["kept"] = ["a", "b"]
-    result = run(Context(trusted=["/elsewhere/*"]), current)
+    result = run(Context(trusted=["/elsewhere/*"]), current, index)
     assert result["gentext"] == "" and "kept" not in result
     records = by_id(result)
     assert NO_TRUSTED in records["a"]["flags"] and NO_TRUSTED in records["b"]["flags"]
@@ -178,7 +174,7 @@ def test_no_trusted_evidence_kept_flags_and_keeps_the_order(index: FakeIndex) ->
 
 
 def test_local_mode_scores_by_similarity_to_an_extractive_gentext(index: FakeIndex) -> None:
-    result = run(Context(trusted=["/data/trusted/*"]), evidence_state())
+    result = run(Context(trusted=["/data/trusted/*"]), evidence_state(), index)
     records = by_id(result)
     assert "Drinking water restores hydration." in result["gentext"]
     assert "[Hydration guide]" in result["gentext"]  # cited by the trusted document's title
@@ -198,8 +194,8 @@ def test_local_mode_scores_by_similarity_to_an_extractive_gentext(index: FakeInd
 
 def test_beta_one_orders_by_topicality_alone(index: FakeIndex) -> None:
     current = evidence_state(final_a=40.0, final_b=90.0)
-    by_accuracy = run(Context(trusted=["doc-t"], beta=0.0), current)
-    by_topicality = run(Context(trusted=["doc-t"], beta=1.0), current)
+    by_accuracy = run(Context(trusted=["doc-t"], beta=0.0), current, index)
+    by_topicality = run(Context(trusted=["doc-t"], beta=1.0), current, index)
     # best first: accuracy puts the trusted then the agreeing document ahead; topicality puts b (90) first
     assert by_accuracy["kept"] == edges_first(["t", "a", "b"])
     assert by_topicality["kept"] == edges_first(["b", "t", "a"])
@@ -239,7 +235,7 @@ def test_llm_mode_flags_a_contradicting_document_and_ranks_it_below_a_supporting
     judge = ScriptedChatModel(
         responder=stance_responder(lambda text: "contradicts" if "harms" in text else "supports")
     )
-    install(context, judge=judge, writer=writer)
+    install(context, judge=judge, writer=writer, index=index)
     result = run(context, llm_state())
     records = by_id(result)
     # the GenText cites the trusted document by title; a label it was not shown is dropped
@@ -269,7 +265,7 @@ def test_a_stance_the_judge_leaves_out_falls_back_to_similarity(
     context = Context(model=MODEL, trusted=["doc-t"])
     writer = ScriptedChatModel(script=[GENTEXT])
     judge = ScriptedChatModel(script=[{"items": [{"id": "E1", "stance": "supports", "reason": "agrees"}]}])
-    install(context, judge=judge, writer=writer)
+    install(context, judge=judge, writer=writer, index=index)
     records = by_id(run(context, llm_state()))
     assert records["a"]["stance"] == "supports"
     assert records["b"]["stance"] == "unknown" and STANCE_MISSING in records["b"]["flags"]
@@ -322,7 +318,6 @@ def test_the_query_graph_writes_gentext_and_orders_evidence_by_rsv(
 
     from langgraph.checkpoint.memory import MemorySaver
 
-    from citewise.core.indexes import forget_index
     from citewise.index import Index
 
     trusted_file = tmp_path / "trusted.jsonl"
@@ -334,17 +329,17 @@ def test_the_query_graph_writes_gentext_and_orders_evidence_by_rsv(
     path = tmp_path / "index"
     with Index.open(path, embedder=embedder) as index:
         index.ingest([trusted_file, web_file])
-    context = Context(index_dir=str(path), trusted=[str(trusted_file)], beta=0.5, route="direct")
-    try:
-        result = asyncio.run(
-            builder.compile(checkpointer=MemorySaver()).ainvoke(
-                {"messages": [("user", "How do vaccines train the immune system?")]},
-                config={"configurable": {"thread_id": "accuracy"}},
-                context=context,
-            )
+    resources = Resources(embedder=embedder)
+    context = Context(
+        index_dir=str(path), trusted=[str(trusted_file)], beta=0.5, route="direct", resources=resources
+    )
+    result = asyncio.run(
+        builder.compile(checkpointer=MemorySaver()).ainvoke(
+            {"messages": [("user", "How do vaccines train the immune system?")]},
+            config={"configurable": {"thread_id": "accuracy"}},
+            context=context,
         )
-    finally:
-        forget_index(context)
+    )
     assert result.get("error") is None
     assert "[How vaccines work]" in result["gentext"]
     shown = [r for r in result["evidence"] if r.get("rank")]
@@ -370,7 +365,6 @@ def test_documents_ingested_with_a_tag_are_the_trusted_ones(
     from typer.testing import CliRunner
 
     from citewise.app.cli import app
-    from citewise.core.indexes import forget_index
     from citewise.index import Index
 
     guide = tmp_path / "guide.jsonl"
@@ -398,12 +392,12 @@ def test_documents_ingested_with_a_tag_are_the_trusted_ones(
         record("g", vaccines[0]["text"], doc_id=guide_id, title="How vaccines work", final=50.0, kept=True),
         record("m", MYTH["text"], doc_id=web_id, title=MYTH["title"], final=50.0, kept=True),
     ]
-    context = Context(index_dir=str(path), trusted=["tag:who"])
-    try:
-        records = by_id(run(context, state(*shown, question="How do vaccines train the immune system?")))
-        untagged = by_id(run(Context(index_dir=str(path), trusted=["tag:nobody"]), state(*shown)))
-    finally:
-        forget_index(context)
+    resources = Resources(embedder=embedder)
+    context = Context(index_dir=str(path), trusted=["tag:who"], resources=resources)
+    records = by_id(run(context, state(*shown, question="How do vaccines train the immune system?")))
+    untagged = by_id(
+        run(Context(index_dir=str(path), trusted=["tag:nobody"], resources=resources), state(*shown))
+    )
     assert records["g"]["trusted"] is True and records["g"]["accuracy"] == 1.0
     assert records["m"]["trusted"] is False and records["m"]["stance"] == "unknown"
     assert NO_TRUSTED in untagged["g"]["flags"] and NO_TRUSTED in untagged["m"]["flags"]

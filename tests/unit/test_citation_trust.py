@@ -21,6 +21,7 @@ from support.fakes import Samples, ScriptedChatModel, candidate, scoring_state, 
 from citewise.context import Context
 from citewise.core.evidence import NO_ANSWER, PART_UNANSWERED, failed_note
 from citewise.core.report import is_own_text
+from citewise.core.resources import Resources
 from citewise.index.embeddings import Embedder
 from citewise.nodes.critique import critique
 from citewise.nodes.reflect import reflect
@@ -40,7 +41,10 @@ PARAGRAPHS = {
 LABELS = {"E1": "c-train", "E2": "c-memory", "E3": "c-bread", "E4": "c-review"}
 
 
-def run(context: Context) -> Runtime[Context]:
+def run(context: Context, index: Any = None) -> Runtime[Context]:
+    """The runtime of a node's run; its resources hand out `index` when the context has none yet."""
+    if context.resources is None and index is not None:
+        context.resources = Resources(index=index)
     return Runtime(context=context)
 
 
@@ -49,19 +53,18 @@ def record(chunk_id: str, text: str = "", **values: Any) -> dict[str, Any]:
     return candidate(chunk_id, text or PARAGRAPHS.get(chunk_id, ""), **values)
 
 
-async def _no_index(context: Context) -> None:
-    return None
+class ParagraphIndex(dict):
+    """An index that holds only paragraphs, one per chunk id (as `candidate` names them)."""
+
+    def paragraph(self, paragraph_id: str) -> SimpleNamespace | None:
+        text = self.get(paragraph_id.removeprefix("paragraph-"))
+        return None if text is None else SimpleNamespace(text=text)
 
 
 @pytest.fixture
-def paragraphs(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """Verification reads its source lines from PARAGRAPHS instead of an index."""
-    monkeypatch.setattr("citewise.nodes.verify.open_index", _no_index)
-    monkeypatch.setattr(
-        "citewise.nodes.verify.paragraph_texts",
-        lambda index, records: {r["chunk_id"]: PARAGRAPHS[r["chunk_id"]] for r in records},
-    )
-    return PARAGRAPHS
+def paragraphs() -> ParagraphIndex:
+    """Verification reads its source lines from PARAGRAPHS, the index the tests hand it."""
+    return ParagraphIndex(PARAGRAPHS)
 
 
 def verify_state(
@@ -102,12 +105,14 @@ def assert_every_marker_names_supporting_evidence(result: dict[str, Any]) -> Non
 
 
 async def test_a_marker_whose_evidence_did_not_support_the_sentence_is_replaced_by_the_one_that_did(
-    install: Callable, paragraphs: dict[str, str]
+    install: Callable, paragraphs: ParagraphIndex
 ) -> None:
     context = Context(model=MODEL)
     judge = supports((1, ["E2.2"]))  # support from line 2 of E2, though the writer cited E1
-    install(context, judge=judge)
-    result = await verify(verify_state("Memory cells remain for years after vaccination [E1]."), run(context))
+    install(context, index=paragraphs, judge=judge)
+    result = await verify(
+        verify_state("Memory cells remain for years after vaccination [E1]."), run(context, paragraphs)
+    )
 
     assert result["answer"] == "Memory cells remain for years after vaccination [1]."
     assert cited(result) == [(1, "c-memory")]
@@ -124,15 +129,15 @@ async def test_a_marker_whose_evidence_did_not_support_the_sentence_is_replaced_
 
 
 async def test_unsupporting_markers_go_supporting_ones_join_after_those_kept(
-    install: Callable, paragraphs: dict[str, str]
+    install: Callable, paragraphs: ParagraphIndex
 ) -> None:
     context = Context(model=MODEL)
-    install(context, judge=supports((1, ["E1.1", "E2.2"]), (2, ["E2.1"])))
+    install(context, index=paragraphs, judge=supports((1, ["E1.1", "E2.2"]), (2, ["E2.1"])))
     draft = (
         "Vaccines train the immune system and memory cells remain for years [E1][E3]. "
         "B cells produce antibodies [E3] after vaccination [E2]."
     )
-    result = await verify(verify_state(draft), run(context))
+    result = await verify(verify_state(draft), run(context, paragraphs))
 
     assert result["answer"] == (
         "Vaccines train the immune system and memory cells remain for years [1][2]. "
@@ -145,29 +150,29 @@ async def test_unsupporting_markers_go_supporting_ones_join_after_those_kept(
 
 
 async def test_a_sentence_citing_its_supporting_evidence_is_left_alone(
-    install: Callable, paragraphs: dict[str, str]
+    install: Callable, paragraphs: ParagraphIndex
 ) -> None:
     context = Context(model=MODEL)
-    install(context, judge=supports((1, ["E1.1", "E1.2"])))
-    result = await verify(verify_state("Vaccines contain weakened viruses [E1]."), run(context))
+    install(context, index=paragraphs, judge=supports((1, ["E1.1", "E1.2"])))
+    result = await verify(verify_state("Vaccines contain weakened viruses [E1]."), run(context, paragraphs))
     assert result["answer"] == "Vaccines contain weakened viruses [1]."
     assert result["support"][0]["recited_from"] == []
     assert result["support"][0]["markers"] == [1]
 
 
 async def test_report_labels_are_re_cited_by_the_chunk_they_name(
-    install: Callable, paragraphs: dict[str, str]
+    install: Callable, paragraphs: ParagraphIndex
 ) -> None:
     # two labels name c-train (its lines are keyed by its first label, S1E1); S2E2 names c-memory
     labels = {"S1E1": "c-train", "S2E1": "c-train", "S2E2": "c-memory"}
     context = Context(model=MODEL)
     judge = supports((1, ["S1E1.1"]), (2, ["S2E2.2"]))
-    install(context, judge=judge)
+    install(context, index=paragraphs, judge=judge)
     draft = (
         "Vaccines train the immune system to recognise a pathogen [S2E1]. "
         "Memory cells remain for years [S2E1]."
     )
-    result = await verify(verify_state(draft, labels), run(context))
+    result = await verify(verify_state(draft, labels), run(context, paragraphs))
 
     assert set(judge.calls[0].evidence) == {"S1E1.1", "S1E1.2", "S2E2.1", "S2E2.2"}
     assert result["answer"] == (
@@ -179,20 +184,20 @@ async def test_report_labels_are_re_cited_by_the_chunk_they_name(
 
 
 async def test_a_sentence_no_line_supports_stays_unsupported_with_its_markers_when_flagged(
-    install: Callable, paragraphs: dict[str, str]
+    install: Callable, paragraphs: ParagraphIndex
 ) -> None:
     context = Context(model=MODEL, drop_unsupported=False)
-    install(context, judge=supports((1, [])))
-    result = await verify(verify_state("Vaccines cure every cancer [E1]."), run(context))
+    install(context, index=paragraphs, judge=supports((1, [])))
+    result = await verify(verify_state("Vaccines cure every cancer [E1]."), run(context, paragraphs))
     assert result["answer"] == "Vaccines cure every cancer [1]. (unsupported)"
     assert result["unsupported"] == ["Vaccines cure every cancer."]
     assert result["support"][0]["lines"] == [] and result["support"][0]["recited_from"] == []
 
 
 async def test_local_verification_drops_a_marker_whose_evidence_shares_no_words(
-    paragraphs: dict[str, str],
+    paragraphs: ParagraphIndex,
 ) -> None:
-    result = await verify(verify_state("Memory cells remain for years [E2][E3]."), run(Context()))
+    result = await verify(verify_state("Memory cells remain for years [E2][E3]."), run(Context(), paragraphs))
     assert result["answer"] == "Memory cells remain for years [1]."
     assert cited(result) == [(1, "c-memory")]
     assert result["support"][0]["recited_from"] == ["E3"]
@@ -200,10 +205,10 @@ async def test_local_verification_drops_a_marker_whose_evidence_shares_no_words(
 
 
 async def test_local_verification_keeps_every_cited_chunk_that_supports_the_sentence(
-    paragraphs: dict[str, str],
+    paragraphs: ParagraphIndex,
 ) -> None:
     draft = "Vaccines train the immune system to recognise a pathogen [E1][E4]."
-    result = await verify(verify_state(draft), run(Context()))
+    result = await verify(verify_state(draft), run(Context(), paragraphs))
     assert result["answer"] == "Vaccines train the immune system to recognise a pathogen [1][2]."
     assert cited(result) == [(1, "c-train"), (2, "c-review")]
     assert result["support"][0]["recited_from"] == []
@@ -217,7 +222,7 @@ CLAIM_ABOUT_DOCUMENTS = "The documents show the drug does not damage the liver."
 
 @pytest.mark.parametrize("mode", ["local", "llm"])
 async def test_a_claim_phrased_as_what_the_documents_show_is_verified_like_any_other(
-    mode: str, install: Callable, paragraphs: dict[str, str]
+    mode: str, install: Callable, paragraphs: ParagraphIndex
 ) -> None:
     context = Context(model=MODEL if mode == "llm" else None)
     if mode == "llm":  # the judge calls the second sentence supported, but names no line for it
@@ -225,9 +230,9 @@ async def test_a_claim_phrased_as_what_the_documents_show_is_verified_like_any_o
             {"sentence": 1, "sources": ["E1.1"], "supported": True},
             {"sentence": 2, "sources": [], "supported": True},
         ]
-        install(context, judge=ScriptedChatModel(script=[{"sentences": reply}]))
+        install(context, index=paragraphs, judge=ScriptedChatModel(script=[{"sentences": reply}]))
     draft = f"Vaccines train the immune system to recognise a pathogen [E1]. {CLAIM_ABOUT_DOCUMENTS}"
-    result = await verify(verify_state(draft), run(context))
+    result = await verify(verify_state(draft), run(context, paragraphs))
 
     assert "liver" not in result["answer"]
     assert result["unsupported"] == [CLAIM_ABOUT_DOCUMENTS]
@@ -236,18 +241,18 @@ async def test_a_claim_phrased_as_what_the_documents_show_is_verified_like_any_o
 
 @pytest.mark.parametrize("mode", ["local", "llm"])
 async def test_citewise_own_no_answer_sentences_stand_uncited_and_unverified(
-    mode: str, install: Callable, paragraphs: dict[str, str]
+    mode: str, install: Callable, paragraphs: ParagraphIndex
 ) -> None:
     context = Context(model=MODEL if mode == "llm" else None)
     judge = supports((1, ["E1.1"]))
     if mode == "llm":
-        install(context, judge=judge)
+        install(context, index=paragraphs, judge=judge)
     draft = (
         "Vaccines train the immune system to recognise a pathogen [E1]. "
         f"{PART_UNANSWERED} how long does immunity last."
     )
     question = "How do vaccines work, and how long does immunity last?"
-    result = await verify(verify_state(draft, question=question), run(context))
+    result = await verify(verify_state(draft, question=question), run(context, paragraphs))
     assert result["answer"] == (
         f"Vaccines train the immune system to recognise a pathogen [1]. {PART_UNANSWERED} how long does "
         "immunity last."
@@ -256,7 +261,7 @@ async def test_citewise_own_no_answer_sentences_stand_uncited_and_unverified(
     if mode == "llm":
         assert judge.calls[0].sentences == {1: "Vaccines train the immune system to recognise a pathogen ."}
 
-    alone = await verify(verify_state(NO_ANSWER), run(context))
+    alone = await verify(verify_state(NO_ANSWER), run(context, paragraphs))
     assert alone["answer"] == NO_ANSWER and alone["unsupported"] == [] and alone["citations"] == []
 
 
@@ -348,15 +353,9 @@ class RecordingEmbedder:
 
 
 @pytest.fixture
-def scoring_index(monkeypatch: pytest.MonkeyPatch, embedder: Embedder) -> RecordingEmbedder:
-    """The index score opens: only its embedder is used, and it records its calls."""
-    recording = RecordingEmbedder(embedder)
-
-    async def open_index(context: Context) -> SimpleNamespace:
-        return SimpleNamespace(embedder=recording)
-
-    monkeypatch.setattr("citewise.nodes.score.open_index", open_index)
-    return recording
+def scoring_index(embedder: Embedder) -> RecordingEmbedder:
+    """The embedder of the index score is handed: it records its calls."""
+    return RecordingEmbedder(embedder)
 
 
 ON_TOPIC = "Vaccines train the immune system to recognise a pathogen without causing the disease."
@@ -367,7 +366,11 @@ async def test_a_chunk_the_judge_left_out_is_scored_by_its_own_text_off_the_even
     install: Callable, scoring_index: RecordingEmbedder
 ) -> None:
     context = Context(model=MODEL)
-    install(context, judge=ScriptedChatModel(script=[{"scores": [{"id": "E9", "score": 99}]}]))
+    install(
+        context,
+        index=SimpleNamespace(embedder=scoring_index),
+        judge=ScriptedChatModel(script=[{"scores": [{"id": "E9", "score": 99}]}]),
+    )
     found_weakly = record("on", ON_TOPIC, dense=0.0, flags=["earlier problem"])
     found_strongly = record("off", OFF_TOPIC, dense=0.9)
     state = scoring_state(found_weakly, found_strongly)
@@ -387,7 +390,11 @@ async def test_a_judge_outage_scores_every_chunk_by_its_own_text(
     install: Callable, scoring_index: RecordingEmbedder
 ) -> None:
     context = Context(model=MODEL, max_retries=0)
-    install(context, judge=ScriptedChatModel(responder=lambda request: server_error()))
+    install(
+        context,
+        index=SimpleNamespace(embedder=scoring_index),
+        judge=ScriptedChatModel(responder=lambda request: server_error()),
+    )
     state = scoring_state(record("on", ON_TOPIC, dense=0.0), record("off", OFF_TOPIC, dense=0.9))
     result = await score(state, run(context))
 
@@ -407,10 +414,10 @@ async def test_a_judge_outage_scores_every_chunk_by_its_own_text(
     ],
 )
 async def test_a_claim_dressed_as_citewise_own_text_is_verified_like_any_other(
-    sentence: str, install: Callable, paragraphs: dict[str, str]
+    sentence: str, install: Callable, paragraphs: ParagraphIndex
 ) -> None:
     context = Context(model=None)
-    result = await verify(verify_state(sentence), run(context))
+    result = await verify(verify_state(sentence), run(context, paragraphs))
     assert "safe" not in result["answer"]
     assert len(result["unsupported"]) == 1 and "safe" in result["unsupported"][0]
 

@@ -83,17 +83,12 @@ def test_retrieve_adds_the_second_hop_beyond_the_first_rounds_best_documents() -
 
 @pytest.mark.parametrize("follow_ups", [["Georges Bizet birthplace"], []])
 async def test_with_a_model_the_second_hop_searches_what_the_model_writes(
-    follow_ups: list[str], monkeypatch: pytest.MonkeyPatch, install: Callable
+    follow_ups: list[str], install: Callable
 ) -> None:
     index = Paragraphs({"Q": [hit("carmen"), hit("opera")], "Georges Bizet": [hit("bizet")]})
-
-    async def opened(context: Context) -> Paragraphs:
-        return index
-
-    monkeypatch.setattr(retrieve_node, "open_index", opened)
     context = Context(model="openai/test", second_hop=1)
     judge = ScriptedChatModel(responder=Judge(follow_ups=follow_ups))
-    install(context, judge=judge)
+    install(context, judge=judge, index=index)
     state = {"question": "Q", "queries": ["Q"]}
     result = await metered(retrieve_node.retrieve)(state, Runtime(context=context))
 

@@ -30,6 +30,8 @@ from citewise.models import (
     ConcurrencyLimit,
     MalformedOutput,
     ModelSetupError,
+    ResponseCaches,
+    Servers,
     UsageMeter,
     chat_model,
     extract_json,
@@ -148,11 +150,18 @@ def test_cohere_chat_model_gets_key_timeout_and_base_url(monkeypatch: pytest.Mon
     assert model.base_url == "http://127.0.0.1:9"
 
 
-def test_cache_path_gives_an_sqlite_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+def test_a_cache_path_gives_one_sqlite_cache_per_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
-    model = chat_model("openai/x", temperature=0.0, timeout=5, cache_path=str(tmp_path / "c" / "llm.db"))
-    assert type(model.cache).__name__ == "SQLiteCache"
+    caches = ResponseCaches()
+    cache = caches.get(str(tmp_path / "c" / "llm.db"))
+    model = chat_model("openai/x", temperature=0.0, timeout=5, cache=cache)
+    assert type(model.cache).__name__ == "SQLiteCache" and model.cache is cache
     assert (tmp_path / "c").is_dir()
+    assert caches.get(str(tmp_path / "c" / "llm.db")) is cache
+    judge, writer = models_for(
+        Context(model="openai/x", llm_cache=str(tmp_path / "c" / "llm.db")), caches=caches
+    )
+    assert judge.model.cache is cache and writer.model.cache is cache
 
 
 # local mode and the run's models ------------------------------------------------------------------------
@@ -493,9 +502,11 @@ VALID = '{"query": "vaccines immune response", "sub_queries": []}'
 PROMPT = [SystemMessage("Rewrite <question>\nhow do vaccines work\n</question>")]
 
 
-def scripted_llm(replies: list[Any], spec: str = "openai/test", **context: Any) -> tuple[LLM, ScriptedChat]:
+def scripted_llm(
+    replies: list[Any], spec: str = "openai/test", servers: Servers | None = None, **context: Any
+) -> tuple[LLM, ScriptedChat]:
     model = ScriptedChat(replies=replies)
-    llm = LLM(spec, Context(model=spec, **context), model=model, backoff=(0.0, 0.0))
+    llm = LLM(spec, Context(model=spec, **context), model=model, backoff=(0.0, 0.0), servers=servers)
     return llm, model
 
 
@@ -557,8 +568,9 @@ async def test_json_mode_spells_the_schema_out_in_the_system_prompt() -> None:
     assert "schema named RewrittenQuery" in system and '"sub_queries"' in system
 
 
-async def test_a_rejected_method_falls_back_and_is_remembered_for_the_process() -> None:
-    llm, model = scripted_llm([NotImplementedError("no json_schema here"), VALID, VALID])
+async def test_a_rejected_method_falls_back_and_is_remembered_for_later_runs() -> None:
+    servers = Servers()  # what the way in keeps across runs
+    llm, model = scripted_llm([NotImplementedError("no json_schema here"), VALID, VALID], servers=servers)
     assert llm.method == "json_schema"
     first = await llm.structured(RewrittenQuery, PROMPT, stage="rewrite")
     second = await llm.structured(RewrittenQuery, PROMPT, stage="rewrite")
@@ -568,8 +580,10 @@ async def test_a_rejected_method_falls_back_and_is_remembered_for_the_process() 
     for call in model.calls[1:]:  # llama.cpp's form: json_object with the schema beside it, and in the prompt
         assert call["response_format"]["type"] == "json_object" and "schema" in call["response_format"]
         assert "schema named RewrittenQuery" in call["messages"][0].content
-    later = LLM("openai/test", llm.context, model=ScriptedChat(replies=[VALID]))  # another run, same server
+    later = LLM("openai/test", llm.context, model=ScriptedChat(replies=[VALID]), servers=servers)  # next run
     assert later.method == "json_object_schema"
+    alone = LLM("openai/test", llm.context, model=ScriptedChat(replies=[VALID]))  # resources of its own
+    assert alone.method == "json_schema"
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
@@ -28,7 +28,7 @@ from support.fakes import candidate as record
 from citewise.context import Context
 from citewise.core import llms
 from citewise.core.evidence import NO_ANSWER, dynamic_threshold, final_score, judge_all, pack
-from citewise.core.indexes import forget_index
+from citewise.core.resources import Resources
 from citewise.graph.evidence import after_threshold
 from citewise.graph.query import builder
 from citewise.index import Index
@@ -58,8 +58,8 @@ def run(context: Context) -> Runtime[Context]:
 @pytest.fixture(scope="module")
 def index_dir(
     tmp_path_factory: pytest.TempPathFactory, embedder: Embedder, small_corpus_records: list[dict[str, str]]
-) -> Iterator[str]:
-    """A fresh index of the small corpus for this module; the nodes' cached handle is dropped afterwards."""
+) -> str:
+    """A fresh index of the small corpus for this module."""
     import json
 
     root = tmp_path_factory.mktemp("nodes-index")
@@ -68,8 +68,7 @@ def index_dir(
     path = root / "index"
     with Index.open(path, embedder=embedder) as index:
         assert index.ingest([corpus]).documents_added == len(small_corpus_records)
-    yield str(path)
-    forget_index(Context(index_dir=str(path)))
+    return str(path)
 
 
 # threshold ----------------------------------------------------------------------------------------------
@@ -400,9 +399,7 @@ async def test_rerank_breaks_score_ties_by_retrieval() -> None:
     assert result["kept"] == ["high", "low"]
 
 
-async def test_a_rerank_failure_keeps_earlier_flags(monkeypatch: pytest.MonkeyPatch) -> None:
-    import citewise.models.llm
-
+async def test_a_rerank_failure_keeps_earlier_flags() -> None:
     class FailingReranker:
         async def rerank(self, *args: Any, **kwargs: Any) -> list[tuple[int, float]]:
             raise server_error()  # after the reranker's retries
@@ -410,14 +407,13 @@ async def test_a_rerank_failure_keeps_earlier_flags(monkeypatch: pytest.MonkeyPa
         def take_usage(self) -> dict:
             return {}
 
-    monkeypatch.setenv("COHERE_API_KEY", "test")
-    monkeypatch.setattr(citewise.models, "reranker", lambda context: FailingReranker())
     earlier = "judge failed (OpenAIAPIError): used retrieval score"
     evidence = [
         record("a", final=90.0, kept=True, flags=[earlier]),
         record("b", final=80.0, kept=True),
     ]
-    result = await rerank({"question": "q", "evidence": evidence}, run(Context()))
+    context = Context(resources=Resources(reranker=FailingReranker()))
+    result = await rerank({"question": "q", "evidence": evidence}, run(context))
     assert result["kept"] == ["a", "b"]  # the score order is kept
     flags = {r["chunk_id"]: r["flags"] for r in result["evidence"]}
     assert "rerank failed: score order kept" in flags["b"]
@@ -432,11 +428,7 @@ async def test_a_rerank_failure_keeps_earlier_flags(monkeypatch: pytest.MonkeyPa
 
 
 @pytest.mark.parametrize("error", [auth_error(), KeyError("chunk_id")], ids=["401", "bug"])
-async def test_a_refused_key_or_a_bug_in_rerank_is_not_swallowed(
-    error: BaseException, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import citewise.models.llm
-
+async def test_a_refused_key_or_a_bug_in_rerank_is_not_swallowed(error: BaseException) -> None:
     class FailingReranker:
         async def rerank(self, *args: Any, **kwargs: Any) -> list[tuple[int, float]]:
             raise error
@@ -444,11 +436,12 @@ async def test_a_refused_key_or_a_bug_in_rerank_is_not_swallowed(
         def take_usage(self) -> dict:
             return {}
 
-    monkeypatch.setenv("COHERE_API_KEY", "test")
-    monkeypatch.setattr(citewise.models, "reranker", lambda context: FailingReranker())
     evidence = [record("a", final=90.0, kept=True), record("b", final=80.0, kept=True)]
     with pytest.raises(type(error)):
-        await rerank({"question": "q", "evidence": evidence}, run(Context()))
+        await rerank(
+            {"question": "q", "evidence": evidence},
+            run(Context(resources=Resources(reranker=FailingReranker()))),
+        )
 
 
 # which model failures a stage works around, and which end the run ---------------------------------------

@@ -37,6 +37,7 @@ from citewise.core.outlines import (
     shared_headings,
     split_samples,
 )
+from citewise.core.resources import Resources
 from citewise.index.embeddings import Embedder
 from citewise.prompts.common import DATA_RULE, as_messages, render
 from citewise.prompts.outline_learn import LEARN_PROMPT
@@ -144,16 +145,25 @@ def test_nearest_type_with_the_real_embedder(embedder: Embedder, question: str, 
     assert 0.0 < similarity <= 1.0
 
 
-def test_nearest_type_embeds_the_library_once(embedder: Embedder) -> None:
+def test_the_resources_embed_a_library_once(embedder: Embedder) -> None:
     counting = CountingEmbedder(embedder)
+    resources = Resources()
     library = load_library()
     examples = sum(len(one.examples) for one in library)
-    first, _ = nearest_type(counting, "Compare X and Y.", library)
-    second, _ = nearest_type(counting, "How do I install X?", load_library())  # an equal library: cached
-    assert (first.name, second.name) == ("comparison", "how_to")
+
+    def nearest(question: str, types: list) -> str:
+        return nearest_type(counting, question, types, resources.outline_centroids(counting, types))[0].name
+
+    first = nearest("Compare X and Y.", library)
+    second = nearest("How do I install X?", load_library())  # an equal library: its centroids are kept
+    assert (first, second) == ("comparison", "how_to")
     assert counting.calls == [examples, 1, 1]
-    nearest_type(counting, "What is X?", library[:3])  # another library: its own centroids
+    nearest("What is X?", library[:3])  # another library: its own centroids
     assert counting.calls[-2:] == [sum(len(one.examples) for one in library[:3]), 1]
+    nearest_type(counting, "Compare X and Y.", library)  # without kept centroids: embedded again
+    assert counting.calls[-2:] == [examples, 1]
+    kept = resources.outline_centroids(counting, library)
+    assert Resources().outline_centroids(counting, library) is not kept  # other resources: their own
 
 
 def test_nearest_type_needs_a_library(embedder: Embedder) -> None:

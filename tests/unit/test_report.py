@@ -17,6 +17,7 @@ from citewise.context import Context
 from citewise.core.evidence import NO_SECTION_EVIDENCE, SECTION_FAILED
 from citewise.core.llms import metered
 from citewise.core.report import cited_sentences, headings, in_focus, validate, words
+from citewise.core.resources import Resources
 from citewise.graph.query import after_customize, dispatch
 from citewise.nodes.approve import OutlineEditError, edited_outline
 from citewise.nodes.collect import collect, section_failed
@@ -326,24 +327,19 @@ async def test_customize_retries_with_its_problems_and_stops_at_the_cap(install:
     ]
     context = Context(model=MODEL, max_customize_attempts=2, index_dir=str(tmp_path / "none"))
     writer = ScriptedChatModel(script=list(drafts))
-    install(context, writer=writer)
+    install(context, writer=writer, index=NoParagraphs())
     state = report_state(outline)
-    monkey_index = pytest.MonkeyPatch()
-    monkey_index.setattr("citewise.nodes.customize.open_index", _no_index)
-    try:
-        first = await customize(state, run(context))
-        assert first["validation"] == {
-            "attempts": 1,
-            "problems": ["section missing: ## Effects"],
-            "passed": False,
-            "history": [["section missing: ## Effects"]],
-        }
-        state |= first
-        assert after_customize(state, run(context)) == "customize"  # a second draft, with feedback
-        second = await customize(state, run(context))
-        state |= second
-    finally:
-        monkey_index.undo()
+    first = await customize(state, run(context))
+    assert first["validation"] == {
+        "attempts": 1,
+        "problems": ["section missing: ## Effects"],
+        "passed": False,
+        "history": [["section missing: ## Effects"]],
+    }
+    state |= first
+    assert after_customize(state, run(context)) == "customize"  # a second draft, with feedback
+    second = await customize(state, run(context))
+    state |= second
     assert "<problems>\n- section missing: ## Effects\n</problems>" in writer.calls[1].prompt
     assert "<problems>\n" not in writer.calls[0].prompt
     validation = state["validation"]
@@ -354,8 +350,11 @@ async def test_customize_retries_with_its_problems_and_stops_at_the_cap(install:
     assert after_customize(state, run(context)) == "verify"  # the cap holds
 
 
-async def _no_index(context: Context) -> None:
-    return None
+class NoParagraphs:
+    """An index that knows no paragraph: verification reads each chunk's own text."""
+
+    def paragraph(self, paragraph_id: str) -> None:
+        return None
 
 
 def test_local_mode_never_retries_customize() -> None:
@@ -384,12 +383,7 @@ def test_headings_and_paragraphs_are_parts_of_their_own() -> None:
     ]
 
 
-async def test_verify_keeps_headings_numbers_one_marker_per_chunk_and_notes_empty_sections(
-    install: Callable, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    paragraphs = {"c1": "Warm summers melt the ice.", "c2": "The sea rises as ice melts."}
-    monkeypatch.setattr("citewise.nodes.verify.open_index", _no_index)
-    monkeypatch.setattr("citewise.nodes.verify.paragraph_texts", lambda index, records: paragraphs)
+async def test_verify_keeps_headings_numbers_one_marker_per_chunk_and_notes_empty_sections() -> None:
     draft = (
         "Warm summers melt the ice [S0E1].\n\n## Causes\n\nWarm summers melt the ice [S1E1].\n\n## Effects"
         "\n\nThe moon is made of cheese [S2E1].\n\n## Conclusion\n\nThe sea rises as ice melts [S2E1]."
@@ -403,7 +397,7 @@ async def test_verify_keeps_headings_numbers_one_marker_per_chunk_and_notes_empt
         ],
         "outline": planned("Causes", "Effects"),
     }
-    result = await verify(state, run(Context(local_support=0.6)))
+    result = await verify(state, run(Context(local_support=0.6, resources=Resources(index=NoParagraphs()))))
     assert result["answer"] == (
         "Warm summers melt the ice [1].\n\n## Causes\n\nWarm summers melt the ice [1].\n\n## Effects\n\n"
         "No sentence of this section could be verified against its sources.\n\n## Conclusion\n\n"

@@ -32,7 +32,8 @@ from citewise.app.terminal import ROUTES, AnswerMode
 from citewise.app.web import render
 from citewise.context import Context
 from citewise.core.evidence import is_abstention, threshold_text
-from citewise.core.indexes import forget_index, open_index
+from citewise.core.indexes import open_index
+from citewise.core.resources import resources_of
 from citewise.core.text import message_text
 from citewise.index import Index, IndexOpenError
 from citewise.index.loaders import SUPPORTED_SUFFIXES
@@ -478,7 +479,7 @@ class ChatPage:
         except (IndexOpenError, ValueError, OSError) as error:
             yield render.escape_markdown(f"Nothing was ingested: {error}")
             return
-        forget_index(self.context)  # the next question opens the index afresh, with the new documents
+        resources_of(self.context).forget_index(self.context)  # the next question opens it afresh, with them
         yield render.ingest_summary(report, stats)
 
     def _ingest(self, paths: list[Path], state: dict[str, int]) -> tuple[Any, Any]:
@@ -494,7 +495,10 @@ class ChatPage:
             def close(self) -> None:
                 pass
 
-        with Index.open(self.context.index_dir, chroma_url=self.context.chroma_url) as index:
+        embedders = resources_of(self.context).embedder  # the model the questions embed with, loaded once
+        with Index.open(
+            self.context.index_dir, chroma_url=self.context.chroma_url, embedders=embedders
+        ) as index:
             report = index.ingest(paths, progress=Bar)
             return report, index.stats()
 

@@ -7,7 +7,6 @@ import logging
 import os
 import tempfile
 import textwrap
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,38 +172,30 @@ def _check_unique(source: Path, types: list[OutlineType]) -> None:
 
 # choosing a type --------------------------------------------------------------------------------------------
 
-_CENTROIDS: dict[tuple[int, tuple[OutlineType, ...]], tuple[Embedder, np.ndarray]] = {}
-_CENTROIDS_LOCK = threading.Lock()
-_CENTROIDS_KEPT = 16
 
-
-def nearest_type(embedder: Embedder, question: str, library: list[OutlineType]) -> tuple[OutlineType, float]:
+def nearest_type(
+    embedder: Embedder, question: str, library: list[OutlineType], centroids: np.ndarray | None = None
+) -> tuple[OutlineType, float]:
     """The type whose example questions are closest to `question`, and its cosine similarity.
+
+    `centroids` are the library's `type_centroids` when the caller keeps them (citewise.core.resources);
+    without them they are computed here.
 
     Raises:
         OutlineLibraryError: The library is empty.
     """
     if not library:
         raise OutlineLibraryError("the outline library has no types to choose from")
-    centroids = type_centroids(embedder, library)
+    if centroids is None:
+        centroids = type_centroids(embedder, library)
     similarities = centroids @ embedder.embed([question])[0]
     best = int(np.argmax(similarities))
     return library[best], float(similarities[best])
 
 
 def type_centroids(embedder: Embedder, library: Sequence[OutlineType]) -> np.ndarray:
-    """One normalised mean example vector per type, cached per (embedder, library)."""
-    key = (id(embedder), tuple(library))
-    with _CENTROIDS_LOCK:
-        cached = _CENTROIDS.get(key)
-    if cached is not None and cached[0] is embedder:
-        return cached[1]
-    centroids = _centroids(embedder, key[1])
-    with _CENTROIDS_LOCK:
-        if len(_CENTROIDS) >= _CENTROIDS_KEPT:
-            _CENTROIDS.pop(next(iter(_CENTROIDS)))
-        _CENTROIDS[key] = (embedder, centroids)  # holding the embedder keeps its id from being reused
-    return centroids
+    """One normalised mean example vector per type (every example embedded once)."""
+    return _centroids(embedder, library)
 
 
 def _centroids(embedder: Embedder, library: Sequence[OutlineType]) -> np.ndarray:

@@ -1,0 +1,220 @@
+"""What a run's steps use and a way in builds once: the index, the chat models, the embedder, the reranker.
+
+The CLI, the terminal chat, the chat page and the served graphs each build one `Resources` and hand it to
+the graph in the run's Context (`Context.resources`, which LangGraph gives every node as
+`runtime.context`); the steps reach it through `open_index` and `llms.models`. Nothing here is a module
+cache: what is opened or loaded lives as long as the object that holds it, and a test builds one with
+fakes (`Resources(index=..., models=..., reranker=...)`) instead of patching a module.
+
+What it keeps, each made at its first use:
+- one open `Index` per (index directory, Chroma URL), opened off the event loop;
+- one embedder per model name (the MiniLM weights load once), which the indexes it opens embed with;
+- one (judge, writer) pair per event loop and model settings: the async provider clients belong to the loop
+  they were first used on, so a new loop (another `asyncio.run`, as the terminal chat does each turn) gets
+  its own pair, and pairs of closed loops are dropped;
+- what runs learnt about each model server (`citewise.models.Servers`) and the open SQLite response caches;
+- the outline library's type centroids per library (the examples are embedded once).
+
+A Context without one (a script's `Context()`, a test's) gets its own at its first use (`resources_of`), so
+the Python API works as it is; the ways in pass theirs, so that every run of a process shares it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from citewise.deployment import check_settings
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from citewise.context import Context
+    from citewise.core.outlines import OutlineType
+    from citewise.index import Index
+    from citewise.index.embeddings import Embedder
+    from citewise.models import LLM, Reranker, ResponseCaches, Servers
+
+_UNSET: Any = object()
+_attach = threading.Lock()
+
+CENTROIDS_KEPT = 16
+"""Outline libraries whose centroids one Resources keeps (a run names one; an edited file is another)."""
+
+
+class Resources:
+    """The index, chat models, embedder, reranker and outline centroids that runs share."""
+
+    def __init__(
+        self,
+        *,
+        index: Index | None = None,
+        embedder: Embedder | None = None,
+        models: tuple[LLM | None, LLM | None] | None = None,
+        reranker: Reranker | None = _UNSET,
+    ) -> None:
+        """Resources that open, load and build what runs ask for; a given one is used instead (tests, fakes).
+
+        Args:
+            index: The index every run searches, whatever its Context names.
+            embedder: The embedder of its model (an index built with that model embeds with it).
+            models: The (judge, writer) pair of every run that asks a model (not of local stages).
+            reranker: The reranker of every run (None: keep the score order); by default Cohere's when
+                COHERE_API_KEY is set.
+        """
+        self._index = index
+        self._models = models
+        self._reranker = reranker
+        self._embedders: dict[str, Embedder] = {embedder.name: embedder} if embedder is not None else {}
+        self._indexes: dict[tuple[str, str | None], Index] = {}
+        self._pairs: dict[tuple[Any, ...], tuple[asyncio.AbstractEventLoop | None, tuple[Any, Any]]] = {}
+        self._centroids: dict[tuple[str, tuple[OutlineType, ...]], np.ndarray] = {}
+        self._lock = threading.Lock()
+        self._opening = threading.Lock()
+        self._servers: Servers | None = None
+        self._caches: ResponseCaches | None = None
+
+    def __repr__(self) -> str:
+        return f"Resources(indexes={len(self._indexes)}, embedders={sorted(self._embedders)})"
+
+    @property
+    def servers(self) -> Servers:
+        """What runs learnt about each model server (methods refused, speed, queueing, context window)."""
+        from citewise.models import Servers
+
+        with self._lock:
+            if self._servers is None:
+                self._servers = Servers()
+            return self._servers
+
+    @property
+    def caches(self) -> ResponseCaches:
+        """The SQLite response caches opened so far (Context.llm_cache)."""
+        from citewise.models import ResponseCaches
+
+        with self._lock:
+            if self._caches is None:
+                self._caches = ResponseCaches()
+            return self._caches
+
+    # the embedder ----------------------------------------------------------------------------------------
+    def embedder(self, name: str | None = None) -> Embedder:
+        """The embedder of model `name` (None: the configured default), loaded once for these resources.
+
+        Raises:
+            ValueError: no model of that name, or a bad CITEWISE_EMBEDDING_PRECISION.
+        """
+        from citewise.index.embeddings import load_embedder
+
+        with self._lock:
+            if name is None and len(self._embedders) == 1:
+                return next(iter(self._embedders.values()))
+            if name in self._embedders:
+                return self._embedders[name]
+            made = load_embedder(name)
+            return self._embedders.setdefault(made.name, made)
+
+    # the index -------------------------------------------------------------------------------------------
+    async def index(self, context: Context) -> Index:
+        """The index the context names, opened once, off the event loop (opening syncs the stores).
+
+        Raises:
+            DeploymentError: a served run names another index or store than the server's.
+        """
+        check_settings(context)
+        if self._index is not None:
+            return self._index
+        return await asyncio.to_thread(self.open_index, context.index_dir, context.chroma_url)
+
+    def open_index(self, index_dir: str, chroma_url: str | None = None) -> Index:
+        """The index at `index_dir`, opened at the first call (blocking: syncs the stores)."""
+        from citewise.index import Index
+
+        key = (index_dir, chroma_url)
+        with self._opening:  # one opening at a time: two runs starting together share one handle
+            if key not in self._indexes:
+                self._indexes[key] = Index.open(
+                    index_dir, chroma_url=chroma_url, create=False, embedders=self.embedder
+                )
+            return self._indexes[key]
+
+    def forget_index(self, context: Context) -> None:
+        """Drop the open index the context names, so that the next run opens it afresh.
+
+        Runs that still hold it keep using it: it is not closed here, and its connections close when the last
+        of them lets go of it.
+        """
+        with self._opening:
+            self._indexes.pop((context.index_dir, context.chroma_url), None)
+
+    # the models ------------------------------------------------------------------------------------------
+    def models(self, context: Context) -> tuple[Any, Any]:
+        """(judge, writer) for the context's model settings on the running event loop, built once."""
+        if self._models is not None:
+            return self._models
+        check_settings(context)
+        from citewise.models import models_for
+
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        key = (
+            id(loop),
+            context.model,
+            context.judge,
+            context.judge_temperature,
+            context.writer_temperature,
+            context.timeout_seconds,
+            context.max_retries,
+            context.max_concurrency,
+            context.structured_output,
+            context.llm_cache,
+        )
+        servers, caches = self.servers, self.caches
+        with self._lock:
+            for stale in [
+                k for k, (owner, _) in self._pairs.items() if owner is not None and owner.is_closed()
+            ]:
+                del self._pairs[stale]
+            if key not in self._pairs:
+                self._pairs[key] = (loop, models_for(context, servers=servers, caches=caches))
+            return self._pairs[key][1]
+
+    def reranker(self, context: Context) -> Reranker | None:
+        """The reranker of a run: Cohere's (context.rerank_model) with COHERE_API_KEY set, else None."""
+        if self._reranker is not _UNSET:
+            return self._reranker
+        from citewise.models import reranker
+
+        return reranker(context)
+
+    # the outline library ---------------------------------------------------------------------------------
+    def outline_centroids(self, embedder: Embedder, library: Sequence[OutlineType]) -> np.ndarray:
+        """One normalised mean example vector per type of `library`, computed once per library and model."""
+        from citewise.core.outlines import type_centroids
+
+        key = (embedder.name, tuple(library))
+        with self._lock:
+            kept = self._centroids.get(key)
+        if kept is not None:
+            return kept
+        centroids = type_centroids(embedder, key[1])
+        with self._lock:
+            if len(self._centroids) >= CENTROIDS_KEPT:
+                self._centroids.pop(next(iter(self._centroids)))
+            self._centroids[key] = centroids
+        return centroids
+
+
+def resources_of(context: Context) -> Resources:
+    """The resources of a run: the ones its Context carries, else new ones it keeps from now on."""
+    resources = context.resources
+    if resources is None:
+        with _attach:
+            if context.resources is None:
+                context.resources = Resources()
+            resources = context.resources
+    return resources
