@@ -676,11 +676,14 @@ def api(
         async with open_checkpointer(threads):
             pass
 
-    opened = _searchable(index, chroma_url, None, quiet=True)
+    resources = Resources()  # every request's index, models and embedder
+    opened = _searchable(index, chroma_url, None, quiet=True, resources=resources)
     _load_model_meanwhile(opened)
     opened.close()
     try:
-        context = run_context(index, chroma_url, model, judge_model, k, AnswerMode.answer)
+        context = run_context(
+            index, chroma_url, model, judge_model, k, AnswerMode.answer, resources=resources
+        )
         asyncio.run(reachable())
     except ValueError as error:
         raise _fail(str(error)) from error
