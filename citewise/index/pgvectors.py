@@ -266,6 +266,17 @@ class PgVectors:
             cursor = self.conn.execute(self._sql(SEARCH, k=sql.Literal(int(k))), {"query": query})
         return [(key, 1.0 - float(distance)) for key, distance in cursor.fetchall()]
 
+    def similarities(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity to a query vector of each given id the table holds (no index: by key)."""
+        if not ids:
+            return {}
+        query = QUERY[self.kind](np.asarray(vector, dtype=np.float32))
+        rows = self.conn.execute(
+            self._sql("SELECT id, embedding <=> %(query)b FROM {chunks} WHERE id = ANY(%(ids)s)"),
+            {"query": query, "ids": list(ids)},
+        )
+        return {key: 1.0 - float(distance) for key, distance in rows}
+
     def count(self) -> int:
         """How many chunks the table holds."""
         row = self.conn.execute(self._sql("SELECT count(*) FROM {chunks}")).fetchone()
