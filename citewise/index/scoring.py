@@ -33,6 +33,10 @@ from citewise.index.records import Hit
 
 SearchMode = Literal["hybrid", "bm25", "dense"]
 Fusion = Literal["minmax", "rrf"]
+PARAGRAPH_WEIGHT = 0.7
+"""The default share of a chunk's lexical score that comes from its paragraph's BM25."""
+PARAGRAPH_DENSE_WEIGHT = 0.5
+"""The default share of a chunk's dense score that comes from its paragraph's vector."""
 
 
 def check_search(k: int, mode: str, fusion: str) -> None:

@@ -57,6 +57,8 @@ from citewise.index.records import Hit as Hit
 from citewise.index.records import IndexOpenError as IndexOpenError
 from citewise.index.records import IndexStats as IndexStats
 from citewise.index.records import IngestReport as IngestReport
+from citewise.index.scoring import PARAGRAPH_DENSE_WEIGHT as PARAGRAPH_DENSE_WEIGHT
+from citewise.index.scoring import PARAGRAPH_WEIGHT as PARAGRAPH_WEIGHT
 from citewise.index.scoring import Candidates, blend_lexical, check_search, score_hits
 from citewise.index.scoring import Fusion as Fusion
 from citewise.index.scoring import SearchMode as SearchMode
@@ -69,8 +71,6 @@ logger = logging.getLogger(__name__)
 QUERY_CACHE = 512
 TEXT_CACHE = 4096
 """Texts embedded at answer time that are remembered (6 MB of vectors): see `Index.embed`."""
-PARAGRAPH_WEIGHT = 0.7
-PARAGRAPH_DENSE_WEIGHT = 0.5
 
 
 OLD_COLLECTION = "citewise_chunks"
