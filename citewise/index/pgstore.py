@@ -625,13 +625,7 @@ class PgStore:
 
     def stored_vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The given chunk ids that are stored, in the given order, and their vectors (as stored: halfvec)."""
-        rows = self.conn.execute(
-            sql.SQL("SELECT id, embedding::vector::real[] FROM {} WHERE id = ANY(%s)").format(
-                sql.Identifier(f"{self.prefix}_vectors_chunks")
-            ),
-            [list(ids)],
-        )
-        found = {key: vector for key, vector in rows}
+        found = self.vectors.vectors(ids)
         kept = [key for key in ids if key in found]
         matrix = np.zeros((len(kept), self.dim), dtype=np.float32)
         for n, key in enumerate(kept):
