@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, print_table, save
 
-from citewise.index.embeddings import default_embedder
+from citewise.index.embeddings import load_embedder
 from citewise.index.pgserver import serve
 from citewise.index.pgstore import PgStore
 
@@ -134,7 +134,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1, help="runs of each worker count, alternated")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    model = default_embedder().name  # the model new indexes embed with (int8 by default)
+    model = load_embedder().name  # the model new indexes embed with (int8 by default)
     work = Path(tempfile.mkdtemp(prefix="pgingest-"))
     work.chmod(0o755)  # the server runs as postgres when we are root: it must reach its folder
     files = write_files(args.corpus, args.documents, work / "files")

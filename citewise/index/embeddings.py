@@ -413,6 +413,46 @@ def _pooled(hidden: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
     return (mean / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
+class RememberedVectors:
+    """The vectors of recently embedded texts, the last `size` kept (the oldest goes first).
+
+    The model runs outside the lock, so that other runs' texts are looked up and embedded meanwhile.
+    """
+
+    def __init__(self, embedder: Embedder, size: int) -> None:
+        self.embedder = embedder
+        self.size = self.default_size = size
+        self._vectors: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    def vectors(self, texts: Sequence[str], *, keep_all: bool = False) -> np.ndarray:
+        """One row per text, embedding (in one batch) only those not remembered.
+
+        `keep_all` grows the size until every one of these texts is kept (a batch of queries to come).
+        """
+        with self._lock:
+            known = {text: self._vectors[text] for text in texts if text in self._vectors}
+        fresh = [text for text in dict.fromkeys(texts) if text not in known]
+        if fresh:
+            embedded = self.embedder.embed(fresh)
+            known.update(zip(fresh, embedded, strict=True))
+            with self._lock:
+                if keep_all:
+                    self.size = max(self.size, len(self._vectors) + len(fresh))
+                self._vectors.update(zip(fresh, embedded, strict=True))
+                while len(self._vectors) > self.size:
+                    self._vectors.pop(next(iter(self._vectors)))
+        if not texts:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([known[text] for text in texts])
+
+    def clear(self) -> None:
+        """Forget every vector, and any size `keep_all` grew to."""
+        with self._lock:
+            self._vectors.clear()
+            self.size = self.default_size
+
+
 def load_embedder(name: str | None = None) -> Embedder:
     """A new MiniLM embedder of that name (an index's), else of the configured precision.
 

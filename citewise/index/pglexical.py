@@ -411,6 +411,27 @@ class PgLexical:
         rows = self.conn.execute(statement, parameters)
         return [(key, -float(distance)) for key, distance in rows if distance is not None and distance < 0]
 
+    def scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
+        """bm25: the score for a query of each given chunk sharing a term with it, as `search` scores it.
+
+        What a search needs of chunks another retriever found: their BM25, though not in its top k. The
+        chunks are found by key (a chunk sharing no term has an inner product of 0 and is left out).
+        """
+        if self.method != "bm25":
+            raise ValueError("scores of given chunks: bm25 only")
+        counts = Counter(self.tokenize([query])[0])
+        if not counts or not ids:
+            return {}
+        statement = self._sql(
+            """WITH q AS ({query_vector})
+            SELECT c.id, c.weights <#> (SELECT vector FROM q) AS distance FROM {chunks} AS c
+            WHERE c.id = ANY(%(ids)s)""",
+            query_vector=self._query_vector(sql.Placeholder("terms"), sql.Placeholder("counts")),
+        )
+        parameters = {"terms": list(counts), "counts": list(counts.values()), "ids": list(ids)}
+        rows = self.conn.execute(statement, parameters)
+        return {key: -float(distance) for key, distance in rows if distance is not None and distance < 0}
+
     def _search_ts(self, query: str, k: int) -> list[tuple[str, float]]:
         if self.match == "all":
             statement = self._sql(

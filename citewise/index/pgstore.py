@@ -172,11 +172,21 @@ class PgStore:
             ``vector`` extension.
         prefix: The tables' name prefix: several stores may share a database.
         dim: The embedding model's dimension (the vector tables' column type).
+        conn: An open connection (autocommit) to read and write through instead of one of its own; the
+            caller closes it (`citewise.index.shared` lends pooled ones, one a search).
     """
 
-    def __init__(self, dsn: str, *, prefix: str = DEFAULT_PREFIX, dim: int = 384) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        dim: int = 384,
+        conn: psycopg.Connection | None = None,
+    ) -> None:
         self.dsn, self.prefix, self.dim = dsn, prefix, dim
-        self.conn = psycopg.connect(dsn, autocommit=True)
+        self._own = conn is None
+        self.conn = psycopg.connect(dsn, autocommit=True) if conn is None else conn
         self._claims: psycopg.Connection | None = None
         self._settings: Settings | None = None
         self._unfolded = 0  # commits since this store last folded the pending BM25 changes
@@ -184,7 +194,8 @@ class PgStore:
             self.vectors = PgVectors(self.conn, dim, prefix=f"{prefix}_vectors")
             self.paragraph_vectors = PgVectors(self.conn, dim, prefix=f"{prefix}_pvectors")
         except BaseException:
-            self.conn.close()
+            if self._own:
+                self.conn.close()
             raise
         self.lexical = PgLexical(self.conn, "bm25", prefix=f"{prefix}_lexical")
         self.paragraph_lexical = PgLexical(self.conn, "bm25", prefix=f"{prefix}_plexical")
@@ -199,10 +210,11 @@ class PgStore:
         return sql.SQL(template).format(**self._names, **extra)
 
     def close(self) -> None:
-        """Close the connections."""
+        """Close the connections (a connection given to it is the giver's to close)."""
         if self._claims is not None:
             self._claims.close()
-        self.conn.close()
+        if self._own:
+            self.conn.close()
 
     def __enter__(self) -> PgStore:
         return self
@@ -613,13 +625,7 @@ class PgStore:
 
     def stored_vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The given chunk ids that are stored, in the given order, and their vectors (as stored: halfvec)."""
-        rows = self.conn.execute(
-            sql.SQL("SELECT id, embedding::vector::real[] FROM {} WHERE id = ANY(%s)").format(
-                sql.Identifier(f"{self.prefix}_vectors_chunks")
-            ),
-            [list(ids)],
-        )
-        found = {key: vector for key, vector in rows}
+        found = self.vectors.vectors(ids)
         kept = [key for key in ids if key in found]
         matrix = np.zeros((len(kept), self.dim), dtype=np.float32)
         for n, key in enumerate(kept):
@@ -641,6 +647,43 @@ class PgStore:
     def bm25_paragraphs(self, query: str, k: int) -> list[tuple[str, float]]:
         """The k best paragraphs by BM25: (paragraph id, score), best first; only those sharing a term."""
         return self.paragraph_lexical.search(query, k)
+
+    def bm25_scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
+        """The BM25 of each given chunk that shares a term with the query (the others score 0)."""
+        return self.lexical.scores(query, ids)
+
+    def bm25_paragraph_scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
+        """The BM25 of each given paragraph that shares a term with the query (the others score 0)."""
+        return self.paragraph_lexical.scores(query, ids)
+
+    def paragraph_similarities(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity to a query vector of each given paragraph that has a vector."""
+        return self.paragraph_vectors.similarities(vector, ids)
+
+    def chunk_paragraphs(self, ids: Sequence[str]) -> dict[str, str]:
+        """The paragraph of each given chunk that is stored."""
+        statement = self._sql("SELECT id, paragraph_id FROM {chunks} WHERE id = ANY(%s)")
+        return dict(self.conn.execute(statement, [list(ids)]).fetchall())
+
+    def paragraph_chunks(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """The chunks of each given paragraph, in reading order (a paragraph without chunks is left out)."""
+        rows = self.conn.execute(
+            self._sql(
+                """SELECT c.paragraph_id, c.id FROM {paragraphs} AS p
+                JOIN {chunks} AS c ON c.doc_id = p.doc_id AND c.paragraph_id = p.id
+                WHERE p.id = ANY(%s) ORDER BY c.paragraph_id, c.seq"""
+            ),
+            [list(ids)],
+        )
+        members: dict[str, list[str]] = {}
+        for paragraph, chunk in rows:
+            members.setdefault(paragraph, []).append(chunk)
+        return members
+
+    def generation(self) -> int:
+        """How many work steps have committed (each ingest's write, or failure, is one): it only grows."""
+        row = self.conn.execute(self._sql("SELECT count(*) FROM {outcomes}")).fetchone()
+        return int(row[0]) if row else 0
 
     def counts(self) -> dict[str, int]:
         """Rows in each table: files, documents, paragraphs, bibliography, chunks, and the derived ones."""

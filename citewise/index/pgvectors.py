@@ -266,6 +266,30 @@ class PgVectors:
             cursor = self.conn.execute(self._sql(SEARCH, k=sql.Literal(int(k))), {"query": query})
         return [(key, 1.0 - float(distance)) for key, distance in cursor.fetchall()]
 
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vector of each given id the table holds, as float32.
+
+        Read in pgvector's binary form (dimension, 0, big-endian floats): a search's few hundred vectors
+        come five times faster than as text (``::real[]``), and the same to the last bit.
+        """
+        if not ids:
+            return {}
+        dtype = np.dtype(">f2" if self.kind == "halfvec" else ">f4")
+        with self.conn.cursor(binary=True) as cur:
+            cur.execute(self._sql("SELECT id, embedding FROM {chunks} WHERE id = ANY(%s)"), [list(ids)])
+            return {key: np.frombuffer(raw, dtype=dtype, offset=4).astype(np.float32) for key, raw in cur}
+
+    def similarities(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity to a query vector of each given id the table holds (no index: by key)."""
+        if not ids:
+            return {}
+        query = QUERY[self.kind](np.asarray(vector, dtype=np.float32))
+        rows = self.conn.execute(
+            self._sql("SELECT id, embedding <=> %(query)b FROM {chunks} WHERE id = ANY(%(ids)s)"),
+            {"query": query, "ids": list(ids)},
+        )
+        return {key: 1.0 - float(distance) for key, distance in rows}
+
     def count(self) -> int:
         """How many chunks the table holds."""
         row = self.conn.execute(self._sql("SELECT count(*) FROM {chunks}")).fetchone()

@@ -43,34 +43,34 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from citewise.index.chunking import ChunkingConfig, chunk_input
 from citewise.index.docstore import ChunkRecord, DocStore, DocumentRecord, ParagraphRecord
-from citewise.index.embeddings import MODEL_NAMES, Embedder, load_embedder
-from citewise.index.fusion import drop_redundant, rank, reciprocal_rank_fusion, weighted_fusion
+from citewise.index.embeddings import MODEL_NAMES, Embedder, RememberedVectors, load_embedder
 from citewise.index.ingest import Writing
 from citewise.index.lexical import LexicalIndex
-from citewise.index.paragraphs import ParagraphVectors
+from citewise.index.paragraphs import Paragraphs, ParagraphVectors
 from citewise.index.records import Hit as Hit
 from citewise.index.records import IndexOpenError as IndexOpenError
 from citewise.index.records import IndexStats as IndexStats
 from citewise.index.records import IngestReport as IngestReport
+from citewise.index.scoring import PARAGRAPH_DENSE_WEIGHT as PARAGRAPH_DENSE_WEIGHT
+from citewise.index.scoring import PARAGRAPH_WEIGHT as PARAGRAPH_WEIGHT
+from citewise.index.scoring import Candidates, blend_lexical, check_search, score_hits
+from citewise.index.scoring import Fusion as Fusion
+from citewise.index.scoring import SearchMode as SearchMode
 
 if TYPE_CHECKING:
     from citewise.index.vectors import VectorIndex
 
 logger = logging.getLogger(__name__)
 
-SearchMode = Literal["hybrid", "bm25", "dense"]
-Fusion = Literal["minmax", "rrf"]
 QUERY_CACHE = 512
 TEXT_CACHE = 4096
 """Texts embedded at answer time that are remembered (6 MB of vectors): see `Index.embed`."""
-PARAGRAPH_WEIGHT = 0.7
-PARAGRAPH_DENSE_WEIGHT = 0.5
 
 
 OLD_COLLECTION = "citewise_chunks"
@@ -113,47 +113,45 @@ class _Lexical:
         if paragraphs.size and paragraphs.max() > 0:
             paragraphs = paragraphs / paragraphs.max()
         paragraphs = np.append(paragraphs, np.float32(0.0))  # the score of an absent paragraph
-        return (1 - paragraph_weight) * own + paragraph_weight * paragraphs[self.parents()]
+        return blend_lexical(own, paragraphs[self.parents()], paragraph_weight)
 
 
-class _Remembered:
-    """The vectors of recently embedded texts, the last `size` kept (the oldest goes first).
+class _Pool:
+    """What `score_hits` reads of one local search's pool: the document store, and the scores computed."""
 
-    The model runs outside the lock, so that other runs' texts are looked up and embedded meanwhile.
-    """
+    def __init__(
+        self,
+        index: Index,
+        view: _Lexical,
+        query: str,
+        paragraph_weight: float,
+        lexical: np.ndarray | None,
+        paragraphs: Paragraphs | None,
+        paragraph_similarity: np.ndarray | None,
+    ) -> None:
+        self.index, self.view, self.query, self.paragraph_weight = index, view, query, paragraph_weight
+        self.lexical, self.paragraphs, self.paragraph_similarity = lexical, paragraphs, paragraph_similarity
 
-    def __init__(self, embedder: Embedder, size: int) -> None:
-        self.embedder = embedder
-        self.size = self.default_size = size
-        self._vectors: dict[str, np.ndarray] = {}
-        self._lock = threading.Lock()
+    def stored_vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The ids the document store holds, and their vectors (float32, as embedded)."""
+        return self.index.docstore.stored_vectors(ids, self.index.embedder.dim)
 
-    def vectors(self, texts: Sequence[str], *, keep_all: bool = False) -> np.ndarray:
-        """One row per text, embedding (in one batch) only those not remembered.
+    def lexical_scores(self, ids: Sequence[str]) -> list[float]:
+        """Each chunk's blended BM25 score, from the search's BM25 indexes (0 for one they do not hold)."""
+        if self.lexical is None:  # a dense search: scored now, for the hits' lexical score
+            self.lexical = self.view.scores(self.query, self.paragraph_weight)
+        scores, position = self.lexical, self.view.chunks.position
+        return [float(scores[position[i]]) if i in position and scores.size else 0.0 for i in ids]
 
-        `keep_all` grows the size until every one of these texts is kept (a batch of queries to come).
-        """
-        with self._lock:
-            known = {text: self._vectors[text] for text in texts if text in self._vectors}
-        fresh = [text for text in dict.fromkeys(texts) if text not in known]
-        if fresh:
-            embedded = self.embedder.embed(fresh)
-            known.update(zip(fresh, embedded, strict=True))
-            with self._lock:
-                if keep_all:
-                    self.size = max(self.size, len(self._vectors) + len(fresh))
-                self._vectors.update(zip(fresh, embedded, strict=True))
-                while len(self._vectors) > self.size:
-                    self._vectors.pop(next(iter(self._vectors)))
-        if not texts:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.stack([known[text] for text in texts])
+    def paragraph_similarities(self, ids: Sequence[str]) -> np.ndarray:
+        """The similarity to the query of each chunk's paragraph, from the paragraph vectors."""
+        if self.paragraphs is None or self.paragraph_similarity is None:
+            return np.zeros(len(ids), dtype=np.float32)
+        return self.paragraphs.of_chunks(ids, self.paragraph_similarity)
 
-    def clear(self) -> None:
-        """Forget every vector, and any size `keep_all` grew to."""
-        with self._lock:
-            self._vectors.clear()
-            self.size = self.default_size
+    def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
+        """The stored chunks' records."""
+        return self.index.docstore.chunks(ids)
 
 
 class Index(Writing):
@@ -182,8 +180,8 @@ class Index(Writing):
         self.embedder = embedder
         self.chunking = chunking
         self._chroma_key = f"chroma_generation:{chroma_url or 'embedded'}"
-        self._queries = _Remembered(embedder, QUERY_CACHE)
-        self._texts = _Remembered(embedder, TEXT_CACHE)
+        self._queries = RememberedVectors(embedder, QUERY_CACHE)
+        self._texts = RememberedVectors(embedder, TEXT_CACHE)
 
     @property
     def vectors(self) -> VectorIndex:
@@ -510,12 +508,7 @@ class Index(Writing):
                 from its paragraph's vector; the chunks of the `candidates` paragraphs nearest the query join
                 the dense candidates (0 = the chunk's own vector only).
         """
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}")
-        if mode not in ("hybrid", "bm25", "dense"):
-            raise ValueError(f"mode must be hybrid, bm25 or dense, got {mode!r}")
-        if fusion not in ("minmax", "rrf"):
-            raise ValueError(f"fusion must be minmax or rrf, got {fusion!r}")
+        check_search(k, mode, fusion)
         if not query.strip():
             return []
         depth = max(candidates, k)
@@ -542,45 +535,19 @@ class Index(Writing):
             paragraph_similarity = paragraphs.similarities(query_vector)
             if mode != "bm25":
                 widened = paragraphs.top_chunks(paragraph_similarity, depth)
-        pool = list(dict.fromkeys([i for i, _ in lexical] + [i for i, _ in semantic] + widened))
-        # chunks deleted since a store was loaded (or by a writer ahead of its Chroma and BM25) drop out here
-        pool, vectors = self.docstore.stored_vectors(pool, self.embedder.dim)
-        if not pool:
-            return []
-        stored = set(pool)
-        lexical = [(i, score) for i, score in lexical if i in stored]
-        semantic = [(i, score) for i, score in semantic if i in stored]
-        widened = [i for i in widened if i in stored]
-        own_dense = vectors @ query_vector
-        if paragraphs is not None and paragraph_similarity is not None:
-            own_dense = (1 - paragraph_dense_weight) * own_dense + paragraph_dense_weight * (
-                paragraphs.of_chunks(pool, paragraph_similarity)
-            )
-        dense = dict(zip(pool, own_dense.tolist(), strict=True))
-        if lexical_all is None:
-            lexical_all = view.scores(query, paragraph_weight)
-        position = view.chunks.position
-        bm25 = {
-            i: float(lexical_all[position[i]]) if i in position and lexical_all.size else 0.0 for i in pool
-        }
-        if mode == "bm25":
-            fused = dict(lexical)
-        elif mode == "dense":
-            fused = {i: dense[i] for i in dict.fromkeys([i for i, _ in semantic] + widened)}
-        elif fusion == "rrf":
-            semantic_order = rank({i: dense[i] for i in dict.fromkeys([i for i, _ in semantic] + widened)})
-            fused = reciprocal_rank_fusion([[i for i, _ in lexical], semantic_order[:depth]])
-        else:
-            fused = weighted_fusion(bm25, dense, alpha)
-        order = rank(fused)
-        in_pool = {chunk_id: i for i, chunk_id in enumerate(pool)}
-        order = drop_redundant(order, vectors[[in_pool[i] for i in order]], redundancy, limit=k)
-        records = self.docstore.chunks(order)
-        order = [chunk_id for chunk_id in order if chunk_id in records]  # deleted a moment ago
-        return [
-            _hit(records[chunk_id], bm25[chunk_id], dense[chunk_id], fused[chunk_id], n)
-            for n, chunk_id in enumerate(order, start=1)
-        ]
+        reader = _Pool(self, view, query, paragraph_weight, lexical_all, paragraphs, paragraph_similarity)
+        return score_hits(
+            query_vector,
+            Candidates(lexical, semantic, widened),
+            reader,
+            k=k,
+            depth=depth,
+            mode=mode,
+            fusion=fusion,
+            alpha=alpha,
+            redundancy=redundancy,
+            paragraph_dense_weight=paragraph_dense_weight,
+        )
 
     def prepare_queries(self, queries: Sequence[str]) -> None:
         """Embed many queries in one batch ahead of searching them (evaluation), keeping them all cached."""
@@ -645,21 +612,6 @@ class Index(Writing):
         from citewise.index.retriever import IndexRetriever
 
         return IndexRetriever(index=self, search_kwargs=search_kwargs)
-
-
-def _hit(record: ChunkRecord, bm25: float, dense: float, score: float, n: int) -> Hit:
-    return Hit(
-        chunk_id=record.id,
-        doc_id=record.doc_id,
-        paragraph_id=record.paragraph_id,
-        title=record.title,
-        section=record.section,
-        text=record.text,
-        bm25=bm25,
-        dense=dense,
-        score=score,
-        rank=n,
-    )
 
 
 def _settle(docstore: DocStore, key: str, asked: Any, kind: type) -> Any:

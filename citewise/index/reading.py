@@ -1,0 +1,81 @@
+"""The reading API both index tiers give: what the layers above an index (graph, CLI, evaluation) may ask.
+
+`citewise.index.Index` (the local tier: SQLite, Chroma, bm25s under one directory) and
+`citewise.index.shared.SharedIndex` (the shared tier: one PostgreSQL database) both satisfy `SearchIndex`,
+so code that only reads takes either. Writing is each tier's own: `Index.ingest` under the directory's
+write lock, the shared tier's queue and workers (`citewise.index.pgworker`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord
+from citewise.index.embeddings import Embedder
+from citewise.index.records import Hit, IndexStats
+from citewise.index.scoring import Fusion, SearchMode
+
+
+class SearchIndex(Protocol):
+    """A searchable, readable index of either tier; safe to use from several threads at once.
+
+    Attributes:
+        embedder: the index's embedding model (queries and answer-time texts are embedded with it).
+    """
+
+    embedder: Embedder
+
+    def search(
+        self,
+        query: str,
+        k: int = ...,
+        mode: SearchMode = ...,
+        *,
+        alpha: float = ...,
+        fusion: Fusion = ...,
+        candidates: int = ...,
+        redundancy: float = ...,
+        paragraph_weight: float = ...,
+        paragraph_dense_weight: float = ...,
+    ) -> list[Hit]:
+        """The top-k chunks for a query (`citewise.index.scoring` ranks them, in both tiers alike)."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The vectors of texts read at answer time, with the index's model (recent ones remembered)."""
+        ...
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        """A stored document's title, file and metadata."""
+        ...
+
+    def paragraph(self, paragraph_id: str) -> ParagraphRecord | None:
+        """One stored paragraph."""
+        ...
+
+    def paragraphs(self, doc_id: str) -> list[ParagraphRecord]:
+        """A stored document's paragraphs in order."""
+        ...
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
+        """Stored chunks by id."""
+        ...
+
+    def bibliography(self, doc_id: str) -> dict[str, str]:
+        """A stored document's reference list."""
+        ...
+
+    def stats(self) -> IndexStats:
+        """How much each store holds."""
+        ...
+
+    def refresh(self) -> None:
+        """See what writers committed since the last look (searches do it themselves)."""
+        ...
+
+    def close(self) -> None:
+        """Release the index's files or connections."""
+        ...

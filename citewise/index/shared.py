@@ -1,0 +1,340 @@
+"""The shared tier's reading side: search and read a `PgStore` in PostgreSQL as `Index` does its directory.
+
+`SharedIndex` answers `search` with the same hits the local tier gives for the same documents: it asks the
+store for the candidates (BM25 top of chunks and of paragraphs, HNSW top of chunks and of paragraphs) and
+ranks them with `citewise.index.scoring.score_hits`, the function `Index.search` ends in, so the two tiers
+differ only where their stores do:
+
+- Dense search is HNSW in pgvector (the local tier searches its up to 50,000 chunks exactly) and vectors are
+  stored as halfvec (a cosine within 1e-4 of float32's, `citewise.index.pgvectors`): near-ties may swap.
+- A chunk's lexical score mixes its BM25 with its paragraph's, each divided by the query's best
+  (`blend_lexical`). The local tier scores every chunk; here the best `depth` are found by Fagin's
+  threshold algorithm over the two BM25 rankings: the top n chunks and top n paragraphs are read, every
+  chunk of those paragraphs is scored too, and the list is final once its last score is at least what a
+  chunk outside both tops can reach (``(1 - w) * chunk_n + w * paragraph_n``); otherwise n grows fourfold.
+  Equal scores are ordered by chunk id (the local tier: by position in its BM25 index).
+
+Every search reads one snapshot (a read-only REPEATABLE READ transaction), so a worker committing meanwhile
+cannot make its candidates and their records disagree; the next search sees the commit (no reopen, no
+refresh: `refresh` does nothing). Connections come from a `psycopg_pool.ConnectionPool`, one a call, so
+threads search at once; each pooled connection keeps its `PgStore` (the vector types' adapters are
+registered once per connection).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord
+from citewise.index.embeddings import Embedder, RememberedVectors, load_embedder
+from citewise.index.pgstore import DEFAULT_PREFIX, PgStore
+from citewise.index.records import Hit, IndexOpenError, IndexStats
+from citewise.index.scoring import (
+    PARAGRAPH_DENSE_WEIGHT,
+    PARAGRAPH_WEIGHT,
+    Candidates,
+    Fusion,
+    SearchMode,
+    blend_lexical,
+    check_search,
+    score_hits,
+)
+from citewise.index.store import QUERY_CACHE, TEXT_CACHE
+
+CONNECTIONS = 8
+"""Connections a `SharedIndex` opens at most (searches beyond that many at once wait for one)."""
+GROWTH = 4
+"""How much the threshold algorithm widens the BM25 tops when they do not settle the lexical list."""
+
+
+class _Lexical:
+    """One search's lexical scores, read from the store as needed and remembered (see the module).
+
+    Scores are divided by the query's best chunk and best paragraph BM25, as the local tier's are.
+    """
+
+    def __init__(self, store: PgStore, query: str, weight: float) -> None:
+        self.store, self.query, self.weight = store, query, weight
+        self.own: dict[str, float] = {}  # chunk -> its BM25 / the best (0 when it shares no term)
+        self.paragraph: dict[str, float] = {}  # paragraph -> its BM25 / the best
+        self.parent: dict[str, str] = {}  # chunk -> its paragraph
+        self._best: tuple[float, float] | None = None
+
+    def best(self) -> tuple[float, float]:
+        """The query's best chunk BM25 and best paragraph BM25 (0 when nothing shares a term)."""
+        if self._best is None:
+            chunk = self.store.bm25(self.query, 1)
+            paragraph = self.store.bm25_paragraphs(self.query, 1) if self.weight > 0 else []
+            self._best = (chunk[0][1] if chunk else 0.0, paragraph[0][1] if paragraph else 0.0)
+        return self._best
+
+    def top(self, depth: int) -> list[tuple[str, float]]:
+        """The `depth` best chunks by lexical score (above 0), best first, ties by chunk id."""
+        size = depth
+        while True:
+            chunks = self.store.bm25(self.query, size)
+            if not chunks:
+                return []
+            best_chunk, best_paragraph = chunks[0][1], 0.0
+            self.own.update((i, score / best_chunk) for i, score in chunks)
+            floor = (
+                chunks[-1][1] / best_chunk if len(chunks) == size else 0.0
+            )  # the best a chunk left out has
+            pool = [i for i, _ in chunks]
+            if self.weight > 0:
+                paragraphs = self.store.bm25_paragraphs(self.query, size)
+                best_paragraph = paragraphs[0][1] if paragraphs else 0.0
+                self.paragraph.update((p, score / best_paragraph) for p, score in paragraphs)
+                members = self.store.paragraph_chunks([p for p, _ in paragraphs])
+                for p, chunk_ids in members.items():
+                    self.parent.update((c, p) for c in chunk_ids)
+                    pool.extend(chunk_ids)
+                paragraph_floor = paragraphs[-1][1] / best_paragraph if len(paragraphs) == size else 0.0
+                floor = float(blend_lexical(np.float64(floor), np.float64(paragraph_floor), self.weight))
+            self._best = (best_chunk, best_paragraph)
+            pool = list(dict.fromkeys(pool))
+            ranked = sorted(
+                ((i, s) for i, s in zip(pool, self.scores(pool), strict=True) if s > 0),
+                key=lambda pair: (-pair[1], pair[0]),
+            )[:depth]
+            if floor <= 0 or (len(ranked) == depth and ranked[-1][1] >= floor):
+                return ranked
+            size *= GROWTH
+
+    def scores(self, ids: Sequence[str]) -> list[float]:
+        """Each chunk's lexical score (0 when neither it nor its paragraph shares a term with the query)."""
+        best_chunk, best_paragraph = self.best()
+        unknown = [i for i in ids if i not in self.own]
+        if unknown and best_chunk > 0:
+            found = self.store.bm25_scores(self.query, unknown)
+            self.own.update((i, found.get(i, 0.0) / best_chunk) for i in unknown)
+        own = np.array([self.own.get(i, 0.0) for i in ids], dtype=np.float64)
+        if self.weight <= 0:
+            return own.tolist()
+        orphans = [i for i in ids if i not in self.parent]
+        if orphans:
+            self.parent.update(self.store.chunk_paragraphs(orphans))
+        unscored = list(dict.fromkeys(self.parent[i] for i in ids if i in self.parent))
+        unscored = [p for p in unscored if p not in self.paragraph]
+        if unscored and best_paragraph > 0:
+            found = self.store.bm25_paragraph_scores(self.query, unscored)
+            self.paragraph.update((p, found.get(p, 0.0) / best_paragraph) for p in unscored)
+        paragraph = np.array([self.paragraph.get(self.parent.get(i, ""), 0.0) for i in ids], dtype=np.float64)
+        return blend_lexical(own, paragraph, self.weight).tolist()
+
+
+class _Pool:
+    """What `score_hits` reads of one shared search's pool, from the search's snapshot."""
+
+    def __init__(self, store: PgStore, query_vector: np.ndarray, lexical: _Lexical) -> None:
+        self.store, self.query_vector, self.lexical = store, query_vector, lexical
+
+    def stored_vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The stored ids and their vectors (halfvec, widened to float32)."""
+        return self.store.stored_vectors(ids)
+
+    def lexical_scores(self, ids: Sequence[str]) -> list[float]:
+        """Each chunk's lexical score."""
+        return self.lexical.scores(ids)
+
+    def paragraph_similarities(self, ids: Sequence[str]) -> np.ndarray:
+        """The similarity to the query of each chunk's paragraph (0 where it has no vector)."""
+        orphans = [i for i in ids if i not in self.lexical.parent]
+        if orphans:
+            self.lexical.parent.update(self.store.chunk_paragraphs(orphans))
+        parents = [self.lexical.parent.get(i, "") for i in ids]
+        found = self.store.paragraph_similarities(self.query_vector, list(set(parents) - {""}))
+        return np.array([found.get(p, 0.0) for p in parents], dtype=np.float32)
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
+        """The stored chunks' records."""
+        return self.store.chunks(ids)
+
+
+class SharedIndex:
+    """A read and search handle on a shared store (`PgStore`): `Index`'s reading API, over PostgreSQL.
+
+    Args:
+        dsn: The store's database (``postgresql://user@host:port/database``).
+        prefix: The store's table prefix.
+        embedder: The store's embedding model (loaded by the name the store records when None).
+        connections: Connections opened at most (`CONNECTIONS`).
+
+    Raises:
+        IndexOpenError: there is no store with this prefix, or `embedder` is another model than its.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        embedder: Embedder | None = None,
+        connections: int = CONNECTIONS,
+    ) -> None:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            settings = PgStore(dsn, prefix=prefix, conn=conn).settings()
+        if embedder is None:
+            try:
+                embedder = load_embedder(settings.model)
+            except ValueError as error:
+                raise IndexOpenError(str(error)) from error
+        if embedder.name != settings.model:
+            raise IndexOpenError(
+                f"the shared store {prefix!r} was made with embedding model {settings.model!r}, not "
+                f"{embedder.name!r}: its questions must be embedded with its model"
+            )
+        self.dsn, self.prefix, self.embedder, self.settings = dsn, prefix, embedder, settings
+        self._stores: weakref.WeakKeyDictionary[psycopg.Connection, PgStore] = weakref.WeakKeyDictionary()
+        self._pool = ConnectionPool(
+            dsn, min_size=1, max_size=max(connections, 1), kwargs={"autocommit": True}, open=True
+        )
+        self._queries = RememberedVectors(embedder, QUERY_CACHE)
+        self._texts = RememberedVectors(embedder, TEXT_CACHE)
+
+    @classmethod
+    def open(cls, dsn: str, **options: Any) -> SharedIndex:
+        """Open the store at `dsn` (`SharedIndex`'s arguments)."""
+        return cls(dsn, **options)
+
+    def close(self) -> None:
+        """Close every connection (only once no run uses this index any more)."""
+        self._pool.close()
+
+    def __enter__(self) -> SharedIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _store(self, snapshot: bool = False) -> Iterator[PgStore]:
+        """A pooled connection's store; with `snapshot`, inside one read-only repeatable-read transaction."""
+        with self._pool.connection() as conn:
+            store = self._stores.get(conn)
+            if store is None:
+                store = self._stores[conn] = PgStore(
+                    self.dsn, prefix=self.prefix, dim=self.settings.dim, conn=conn
+                )
+            if not snapshot:
+                yield store
+                return
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield store
+
+    # reading --------------------------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        mode: SearchMode = "hybrid",
+        *,
+        alpha: float = 0.5,
+        fusion: Fusion = "minmax",
+        candidates: int = 100,
+        redundancy: float = 0.9,
+        paragraph_weight: float = PARAGRAPH_WEIGHT,
+        paragraph_dense_weight: float = PARAGRAPH_DENSE_WEIGHT,
+    ) -> list[Hit]:
+        """Return the top-k chunks for `query`; the arguments are `Index.search`'s, and mean the same."""
+        check_search(k, mode, fusion)
+        if not query.strip():
+            return []
+        depth = max(candidates, k)
+        query_vector = self._queries.vectors([query])[0]
+        with self._store(snapshot=True) as store:
+            lexical = _Lexical(store, query, paragraph_weight)
+            top = lexical.top(depth) if mode != "dense" else []
+            semantic = store.dense(query_vector, depth) if mode != "bm25" else []
+            widened: list[str] = []
+            if mode != "bm25" and paragraph_dense_weight > 0:
+                nearest = [p for p, _ in store.dense_paragraphs(query_vector, depth)]
+                members = store.paragraph_chunks(nearest)
+                for p in nearest:
+                    widened.extend(members.get(p, [])[: depth - len(widened)])
+                    lexical.parent.update((c, p) for c in members.get(p, []))
+                    if len(widened) >= depth:
+                        break
+            return score_hits(
+                query_vector,
+                Candidates(top, semantic, widened),
+                _Pool(store, query_vector, lexical),
+                k=k,
+                depth=depth,
+                mode=mode,
+                fusion=fusion,
+                alpha=alpha,
+                redundancy=redundancy,
+                paragraph_dense_weight=paragraph_dense_weight,
+            )
+
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        """Embed many queries in one batch ahead of searching them (evaluation), keeping them all cached."""
+        self._queries.vectors(queries, keep_all=True)
+
+    def forget_queries(self) -> None:
+        """Drop remembered query embeddings (so a timing includes the model pass)."""
+        self._queries.clear()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The vectors of texts read at answer time (`Index.embed`), the last `TEXT_CACHE` remembered."""
+        return self._texts.vectors(texts)
+
+    def refresh(self) -> None:
+        """Nothing to do: every search reads what is committed when it starts."""
+
+    def stats(self) -> IndexStats:
+        """Rows in the store's tables; chunks, vectors and BM25 rows agree once each write committed."""
+        with self._store(snapshot=True) as store:
+            counts = store.counts()
+            generation = store.generation()
+        return IndexStats(
+            files=counts["files"],
+            documents=counts["documents"],
+            paragraphs=counts["paragraphs"],
+            bibliography=counts["bibliography"],
+            chunks_sqlite=counts["chunks"],
+            chunks_chroma=counts["chunk_vectors"],
+            chunks_bm25=counts["chunks_bm25"],
+            paragraphs_bm25=counts["paragraphs_bm25"],
+            generation=generation,
+        )
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        """A stored document's title, file and metadata."""
+        with self._store() as store:
+            return store.document(doc_id)
+
+    def paragraphs(self, doc_id: str) -> list[ParagraphRecord]:
+        """A stored document's paragraphs in order."""
+        with self._store() as store:
+            return store.paragraphs(doc_id)
+
+    def paragraph(self, paragraph_id: str) -> ParagraphRecord | None:
+        """One stored paragraph."""
+        with self._store() as store:
+            return store.paragraph(paragraph_id)
+
+    def bibliography(self, doc_id: str) -> dict[str, str]:
+        """A stored document's reference list."""
+        with self._store() as store:
+            return store.bibliography(doc_id)
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
+        """Stored chunks by id."""
+        with self._store() as store:
+            return store.chunks(ids)
+
+    def as_retriever(self, **search_kwargs: Any) -> Any:
+        """A LangChain retriever over this index's hybrid search."""
+        from citewise.index.retriever import IndexRetriever
+
+        return IndexRetriever(index=self, search_kwargs=search_kwargs)
