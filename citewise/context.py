@@ -51,6 +51,13 @@ class Context:
         default_factory=lambda: _env("CITEWISE_CHROMA_URL"),
         metadata={"description": "A Chroma server URL; empty for the embedded store."},
     )
+    store: str | None = field(
+        default_factory=lambda: _env("CITEWISE_STORE"),
+        metadata={
+            "description": "A postgresql:// URL of a shared store (several servers answer from it); empty: "
+            "the local index in index_dir."
+        },
+    )
 
     # models ---------------------------------------------------------------------------------------------
     model: str | None = field(

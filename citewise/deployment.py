@@ -1,11 +1,11 @@
 """Deployment settings: what the server's operator decides and no client's run may change.
 
 A served graph (`langgraph dev` / `langgraph up` with this repository's langgraph.json, which sets
-`CITEWISE_SERVED=1`) takes the index directory, the Chroma URL and the LLM cache path from its own
-environment only: a run whose Context names others is refused, so that no client can point the server at a
-path or a store of its choosing. The index graph reads files only under `CITEWISE_DATA_ROOT` when one is set
-(and always when served), symlinks that lead out of it included. In-process use (the CLI, Python) is not
-served: its Context is the caller's own.
+`CITEWISE_SERVED=1`) takes the index directory, the Chroma URL, the shared store and the LLM cache path from
+its own environment only: a run whose Context names others is refused, so that no client can point the
+server at a path or a store of its choosing. The index graph reads files only under `CITEWISE_DATA_ROOT` when
+one is set (and always when served), symlinks that lead out of it included. In-process use (the CLI, Python)
+is not served: its Context is the caller's own.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ DEFAULT_INDEX_DIR = ".citewise/index"
 SETTINGS: dict[str, tuple[str, str | None]] = {
     "index_dir": ("CITEWISE_INDEX", DEFAULT_INDEX_DIR),
     "chroma_url": ("CITEWISE_CHROMA_URL", None),
+    "store": ("CITEWISE_STORE", None),
     "llm_cache": ("CITEWISE_LLM_CACHE", None),
 }
 """Context fields that are deployment settings: the environment variable each comes from, and its default."""

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -58,6 +58,16 @@ ChromaOption = Annotated[
     str | None,
     typer.Option(
         "--chroma-url", envvar="CITEWISE_CHROMA_URL", help="Use a Chroma server, e.g. http://127.0.0.1:8000."
+    ),
+]
+
+
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        envvar="CITEWISE_STORE",
+        help="A postgresql:// URL: the shared store (several servers answer from it) instead of --index.",
     ),
 ]
 
@@ -208,6 +218,19 @@ def _searchable(
     return opened
 
 
+def _shared(store: str, resources: Resources) -> None:
+    """Open the shared store through the run's resources (its model loads meanwhile); empty is an error."""
+    from citewise.index import IndexOpenError
+
+    try:
+        opened = resources.open_store(store)
+    except (IndexOpenError, ValueError) as error:
+        raise _fail(str(error)) from error
+    if opened.stats().chunks_sqlite == 0:
+        raise _fail("the shared store is empty: add documents with `citewise ingest PATH --store URL`", 1)
+    threading.Thread(target=opened.embedder.embed, args=(["citewise"],), daemon=True).start()
+
+
 def _load_model_meanwhile(index: Index) -> None:
     """Load the index's embedding model in a thread while the graph's modules import (0.2 s of a cold ask).
 
@@ -222,6 +245,7 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx .jsonl).")],
     index: IndexOption = DEFAULT_INDEX,
     chroma_url: ChromaOption = None,
+    store: StoreOption = None,
     threshold: Annotated[
         float | None, typer.Option(help="Semantic chunking: cosine drop that starts a chunk (default: 0.8).")
     ] = None,
@@ -279,10 +303,51 @@ def ingest(
         for path in paths:
             typer.secho(f"skipped {path}: no such file or directory", err=True, fg=typer.colors.YELLOW)
         raise _fail("nothing was ingested", code=1)
+    if store:
+        _ingest_shared(store, paths, chunking, quiet)
+        return
     with _open(index, chroma_url, chunking) as opened:
         report = ingest_paths(opened, paths, quiet, tags=[t.strip() for t in tag or [] if t.strip()])
     nothing_done = not report.documents_added and not report.unchanged_files and not report.documents_removed
     if report.skipped and nothing_done:
+        raise _fail("nothing was ingested", code=1)
+
+
+def _ingest_shared(store: str, paths: list[Path], chunking: Any, quiet: bool) -> None:
+    """Queue the files in the shared store and ingest them here, as one worker of any (`pgworker`).
+
+    The store is made at its first ingest, with the embedding model and chunking given; other workers
+    (`python -m citewise.index.pgworker --store URL`) may take files from the same queue meanwhile.
+    """
+    import psycopg
+
+    from citewise.index import IndexOpenError
+    from citewise.index.embeddings import load_embedder
+    from citewise.index.pgstore import PgStore
+    from citewise.index.pgworker import run as run_worker
+    from citewise.index.pgworker import store_embedder
+
+    try:
+        with psycopg.connect(store, autocommit=True, connect_timeout=10) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")  # once per database
+        with PgStore(store) as shared:
+            shared.create(load_embedder().name, chunking)
+            queued = shared.enqueue(paths)
+            outcomes = run_worker(shared, store_embedder(shared, threads=None))
+    except (IndexOpenError, ValueError, psycopg.Error) as error:
+        first = (str(error).splitlines() or [type(error).__name__])[0]
+        raise _fail(f"shared store: {first}") from error
+    failed = [o for o in outcomes if o.state == "failed"]
+    for outcome in failed:
+        typer.secho(f"skipped {outcome.path}: {outcome.error}", err=True, fg=typer.colors.YELLOW)
+    if not quiet:
+        documents, chunks = sum(o.documents for o in outcomes), sum(o.chunks for o in outcomes)
+        typer.echo(
+            f"ingest (shared store): {queued} files queued, {len(outcomes)} taken here "
+            f"({len(failed)} failed); documents +{documents}; chunks +{chunks}",
+            err=True,
+        )
+    if outcomes and len(failed) == len(outcomes):
         raise _fail("nothing was ingested", code=1)
 
 
@@ -410,6 +475,7 @@ def ask(
     ] = 0.5,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     chroma_url: ChromaOption = None,
+    store: StoreOption = None,
     profile: ProfileOption = "auto",
     budget_seconds: BudgetOption = None,
 ) -> None:
@@ -421,14 +487,19 @@ def ask(
     except BadQuestion as error:
         raise _fail(str(error)) from error
     resources = Resources()  # this command's index, models and embedder, handed to the graph in the Context
-    opened = _searchable(index, chroma_url, docs, quiet=as_json, resources=resources)
-    _load_model_meanwhile(opened)
-    opened.close()
+    if store:
+        if docs:
+            raise _fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
+        _shared(store, resources)
+    else:
+        opened = _searchable(index, chroma_url, docs, quiet=as_json, resources=resources)
+        _load_model_meanwhile(opened)
+        opened.close()
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, approve_outline=approve,
             trusted=list(trusted or []), beta=beta, profile=profile, budget_seconds=budget_seconds,
-            resources=resources,
+            resources=resources, store=store,
         )  # fmt: skip
         with _quiet("citewise.nodes.failed"):  # the failure is reported below, once
             result = run_question(question, context)
@@ -514,6 +585,7 @@ def chat(
     judge_model: JudgeOption = None,
     k: KOption = 10,
     chroma_url: ChromaOption = None,
+    store: StoreOption = None,
     profile: ProfileOption = "auto",
     budget_seconds: BudgetOption = None,
 ) -> None:
@@ -521,13 +593,16 @@ def chat(
     from citewise.app.chat import run_chat
 
     resources = Resources()  # every turn's index, models and embedder
-    opened = _searchable(index, chroma_url, None, quiet=True, resources=resources)
-    _load_model_meanwhile(opened)
-    opened.close()
+    if store:
+        _shared(store, resources)
+    else:
+        opened = _searchable(index, chroma_url, None, quiet=True, resources=resources)
+        _load_model_meanwhile(opened)
+        opened.close()
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds,
-            resources=resources,
+            resources=resources, store=store,
         )  # fmt: skip
         code = run_chat(context, threads=threads, thread_id=thread)
     except ValueError as error:
@@ -663,6 +738,7 @@ def api(
     judge_model: JudgeOption = None,
     k: KOption = 10,
     chroma_url: ChromaOption = None,
+    store: StoreOption = None,
 ) -> None:
     """Serve the JSON API of one replica: replicas sharing --threads continue each other's threads."""
     import asyncio
@@ -677,12 +753,15 @@ def api(
             pass
 
     resources = Resources()  # every request's index, models and embedder
-    opened = _searchable(index, chroma_url, None, quiet=True, resources=resources)
-    _load_model_meanwhile(opened)
-    opened.close()
+    if store:
+        _shared(store, resources)
+    else:
+        opened = _searchable(index, chroma_url, None, quiet=True, resources=resources)
+        _load_model_meanwhile(opened)
+        opened.close()
     try:
         context = run_context(
-            index, chroma_url, model, judge_model, k, AnswerMode.answer, resources=resources
+            index, chroma_url, model, judge_model, k, AnswerMode.answer, resources=resources, store=store
         )
         asyncio.run(reachable())
     except ValueError as error:

@@ -38,9 +38,8 @@ WEIGHT = 0.5
 
 def term_weights(index: Index, question: str) -> dict[str, float]:
     """The question's distinct stemmed terms with their idf over the index's paragraphs."""
-    lexical = index.paragraph_lexical
-    terms = list(dict.fromkeys(lexical.tokenize([question])[0]))
-    return dict(zip(terms, lexical.idf(terms), strict=True))
+    terms = list(dict.fromkeys(index.tokens([question])[0]))
+    return dict(zip(terms, index.idf(terms), strict=True))
 
 
 def coverage(weights: dict[str, float], tokens: set[str]) -> float:
@@ -69,7 +68,7 @@ def sentence_signals(
     own = vectors[len(asked) : len(asked) + len(ids)] @ vectors[0]
     cosines = vectors[len(asked) + len(ids) :] @ vectors[: len(asked)].T
     weights = [term_weights(index, text) for text in asked]
-    tokens = [set(t) for t in index.paragraph_lexical.tokenize(flat)]
+    tokens = [set(t) for t in index.tokens(flat)]
     spans: list[range] = []
     for sentence_list in split:
         start = spans[-1].stop if spans else 0

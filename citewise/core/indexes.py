@@ -12,11 +12,13 @@ from typing import Any
 
 from citewise.context import Context
 from citewise.core.resources import resources_of
-from citewise.index import Index
+from citewise.index.reading import SearchIndex
 
 
-async def open_index(context: Context) -> Index:
-    """The index the context names, from the run's resources (opened at their first use, off the event loop).
+async def open_index(context: Context) -> SearchIndex:
+    """The index the context names (a shared store when it names one), from the run's resources.
+
+    Opened at their first use, off the event loop.
 
     Raises:
         DeploymentError: a served run names another index or store than the server's.

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from citewise.core.outlines import OutlineType
     from citewise.index import Index
     from citewise.index.embeddings import Embedder
+    from citewise.index.reading import SearchIndex
     from citewise.models import LLM, Reranker, ResponseCaches, Servers
 
 _UNSET: Any = object()
@@ -68,7 +69,7 @@ class Resources:
         self._models = models
         self._reranker = reranker
         self._embedders: dict[str, Embedder] = {embedder.name: embedder} if embedder is not None else {}
-        self._indexes: dict[tuple[str, str | None], Index] = {}
+        self._indexes: dict[tuple[str, str | None], SearchIndex] = {}
         self._pairs: dict[tuple[Any, ...], tuple[asyncio.AbstractEventLoop | None, tuple[Any, Any]]] = {}
         self._centroids: dict[tuple[str, tuple[OutlineType, ...]], np.ndarray] = {}
         self._lock = threading.Lock()
@@ -117,7 +118,7 @@ class Resources:
             return self._embedders.setdefault(made.name, made)
 
     # the index -------------------------------------------------------------------------------------------
-    async def index(self, context: Context) -> Index:
+    async def index(self, context: Context) -> SearchIndex:
         """The index the context names, opened once, off the event loop (opening syncs the stores).
 
         Raises:
@@ -126,7 +127,23 @@ class Resources:
         check_settings(context)
         if self._index is not None:
             return self._index
+        if context.store:
+            return await asyncio.to_thread(self.open_store, context.store)
         return await asyncio.to_thread(self.open_index, context.index_dir, context.chroma_url)
+
+    def open_store(self, url: str) -> SearchIndex:
+        """The shared store at `url` (the shared tier, `citewise.index.shared`), opened at the first call.
+
+        Raises:
+            IndexOpenError: no store there, or one made with an embedding model citewise lacks.
+        """
+        from citewise.index.shared import SharedIndex
+
+        key = (url, "store")
+        with self._opening:
+            if key not in self._indexes:
+                self._indexes[key] = SharedIndex(url, embedder=self.embedder(SharedIndex.model_of(url)))
+            return self._indexes[key]
 
     def open_index(self, index_dir: str, chroma_url: str | None = None) -> Index:
         """The index at `index_dir`, opened at the first call (blocking: syncs the stores)."""
@@ -147,7 +164,8 @@ class Resources:
         of them lets go of it.
         """
         with self._opening:
-            self._indexes.pop((context.index_dir, context.chroma_url), None)
+            key = (context.store, "store") if context.store else (context.index_dir, context.chroma_url)
+            self._indexes.pop(key, None)
 
     # the models ------------------------------------------------------------------------------------------
     def models(self, context: Context) -> tuple[Any, Any]:

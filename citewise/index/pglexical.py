@@ -42,6 +42,7 @@ two writers adding the same new terms wait a moment for each other but never dea
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -410,6 +411,26 @@ class PgLexical:
             )
         rows = self.conn.execute(statement, parameters)
         return [(key, -float(distance)) for key, distance in rows if distance is not None and distance < 0]
+
+    def idf(self, tokens: Sequence[str]) -> list[float]:
+        """bm25: each token's inverse document frequency, log((N + 1) / (df + 0.5)), as the local tier's.
+
+        From today's df and count (folded plus pending): what local answering weighs a question's terms by.
+        """
+        if not tokens:
+            return []
+        rows = self.conn.execute(
+            self._sql(
+                """SELECT v.term,
+                    v.df + coalesce((SELECT sum(p.df) FROM {pending} AS p WHERE p.term = v.id), 0)
+                FROM {terms} AS v WHERE v.term = ANY(%s)"""
+            ),
+            (list(tokens),),
+        ).fetchall()
+        frequency = {term: int(df) for term, df in rows}
+        totals = self.conn.execute(self._sql("SELECT chunks FROM {totals} AS t")).fetchone()
+        documents = int(totals[0]) if totals and totals[0] is not None else 0
+        return [math.log((documents + 1) / (frequency.get(t, 0) + 0.5)) for t in tokens]
 
     def scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
         """bm25: the score for a query of each given chunk sharing a term with it, as `search` scores it.

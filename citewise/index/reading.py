@@ -48,6 +48,18 @@ class SearchIndex(Protocol):
         """The vectors of texts read at answer time, with the index's model (recent ones remembered)."""
         ...
 
+    def chunk_vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of chunks, one row per id in order (zeros for one deleted meanwhile)."""
+        ...
+
+    def tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's terms as the index's BM25 reads them (stemmed, stopwords out)."""
+        ...
+
+    def idf(self, terms: Sequence[str]) -> list[float]:
+        """Each term's inverse document frequency over the index's paragraphs, log((N + 1) / (df + 0.5))."""
+        ...
+
     def document(self, doc_id: str) -> DocumentRecord | None:
         """A stored document's title, file and metadata."""
         ...

@@ -199,6 +199,24 @@ class SharedIndex:
         self._queries = RememberedVectors(embedder, QUERY_CACHE)
         self._texts = RememberedVectors(embedder, TEXT_CACHE)
 
+    @staticmethod
+    def model_of(dsn: str, prefix: str = DEFAULT_PREFIX) -> str:
+        """The embedding model the store at `dsn` was made with.
+
+        Raises:
+            IndexOpenError: the server does not answer, or holds no store of that prefix.
+        """
+        try:
+            with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+                return PgStore(dsn, prefix=prefix, conn=conn).settings().model
+        except psycopg.OperationalError as error:
+            raise IndexOpenError(f"cannot reach the shared store: {error}".strip()) from error
+        except psycopg.Error as error:  # a database without pgvector, or without the store's tables
+            raise IndexOpenError(
+                f"no shared store {prefix!r} in that database ({error.__class__.__name__}: "
+                f"{str(error).splitlines()[0]}): make one with `citewise ingest PATH --store URL`"
+            ) from error
+
     @classmethod
     def open(cls, dsn: str, **options: Any) -> SharedIndex:
         """Open the store at `dsn` (`SharedIndex`'s arguments)."""
@@ -290,6 +308,26 @@ class SharedIndex:
 
     def refresh(self) -> None:
         """Nothing to do: every search reads what is committed when it starts."""
+
+    def chunk_vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of chunks, one row per id in order (zeros for one deleted meanwhile)."""
+        with self._store() as store:
+            kept, matrix = store.stored_vectors(ids)
+        rows = dict(zip(kept, matrix, strict=True))
+        zeros = np.zeros(self.settings.dim, dtype=np.float32)
+        if not ids:
+            return np.zeros((0, self.settings.dim), dtype=np.float32)
+        return np.stack([rows.get(key, zeros) for key in ids])
+
+    def tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's terms as the index's BM25 reads them (stemmed, stopwords out)."""
+        with self._store() as store:
+            return store.paragraph_lexical.tokenize(texts)
+
+    def idf(self, terms: Sequence[str]) -> list[float]:
+        """Each term's inverse document frequency over the index's paragraphs, log((N + 1) / (df + 0.5))."""
+        with self._store() as store:
+            return store.paragraph_lexical.idf(terms)
 
     def stats(self) -> IndexStats:
         """Rows in the store's tables; chunks, vectors and BM25 rows agree once each write committed."""

@@ -570,6 +570,18 @@ class Index(Writing):
         """
         return self._texts.vectors(texts)
 
+    def chunk_vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of chunks, one row per id in order (zeros for one deleted meanwhile)."""
+        return self.docstore.vectors(ids, self.embedder.dim)
+
+    def tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's terms as the index's BM25 reads them (stemmed, stopwords out)."""
+        return self.paragraph_lexical.tokenize(texts)
+
+    def idf(self, terms: Sequence[str]) -> list[float]:
+        """Each term's inverse document frequency over the index's paragraphs, log((N + 1) / (df + 0.5))."""
+        return self.paragraph_lexical.idf(terms)
+
     def stats(self) -> IndexStats:
         """Counts in each store; SQLite, Chroma and BM25 chunk counts agree after any completed open."""
         self.refresh()

@@ -92,7 +92,7 @@ def merge(
                 best[hit.chunk_id] = (hit, query)
     order = sorted(best, key=lambda chunk_id: (-retrieval_score(best[chunk_id][0], context.fusion), chunk_id))
     if len(found) > 1 and order:
-        vectors = index.docstore.vectors(order, index.embedder.dim)
+        vectors = index.chunk_vectors(order)
         order = drop_redundant(order, vectors, context.redundancy, limit=context.max_candidates)
     records: dict[str, EvidenceRecord] = {}
     for chunk_id in order[: context.max_candidates]:

@@ -32,8 +32,10 @@ class Paragraphs:
     def __init__(self, results: dict[str, list[Hit]]) -> None:
         self.results = results
         self.searched: list[str] = []
-        self.docstore = SimpleNamespace(vectors=lambda ids, dim: np.eye(len(ids), dim, dtype=np.float32))
         self.embedder = SimpleNamespace(dim=max(1, 64))
+
+    def chunk_vectors(self, ids: list[str]) -> np.ndarray:
+        return np.eye(len(ids), self.embedder.dim, dtype=np.float32)
 
     def paragraph(self, paragraph_id: str) -> SimpleNamespace:
         return SimpleNamespace(text=f"The whole paragraph {paragraph_id} names Bizet.")
