@@ -167,3 +167,52 @@ def _wait_for_progress(url: str, thread: str, seconds: float = 120) -> list[str]
                 return pending["stages"]
         time.sleep(0.2)
     pytest.fail("the turn on the doomed replica made no progress")
+
+
+def test_replicas_on_the_shared_tier_find_what_a_worker_commits(
+    postgres: Server, tmp_path: Path, threads_url: str
+) -> None:
+    """Two replicas answer from one PostgreSQL store (`--store`) while an ingest worker adds a document."""
+    import uuid
+
+    import psycopg
+
+    name = f"replicas_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    store = postgres.dsn.rsplit("/", 1)[0] + f"/{name}"
+    sample = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxive_sample.jsonl"
+    made = subprocess.run(
+        [sys.executable, "-m", "citewise.app.cli", "ingest", str(sample), "--store", store],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    unused = tmp_path / "no-local-index"
+    with (
+        replica(unused, threads_url, "--store", store) as first,
+        replica(unused, threads_url, "--store", store) as second,
+    ):
+        opened = ask(
+            first.url, "shared-gj486b", "Which telescopes were used to observe the transits of GJ 486b?"
+        )
+        assert "Subaru" in opened["answer"]
+        followed = ask(second.url, "shared-gj486b", "And its equilibrium temperature?")
+        assert "700 K" in followed["answer"], followed["answer"]
+        note = tmp_path / "okapi.txt"
+        note.write_text(
+            "The okapi is a forest giraffid of the Congo. Its legs carry white horizontal stripes like a "
+            "zebra's, while the rest of its coat is a dark reddish brown.\n",
+            encoding="utf-8",
+        )
+        from citewise.index.pgstore import PgStore
+
+        with PgStore(store) as queue:
+            assert queue.enqueue([note]) == 1
+        worker = subprocess.run(  # a worker process, as on another machine
+            [sys.executable, "-m", "citewise.index.pgworker", "--store", store],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert worker.returncode == 0, worker.stderr
+        for url in (first.url, second.url):  # neither reopens: each search reads what the worker committed
+            found = ask(url, f"okapi-shared-{url[-5:]}", "What colour is the okapi's coat on its legs?")
+            assert "zebra" in found["answer"].lower(), found["answer"]
