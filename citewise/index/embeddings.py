@@ -453,6 +453,44 @@ class RememberedVectors:
             self.size = self.default_size
 
 
+QUERY_CACHE = 512
+"""Queries whose vectors an index remembers (sub-queries and retries repeat)."""
+TEXT_CACHE = 4096
+"""Texts embedded at answer time an index remembers (6 MB of vectors): see `RememberedEmbeddings.embed`."""
+
+
+class RememberedEmbeddings:
+    """What both index tiers embed at search and answer time, recent texts remembered (see `remember`)."""
+
+    embedder: Embedder
+
+    def remember(self, embedder: Embedder) -> None:
+        """Remember the last QUERY_CACHE queries and TEXT_CACHE answer-time texts `embedder` embeds."""
+        self._queries = RememberedVectors(embedder, QUERY_CACHE)
+        self._texts = RememberedVectors(embedder, TEXT_CACHE)
+
+    def prepare_queries(self, queries: Sequence[str]) -> None:
+        """Embed many queries in one batch ahead of searching them (evaluation), keeping them all cached."""
+        self._queries.vectors(queries, keep_all=True)
+
+    def forget_queries(self) -> None:
+        """Drop remembered query embeddings (so a timing includes the model pass)."""
+        self._queries.clear()
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        """The query's embedding, remembered for recent queries (sub-queries and retries repeat)."""
+        return self._queries.vectors([query])[0]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The vectors of texts read at answer time (sentences, passages), the last `TEXT_CACHE` remembered.
+
+        A local answer embeds the evidence's sentences to tell which answers (`core.answerable`), then
+        again to choose the ones it says (`core.writing`), and a follow-up meets the same sentences
+        again; half of the texts a direct answer embedded were repeats (0.1 s of a cold `ask`).
+        """
+        return self._texts.vectors(texts)
+
+
 def load_embedder(name: str | None = None) -> Embedder:
     """A new MiniLM embedder of that name (an index's), else of the configured precision.
 

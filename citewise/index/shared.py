@@ -33,7 +33,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord
-from citewise.index.embeddings import Embedder, RememberedVectors, load_embedder
+from citewise.index.embeddings import Embedder, RememberedEmbeddings, load_embedder
 from citewise.index.pgstore import DEFAULT_PREFIX, PgStore
 from citewise.index.records import Hit, IndexOpenError, IndexStats
 from citewise.index.scoring import (
@@ -46,7 +46,6 @@ from citewise.index.scoring import (
     check_search,
     score_hits,
 )
-from citewise.index.store import QUERY_CACHE, TEXT_CACHE
 
 CONNECTIONS = 8
 """Connections a `SharedIndex` opens at most (searches beyond that many at once wait for one)."""
@@ -158,7 +157,7 @@ class _Pool:
         return self.store.chunks(ids)
 
 
-class SharedIndex:
+class SharedIndex(RememberedEmbeddings):
     """A read and search handle on a shared store (`PgStore`): `Index`'s reading API, over PostgreSQL.
 
     Args:
@@ -196,8 +195,7 @@ class SharedIndex:
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=max(connections, 1), kwargs={"autocommit": True}, open=True
         )
-        self._queries = RememberedVectors(embedder, QUERY_CACHE)
-        self._texts = RememberedVectors(embedder, TEXT_CACHE)
+        self.remember(embedder)
 
     @staticmethod
     def model_of(dsn: str, prefix: str = DEFAULT_PREFIX) -> str:
@@ -267,7 +265,7 @@ class SharedIndex:
         if not query.strip():
             return []
         depth = max(candidates, k)
-        query_vector = self._queries.vectors([query])[0]
+        query_vector = self._query_vector(query)
         with self._store(snapshot=True) as store:
             lexical = _Lexical(store, query, paragraph_weight)
             top = lexical.top(depth) if mode != "dense" else []
@@ -293,18 +291,6 @@ class SharedIndex:
                 redundancy=redundancy,
                 paragraph_dense_weight=paragraph_dense_weight,
             )
-
-    def prepare_queries(self, queries: Sequence[str]) -> None:
-        """Embed many queries in one batch ahead of searching them (evaluation), keeping them all cached."""
-        self._queries.vectors(queries, keep_all=True)
-
-    def forget_queries(self) -> None:
-        """Drop remembered query embeddings (so a timing includes the model pass)."""
-        self._queries.clear()
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """The vectors of texts read at answer time (`Index.embed`), the last `TEXT_CACHE` remembered."""
-        return self._texts.vectors(texts)
 
     def refresh(self) -> None:
         """Nothing to do: every search reads what is committed when it starts."""

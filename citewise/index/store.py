@@ -49,7 +49,7 @@ import numpy as np
 
 from citewise.index.chunking import ChunkingConfig, chunk_input
 from citewise.index.docstore import ChunkRecord, DocStore, DocumentRecord, ParagraphRecord
-from citewise.index.embeddings import MODEL_NAMES, Embedder, RememberedVectors, load_embedder
+from citewise.index.embeddings import MODEL_NAMES, Embedder, RememberedEmbeddings, load_embedder
 from citewise.index.ingest import Writing
 from citewise.index.lexical import LexicalIndex
 from citewise.index.paragraphs import Paragraphs, ParagraphVectors
@@ -67,10 +67,6 @@ if TYPE_CHECKING:
     from citewise.index.vectors import VectorIndex
 
 logger = logging.getLogger(__name__)
-
-QUERY_CACHE = 512
-TEXT_CACHE = 4096
-"""Texts embedded at answer time that are remembered (6 MB of vectors): see `Index.embed`."""
 
 
 OLD_COLLECTION = "citewise_chunks"
@@ -154,7 +150,7 @@ class _Pool:
         return self.index.docstore.chunks(ids)
 
 
-class Index(Writing):
+class Index(Writing, RememberedEmbeddings):
     """A citewise index directory: ingest files, remove them, search, and report what is stored."""
 
     def __init__(
@@ -180,8 +176,7 @@ class Index(Writing):
         self.embedder = embedder
         self.chunking = chunking
         self._chroma_key = f"chroma_generation:{chroma_url or 'embedded'}"
-        self._queries = RememberedVectors(embedder, QUERY_CACHE)
-        self._texts = RememberedVectors(embedder, TEXT_CACHE)
+        self.remember(embedder)
 
     @property
     def vectors(self) -> VectorIndex:
@@ -548,27 +543,6 @@ class Index(Writing):
             redundancy=redundancy,
             paragraph_dense_weight=paragraph_dense_weight,
         )
-
-    def prepare_queries(self, queries: Sequence[str]) -> None:
-        """Embed many queries in one batch ahead of searching them (evaluation), keeping them all cached."""
-        self._queries.vectors(queries, keep_all=True)
-
-    def forget_queries(self) -> None:
-        """Drop remembered query embeddings (so a timing includes the model pass)."""
-        self._queries.clear()
-
-    def _query_vector(self, query: str) -> np.ndarray:
-        """The query's embedding, remembered for recent queries (sub-queries and retries repeat)."""
-        return self._queries.vectors([query])[0]
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """The vectors of texts read at answer time (sentences, passages), the last `TEXT_CACHE` remembered.
-
-        A local answer embeds the evidence's sentences to tell which answers (`core.answerable`), then
-        again to choose the ones it says (`core.writing`), and a follow-up meets the same sentences
-        again; half of the texts a direct answer embedded were repeats (0.1 s of a cold `ask`).
-        """
-        return self._texts.vectors(texts)
 
     def chunk_vectors(self, ids: Sequence[str]) -> np.ndarray:
         """The stored vectors of chunks, one row per id in order (zeros for one deleted meanwhile)."""
