@@ -45,7 +45,7 @@ from citewise.app.alce import (
 from citewise.app.stage_timer import StageTimer, stage_rows
 from citewise.context import Context
 from citewise.core.evidence import MARKER, is_abstention
-from citewise.core.jsonl import json_objects
+from citewise.core.jsonl import json_objects, numbered_lines
 
 DEPTH = 10
 """Rank cut of the retrieval metrics."""
@@ -105,7 +105,7 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     """
     qrels: dict[str, dict[str, int]] = {}
     kind = None
-    for number, line in _lines(path):
+    for number, line in numbered_lines(path, EvalInputError):
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.rstrip("\n").split("\t") if "\t" in line else line.split()
@@ -130,16 +130,6 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
     if not qrels:
         raise EvalInputError(f"{path}: no positive relevance judgments")
     return qrels
-
-
-def _lines(path: Path) -> Iterable[tuple[int, str]]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError as error:
-        raise EvalInputError(f"{path}: no such file") from error
-    except (OSError, UnicodeDecodeError) as error:
-        raise EvalInputError(f"{path}: cannot be read ({error})") from error
-    return enumerate(text.splitlines(), start=1)
 
 
 def _is_int(text: str) -> bool:

@@ -26,13 +26,7 @@ def json_objects(
         error: the file is missing or unreadable, or a line is not valid JSON or not an object.
     """
     where = name or str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError as missing:
-        raise error(f"{where}: no such file") from missing
-    except (OSError, UnicodeDecodeError) as unreadable:
-        raise error(f"{where}: cannot be read ({unreadable})") from unreadable
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in numbered_lines(path, error, where):
         if not line.strip():
             continue
         try:
@@ -42,3 +36,15 @@ def json_objects(
         if not isinstance(row, dict):
             raise error(f"{where}:{number}: expected a JSON object, got {type(row).__name__}")
         yield number, row
+
+
+def numbered_lines(path: str | Path, error: type[Exception], name: str = "") -> list[tuple[int, str]]:
+    """(line number, line) of a text file a person handed in; `error` when it is missing or unreadable."""
+    where = name or str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError as missing:
+        raise error(f"{where}: no such file") from missing
+    except (OSError, UnicodeDecodeError) as unreadable:
+        raise error(f"{where}: cannot be read ({unreadable})") from unreadable
+    return list(enumerate(text.splitlines(), start=1))
