@@ -3,11 +3,15 @@
 Several run at once, on one machine or several, against one store (`citewise.index.pgstore`): each step
 claims a file no other worker holds, embeds it with this worker's own model, and writes it in one
 transaction. A worker killed at any moment loses nothing committed and leaves nothing half-written (the
-file it held goes back to the queue). SIGTERM and SIGINT stop it between two files::
+file it held goes back to the queue). A file that fails in any way fails alone: its error is recorded and
+the worker goes on; a file whose claims ended without an outcome `MAX_ATTEMPTS` times (it killed a worker,
+or raised each time) is recorded failed instead of tried again. SIGTERM and SIGINT stop it between two
+files::
 
     python -m citewise.index.pgworker --store postgresql://postgres@127.0.0.1:5432/postgres
     python -m citewise.index.pgworker --store ... --once         # one file, then exit
     python -m citewise.index.pgworker --store ... --poll 5       # keep looking for work every 5 s
+    python -m citewise.index.pgworker --store ... --requeue      # failed files back in the queue first
 
 The embedding model is the store's (recorded when it was created), computing on `--threads` threads
 (1 by default: N workers on N cores). Files are queued with `PgStore.enqueue`.
@@ -27,7 +31,7 @@ from types import FrameType
 import psycopg
 
 from citewise.index.embeddings import MODEL_NAMES, Embedder, MiniLMEmbedder
-from citewise.index.pgstore import DEFAULT_PREFIX, Outcome, PgStore, default_worker_name
+from citewise.index.pgstore import DEFAULT_PREFIX, MAX_ATTEMPTS, Outcome, PgStore, default_worker_name
 from citewise.index.records import IndexOpenError
 
 logger = logging.getLogger(__name__)
@@ -73,7 +77,8 @@ def run(
         report: Told each outcome as it is committed.
 
     Returns:
-        The outcomes of the files this worker took, in order.
+        The outcomes of the files this worker took, in order (a claim that raised and left its file queued
+        is one with state "retry").
     """
     worker = worker or default_worker_name()
     outcomes: list[Outcome] = []
@@ -99,8 +104,8 @@ def run(
 
 
 def _print(outcome: Outcome) -> None:
-    if outcome.state == "failed":
-        print(f"failed  {outcome.path}: {outcome.error}", flush=True)
+    if outcome.state in ("failed", "retry"):
+        print(f"{outcome.state:<7} {outcome.path}: {outcome.error}", flush=True)
         return
     removed = f", {outcome.removed} removed" if outcome.removed else ""
     print(
@@ -125,6 +130,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--threads", type=int, default=1, help="embedding threads (default %(default)s)")
     parser.add_argument("--worker", default=None, help="the name recorded with outcomes (default host:pid)")
+    parser.add_argument(
+        "--requeue",
+        action="store_true",
+        help=f"first put failed files back in the queue (and reset the claims of queued ones; a file is "
+        f"recorded failed after {MAX_ATTEMPTS} claims without an outcome)",
+    )
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error("--threads must be at least 1")
@@ -140,6 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with PgStore(args.store, prefix=args.prefix) as store:
             embedder = store_embedder(store, args.threads)
             embedder.embed(["ready"])  # the model loads now, not inside the first claim
+            if args.requeue:
+                for path in store.requeue():
+                    print(f"requeue {path}", flush=True)
             print(f"ready   {args.worker or default_worker_name()}", flush=True)
             run(
                 store,
