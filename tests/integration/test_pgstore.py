@@ -164,9 +164,8 @@ def test_schema_is_idempotent_and_keeps_its_settings(
         assert again.create(embedder.name) == settings
         assert again.create(embedder.name) == settings
     assert store.conn.execute(tables, [f"{store.prefix}%"]).fetchone() == before
-    assert (
-        before is not None and before[0] == 21
-    )  # 9 of the store (with the queue's attempts), 2 of vectors, 2 x 5 of BM25
+    # 9 of the store (the queue's attempts among them), 2 of vectors, 2 x 5 of BM25
+    assert before is not None and before[0] == 21
     with pytest.raises(IndexOpenError, match="chunking"):
         store.create(embedder.name, ChunkingConfig(max_chars=300))
     with pytest.raises(IndexOpenError, match="all-MiniLM-L6-v2-int8"):
