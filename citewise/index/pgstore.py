@@ -48,11 +48,13 @@ writes and reads (and one for claims): one thread uses it at a time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +63,7 @@ from typing import Any
 import numpy as np
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from citewise.index.chunking import ChunkedDocument, ChunkingConfig, chunk_documents, chunk_input
@@ -71,13 +74,15 @@ from citewise.index.ingest import MAX_DOCUMENT_CHARS
 from citewise.index.loaders import iter_files, load_path
 from citewise.index.pglexical import PgLexical
 from citewise.index.pgvectors import PgVectors
-from citewise.index.records import IndexOpenError
+from citewise.index.records import IndexOpenError, IndexStats, IngestReport
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "citewise"
 REWEIGHT_TOLERANCE = 0.01
 """BM25 weights written under an average chunk length more than 1% off today's are rewritten (`reweight`)."""
+UNCHANGED = "unchanged since it was ingested"
+"""The reason an outcome skips a file whose bytes are those ingested before."""
 MAX_ATTEMPTS = 3
 """Claims of one queued file that may end without an outcome (a worker killed, or an exception) before it is
 recorded failed instead of tried again."""
@@ -501,6 +506,33 @@ class PgStore:
             cur.execute(self._sql(ENQUEUE[1]), [failed])
         return sorted({*failed, *(path for _, path in stuck)})
 
+    def remove(self, paths: Iterable[str | Path]) -> IngestReport:
+        """Delete every document that came from the given files (or files under the given folders).
+
+        Each file's documents, with their rows in every table and its record, go in one transaction, as
+        `Index.remove` does on the local tier. A path that matches nothing is listed as skipped.
+        """
+        started = time.perf_counter()
+        report = IngestReport()
+        known = self.files()
+        for path in paths:
+            target = str(Path(path).expanduser().resolve())
+            matches = [f for f in known if f == target or f.startswith(target.rstrip("/") + "/")]
+            if not matches:
+                report.skipped.append((str(path), "not in the store"))
+            for file in matches:
+                with self.conn.transaction(), self.conn.cursor() as cur:
+                    doc_ids = sorted(self.document_ids(file))
+                    row = cur.execute(
+                        self._sql("SELECT count(*) FROM {chunks} WHERE doc_id = ANY(%s)"), [doc_ids]
+                    ).fetchone()
+                    report.documents_removed += self._delete(cur, doc_ids)
+                    report.chunks_removed += int(row[0]) if row else 0
+                    cur.execute(self._sql("DELETE FROM {files} WHERE path = %s"), [file])
+                report.files += 1
+        report.seconds = time.perf_counter() - started
+        return report
+
     def fold(self) -> None:
         """Fold the pending BM25 df and count changes (`PgLexical.fold`); scores stay the same.
 
@@ -527,7 +559,7 @@ class PgStore:
             return self._failed(outcome, f"unreadable: {error.strerror or error}", before_commit)
         sha = hashlib.sha256(data).hexdigest()
         if self.file_sha(item.path) == sha:
-            outcome.skipped.append((item.path, "unchanged since it was ingested"))
+            outcome.skipped.append((item.path, UNCHANGED))
             return self._finish(outcome, before_commit)
         try:
             documents = load_path(path)
@@ -840,6 +872,29 @@ class PgStore:
             found = self.conn.execute(statement).fetchone()
             counts[name] = int(found[0]) if found else 0
         return counts
+
+    def stats(self) -> IndexStats:
+        """What the store holds, as the local tier's `Index.stats` says it (chunk vectors in `chunks_chroma`).
+
+        One read-only snapshot when the connection is in autocommit (the counts then agree with each other).
+        """
+        snapshot = self.conn.autocommit and self.conn.info.transaction_status == TransactionStatus.IDLE
+        with self.conn.transaction() if snapshot else contextlib.nullcontext():
+            if snapshot:
+                self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            counts = self.counts()
+            generation = self.generation()
+        return IndexStats(
+            files=counts["files"],
+            documents=counts["documents"],
+            paragraphs=counts["paragraphs"],
+            bibliography=counts["bibliography"],
+            chunks_sqlite=counts["chunks"],
+            chunks_chroma=counts["chunk_vectors"],
+            chunks_bm25=counts["chunks_bm25"],
+            paragraphs_bm25=counts["paragraphs_bm25"],
+            generation=generation,
+        )
 
 
 @dataclass

@@ -26,13 +26,23 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import FrameType
 
 import psycopg
 
-from citewise.index.embeddings import MODEL_NAMES, Embedder, MiniLMEmbedder
-from citewise.index.pgstore import DEFAULT_PREFIX, MAX_ATTEMPTS, Outcome, PgStore, default_worker_name
-from citewise.index.records import IndexOpenError
+from citewise.index.chunking import ChunkingConfig
+from citewise.index.embeddings import MODEL_NAMES, Embedder, MiniLMEmbedder, load_embedder
+from citewise.index.pgstore import (
+    DEFAULT_PREFIX,
+    MAX_ATTEMPTS,
+    UNCHANGED,
+    Outcome,
+    PgStore,
+    Settings,
+    default_worker_name,
+)
+from citewise.index.records import IndexOpenError, IngestReport
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +111,70 @@ def run(
         if once:
             break
     return outcomes
+
+
+def ingest(
+    dsn: str,
+    paths: Sequence[str | Path] = (),
+    *,
+    requeue: bool = False,
+    chunking: ChunkingConfig | None = None,
+    threads: int | None = None,
+    report: Callable[[Outcome], None] | None = None,
+) -> tuple[int, list[Outcome]]:
+    """Queue files in the shared store at `dsn` and work the queue here, as one worker of any (until empty).
+
+    What `citewise ingest --store`, `citewise requeue` and the chat page's uploads with a store do. To queue,
+    the store is made if it is not there (the ``vector`` extension, then `PgStore.create` with the default
+    embedding model and `chunking`; a store there keeps its own); to requeue (`PgStore.requeue`, of `paths`
+    or of every file), it must be there.
+
+    Returns:
+        How many files were queued (or queued again), and the outcomes of the claims this worker made.
+
+    Raises:
+        IndexOpenError: no store to requeue in, or one made with another model or chunking.
+        psycopg.Error: the database cannot be reached, or refuses (a hot standby refuses every write).
+    """
+    if not requeue:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")  # once per database
+    with PgStore(dsn) as store:
+        if requeue:
+            store.settings()
+            queued = len(store.requeue(paths))
+        else:
+            try:  # a store made already keeps its model and chunking (other chunking asked is refused)
+                made: Settings | None = store.settings()
+            except IndexOpenError:
+                made = None
+            model = made.model if made is not None else load_embedder().name
+            store.create(model, chunking or (made.chunking if made is not None else None))
+            queued = store.enqueue(paths)
+        return queued, run(store, store_embedder(store, threads=threads), report=report)
+
+
+def summary(outcomes: Sequence[Outcome]) -> IngestReport:
+    """One worker's outcomes as the local tier's `IngestReport` (the chunks removed are not counted).
+
+    A failed file is skipped with its error; a claim that left its file queued ("retry") is left out.
+    """
+    report = IngestReport()
+    for outcome in outcomes:
+        if outcome.state == "retry":
+            continue
+        report.files += 1
+        if outcome.state == "failed":
+            report.skipped.append((outcome.path, outcome.error))
+            continue
+        unchanged = any(why == UNCHANGED for _, why in outcome.skipped)
+        report.unchanged_files += unchanged
+        report.ingested_files += not unchanged
+        report.documents_added += outcome.documents
+        report.documents_removed += outcome.removed
+        report.chunks_added += outcome.chunks
+        report.skipped.extend((where, why) for where, why in outcome.skipped if why != UNCHANGED)
+    return report
 
 
 def _print(outcome: Outcome) -> None:
