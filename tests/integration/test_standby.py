@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -19,6 +22,8 @@ from citewise.index.pgworker import run
 from citewise.index.shared import SharedIndex
 
 pytestmark = pytest.mark.integration
+
+SAMPLE = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxive_sample.jsonl"
 
 
 def test_a_standby_follows_the_primary_and_refuses_writes(postgres: Server) -> None:
@@ -133,3 +138,46 @@ def test_a_shared_index_on_the_standby_searches_as_the_primary_and_never_writes(
     finally:
         store.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _citewise(*arguments: str) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k not in ("CITEWISE_THREADS", "CITEWISE_STORE")}
+    return subprocess.run(
+        [sys.executable, "-m", "citewise.app.cli", *arguments],
+        capture_output=True, text=True, timeout=900, env=environment,
+    )  # fmt: skip
+
+
+def test_the_command_line_reads_from_the_standby_and_says_where_it_must_write(
+    postgres: Server, tmp_path: Path
+) -> None:
+    name = f"standby_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    primary = postgres.dsn.rsplit("/", 1)[0] + f"/{name}"
+    note = tmp_path / "zeppelin.txt"
+    note.write_text("The Graf Zeppelin was moored in a hangar at Friedrichshafen.\n", encoding="utf-8")
+    assert _citewise("ingest", str(SAMPLE), str(note), "--store", primary).returncode == 0
+    folder = Path(tempfile.mkdtemp(prefix="citewise-standby-"))
+    folder.chmod(0o755)
+    try:
+        follower = standby(postgres, folder / "standby")
+        try:
+            secondary = follower.dsn.rsplit("/", 1)[0] + f"/{name}"
+            found = _citewise("search", "Graf Zeppelin hangar", "--store", secondary, "--json")
+            expected = _citewise("search", "Graf Zeppelin hangar", "--store", primary, "--json")
+            assert found.returncode == 0, found.stderr
+            assert json.loads(found.stdout) == json.loads(expected.stdout)
+            assert "Friedrichshafen" in json.loads(found.stdout)["hits"][0]["text"]
+            removed = _citewise("remove", str(note), "--store", secondary)
+            assert removed.returncode == 2 and "Traceback" not in removed.stderr
+            assert "read-only (a hot standby?)" in removed.stderr and "primary's URL" in removed.stderr
+            replica = _citewise("api", "--store", secondary, "--port", "1")  # threads would go to the standby
+            assert replica.returncode == 2 and "Traceback" not in replica.stderr
+            assert "thread store" in replica.stderr and "read-only" in replica.stderr
+        finally:
+            follower.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
