@@ -244,6 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except psycopg.OperationalError as error:
         print(f"error: cannot reach the store's database: {error}", file=sys.stderr)
         return 2
+    except psycopg.errors.ReadOnlySqlTransaction:
+        print("error: the store's database is read-only (a hot standby?): workers write, so give the "
+              "primary's URL", file=sys.stderr)  # fmt: skip
+        return 2
     return 0
 
 

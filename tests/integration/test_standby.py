@@ -172,6 +172,12 @@ def test_the_command_line_reads_from_the_standby_and_says_where_it_must_write(
             removed = _citewise("remove", str(note), "--store", secondary)
             assert removed.returncode == 2 and "Traceback" not in removed.stderr
             assert "read-only (a hot standby?)" in removed.stderr and "primary's URL" in removed.stderr
+            worker = subprocess.run(
+                [sys.executable, "-m", "citewise.index.pgworker", "--store", secondary, "--once"],
+                capture_output=True, text=True, timeout=900,
+            )  # fmt: skip
+            assert worker.returncode == 2 and "Traceback" not in worker.stderr
+            assert "read-only (a hot standby?)" in worker.stderr
             replica = _citewise("api", "--store", secondary, "--port", "1")  # threads would go to the standby
             assert replica.returncode == 2 and "Traceback" not in replica.stderr
             assert "thread store" in replica.stderr and "read-only" in replica.stderr
