@@ -198,6 +198,7 @@ def test_serve_answers_from_the_shared_store_and_ingests_uploads_there(store: st
         assert (
             summary.startswith("**Ingested 1 of 2 file(s)**") and "skipped empty.txt: empty file" in summary
         )
+        assert "The shared store now holds" in summary
         uploaded = tmp_path / "home" / "uploads" / notes.name
         with PgStore(store) as opened:
             assert len(opened.document_ids(str(uploaded.resolve()))) == 1  # in the shared store

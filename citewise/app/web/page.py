@@ -486,7 +486,7 @@ class ChatPage:
             return
         if not self.context.store:  # a shared store's next search sees the commits as it is
             resources_of(self.context).forget_index(self.context)  # the next question opens it afresh
-        yield render.ingest_summary(report, stats)
+        yield render.ingest_summary(report, stats, "shared store" if self.context.store else "index")
 
     def _ingest(self, paths: list[Path], state: dict[str, int]) -> tuple[Any, Any]:
         """Ingest `paths` (in a worker thread), counting files and chunks done into `state`."""
