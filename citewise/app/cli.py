@@ -39,6 +39,8 @@ from citewise.deployment import DEFAULT_INDEX_DIR
 
 if TYPE_CHECKING:  # the stores and the embedding model load only when a command needs them: --help is fast
     from citewise.index import ChunkingConfig, Index, IngestReport
+    from citewise.index.reading import SearchIndex
+    from citewise.index.records import IndexStats
 
 app = typer.Typer(
     name="citewise",
@@ -120,12 +122,16 @@ SKIPPED_SHOWN = 20
 
 
 def _print_report(report: IngestReport, index: Index, verb: str) -> None:
+    _print_summary(report, index.stats(), f"index {index.root}", "chroma", verb)
+
+
+def _print_summary(report: IngestReport, stats: IndexStats, where: str, vectors: str, verb: str) -> None:
+    """An ingest's or a removal's report and what the index (or store) holds after it."""
     for path, reason in report.skipped[:SKIPPED_SHOWN]:
         typer.secho(f"skipped {path}: {reason}", err=True, fg=typer.colors.YELLOW)
     if len(report.skipped) > SKIPPED_SHOWN:
         more = len(report.skipped) - SKIPPED_SHOWN
         typer.secho(f"... and {more} more skipped files", err=True, fg=typer.colors.YELLOW)
-    stats = index.stats()
     typer.echo(
         f"{verb}: {report.files} files ({report.ingested_files} ingested, "
         f"{report.unchanged_files} unchanged, "
@@ -133,8 +139,8 @@ def _print_report(report: IngestReport, index: Index, verb: str) -> None:
         f"chunks +{report.chunks_added} -{report.chunks_removed}; {report.seconds:.1f}s"
     )
     typer.echo(
-        f"index {index.root}: {stats.documents} documents, {stats.paragraphs} paragraphs, "
-        f"{stats.chunks_sqlite} chunks (chroma {stats.chunks_chroma}, bm25 {stats.chunks_bm25})"
+        f"{where}: {stats.documents} documents, {stats.paragraphs} paragraphs, "
+        f"{stats.chunks_sqlite} chunks ({vectors} {stats.chunks_chroma}, bm25 {stats.chunks_bm25})"
     )
     if report.documents_tagged:
         typer.echo(f"documents tagged: {report.documents_tagged}")
@@ -218,17 +224,58 @@ def _searchable(
     return opened
 
 
-def _shared(store: str, resources: Resources) -> None:
+def _shared(store: str, resources: Resources, *, empty_ok: bool = False) -> SearchIndex:
     """Open the shared store through the run's resources (its model loads meanwhile); empty is an error."""
+    import psycopg
+
     from citewise.index import IndexOpenError
 
     try:
         opened = resources.open_store(store)
-    except (IndexOpenError, ValueError) as error:
-        raise _fail(str(error)) from error
-    if opened.stats().chunks_sqlite == 0:
-        raise _fail("the shared store is empty: add documents with `citewise ingest PATH --store URL`", 1)
+        if not empty_ok and opened.stats().chunks_sqlite == 0:
+            raise _fail("the shared store is empty: add documents with `citewise ingest PATH --store URL`", 1)
+    except (IndexOpenError, ValueError, psycopg.Error) as error:
+        raise _fail(_first_line(error)) from error
     threading.Thread(target=opened.embedder.embed, args=(["citewise"],), daemon=True).start()
+    return opened
+
+
+def _first_line(error: BaseException) -> str:
+    """An error's first line (a database error's message goes on with its context)."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def _store_failed(error: BaseException) -> typer.Exit:
+    """A shared store's error in one line (exit 2): a read-only database (a hot standby) said as such."""
+    import psycopg
+
+    if isinstance(error, psycopg.errors.ReadOnlySqlTransaction):
+        return _fail(
+            "the shared store's database is read-only (a hot standby?): this command writes, so give it "
+            "the primary's URL"
+        )
+    line = _first_line(error)
+    return _fail(line if line.startswith(("cannot reach", "no shared store")) else f"shared store: {line}")
+
+
+def _shown(url: str | None) -> str:
+    """A URL as messages show it (its password hidden)."""
+    from citewise.app.memory import shown_setting
+
+    return shown_setting(url)
+
+
+def _threads_of(threads: str | None, store: str | None) -> str | None:
+    """The thread store: the one given (--threads, CITEWISE_THREADS), else the shared store's database."""
+    from citewise.app.memory import POSTGRES
+
+    return threads or (store if store and store.startswith(POSTGRES) else None)
+
+
+def _local_only(command: str, store: str | None) -> None:
+    """Refuse an option of the local tier with --store (exit 2), in one line."""
+    if store:
+        raise _fail(f"{command} applies to a local index, not to the shared store (--store)")
 
 
 def _load_model_meanwhile(index: Index) -> None:
@@ -304,6 +351,8 @@ def ingest(
             typer.secho(f"skipped {path}: no such file or directory", err=True, fg=typer.colors.YELLOW)
         raise _fail("nothing was ingested", code=1)
     if store:
+        if tag:
+            _local_only("--tag", store)
         _ingest_shared(store, paths, chunking, quiet)
         return
     with _open(index, chroma_url, chunking) as opened:
@@ -313,8 +362,10 @@ def ingest(
         raise _fail("nothing was ingested", code=1)
 
 
-def _ingest_shared(store: str, paths: list[Path], chunking: Any, quiet: bool) -> None:
-    """Queue the files in the shared store and ingest them here, as one worker of any (`pgworker`).
+def _ingest_shared(
+    store: str, paths: list[Path], chunking: Any, quiet: bool, *, requeue: bool = False, verb: str = "ingest"
+) -> None:
+    """Queue the files in the shared store (or queue failed ones again) and ingest here, as one worker of any.
 
     The store is made at its first ingest, with the embedding model and chunking given; other workers
     (`python -m citewise.index.pgworker --store URL`) may take files from the same queue meanwhile.
@@ -322,33 +373,45 @@ def _ingest_shared(store: str, paths: list[Path], chunking: Any, quiet: bool) ->
     import psycopg
 
     from citewise.index import IndexOpenError
-    from citewise.index.embeddings import load_embedder
-    from citewise.index.pgstore import PgStore
-    from citewise.index.pgworker import run as run_worker
-    from citewise.index.pgworker import store_embedder
+    from citewise.index.pgworker import ingest as ingest_here
 
     try:
-        with psycopg.connect(store, autocommit=True, connect_timeout=10) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")  # once per database
-        with PgStore(store) as shared:
-            shared.create(load_embedder().name, chunking)
-            queued = shared.enqueue(paths)
-            outcomes = run_worker(shared, store_embedder(shared, threads=None))
+        queued, outcomes = ingest_here(store, paths, requeue=requeue, chunking=chunking)
     except (IndexOpenError, ValueError, psycopg.Error) as error:
-        first = (str(error).splitlines() or [type(error).__name__])[0]
-        raise _fail(f"shared store: {first}") from error
-    failed = [o for o in outcomes if o.state == "failed"]
+        raise _store_failed(error) from error
+    final = [o for o in outcomes if o.state != "retry"]
+    failed = [o for o in final if o.state == "failed"]
     for outcome in failed:
         typer.secho(f"skipped {outcome.path}: {outcome.error}", err=True, fg=typer.colors.YELLOW)
     if not quiet:
-        documents, chunks = sum(o.documents for o in outcomes), sum(o.chunks for o in outcomes)
+        documents, chunks = sum(o.documents for o in final), sum(o.chunks for o in final)
+        left = len(outcomes) - len(final)
+        retried = f", {left} claims left queued after an error" if left else ""
         typer.echo(
-            f"ingest (shared store): {queued} files queued, {len(outcomes)} taken here "
-            f"({len(failed)} failed); documents +{documents}; chunks +{chunks}",
+            f"{verb} (shared store): {queued} files queued, {len(final)} taken here "
+            f"({len(failed)} failed{retried}); documents +{documents}; chunks +{chunks}",
             err=True,
         )
-    if outcomes and len(failed) == len(outcomes):
+    if final and len(failed) == len(final):
         raise _fail("nothing was ingested", code=1)
+
+
+@app.command()
+def requeue(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Only files at or under these paths (default: every file).")
+    ] = None,
+    store: StoreOption = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+) -> None:
+    """Shared store: queue failed files again (and reset stuck ones' claims), then ingest them here.
+
+    A file is recorded failed when its loader refused it, or after 3 claims that ended without an outcome
+    (a worker killed in it, or an error each time); fix the file or the worker, then requeue it.
+    """
+    if not store:
+        raise _fail("requeue works on the shared store's queue: give --store URL (or CITEWISE_STORE)")
+    _ingest_shared(store, list(paths or []), None, quiet, requeue=True, verb="requeue")
 
 
 @app.command()
@@ -356,10 +419,14 @@ def remove(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders to delete from the index.")],
     index: IndexOption = DEFAULT_INDEX,
     chroma_url: ChromaOption = None,
+    store: StoreOption = None,
 ) -> None:
     """Delete every document that came from the given files."""
     from citewise.index import IndexOpenError
 
+    if store:
+        _remove_shared(store, paths)
+        return
     with _open(index, chroma_url, create=False) as opened:
         try:
             report = opened.remove(paths)
@@ -368,6 +435,26 @@ def remove(
         _print_report(report, opened, "remove")
     if not report.files:
         raise _fail("nothing matched in the index", code=1)
+
+
+def _remove_shared(store: str, paths: list[Path]) -> None:
+    """`remove` on the shared store: each file's documents go in one transaction; the same report."""
+    import psycopg
+
+    from citewise.index import IndexOpenError
+    from citewise.index.pgstore import PgStore
+    from citewise.index.shared import SharedIndex
+
+    try:
+        SharedIndex.model_of(store)  # a clear error for an unreachable database or a missing store
+        with PgStore(store) as shared:
+            report = shared.remove(paths)
+            stats = shared.stats()
+    except (IndexOpenError, psycopg.Error) as error:
+        raise _store_failed(error) from error
+    _print_summary(report, stats, f"store {_shown(store)}", "pgvector", "remove")
+    if not report.files:
+        raise _fail("nothing matched in the store", code=1)
 
 
 @app.command()
@@ -384,10 +471,16 @@ def search(
     fusion: Annotated[FusionKind, typer.Option(help="minmax (weighted) or rrf.")] = FusionKind.minmax,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     chroma_url: ChromaOption = None,
+    store: StoreOption = None,
 ) -> None:
     """Hybrid search: print the best chunks with their BM25, dense and fused scores."""
-    with _searchable(index, chroma_url, docs, quiet=as_json) as opened:
-        hits = opened.search(query, k=k, mode=mode.value, alpha=alpha, fusion=fusion.value)
+    if store:
+        if docs:
+            raise _fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
+        hits = _search_shared(store, query, k=k, mode=mode.value, alpha=alpha, fusion=fusion.value)
+    else:
+        with _searchable(index, chroma_url, docs, quiet=as_json) as opened:
+            hits = opened.search(query, k=k, mode=mode.value, alpha=alpha, fusion=fusion.value)
     if as_json:
         typer.echo(
             json.dumps({"query": query, "mode": mode.value, "hits": [h.as_dict() for h in hits]}, indent=2)
@@ -403,6 +496,19 @@ def search(
             bold=True,
         )
         typer.echo(textwrap.indent(textwrap.fill(hit.text, 100), "     "))
+
+
+def _search_shared(store: str, query: str, **options: Any) -> list:
+    """`search` on the shared store (a hot standby's URL will do: a search only reads)."""
+    import psycopg
+
+    opened = _shared(store, Resources())
+    try:
+        return opened.search(query, **options)
+    except psycopg.Error as error:
+        raise _store_failed(error) from error
+    finally:
+        opened.close()
 
 
 # the options `ask`, `chat`, `eval` and `serve` share
@@ -604,7 +710,7 @@ def chat(
             index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds,
             resources=resources, store=store,
         )  # fmt: skip
-        code = run_chat(context, threads=threads, thread_id=thread)
+        code = run_chat(context, threads=_threads_of(threads, store), thread_id=thread)
     except ValueError as error:
         raise _fail(str(error)) from error
     raise typer.Exit(code)
@@ -634,6 +740,7 @@ def evaluate_questions(
     ] = "auto",
     k: KOption = 10,
     chroma_url: ChromaOption = None,
+    store: StoreOption = None,
     profile: ProfileOption = "auto",
     budget_seconds: BudgetOption = None,
 ) -> None:
@@ -652,11 +759,14 @@ def evaluate_questions(
     except evaluate.EvalInputError as error:
         raise _fail(str(error)) from error
     resources = Resources()  # every question's index, models and embedder
-    _searchable(index, chroma_url, None, quiet=True, resources=resources).close()
+    if store:
+        _shared(store, resources)
+    else:
+        _searchable(index, chroma_url, None, quiet=True, resources=resources).close()
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds,
-            resources=resources,
+            resources=resources, store=store,
         )  # fmt: skip
         with tqdm(total=len(asked), desc="eval", unit="question", file=sys.stderr, disable=None) as bar:
             run = evaluate.run_eval(asked, context, judgments, citation_judge, progress=bar.update)
@@ -677,21 +787,55 @@ def evaluate_questions(
 def stats(
     index: IndexOption = DEFAULT_INDEX,
     chroma_url: ChromaOption = None,
+    store: StoreOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Show what each store holds (documents, paragraphs, chunks in SQLite, Chroma and BM25)."""
+    """Show what each store holds (documents, paragraphs, chunks in SQLite, Chroma and BM25).
+
+    With --store, the shared store's tables: chunk vectors (pgvector) are counted under chunks_chroma.
+    """
     from citewise.index import IndexOpenError
 
-    with _open(index, chroma_url, create=False) as opened:
-        try:
-            data = opened.stats().as_dict()
-        except IndexOpenError as error:  # Chroma, first opened for its count, is another model's
-            raise _fail(str(error)) from error
+    if store:
+        data = _stats_shared(store).as_dict()
+    else:
+        with _open(index, chroma_url, create=False) as opened:
+            try:
+                data = opened.stats().as_dict()
+            except IndexOpenError as error:  # Chroma, first opened for its count, is another model's
+                raise _fail(str(error)) from error
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:
         for key, value in data.items():
             typer.echo(f"{key:>14}: {value}")
+
+
+def _reachable(store: str) -> None:
+    """Fail in one line when the shared store's database does not answer (a store not made yet is fine)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(store, autocommit=True, connect_timeout=10):
+            pass
+    except psycopg.Error as error:
+        raise _fail(f"cannot reach the shared store: {_first_line(error)}") from error
+
+
+def _stats_shared(store: str) -> IndexStats:
+    """What the shared store holds (no model loaded); an unreachable or missing store is an error."""
+    import psycopg
+
+    from citewise.index import IndexOpenError
+    from citewise.index.pgstore import PgStore
+    from citewise.index.shared import SharedIndex
+
+    try:
+        SharedIndex.model_of(store)  # a clear error for an unreachable database or a missing store
+        with PgStore(store) as shared:
+            return shared.stats()
+    except (IndexOpenError, psycopg.Error) as error:
+        raise _store_failed(error) from error
 
 
 @app.command()
@@ -705,23 +849,32 @@ def serve(
     model: ModelOption = None,
     judge_model: JudgeOption = None,
     chroma_url: ChromaOption = None,
+    store: StoreOption = None,
 ) -> None:
-    """Serve the chat web page: streamed cited answers, clickable citations, the evidence chart, threads."""
+    """Serve the chat web page: streamed cited answers, clickable citations, the evidence chart, threads.
+
+    With --store, questions are answered from the shared store and uploads are queued in it and ingested by
+    the page's process, as `ingest --store` does.
+    """
     from citewise.context import Context
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry
+    resources = Resources()  # every visitor's index, models and embedder
+    if store:
+        _reachable(store)
     try:
         context = Context(
-            index_dir=str(index), chroma_url=chroma_url, model=model, judge_model=judge_model,
-            resources=Resources(),  # every visitor's index, models and embedder
+            index_dir=str(index), chroma_url=chroma_url, model=model, judge_model=judge_model, store=store,
+            resources=resources,
         )  # fmt: skip
     except ValueError as error:
         raise _fail(str(error)) from error
     from citewise.app.web import serve as serve_page
 
-    typer.echo(f"citewise: serving {index} on http://{host}:{port} (Ctrl-C stops)", err=True)
+    what = f"the shared store {_shown(store)}" if store else str(index)
+    typer.echo(f"citewise: serving {what} on http://{host}:{port} (Ctrl-C stops)", err=True)
     try:
-        serve_page(context, host=host, port=port, threads=threads)
+        serve_page(context, host=host, port=port, threads=_threads_of(threads, store))
     except OSError as error:
         raise _fail(f"cannot serve on {host}:{port}: {error}") from error
 
@@ -752,6 +905,7 @@ def api(
         async with open_checkpointer(threads):
             pass
 
+    threads = _threads_of(threads, store)
     resources = Resources()  # every request's index, models and embedder
     if store:
         _shared(store, resources)
@@ -766,7 +920,8 @@ def api(
         asyncio.run(reachable())
     except ValueError as error:
         raise _fail(str(error)) from error
-    typer.echo(f"citewise: API on http://{host}:{port} for {index} (Ctrl-C stops)", err=True)
+    what = f"the shared store {_shown(store)}" if store else str(index)
+    typer.echo(f"citewise: API on http://{host}:{port} for {what} (Ctrl-C stops)", err=True)
     try:
         uvicorn.run(build_app(context, threads), host=host, port=port, log_level="warning")
     except OSError as error:

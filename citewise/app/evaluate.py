@@ -250,6 +250,7 @@ async def run_eval(
     Returns the report: settings, the judge, the aggregates and one row per question. Raises EvalRunError
     when a run fails for a reason every question would share.
     """
+    from citewise.app.memory import shown_setting
     from citewise.core.indexes import open_index
     from citewise.graph.query import graph
     from citewise.models import usage_scope
@@ -297,6 +298,7 @@ async def run_eval(
     return {
         "settings": {
             "index": context.index_dir,
+            "store": shown_setting(context.store) if context.store else None,
             "mode": "llm" if context.llm else "local",
             "model": context.model,
             "judge_model": context.judge,

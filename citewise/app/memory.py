@@ -1,7 +1,8 @@
 """Conversation memory: where threads are kept, so a conversation survives a restart.
 
 One setting chooses the store: a file path (or nothing: `.citewise/threads.sqlite`) keeps threads in an
-embedded SQLite checkpointer; a `postgresql://` URL keeps them in PostgreSQL, the scale path. Chat and the
+embedded SQLite checkpointer; a `postgresql://` URL keeps them in PostgreSQL, the scale path. The commands
+that take `--store postgresql://...` default it to the store's database (`citewise.app.cli`). Chat and the
 web page compile the query graph with the saver this opens and run each turn under its thread id.
 """
 
@@ -37,14 +38,29 @@ async def open_checkpointer(setting: str | None = None) -> AsyncIterator[BaseChe
     target = threads_setting(setting)
     if target.startswith(POSTGRES):
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-        from psycopg import OperationalError
+        from psycopg import Error, OperationalError
+        from psycopg.errors import ReadOnlySqlTransaction
 
         async with AsyncExitStack() as stack:
+            read_only = (
+                f"the thread store at {_safe(target)} is read-only (a hot standby?): threads are written, so "
+                "give --threads (or CITEWISE_THREADS) the primary's URL"
+            )
             try:
                 saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(target))
-                await saver.setup()
+                await saver.setup()  # on a standby whose tables are there already, this only reads
+                async with saver._cursor() as cursor:  # the saver's own connection
+                    await cursor.execute("SHOW transaction_read_only")
+                    row = await cursor.fetchone()
+                if row and row["transaction_read_only"] == "on":
+                    raise ValueError(read_only)
+            except ReadOnlySqlTransaction as error:
+                raise ValueError(read_only) from error
             except OperationalError as error:
                 raise ValueError(f"cannot open the thread store at {_safe(target)}: {error}") from error
+            except Error as error:
+                first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+                raise ValueError(f"cannot open the thread store at {_safe(target)}: {first}") from error
             yield saver
         return
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver

@@ -23,7 +23,16 @@ once); each worker (`citewise.index.pgworker`) repeats `PgStore.work` until the 
 A worker killed before the write commits leaves nothing: both transactions roll back, and the row, unlocked,
 goes to the next worker. Killed after it, the outcome is committed, and a queued row with an outcome is never
 claimed again. A file that is not what its name says (a text file named .pdf, empty, unreadable) gets a
-failed outcome with the loader's reason; the worker goes on with the next.
+failed outcome with the loader's reason, and so does a file a loader fails on in any other way (a bug: the
+exception's type and message); the worker goes on with the next.
+
+Every claim is counted (``<p>_attempts``: one row a claim, committed at once on the store's connection, so a
+worker that dies leaves it behind). A file that ended `MAX_ATTEMPTS` claims without an outcome (each killed a
+worker, or raised in chunking, embedding or writing) is not tried again: its next claim records it failed,
+with the last error recorded (or that a worker stopped in it). An exception other than a lost connection is
+recorded on the claim's row, the file stays queued, and the worker goes on; the claim that reaches the
+limit records the failure. `PgStore.requeue` puts failed files back in the queue, and gives queued files
+that used up claims their count afresh.
 
 Workers do not serialise each other. No write updates a row another worker's write updates: documents,
 chunks and vectors are new rows (HNSW inserts lock index pages, briefly); the lexical df and count changes
@@ -39,11 +48,13 @@ writes and reads (and one for claims): one thread uses it at a time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +63,7 @@ from typing import Any
 import numpy as np
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from citewise.index.chunking import ChunkedDocument, ChunkingConfig, chunk_documents, chunk_input
@@ -62,17 +74,30 @@ from citewise.index.ingest import MAX_DOCUMENT_CHARS
 from citewise.index.loaders import iter_files, load_path
 from citewise.index.pglexical import PgLexical
 from citewise.index.pgvectors import PgVectors
-from citewise.index.records import IndexOpenError
+from citewise.index.records import IndexOpenError, IndexStats, IngestReport
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "citewise"
 REWEIGHT_TOLERANCE = 0.01
 """BM25 weights written under an average chunk length more than 1% off today's are rewritten (`reweight`)."""
+UNCHANGED = "unchanged since it was ingested"
+"""The reason an outcome skips a file whose bytes are those ingested before."""
+MAX_ATTEMPTS = 3
+"""Claims of one queued file that may end without an outcome (a worker killed, or an exception) before it is
+recorded failed instead of tried again."""
 FOLD_EVERY = 16
 """A worker folds the pending BM25 df changes after this many of its commits (and when the queue empties),
 not after each: a fold is two short transactions, and until it runs a search only reads a few more rows (the
 pending changes of its own terms, through an index on the term)."""
+
+ATTEMPTS = (
+    """CREATE TABLE IF NOT EXISTS {attempts} (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, item bigint NOT NULL, worker text NOT NULL,
+        error text, started_at timestamptz NOT NULL DEFAULT now())""",
+    "CREATE INDEX IF NOT EXISTS {attempts_item} ON {attempts} (item)",
+)
+"""The claims of queued files, one row each (a store made before it gains it at its first claim)."""
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS {meta} (key text PRIMARY KEY, value text NOT NULL)",
@@ -101,12 +126,17 @@ SCHEMA = (
         item bigint PRIMARY KEY, path text NOT NULL, state text NOT NULL CHECK (state IN ('done', 'failed')),
         error text, documents integer NOT NULL, chunks integer NOT NULL, skipped jsonb NOT NULL,
         worker text NOT NULL, finished_at timestamptz NOT NULL DEFAULT now())""",
+    *ATTEMPTS,
 )
 
 CLAIM = """SELECT q.id, q.path FROM {queue} AS q
     WHERE NOT EXISTS (SELECT 1 FROM {outcomes} AS o WHERE o.item = q.id)
     ORDER BY q.id LIMIT 1 FOR UPDATE OF q SKIP LOCKED"""
 """The oldest queued file no other worker holds and no worker finished (one killed before the release)."""
+
+LAST_OUTCOMES = """SELECT DISTINCT ON (path) path, state, coalesce(error, '') FROM {outcomes}
+    ORDER BY path, item DESC"""
+"""Each file's latest outcome."""
 
 ENQUEUE = (
     # rows a killed worker finished but could not release: their path may be queued again
@@ -132,6 +162,10 @@ class WorkItem:
     path: str
 
 
+class _Retry(Exception):
+    """A claim that ended in an exception, the file left queued for another claim (see `PgStore.work`)."""
+
+
 @dataclass
 class Outcome:
     """What one work step did with one file.
@@ -139,7 +173,8 @@ class Outcome:
     Attributes:
         item: the queue row's id.
         path: the file.
-        state: "done" (ingested, or unchanged since it was) or "failed" (nothing of it stored).
+        state: "done" (ingested, or unchanged since it was), "failed" (nothing of it stored) or "retry" (this
+            claim raised `error`, nothing was recorded: the file stays queued; not stored as an outcome).
         error: why it failed ("" when done).
         documents: documents added.
         chunks: chunks added.
@@ -190,6 +225,9 @@ class PgStore:
         self._claims: psycopg.Connection | None = None
         self._settings: Settings | None = None
         self._unfolded = 0  # commits since this store last folded the pending BM25 changes
+        self._counting = (
+            False  # the attempts table is there (a store made before it gets it at a first claim)
+        )
         try:
             self.vectors = PgVectors(self.conn, dim, prefix=f"{prefix}_vectors")
             self.paragraph_vectors = PgVectors(self.conn, dim, prefix=f"{prefix}_pvectors")
@@ -201,7 +239,7 @@ class PgStore:
         self.paragraph_lexical = PgLexical(self.conn, "bm25", prefix=f"{prefix}_plexical")
         names = (
             *("meta", "files", "documents", "paragraphs", "bibliography", "chunks", "queue", "outcomes"),
-            *("documents_file", "paragraphs_doc", "chunks_doc"),
+            *("attempts", "documents_file", "paragraphs_doc", "chunks_doc", "attempts_item"),
         )
         self._names = {name: sql.Identifier(f"{prefix}_{name}") for name in names}
 
@@ -328,6 +366,11 @@ class PgStore:
     ) -> Outcome | None:
         """One worker step: claim the oldest queued file, ingest it in one transaction, release it.
 
+        The claim is counted first (see the module): a file whose earlier `MAX_ATTEMPTS` claims all ended
+        without an outcome is recorded failed, not tried; an exception while it is ingested (other than a
+        lost connection, which is raised) is recorded with the claim, and the file is left queued (an
+        outcome "retry") or, on its last claim, recorded failed with that error.
+
         Args:
             embedder: The store's embedding model (`settings().model`).
             worker: Recorded with the outcome (`default_worker_name` when None).
@@ -339,6 +382,7 @@ class PgStore:
 
         Raises:
             IndexOpenError: the embedder is not the store's model.
+            psycopg.OperationalError: the connection to the database was lost.
         """
         settings = self.settings()
         if embedder.name != settings.model or embedder.dim != settings.dim:
@@ -348,19 +392,146 @@ class PgStore:
         if self._claims is None:
             self._claims = psycopg.connect(self.dsn, autocommit=True)
         claims = self._claims
-        with claims.transaction():
-            row = claims.execute(self._sql(CLAIM)).fetchone()
-            if row is None:
-                return None
-            item = WorkItem(int(row[0]), str(row[1]))
-            outcome = self._ingest(
-                item, embedder, settings.chunking, worker or default_worker_name(), before_commit
-            )
-            claims.execute(self._sql("DELETE FROM {queue} WHERE id = %s"), [item.id])
+        worker = worker or default_worker_name()
+        self._count_claims()
+        try:
+            with claims.transaction():
+                row = claims.execute(self._sql(CLAIM)).fetchone()
+                if row is None:
+                    return None
+                item = WorkItem(int(row[0]), str(row[1]))
+                outcome = self._attempt(item, embedder, settings.chunking, worker, before_commit)
+                claims.execute(self._sql("DELETE FROM {queue} WHERE id = %s"), [item.id])
+        except _Retry as retry:  # the claim ends, the file stays queued: its next claim tries it again
+            return retry.args[0]
         self._unfolded += 1
         if self._unfolded >= FOLD_EVERY:
             self.fold()
         return outcome
+
+    def _count_claims(self) -> None:
+        """Make the attempts table if this store predates it (once a PgStore)."""
+        if not self._counting:
+            with self.conn.transaction():
+                self.conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext(%s))", [f"citewise.pgstore.create:{self.prefix}"]
+                )
+                for statement in ATTEMPTS:
+                    self.conn.execute(self._sql(statement))
+            self._counting = True
+
+    def _attempt(
+        self,
+        item: WorkItem,
+        embedder: Embedder,
+        chunking: ChunkingConfig,
+        worker: str,
+        before_commit: Callable[[WorkItem], None] | None,
+    ) -> Outcome:
+        """Count a claim (committed at once), then ingest its file unless earlier claims used up the limit."""
+        row = self.conn.execute(
+            self._sql("INSERT INTO {attempts} (item, worker) VALUES (%s, %s) RETURNING id"), [item.id, worker]
+        ).fetchone()
+        assert row is not None
+        attempt = int(row[0])
+        earlier = self.conn.execute(
+            self._sql(
+                """SELECT count(*), (SELECT error FROM {attempts} WHERE item = %s AND id < %s
+                    AND error IS NOT NULL ORDER BY id DESC LIMIT 1)
+                FROM {attempts} WHERE item = %s AND id < %s"""
+            ),
+            [item.id, attempt, item.id, attempt],
+        ).fetchone()
+        assert earlier is not None
+        tried, last_error = int(earlier[0]), earlier[1]
+        if tried >= MAX_ATTEMPTS:
+            why = (
+                f"last error: {last_error}"
+                if last_error
+                else "a worker stopped while ingesting it (killed or crashed)"
+            )
+            error = f"{tried} claims ended without an outcome, not tried again ({why})"
+            return self._failed(Outcome(item.id, item.path, "done", worker=worker), error, before_commit)
+        try:
+            return self._ingest(item, embedder, chunking, worker, before_commit)
+        except psycopg.OperationalError:
+            raise  # the database, not the file: the worker stops, the claim is left for another
+        except Exception as error:  # noqa: BLE001 - any failure of one file is recorded with it (see the module)
+            message = f"{type(error).__name__}: {error}".strip()
+            self.conn.execute(self._sql("UPDATE {attempts} SET error = %s WHERE id = %s"), [message, attempt])
+            if tried + 1 >= MAX_ATTEMPTS:
+                error_text = f"failed on {tried + 1} claims, not tried again (last error: {message})"
+                return self._failed(
+                    Outcome(item.id, item.path, "done", worker=worker), error_text, before_commit
+                )
+            logger.warning(
+                "%s: claim %d of %d failed, left queued: %s", item.path, tried + 1, MAX_ATTEMPTS, message
+            )
+            raise _Retry(Outcome(item.id, item.path, "retry", message, worker=worker)) from error
+
+    def requeue(self, paths: Iterable[str | Path] = ()) -> list[str]:
+        """Put failed files back in the queue, and give queued files that used up claims their count afresh.
+
+        A failed file is one whose latest outcome is "failed"; a queued file's count is reset when no worker
+        holds it now (a claim in hand keeps its count).
+
+        Args:
+            paths: Only files at or under these paths (all when empty).
+
+        Returns:
+            The files queued again or reset, sorted.
+        """
+        self._count_claims()
+        targets = [str(Path(path).expanduser().resolve()) for path in paths]
+
+        def wanted(file: str) -> bool:
+            return not targets or any(file == t or file.startswith(t.rstrip("/") + "/") for t in targets)
+
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute(self._sql(ENQUEUE[0]))
+            latest = cur.execute(self._sql(LAST_OUTCOMES)).fetchall()
+            failed = sorted(path for path, state, _ in latest if state == "failed" and wanted(path))
+            queued = cur.execute(
+                self._sql(
+                    """SELECT q.id, q.path FROM {queue} AS q
+                    WHERE NOT EXISTS (SELECT 1 FROM {outcomes} AS o WHERE o.item = q.id)
+                    AND EXISTS (SELECT 1 FROM {attempts} AS a WHERE a.item = q.id)
+                    ORDER BY q.id FOR UPDATE OF q SKIP LOCKED"""
+                )
+            ).fetchall()
+            stuck = [(item, path) for item, path in queued if wanted(path)]
+            cur.execute(
+                self._sql("DELETE FROM {attempts} WHERE item = ANY(%s)"), [[item for item, _ in stuck]]
+            )
+            cur.execute(self._sql(ENQUEUE[1]), [failed])
+        return sorted({*failed, *(path for _, path in stuck)})
+
+    def remove(self, paths: Iterable[str | Path]) -> IngestReport:
+        """Delete every document that came from the given files (or files under the given folders).
+
+        Each file's documents, with their rows in every table and its record, go in one transaction, as
+        `Index.remove` does on the local tier. A path that matches nothing is listed as skipped.
+        """
+        started = time.perf_counter()
+        report = IngestReport()
+        known = self.files()
+        for path in paths:
+            target = str(Path(path).expanduser().resolve())
+            matches = [f for f in known if f == target or f.startswith(target.rstrip("/") + "/")]
+            if not matches:
+                report.skipped.append((str(path), "not in the store"))
+            for file in matches:
+                with self.conn.transaction(), self.conn.cursor() as cur:
+                    doc_ids = sorted(self.document_ids(file))
+                    row = cur.execute(
+                        self._sql("SELECT count(*) FROM {chunks} WHERE doc_id = ANY(%s)"), [doc_ids]
+                    ).fetchone()
+                    report.documents_removed += self._delete(cur, doc_ids)
+                    report.chunks_removed += int(row[0]) if row else 0
+                    cur.execute(self._sql("DELETE FROM {files} WHERE path = %s"), [file])
+                report.files += 1
+        report.seconds = time.perf_counter() - started
+        return report
 
     def fold(self) -> None:
         """Fold the pending BM25 df and count changes (`PgLexical.fold`); scores stay the same.
@@ -388,12 +559,14 @@ class PgStore:
             return self._failed(outcome, f"unreadable: {error.strerror or error}", before_commit)
         sha = hashlib.sha256(data).hexdigest()
         if self.file_sha(item.path) == sha:
-            outcome.skipped.append((item.path, "unchanged since it was ingested"))
+            outcome.skipped.append((item.path, UNCHANGED))
             return self._finish(outcome, before_commit)
         try:
             documents = load_path(path)
         except LoadError as error:
             return self._failed(outcome, str(error), before_commit)
+        except Exception as error:  # noqa: BLE001 - a loader's bug fails its file, not the worker
+            return self._failed(outcome, f"the loader failed: {type(error).__name__}: {error}", before_commit)
         unique: dict[str, Document] = {}
         for document in documents:
             size = sum(len(paragraph.text) for paragraph in document.paragraphs)
@@ -699,6 +872,29 @@ class PgStore:
             found = self.conn.execute(statement).fetchone()
             counts[name] = int(found[0]) if found else 0
         return counts
+
+    def stats(self) -> IndexStats:
+        """What the store holds, as the local tier's `Index.stats` says it (chunk vectors in `chunks_chroma`).
+
+        One read-only snapshot when the connection is in autocommit (the counts then agree with each other).
+        """
+        snapshot = self.conn.autocommit and self.conn.info.transaction_status == TransactionStatus.IDLE
+        with self.conn.transaction() if snapshot else contextlib.nullcontext():
+            if snapshot:
+                self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            counts = self.counts()
+            generation = self.generation()
+        return IndexStats(
+            files=counts["files"],
+            documents=counts["documents"],
+            paragraphs=counts["paragraphs"],
+            bibliography=counts["bibliography"],
+            chunks_sqlite=counts["chunks"],
+            chunks_chroma=counts["chunk_vectors"],
+            chunks_bm25=counts["chunks_bm25"],
+            paragraphs_bm25=counts["paragraphs_bm25"],
+            generation=generation,
+        )
 
 
 @dataclass

@@ -3,11 +3,15 @@
 Several run at once, on one machine or several, against one store (`citewise.index.pgstore`): each step
 claims a file no other worker holds, embeds it with this worker's own model, and writes it in one
 transaction. A worker killed at any moment loses nothing committed and leaves nothing half-written (the
-file it held goes back to the queue). SIGTERM and SIGINT stop it between two files::
+file it held goes back to the queue). A file that fails in any way fails alone: its error is recorded and
+the worker goes on; a file whose claims ended without an outcome `MAX_ATTEMPTS` times (it killed a worker,
+or raised each time) is recorded failed instead of tried again. SIGTERM and SIGINT stop it between two
+files::
 
     python -m citewise.index.pgworker --store postgresql://postgres@127.0.0.1:5432/postgres
     python -m citewise.index.pgworker --store ... --once         # one file, then exit
     python -m citewise.index.pgworker --store ... --poll 5       # keep looking for work every 5 s
+    python -m citewise.index.pgworker --store ... --requeue      # failed files back in the queue first
 
 The embedding model is the store's (recorded when it was created), computing on `--threads` threads
 (1 by default: N workers on N cores). Files are queued with `PgStore.enqueue`.
@@ -22,13 +26,23 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import FrameType
 
 import psycopg
 
-from citewise.index.embeddings import MODEL_NAMES, Embedder, MiniLMEmbedder
-from citewise.index.pgstore import DEFAULT_PREFIX, Outcome, PgStore, default_worker_name
-from citewise.index.records import IndexOpenError
+from citewise.index.chunking import ChunkingConfig
+from citewise.index.embeddings import MODEL_NAMES, Embedder, MiniLMEmbedder, load_embedder
+from citewise.index.pgstore import (
+    DEFAULT_PREFIX,
+    MAX_ATTEMPTS,
+    UNCHANGED,
+    Outcome,
+    PgStore,
+    Settings,
+    default_worker_name,
+)
+from citewise.index.records import IndexOpenError, IngestReport
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +87,8 @@ def run(
         report: Told each outcome as it is committed.
 
     Returns:
-        The outcomes of the files this worker took, in order.
+        The outcomes of the files this worker took, in order (a claim that raised and left its file queued
+        is one with state "retry").
     """
     worker = worker or default_worker_name()
     outcomes: list[Outcome] = []
@@ -98,9 +113,73 @@ def run(
     return outcomes
 
 
+def ingest(
+    dsn: str,
+    paths: Sequence[str | Path] = (),
+    *,
+    requeue: bool = False,
+    chunking: ChunkingConfig | None = None,
+    threads: int | None = None,
+    report: Callable[[Outcome], None] | None = None,
+) -> tuple[int, list[Outcome]]:
+    """Queue files in the shared store at `dsn` and work the queue here, as one worker of any (until empty).
+
+    What `citewise ingest --store`, `citewise requeue` and the chat page's uploads with a store do. To queue,
+    the store is made if it is not there (the ``vector`` extension, then `PgStore.create` with the default
+    embedding model and `chunking`; a store there keeps its own); to requeue (`PgStore.requeue`, of `paths`
+    or of every file), it must be there.
+
+    Returns:
+        How many files were queued (or queued again), and the outcomes of the claims this worker made.
+
+    Raises:
+        IndexOpenError: no store to requeue in, or one made with another model or chunking.
+        psycopg.Error: the database cannot be reached, or refuses (a hot standby refuses every write).
+    """
+    if not requeue:
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")  # once per database
+    with PgStore(dsn) as store:
+        if requeue:
+            store.settings()
+            queued = len(store.requeue(paths))
+        else:
+            try:  # a store made already keeps its model and chunking (other chunking asked is refused)
+                made: Settings | None = store.settings()
+            except IndexOpenError:
+                made = None
+            model = made.model if made is not None else load_embedder().name
+            store.create(model, chunking or (made.chunking if made is not None else None))
+            queued = store.enqueue(paths)
+        return queued, run(store, store_embedder(store, threads=threads), report=report)
+
+
+def summary(outcomes: Sequence[Outcome]) -> IngestReport:
+    """One worker's outcomes as the local tier's `IngestReport` (the chunks removed are not counted).
+
+    A failed file is skipped with its error; a claim that left its file queued ("retry") is left out.
+    """
+    report = IngestReport()
+    for outcome in outcomes:
+        if outcome.state == "retry":
+            continue
+        report.files += 1
+        if outcome.state == "failed":
+            report.skipped.append((outcome.path, outcome.error))
+            continue
+        unchanged = any(why == UNCHANGED for _, why in outcome.skipped)
+        report.unchanged_files += unchanged
+        report.ingested_files += not unchanged
+        report.documents_added += outcome.documents
+        report.documents_removed += outcome.removed
+        report.chunks_added += outcome.chunks
+        report.skipped.extend((where, why) for where, why in outcome.skipped if why != UNCHANGED)
+    return report
+
+
 def _print(outcome: Outcome) -> None:
-    if outcome.state == "failed":
-        print(f"failed  {outcome.path}: {outcome.error}", flush=True)
+    if outcome.state in ("failed", "retry"):
+        print(f"{outcome.state:<7} {outcome.path}: {outcome.error}", flush=True)
         return
     removed = f", {outcome.removed} removed" if outcome.removed else ""
     print(
@@ -125,6 +204,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--threads", type=int, default=1, help="embedding threads (default %(default)s)")
     parser.add_argument("--worker", default=None, help="the name recorded with outcomes (default host:pid)")
+    parser.add_argument(
+        "--requeue",
+        action="store_true",
+        help=f"first put failed files back in the queue (and reset the claims of queued ones; a file is "
+        f"recorded failed after {MAX_ATTEMPTS} claims without an outcome)",
+    )
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error("--threads must be at least 1")
@@ -140,6 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with PgStore(args.store, prefix=args.prefix) as store:
             embedder = store_embedder(store, args.threads)
             embedder.embed(["ready"])  # the model loads now, not inside the first claim
+            if args.requeue:
+                for path in store.requeue():
+                    print(f"requeue {path}", flush=True)
             print(f"ready   {args.worker or default_worker_name()}", flush=True)
             run(
                 store,
@@ -155,6 +243,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except psycopg.OperationalError as error:
         print(f"error: cannot reach the store's database: {error}", file=sys.stderr)
+        return 2
+    except psycopg.errors.ReadOnlySqlTransaction:
+        print("error: the store's database is read-only (a hot standby?): workers write, so give the "
+              "primary's URL", file=sys.stderr)  # fmt: skip
         return 2
     return 0
 

@@ -317,20 +317,8 @@ class SharedIndex(RememberedEmbeddings):
 
     def stats(self) -> IndexStats:
         """Rows in the store's tables; chunks, vectors and BM25 rows agree once each write committed."""
-        with self._store(snapshot=True) as store:
-            counts = store.counts()
-            generation = store.generation()
-        return IndexStats(
-            files=counts["files"],
-            documents=counts["documents"],
-            paragraphs=counts["paragraphs"],
-            bibliography=counts["bibliography"],
-            chunks_sqlite=counts["chunks"],
-            chunks_chroma=counts["chunk_vectors"],
-            chunks_bm25=counts["chunks_bm25"],
-            paragraphs_bm25=counts["paragraphs_bm25"],
-            generation=generation,
-        )
+        with self._store() as store:
+            return store.stats()
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         """A stored document's title, file and metadata."""

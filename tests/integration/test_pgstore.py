@@ -28,7 +28,7 @@ from citewise.index.embeddings import Embedder
 from citewise.index.lexical import LexicalIndex
 from citewise.index.loaders import load_path
 from citewise.index.pgserver import Server
-from citewise.index.pgstore import Outcome, PgStore
+from citewise.index.pgstore import MAX_ATTEMPTS, Outcome, PgStore
 from citewise.index.pgworker import run
 from citewise.index.records import IndexOpenError
 
@@ -40,7 +40,7 @@ SECONDS = 300  # the most a worker process may take (loading the model on a busy
 
 HOLDER = """
 import sys
-from citewise.index.pgstore import Outcome, PgStore
+from citewise.index.pgstore import MAX_ATTEMPTS, Outcome, PgStore
 from citewise.index.pgworker import store_embedder
 
 dsn, prefix = sys.argv[1:3]
@@ -164,7 +164,8 @@ def test_schema_is_idempotent_and_keeps_its_settings(
         assert again.create(embedder.name) == settings
         assert again.create(embedder.name) == settings
     assert store.conn.execute(tables, [f"{store.prefix}%"]).fetchone() == before
-    assert before is not None and before[0] == 20  # 8 of the store, 2 of vectors, 2 x 5 of BM25
+    # 9 of the store (the queue's attempts among them), 2 of vectors, 2 x 5 of BM25
+    assert before is not None and before[0] == 21
     with pytest.raises(IndexOpenError, match="chunking"):
         store.create(embedder.name, ChunkingConfig(max_chars=300))
     with pytest.raises(IndexOpenError, match="all-MiniLM-L6-v2-int8"):
@@ -400,3 +401,144 @@ def test_the_same_document_in_two_files_at_once_is_stored_once(
     assert done.documents == 0 and "stored meanwhile" in done.skipped[0][1]
     counts = _in_step(store)
     assert counts["documents"] == 1 and counts["files"] == 2
+
+
+FAULTY = """
+import os
+import signal
+import sys
+
+from citewise.index import pgstore, pgworker
+
+real_load, real_chunk = pgstore.load_path, pgstore.chunk_documents
+
+
+def load_path(path):
+    if "crash" in path.name:
+        os.kill(os.getpid(), signal.SIGKILL)  # dies inside the file, as on a segfault or the OOM killer
+    if "buggy" in path.name:
+        raise ZeroDivisionError("a loader's bug")
+    return real_load(path)
+
+
+def chunk_documents(documents, *args, **kwargs):
+    if any(document.title == "Poison" for document in documents):
+        raise RuntimeError("the embedder choked")
+    return real_chunk(documents, *args, **kwargs)
+
+
+pgstore.load_path, pgstore.chunk_documents = load_path, chunk_documents
+sys.exit(pgworker.main(sys.argv[1:]))
+"""
+"""A real worker process (`pgworker.main`) whose loader kills it on files named *crash*, raises on *buggy*,
+and whose chunking raises on a document titled Poison."""
+
+
+def _worker(
+    server: Server, store: PgStore, *options: str, faulty: bool = True
+) -> subprocess.CompletedProcess:
+    """Run one worker process over the queue: the faulty one, or `python -m citewise.index.pgworker`."""
+    program = ["-c", FAULTY] if faulty else ["-m", "citewise.index.pgworker"]
+    arguments = ["--store", _dsn(server, "faulty"), "--prefix", store.prefix, "--worker", "w", *options]
+    done = subprocess.run(
+        [sys.executable, *program, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=SECONDS,
+        env=_environment(),
+    )
+    for _ in range(300):  # a killed worker's sessions (and its claim's lock) end once the server notices
+        if not _sessions(store, "faulty"):
+            break
+        time.sleep(0.1)
+    return done
+
+
+def _claims(store: PgStore, path: Path) -> int:
+    """How many claims of the file's current queue row are counted."""
+    statement = sql.SQL(
+        "SELECT count(*) FROM {a} AS a JOIN {q} AS q ON q.id = a.item WHERE q.path = %s"
+    ).format(a=sql.Identifier(f"{store.prefix}_attempts"), q=sql.Identifier(f"{store.prefix}_queue"))
+    row = store.conn.execute(statement, [str(path.resolve())]).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_a_file_that_kills_its_worker_is_failed_after_three_claims_and_requeue_retries_it(
+    postgres: Server, store: PgStore, tmp_path: Path, small_corpus_records: list[dict[str, str]]
+) -> None:
+    good = _files(tmp_path / "files", small_corpus_records[:2])
+    crash = tmp_path / "files" / "000-crash.txt"  # first in the queue (files are queued in path order)
+    crash.write_text("Zeppelins were built in Friedrichshafen.\n", encoding="utf-8")
+    assert store.enqueue([tmp_path / "files"]) == 3
+    for claim in range(1, MAX_ATTEMPTS + 1):
+        killed = _worker(postgres, store)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        assert store.outcomes() == [] and store.queued() == 3  # nothing recorded, the file still queued
+        assert _claims(store, crash) == claim
+    finished = _worker(postgres, store)  # would die too if it tried the file again
+    assert finished.returncode == 0, finished.stderr
+    outcomes = {Path(o.path).name: o for o in store.outcomes()}
+    assert outcomes[crash.name].state == "failed"
+    assert outcomes[crash.name].error == (
+        f"{MAX_ATTEMPTS} claims ended without an outcome, not tried again "
+        "(a worker stopped while ingesting it (killed or crashed))"
+    )
+    assert f"failed  {crash.resolve()}: {MAX_ATTEMPTS} claims" in finished.stdout
+    assert all(outcomes[p.name].state == "done" and outcomes[p.name].documents == 1 for p in good)
+    assert store.queued() == 0
+    # --requeue puts it back; a worker without the fault ingests it
+    again = _worker(postgres, store, "--requeue", faulty=False)
+    assert again.returncode == 0, again.stderr
+    assert (
+        f"requeue {crash.resolve()}" in again.stdout
+        and f"done    {crash.resolve()}: 1 documents" in again.stdout
+    )
+    assert store.outcomes()[-1].path == str(crash.resolve()) and store.outcomes()[-1].state == "done"
+    assert _in_step(store)["documents"] == 3
+    # a queued file whose claims died is given its count afresh (a claim in hand would keep it)
+    later = tmp_path / "files" / "001-crash.txt"
+    later.write_text("Airships crossed the Atlantic.\n", encoding="utf-8")
+    store.enqueue([later])
+    assert _worker(postgres, store).returncode == -signal.SIGKILL
+    assert _claims(store, later) == 1
+    assert store.requeue() == [str(later.resolve())]
+    assert _claims(store, later) == 0 and store.queued() == 1
+
+
+def test_an_exception_fails_its_file_alone_and_the_worker_goes_on(
+    postgres: Server, store: PgStore, tmp_path: Path, small_corpus_records: list[dict[str, str]]
+) -> None:
+    (good,) = _files(tmp_path / "files", small_corpus_records[:1])
+    (poison,) = _files(
+        tmp_path / "files", [{"_id": "poison", "title": "Poison", "text": "Arsenic is toxic."}]
+    )
+    buggy = tmp_path / "files" / "buggy.md"
+    buggy.write_text("# A note\n\nNothing wrong with it but the loader.\n", encoding="utf-8")
+    assert store.enqueue([tmp_path / "files"]) == 3
+    done = _worker(postgres, store)  # one process through the whole queue
+    assert done.returncode == 0, done.stderr
+    outcomes = {Path(o.path).name: o for o in store.outcomes()}
+    assert set(outcomes) == {good.name, poison.name, buggy.name}
+    assert outcomes[buggy.name].state == "failed"  # a loader's bug: failed at once, not retried
+    assert outcomes[buggy.name].error == "the loader failed: ZeroDivisionError: a loader's bug"
+    assert outcomes[poison.name].state == "failed"  # raised on every claim: failed on the last
+    assert outcomes[poison.name].error == (
+        f"failed on {MAX_ATTEMPTS} claims, not tried again (last error: RuntimeError: the embedder choked)"
+    )
+    assert (
+        done.stdout.count(f"retry   {poison.resolve()}: RuntimeError: the embedder choked")
+        == MAX_ATTEMPTS - 1
+    )
+    assert outcomes[good.name].state == "done" and outcomes[good.name].documents == 1
+    assert store.queued() == 0
+    counts = _in_step(store)  # the failed claims left no row behind
+    assert counts["documents"] == 1 and counts["files"] == 1
+    claims = sql.SQL("SELECT item, count(*) FROM {} GROUP BY item").format(
+        sql.Identifier(f"{store.prefix}_attempts")
+    )
+    per_item = dict(store.conn.execute(claims).fetchall())
+    assert per_item == {
+        outcomes[buggy.name].item: 1,
+        outcomes[poison.name].item: MAX_ATTEMPTS,
+        outcomes[good.name].item: 1,
+    }

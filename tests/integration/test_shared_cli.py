@@ -6,15 +6,18 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 
 from citewise.core.evidence import NO_ANSWER
-from citewise.index.pgserver import Server
+from citewise.index.pgserver import Server, free_port
+from citewise.index.pgstore import PgStore
 
 pytestmark = pytest.mark.integration
 
@@ -82,3 +85,136 @@ def test_unreachable_and_empty_stores_are_clear_errors(postgres: Server) -> None
     assert empty.returncode == 2
     assert "no shared store" in empty.stderr and "citewise ingest PATH --store URL" in empty.stderr
     assert "Traceback" not in empty.stderr
+
+
+def test_search_and_stats_on_the_shared_store_have_the_local_shapes(store: str, sample_index: Path) -> None:
+    question = "transits of GJ 486b"
+    shared = citewise("search", question, "--store", store, "--json", "-k", "3")
+    local = citewise("search", question, "--index", str(sample_index), "--json", "-k", "3")
+    assert shared.returncode == 0 and local.returncode == 0, shared.stderr + local.stderr
+    found, expected = json.loads(shared.stdout), json.loads(local.stdout)
+    assert set(found) == set(expected) and len(found["hits"]) == 3
+    assert [set(hit) for hit in found["hits"]] == [set(hit) for hit in expected["hits"]]
+    assert all("GJ 486b" in hit["title"] for hit in found["hits"])
+    printed = citewise("search", question, "--store", store, "-k", "1")
+    assert printed.returncode == 0 and printed.stdout.startswith("  1. ") and "bm25" in printed.stdout
+    counted = citewise("stats", "--store", store, "--json")
+    assert counted.returncode == 0, counted.stderr
+    data = json.loads(counted.stdout)
+    assert set(data) == set(json.loads(citewise("stats", "--index", str(sample_index), "--json").stdout))
+    with PgStore(store) as opened:
+        assert data == opened.stats().as_dict()
+    assert data["documents"] >= 3 and data["chunks_sqlite"] == data["chunks_chroma"] == data["chunks_bm25"]
+    assert data["consistent"] is True
+
+
+def test_remove_deletes_a_file_from_the_shared_store(store: str, tmp_path: Path) -> None:
+    note = tmp_path / "zeppelin.txt"
+    note.write_text("The Graf Zeppelin was moored in a hangar at Friedrichshafen.\n", encoding="utf-8")
+    assert citewise("ingest", str(note), "--store", store).returncode == 0
+    hits = json.loads(citewise("search", "Graf Zeppelin hangar", "--store", store, "--json").stdout)["hits"]
+    assert "Friedrichshafen" in hits[0]["text"]
+    removed = citewise("remove", str(note), "--store", store)
+    assert removed.returncode == 0, removed.stderr
+    assert (
+        removed.stdout.startswith("remove: 1 files (") and "documents +0 -1; chunks +0 -1" in removed.stdout
+    )
+    with PgStore(store) as opened:
+        assert opened.document_ids(str(note.resolve())) == set() and str(note.resolve()) not in opened.files()
+        assert opened.stats().consistent
+    hits = json.loads(citewise("search", "Graf Zeppelin hangar", "--store", store, "--json").stdout)["hits"]
+    assert all("Friedrichshafen" not in hit["text"] for hit in hits)
+    again = citewise("remove", str(note), "--store", store)
+    assert again.returncode == 1 and "nothing matched in the store" in again.stderr
+    assert "Traceback" not in again.stderr
+
+
+def test_requeue_ingests_a_failed_file_once_it_is_fixed(store: str, tmp_path: Path) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("   \n", encoding="utf-8")
+    failed = citewise("ingest", str(notes), "--store", store)
+    assert failed.returncode == 1 and "empty" in failed.stderr
+    notes.write_text("# Airships\n\nThe LZ 129 Hindenburg first flew in 1936.\n", encoding="utf-8")
+    unsaid = citewise("requeue")
+    assert unsaid.returncode == 2 and "give --store URL" in unsaid.stderr and "Traceback" not in unsaid.stderr
+    done = citewise("requeue", str(tmp_path), "--store", store)
+    assert done.returncode == 0, done.stderr
+    assert "requeue (shared store): 1 files queued, 1 taken here (0 failed); documents +1" in done.stderr
+    hits = json.loads(citewise("search", "Hindenburg first flight", "--store", store, "--json").stdout)[
+        "hits"
+    ]
+    assert "1936" in hits[0]["text"]
+    nothing = citewise("requeue", str(tmp_path), "--store", store)  # nothing failed is left under it
+    assert nothing.returncode == 0 and "0 files queued, 0 taken here" in nothing.stderr
+    assert citewise("remove", str(notes), "--store", store).returncode == 0
+
+
+def test_eval_runs_a_question_set_on_the_shared_store(store: str, tmp_path: Path) -> None:
+    questions = tmp_path / "questions.jsonl"
+    asked = [
+        {"id": "q1", "question": "Which telescopes were used to observe the transits of GJ 486b?"},
+        {"id": "q2", "question": "Who won the 1998 football World Cup?"},
+    ]
+    questions.write_text("".join(json.dumps(q) + "\n" for q in asked), encoding="utf-8")
+    out = tmp_path / "report.json"
+    done = citewise("eval", "--questions", str(questions), "--store", store, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("2 questions, local mode")
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["settings"]["store"] == store
+    answers = {row["id"]: row["answer"] for row in report["questions"]}
+    assert "Subaru" in answers["q1"] and answers["q2"].startswith(NO_ANSWER)
+
+
+def test_serve_answers_from_the_shared_store_and_ingests_uploads_there(store: str, tmp_path: Path) -> None:
+    from gradio_client import Client, handle_file
+
+    index = tmp_path / "home" / "index"  # the local tier's place: nothing may be written there
+    port = free_port()
+    environment = {k: v for k, v in os.environ.items() if k not in ("CITEWISE_THREADS", "CITEWISE_STORE")}
+    with psycopg.connect(store, autocommit=True) as conn:
+        assert conn.execute("SELECT to_regclass('checkpoints')").fetchone() == (None,)  # no threads here yet
+    server = subprocess.Popen(
+        [sys.executable, "-m", "citewise.app.cli", "serve", "--store", store, "--index", str(index)]
+        + ["--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                client = Client(f"http://127.0.0.1:{port}/", verbose=False)
+                break
+            except (httpx.HTTPError, ValueError):
+                assert server.poll() is None and time.monotonic() < deadline, "the page did not come up"
+                time.sleep(1)
+        notes = tmp_path / "airship-notes.txt"
+        notes.write_text(
+            "The Graf Zeppelin was moored at Lakehurst after crossing the Atlantic.\n", encoding="utf-8"
+        )
+        empty = tmp_path / "empty.txt"
+        empty.write_text("", encoding="utf-8")
+        summary = client.predict([handle_file(str(notes)), handle_file(str(empty))], api_name="/ingest")
+        assert (
+            summary.startswith("**Ingested 1 of 2 file(s)**") and "skipped empty.txt: empty file" in summary
+        )
+        assert "The shared store now holds" in summary
+        uploaded = tmp_path / "home" / "uploads" / notes.name
+        with PgStore(store) as opened:
+            assert len(opened.document_ids(str(uploaded.resolve()))) == 1  # in the shared store
+        assert not index.exists()  # and not in a local index
+        history = client.predict("Where was the Graf Zeppelin moored?", "answer", [], api_name="/ask")[0]
+        answer = history[-1]["content"][0]["text"]
+        assert "Lakehurst" in answer and 'class="cw-cite"' in answer
+        with psycopg.connect(store, autocommit=True) as conn:  # the thread is kept in the store's database
+            threads = conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints").fetchone()
+        assert threads is not None and threads[0] >= 1
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    with PgStore(store) as opened:
+        opened.remove([uploaded])

@@ -7,6 +7,9 @@ A marker opens its passage (document, section, the supporting lines highlighted)
 live in the store `memory.open_checkpointer` opens, so they survive a reload and a restart; the browser
 remembers which one was open.
 
+With a shared store (`Context.store`, `citewise serve --store postgresql://...`) the page answers from it,
+and uploads are queued in it and ingested by the page's process as one worker of any (`pgworker.ingest`).
+
 Everything runs on the page's own server: no fonts, scripts or analytics from elsewhere.
 """
 
@@ -24,6 +27,7 @@ from typing import Any
 
 import gradio as gr
 import pandas as pd
+import psycopg
 from langchain_core.messages import AIMessageChunk
 
 from citewise.app.chat import STREAMED_NODES, new_thread_id, result_payload, stage_lines
@@ -476,11 +480,13 @@ class ChatPage:
             await asyncio.wait({work}, timeout=PROGRESS_EVERY)
         try:
             report, stats = work.result()
-        except (IndexOpenError, ValueError, OSError) as error:
-            yield render.escape_markdown(f"Nothing was ingested: {error}")
+        except (IndexOpenError, ValueError, OSError, psycopg.Error) as error:
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            yield render.escape_markdown(f"Nothing was ingested: {first}")
             return
-        resources_of(self.context).forget_index(self.context)  # the next question opens it afresh, with them
-        yield render.ingest_summary(report, stats)
+        if not self.context.store:  # a shared store's next search sees the commits as it is
+            resources_of(self.context).forget_index(self.context)  # the next question opens it afresh
+        yield render.ingest_summary(report, stats, "shared store" if self.context.store else "index")
 
     def _ingest(self, paths: list[Path], state: dict[str, int]) -> tuple[Any, Any]:
         """Ingest `paths` (in a worker thread), counting files and chunks done into `state`."""
@@ -495,12 +501,29 @@ class ChatPage:
             def close(self) -> None:
                 pass
 
+        if self.context.store:
+            return self._ingest_shared(paths, state)
         embedders = resources_of(self.context).embedder  # the model the questions embed with, loaded once
         with Index.open(
             self.context.index_dir, chroma_url=self.context.chroma_url, embedders=embedders
         ) as index:
             report = index.ingest(paths, progress=Bar)
             return report, index.stats()
+
+    def _ingest_shared(self, paths: list[Path], state: dict[str, int]) -> tuple[Any, Any]:
+        """Queue `paths` in the shared store and work its queue as one worker, counting into `state`."""
+        from citewise.index.pgstore import PgStore
+        from citewise.index.pgworker import ingest, summary
+
+        def count(outcome: Any) -> None:
+            if outcome.state != "retry":
+                state["files"] = state.get("files", 0) + 1
+                state["chunks"] = state.get("chunks", 0) + outcome.chunks
+
+        assert self.context.store is not None
+        _, outcomes = ingest(self.context.store, paths, report=count)
+        with PgStore(self.context.store) as store:
+            return summary(outcomes), store.stats()
 
 
 def thread_label(title: str, turns: int, updated: str, thread_id: str) -> str:
@@ -526,9 +549,14 @@ def build_page(context: Context, threads: str | None = None, uploads: Path | Non
         blocks.citewise = page  # type: ignore[attr-defined]  # tests and serve reach the handlers through it
         session = gr.State(None)  # set by the first question, a restored thread or New thread
         remembered = gr.BrowserState("", storage_key="citewise-thread")
+        where = (
+            f"shared store `{render.escape(shown_setting(context.store))}`"
+            if context.store
+            else (f"index `{render.escape(context.index_dir)}`")
+        )
         gr.Markdown(
-            f"## citewise\nCited answers from your documents · {render.escape_markdown(llm)} · index "
-            f"`{render.escape(context.index_dir)}` · threads in `{render.escape(shown_setting(threads))}`",
+            f"## citewise\nCited answers from your documents · {render.escape_markdown(llm)} · {where} · "
+            f"threads in `{render.escape(shown_setting(threads))}`",
             elem_id="cw-header",
         )
         with gr.Row(equal_height=False):

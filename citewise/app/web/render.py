@@ -379,7 +379,7 @@ def ingest_progress(files: int, total: int, chunks: int, seconds: float, texts: 
     )
 
 
-def ingest_summary(report: Any, stats: Any) -> str:
+def ingest_summary(report: Any, stats: Any, holder: str = "index") -> str:
     """An ingest's result for the page: files ingested, unchanged and skipped (each with the reason)."""
     lines = [
         f"**Ingested {report.ingested_files} of {report.files} file(s)** "
@@ -389,5 +389,5 @@ def ingest_summary(report: Any, stats: Any) -> str:
     ]
     for path, reason in report.skipped:
         lines.append(f"- skipped {escape_markdown(Path(path).name)}: {escape_markdown(reason)}")
-    lines.append(f"\nThe index now holds {stats.documents} documents and {stats.chunks_sqlite} chunks.")
+    lines.append(f"\nThe {holder} now holds {stats.documents} documents and {stats.chunks_sqlite} chunks.")
     return "\n".join(lines)
