@@ -78,11 +78,22 @@ def start_worker(dsn: str, prefix: str, name: str) -> subprocess.Popen[str]:
     )
 
 
-def one_run(dsn: str, files: list[Path], workers: int, model: str) -> dict[str, Any]:
-    """Ingest the files with `workers` worker processes into a new store; the timings and counts."""
-    prefix = f"bench{uuid.uuid4().hex[:8]}"
+def one_run(
+    dsn: str, files: list[Path], workers: int, model: str, prefix: str | None = None
+) -> dict[str, Any]:
+    """Ingest the files with `workers` worker processes into a new store; the timings and counts.
+
+    With `prefix`, into that existing store instead (bench/scale_shared.py: a store of 1M chunks), which must
+    hold no outcome yet and none of the files' documents.
+    """
+    fresh = prefix is None
+    prefix = prefix or f"bench{uuid.uuid4().hex[:8]}"
     with PgStore(dsn, prefix=prefix) as store:
-        store.create(model)
+        if fresh:
+            store.create(model)
+        elif store.outcomes():
+            raise RuntimeError(f"the store {prefix!r} has outcomes already: remove them first")
+        before = store.counts()["documents"]
         processes = [start_worker(dsn, prefix, f"w{n}") for n in range(workers)]
         try:
             for process in processes:
@@ -112,7 +123,7 @@ def one_run(dsn: str, files: list[Path], workers: int, model: str) -> dict[str, 
             raise RuntimeError(f"{len(failed)} files failed, the first: {failed[0].path}: {failed[0].error}")
         counts = store.counts()
         documents, chunks = sum(o.documents for o in outcomes), sum(o.chunks for o in outcomes)
-        assert documents == counts["documents"] == len(files), (documents, counts)
+        assert documents == counts["documents"] - before == len(files), (documents, before, counts)
         shares = Counter(o.worker for o in outcomes)
         return {
             "workers": workers,

@@ -277,11 +277,11 @@ def store_memory(path: Path, query: str) -> dict[str, float]:
     return added
 
 
-def _child(args: list[str]) -> tuple[int, dict[str, Any]]:
-    """Run this script with `args` in a new process; its exit code and the JSON it left (or {})."""
+def _child(args: list[str], script: str = __file__) -> tuple[int, dict[str, Any]]:
+    """Run this script (or `script`) with `args` in a new process; its exit code and the JSON it left."""
     with tempfile.TemporaryDirectory() as folder:
         result = Path(folder) / "result.json"
-        code = subprocess.run([sys.executable, __file__, *args, "--result", str(result)]).returncode
+        code = subprocess.run([sys.executable, script, *args, "--result", str(result)]).returncode
         return code, json.loads(result.read_text()) if result.exists() else {}
 
 

@@ -21,6 +21,9 @@ Two methods behind one class, each in tables of its own (named from `PgLexical.p
     exactly "shares a term". The planner does not know the query's ids when it plans (they are computed in
     the same statement) and costs ``&&`` far below its real price on a sequential scan (an element-by-element
     compare, about 2 microseconds a row), so the ranking runs in a SQL function with ``enable_seqscan = off``.
+    Every candidate costs a heap row and an inner product, and a question's common terms make most chunks
+    candidates (a quarter of bench/scale.py's synthetic chunks for a typical SciFact claim); the function
+    leaves out the chunks that hold only terms too light to reach the top k (`SEARCH`), for the same result.
 
 ``ts_rank_cd``
     PostgreSQL's full-text search: a ``tsvector`` (``to_tsvector('english', text)``) with a GIN index,
@@ -65,17 +68,75 @@ TOTALS = """(SELECT (SELECT chunks FROM {stats}) + coalesce(sum(chunks), 0) AS c
 AVERAGE = "(SELECT greatest(tokens, 1)::float8 / greatest(chunks, 1) AS avgdl FROM {totals} AS t)"
 """bm25: today's average chunk length, in tokens."""
 
-QUERY_VECTOR = """
-    SELECT array_agg(v.id) AS ids, ('{{' || string_agg(
-        v.id || ':' || u.n * ln(1 + (s.chunks - f.df + 0.5) / (f.df + 0.5)), ',' ORDER BY v.id
-    ) || '}}/' || {dim})::sparsevec AS vector
+QUERY_TERMS = """
+    SELECT v.id, u.n * ln(1 + (s.chunks - f.df + 0.5) / (f.df + 0.5)) AS weight
     FROM unnest({query_terms}::text[], {query_counts}::int[]) AS u(term, n)
     JOIN {terms} AS v ON v.term = u.term
     CROSS JOIN LATERAL (
         SELECT v.df + coalesce(sum(p.df), 0) AS df FROM {pending} AS p WHERE p.term = v.id) AS f
     CROSS JOIN {totals} AS s
     WHERE f.df > 0"""
-"""bm25: the query's term ids and its sparse vector of ``qtf * idf``, from today's df and chunk count."""
+"""bm25: the query's term ids and their weights ``qtf * idf``, from today's df and chunk count."""
+
+QUERY_VECTOR = """
+    SELECT array_agg(t.id) AS ids,
+        ('{{' || string_agg(t.id || ':' || t.weight, ',' ORDER BY t.id) || '}}/' || {dim})::sparsevec
+            AS vector
+    FROM ({query_terms_rows}) AS t"""
+"""bm25: the query's term ids and its sparse vector of ``qtf * idf``."""
+
+PRUNE_MARGIN = 0.999
+"""A term is left out of the candidates' filter only while its bound stays under this share of the floor: the
+scores are computed in single precision (pgvector), the bound in double."""
+
+SEARCH = """CREATE OR REPLACE FUNCTION {search}(query_terms text[], query_counts integer[], k integer)
+    RETURNS TABLE (id text, distance double precision) LANGUAGE plpgsql STABLE SET enable_seqscan = off AS $$
+    DECLARE
+        _vector sparsevec;
+        _ids integer[];  -- the query's term ids, the heaviest first
+        _weights double precision[];
+        _probe integer[] := '{{}}';
+        _found bigint;
+        _worst double precision;
+        _floor double precision;
+        _bound double precision := 0;
+        _last integer;
+    BEGIN
+        SELECT array_agg(t.id ORDER BY t.weight DESC, t.id),
+            array_agg(t.weight::float8 ORDER BY t.weight DESC, t.id),
+            ('{{' || string_agg(t.id || ':' || t.weight, ',' ORDER BY t.id) || '}}/' || {dim})::sparsevec
+        INTO _ids, _weights, _vector FROM ({query_terms_rows}) AS t;
+        IF _ids IS NULL THEN
+            RETURN;
+        END IF;
+        _last := array_length(_ids, 1);
+        -- a floor: the k-th best score among the chunks holding the heaviest terms (fewest chunks)
+        FOR i IN 1 .. array_length(_ids, 1) - 1 LOOP
+            _probe := _probe || _ids[i];
+            SELECT count(*), max(s.d) INTO _found, _worst FROM (
+                SELECT c.weights <#> _vector AS d FROM {chunks} AS c WHERE c.terms && _probe
+                ORDER BY 1 LIMIT k) AS s;
+            IF _found >= k THEN
+                _floor := -_worst;
+                -- a chunk with none of the heaviest terms up to _last scores under the sum of the others'
+                -- weights (a term's weight in a chunk is qtf * idf * tfc, tfc < 1): below the floor, out
+                WHILE _last > 1 AND _bound + _weights[_last] < {margin} * _floor LOOP
+                    _bound := _bound + _weights[_last];
+                    _last := _last - 1;
+                END LOOP;
+                EXIT;
+            END IF;
+        END LOOP;
+        RETURN QUERY SELECT c.id, c.weights <#> _vector AS distance FROM {chunks} AS c
+            WHERE c.terms && _ids[1:_last] ORDER BY 2, c.id LIMIT k;
+    END $$"""
+"""bm25: the k best chunks, found among fewer candidates than every chunk sharing a term (MaxScore's idea).
+
+The chunks holding the query's heaviest (rarest) terms are scored first, the fewest terms whose chunks are k
+or more: the k-th best of them is a floor under the k-th best of all. The lightest terms whose weights add up
+to less than that floor cannot lift a chunk holding none of the others to it (a chunk's weight for a term,
+``tfc``, is below 1), so only chunks holding one of the other terms are candidates. Those are scored whole,
+as before: the same k chunks, the same scores, the same order."""
 
 BM25_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS {terms} (
@@ -106,12 +167,7 @@ BM25_SCHEMA = (
             t || ':' || (f / (f + {k1} * (1 - {b} + {b} * length / avgdl)))::real, ',' ORDER BY t), ''
         ) || '}}/' || {dim})::sparsevec
         FROM unnest(terms, tfs) AS u(t, f) $$""",
-    """CREATE OR REPLACE FUNCTION {search}(query_terms text[], query_counts integer[], k integer)
-    RETURNS TABLE (id text, distance double precision) LANGUAGE sql STABLE SET enable_seqscan = off AS $$
-        WITH q AS ({query_vector})
-        SELECT c.id, c.weights <#> (SELECT vector FROM q) AS distance FROM {chunks} AS c
-        WHERE c.terms && (SELECT ids FROM q)
-        ORDER BY distance, c.id LIMIT k $$""",
+    SEARCH,
 )
 
 TS_SCHEMA = (
@@ -214,16 +270,21 @@ class PgLexical:
         values["average"] = sql.SQL(AVERAGE).format(**values)
         return sql.SQL(template).format(**values, **extra)
 
+    def _query_terms(self, terms: sql.Composable, counts: sql.Composable) -> sql.Composed:
+        return self._sql(QUERY_TERMS, query_terms=terms, query_counts=counts)
+
     def _query_vector(self, terms: sql.Composable, counts: sql.Composable) -> sql.Composed:
-        return self._sql(QUERY_VECTOR, query_terms=terms, query_counts=counts)
+        return self._sql(QUERY_VECTOR, query_terms_rows=self._query_terms(terms, counts))
 
     def create(self) -> None:
         """Create the method's tables, indexes and functions if they do not exist."""
         with self.conn.transaction():
             if self.method == "bm25":
+                rows = self._query_terms(sql.Identifier("query_terms"), sql.Identifier("query_counts"))
                 for statement in BM25_SCHEMA:
-                    vector = self._query_vector(sql.Identifier("query_terms"), sql.Identifier("query_counts"))
-                    self.conn.execute(self._sql(statement, query_vector=vector))
+                    self.conn.execute(
+                        self._sql(statement, query_terms_rows=rows, margin=sql.Literal(PRUNE_MARGIN))
+                    )
             else:
                 for statement in TS_SCHEMA:
                     self.conn.execute(self._sql(statement))
@@ -385,7 +446,9 @@ class PgLexical:
             )
             return cur.rowcount
 
-    def search(self, query: str, k: int = 10, *, prefilter: bool = True) -> list[tuple[str, float]]:
+    def search(
+        self, query: str, k: int = 10, *, prefilter: bool = True, prune: bool = True
+    ) -> list[tuple[str, float]]:
         """The `k` best chunks for a query: ``(chunk id, score)``, best first, ties by id.
 
         Args:
@@ -393,6 +456,8 @@ class PgLexical:
             k: How many chunks at most; only chunks sharing a term with the query are returned.
             prefilter: bm25: find the candidates with the GIN index (False: score every chunk in a
                 sequential scan, for comparison).
+            prune: bm25, with `prefilter`: leave out the chunks that hold only terms too light to reach the
+                top k (`SEARCH`); False scores every chunk sharing a term (for comparison: the same result).
         """
         if self.method == "ts_rank_cd":
             return self._search_ts(query, k)
@@ -400,8 +465,21 @@ class PgLexical:
         if not counts:
             return []
         parameters = {"terms": list(counts), "counts": list(counts.values()), "k": k}
-        if prefilter:
+        if prefilter and prune:
             statement = self._sql("SELECT id, distance FROM {search}(%(terms)s, %(counts)s, %(k)s)")
+        elif prefilter:
+            statement = self._sql(
+                """WITH q AS ({query_vector})
+                SELECT c.id, c.weights <#> (SELECT vector FROM q) AS distance FROM {chunks} AS c
+                WHERE c.terms && (SELECT ids FROM q) ORDER BY distance, c.id LIMIT %(k)s""",
+                query_vector=self._query_vector(sql.Placeholder("terms"), sql.Placeholder("counts")),
+            )
+            with self.conn.transaction():  # the GIN index whatever the planner thinks (see the module)
+                self.conn.execute("SET LOCAL enable_seqscan = off")
+                rows = self.conn.execute(statement, parameters).fetchall()
+            return [
+                (key, -float(distance)) for key, distance in rows if distance is not None and distance < 0
+            ]
         else:
             statement = self._sql(
                 """WITH q AS ({query_vector})
