@@ -246,6 +246,14 @@ def ingest(
     index: IndexOption = DEFAULT_INDEX,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
+    vectors: Annotated[
+        str | None,
+        typer.Option(
+            "--vectors",
+            help="With --store, where a new store keeps its vectors: pgvector (the default) or a Chroma "
+            "server, chroma://host:port. An existing store keeps its own; naming another is refused.",
+        ),
+    ] = None,
     threshold: Annotated[
         float | None, typer.Option(help="Semantic chunking: cosine drop that starts a chunk (default: 0.8).")
     ] = None,
@@ -304,8 +312,10 @@ def ingest(
             typer.secho(f"skipped {path}: no such file or directory", err=True, fg=typer.colors.YELLOW)
         raise _fail("nothing was ingested", code=1)
     if store:
-        _ingest_shared(store, paths, chunking, quiet)
+        _ingest_shared(store, paths, chunking, vectors, quiet)
         return
+    if vectors:
+        raise _fail("--vectors is for a shared store (--store); a local index takes --chroma-url")
     with _open(index, chroma_url, chunking) as opened:
         report = ingest_paths(opened, paths, quiet, tags=[t.strip() for t in tag or [] if t.strip()])
     nothing_done = not report.documents_added and not report.unchanged_files and not report.documents_removed
@@ -313,15 +323,16 @@ def ingest(
         raise _fail("nothing was ingested", code=1)
 
 
-def _ingest_shared(store: str, paths: list[Path], chunking: Any, quiet: bool) -> None:
+def _ingest_shared(store: str, paths: list[Path], chunking: Any, vectors: str | None, quiet: bool) -> None:
     """Queue the files in the shared store and ingest them here, as one worker of any (`pgworker`).
 
-    The store is made at its first ingest, with the embedding model and chunking given; other workers
+    The store is made at its first ingest, with the embedding model, chunking and vector store given; others
     (`python -m citewise.index.pgworker --store URL`) may take files from the same queue meanwhile.
     """
     import psycopg
 
     from citewise.index import IndexOpenError
+    from citewise.index.chromavectors import vector_choice
     from citewise.index.embeddings import load_embedder
     from citewise.index.pgstore import PgStore
     from citewise.index.pgworker import run as run_worker
@@ -330,8 +341,9 @@ def _ingest_shared(store: str, paths: list[Path], chunking: Any, quiet: bool) ->
     try:
         with psycopg.connect(store, autocommit=True, connect_timeout=10) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")  # once per database
+        choice = vector_choice(vectors)
         with PgStore(store) as shared:
-            shared.create(load_embedder().name, chunking)
+            shared.create(load_embedder().name, chunking, choice)
             queued = shared.enqueue(paths)
             outcomes = run_worker(shared, store_embedder(shared, threads=None))
     except (IndexOpenError, ValueError, psycopg.Error) as error:

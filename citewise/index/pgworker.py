@@ -8,9 +8,12 @@ file it held goes back to the queue). SIGTERM and SIGINT stop it between two fil
     python -m citewise.index.pgworker --store postgresql://postgres@127.0.0.1:5432/postgres
     python -m citewise.index.pgworker --store ... --once         # one file, then exit
     python -m citewise.index.pgworker --store ... --poll 5       # keep looking for work every 5 s
+    python -m citewise.index.pgworker --store ... --sweep        # delete killed workers' vectors in Chroma
 
 The embedding model is the store's (recorded when it was created), computing on `--threads` threads
-(1 by default: N workers on N cores). Files are queued with `PgStore.enqueue`.
+(1 by default: N workers on N cores). Files are queued with `PgStore.enqueue`. A store whose vectors are in
+a Chroma server (`citewise.index.chromavectors`) is reached there before the model loads; `--sweep` deletes
+the vectors a killed worker left there (`PgStore.sweep`; harmless meanwhile, searches never return them).
 """
 
 from __future__ import annotations
@@ -125,6 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--threads", type=int, default=1, help="embedding threads (default %(default)s)")
     parser.add_argument("--worker", default=None, help="the name recorded with outcomes (default host:pid)")
+    parser.add_argument(
+        "--sweep", action="store_true", help="delete the vectors killed workers left in Chroma, then exit"
+    )
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error("--threads must be at least 1")
@@ -138,6 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, stop)
     try:
         with PgStore(args.store, prefix=args.prefix) as store:
+            store.open_vectors()
+            if args.sweep:
+                print(f"swept   {store.sweep()} vectors of no stored chunk or paragraph", flush=True)
+                return 0
             embedder = store_embedder(store, args.threads)
             embedder.embed(["ready"])  # the model loads now, not inside the first claim
             print(f"ready   {args.worker or default_worker_name()}", flush=True)
