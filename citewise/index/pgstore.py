@@ -310,6 +310,8 @@ class PgStore:
                 Chroma server does not answer.
         """
         chunking = chunking or ChunkingConfig()
+        if vectors not in (None, PGVECTOR):
+            chroma_client(vectors)  # a server that does not answer is refused before anything is recorded
         key = f"citewise.pgstore.create:{self.prefix}"
         with self.conn.transaction():  # one creator at a time: CREATE ... IF NOT EXISTS races otherwise
             self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])
