@@ -217,11 +217,6 @@ def test_the_vector_store_is_recorded_and_another_is_refused(
             IndexOpenError, match=f"keeps its vectors in pgvector, not in the Chroma server {choice}"
         ):
             other.create(embedder.name, vectors=choice)
-    assert vector_choice("http://localhost") == "chroma://localhost:8000"
-    assert vector_choice("https://chroma.internal") == "chroma+https://chroma.internal:443"
-    assert vector_choice(" PGVECTOR ") == "pgvector" and vector_choice(None) is None
-    with pytest.raises(ValueError, match="pgvector or a Chroma server"):
-        vector_choice("qdrant://127.0.0.1:6333")
 
 
 def _line(process: subprocess.Popen[str], seconds: float = SECONDS) -> str:
