@@ -437,20 +437,14 @@ def measure(local: Path, folder: Path, queries: list[str], warm: list[str], befo
 
 # ingest -------------------------------------------------------------------------------------------------
 def remove_files(dsn: str, files: list[Path]) -> int:
-    """Delete the files' documents with all their rows, and their file, queue and outcome rows."""
+    """Delete the files' documents (`PgStore.remove`) with their queue and outcome rows."""
     paths = [str(path.resolve()) for path in files]
     with PgStore(dsn, prefix=PREFIX) as store:
-        names = {
-            name: sql.Identifier(f"{PREFIX}_{name}") for name in ("documents", "files", "queue", "outcomes")
-        }
+        removed = store.remove(paths).documents_removed
         with store.conn.transaction(), store.conn.cursor() as cur:
-            found = cur.execute(
-                sql.SQL("SELECT id FROM {} WHERE file = ANY(%s) ORDER BY id").format(names["documents"]),
-                [paths],
-            ).fetchall()
-            removed = store._delete(cur, [row[0] for row in found])
-            for table in ("files", "queue", "outcomes"):
-                cur.execute(sql.SQL("DELETE FROM {} WHERE path = ANY(%s)").format(names[table]), [paths])
+            for table in ("queue", "outcomes"):
+                name = sql.Identifier(f"{PREFIX}_{table}")
+                cur.execute(sql.SQL("DELETE FROM {} WHERE path = ANY(%s)").format(name), [paths])
         store.fold()
     return removed
 

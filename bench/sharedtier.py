@@ -21,11 +21,23 @@ of a local ingest; documents, which are what is scored, are the same::
     python bench/sharedtier.py --corpus ../shared/data/scifact/corpus.jsonl \
         --queries ../shared/data/scifact/queries.train.jsonl --qrels ../shared/data/scifact/qrels/train.tsv \
         --index bench/.cache/scifact --store ... --prefix scifact --out bench/results/sharedtier-scifact.json
+
+``--vectors`` names where the shared stores keep their vectors, one store each: ``pgvector`` (the default;
+table prefix ``--prefix``) and a Chroma server, ``chroma://host:port`` (prefix ``<prefix>_chroma``), so
+``--vectors pgvector chroma://127.0.0.1:8000`` ranks pgvector against Chroma on the same documents, beside
+the local tier. ``--corpus-limit N`` keeps the first N corpus records and every record judged for the
+evaluated queries (a subset: quicker to fill, and its figures are not the full corpus's)::
+
+    python bench/sharedtier.py --corpus ../shared/data/scifact/corpus.jsonl \
+        --queries ../shared/data/scifact/queries.train.jsonl --qrels ../shared/data/scifact/qrels/train.tsv \
+        --limit 300 --corpus-limit 1500 --index bench/.cache/scifact-subset --store ... --prefix subset \
+        --vectors pgvector chroma://127.0.0.1:8000 --out bench/results/sharedtier-chroma-scifact.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -38,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import hotpotqa_as_beir, machine, percentiles, print_table, read_qrels, read_queries, save
 
 from citewise.index import ChunkingConfig, Index
+from citewise.index.chromavectors import PGVECTOR, vector_choice
 from citewise.index.pgstore import PgStore
 from citewise.index.pgworker import run, store_embedder
 from citewise.index.reading import SearchIndex
@@ -69,9 +82,11 @@ def document_ranking(
     return ranking
 
 
-def fill(store: PgStore, corpus: Path, model: str, chunking: ChunkingConfig) -> float | None:
+def fill(
+    store: PgStore, corpus: Path, model: str, chunking: ChunkingConfig, vectors: str | None = None
+) -> float | None:
     """Make the store and ingest the corpus into it (one record a file) unless it holds documents already."""
-    store.create(model, chunking)
+    store.create(model, chunking, vectors)
     if store.counts()["documents"]:
         return None
     folder = Path(tempfile.mkdtemp(prefix=f"sharedtier-{store.prefix}-"))
@@ -95,6 +110,18 @@ def fill(store: PgStore, corpus: Path, model: str, chunking: ChunkingConfig) -> 
     return seconds
 
 
+def subset(corpus: Path, limit: int, judged: set[str], folder: Path) -> Path:
+    """A corpus file of the first `limit` records of `corpus` and every record whose id is in `judged`."""
+    out = folder / f"{corpus.stem}-first{limit}-judged{len(judged)}.jsonl"
+    if not out.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        with corpus.open(encoding="utf-8") as source, out.open("w", encoding="utf-8") as target:
+            for n, line in enumerate(source):
+                if line.strip() and (n < limit or str(json.loads(line)["_id"]) in judged):
+                    target.write(line if line.endswith("\n") else line + "\n")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -108,6 +135,15 @@ def main() -> None:
     )
     parser.add_argument("--store", required=True, help="the shared store's database: postgresql://...")
     parser.add_argument("--prefix", required=True, help="the shared store's table prefix")
+    parser.add_argument(
+        "--vectors",
+        nargs="+",
+        default=[PGVECTOR],
+        help="where shared stores keep their vectors, a store each: pgvector, chroma://host:port",
+    )
+    parser.add_argument(
+        "--corpus-limit", type=int, default=0, help="the first N records and those judged for the queries"
+    )
     parser.add_argument("--chunk-depth", type=int, default=1000, help="chunks a query ranks documents by")
     parser.add_argument("--limit", type=int, default=0, help="evaluate only the first N queries")
     parser.add_argument("--latency-queries", type=int, default=100, help="0: no latency runs")
@@ -125,18 +161,28 @@ def main() -> None:
     query_ids = [q for q in queries if q in qrels]
     if args.limit:
         query_ids = query_ids[: args.limit]
+    if args.corpus_limit:
+        judged = {doc for q in query_ids for doc in qrels[q]}
+        corpus = subset(corpus, args.corpus_limit, judged, args.index.parent)
 
     local = Index.open(args.index)
     if not local.stats().documents:  # an index built already is only read
         local.ingest([corpus])
-    with PgStore(args.store, prefix=args.prefix, dim=local.embedder.dim) as store:
-        ingest_seconds = fill(store, corpus, local.embedder.name, local.chunking)
-        counts = store.counts()
-    shared = SharedIndex(args.store, prefix=args.prefix, embedder=local.embedder)
-    tiers: dict[str, SearchIndex] = {"local": local, "shared": shared}
+    choices = [vector_choice(option) or PGVECTOR for option in args.vectors]
+    tiers: dict[str, SearchIndex] = {"local": local}
+    counts: dict[str, dict[str, int]] = {}
+    ingest_seconds: dict[str, float | None] = {}
+    for choice in choices:
+        kind = "pgvector" if choice == PGVECTOR else "chroma"
+        name = "shared" if len(choices) == 1 else f"shared-{kind}"
+        prefix = args.prefix if choice == PGVECTOR else f"{args.prefix}_chroma"
+        with PgStore(args.store, prefix=prefix, dim=local.embedder.dim) as store:
+            ingest_seconds[name] = fill(store, corpus, local.embedder.name, local.chunking, choice)
+            counts[name] = store.counts()
+        tiers[name] = SharedIndex(args.store, prefix=prefix, embedder=local.embedder)
     texts = [queries[q] for q in query_ids]
-    local.prepare_queries(texts)
-    shared.prepare_queries(texts)
+    for index in tiers.values():
+        index.prepare_queries(texts)  # type: ignore[attr-defined]
 
     qrels_ranx = Qrels.from_dict({q: qrels[q] for q in query_ids})
     results: dict[str, dict[str, float]] = {}
@@ -177,13 +223,18 @@ def main() -> None:
             results[name]["p50_ms"], results[name]["p95_ms"] = percentiles(latencies[name])
 
     headline = "recall@5 odd" if args.hotpotqa else "ndcg@10"
-    gaps = {mode: results[f"shared {mode}"][headline] - results[f"local {mode}"][headline] for mode in MODES}
+    shared_tiers = [name for name in tiers if name != "local"]
+    gaps = {
+        f"{tier} {mode}": results[f"{tier} {mode}"][headline] - results[f"local {mode}"][headline]
+        for tier in shared_tiers
+        for mode in MODES
+    }
     print()
     print_table(
         [{"run": name, **row} for name, row in results.items()],
         ["run", *metrics, *(["recall@5 odd"] if args.hotpotqa else []), "p50_ms", "p95_ms"],
     )
-    print(f"\nshared - local, {headline}: " + ", ".join(f"{mode} {gap:+.4f}" for mode, gap in gaps.items()))
+    print(f"\nshared - local, {headline}: " + ", ".join(f"{name} {gap:+.4f}" for name, gap in gaps.items()))
     if args.out:
         save(
             args.out,
@@ -197,12 +248,15 @@ def main() -> None:
                 "local_index": local.stats().as_dict(),
                 "shared_store": counts,
                 "shared_ingest_seconds": ingest_seconds,
+                "vectors": dict(zip(shared_tiers, choices, strict=True)),
+                "corpus": str(corpus),
+                "corpus_limit": args.corpus_limit,
                 "latency": "k=10, candidates=100 a retriever, redundancy 0.9, query embedding included",
                 "machine": machine(),
             },
         )
-    shared.close()
-    local.close()
+    for index in tiers.values():
+        index.close()
 
 
 if __name__ == "__main__":

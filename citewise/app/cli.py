@@ -293,6 +293,14 @@ def ingest(
     index: IndexOption = DEFAULT_INDEX,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
+    vectors: Annotated[
+        str | None,
+        typer.Option(
+            "--vectors",
+            help="With --store, where a new store keeps its vectors: pgvector (the default) or a Chroma "
+            "server, chroma://host:port. An existing store keeps its own; naming another is refused.",
+        ),
+    ] = None,
     threshold: Annotated[
         float | None, typer.Option(help="Semantic chunking: cosine drop that starts a chunk (default: 0.8).")
     ] = None,
@@ -353,8 +361,10 @@ def ingest(
     if store:
         if tag:
             _local_only("--tag", store)
-        _ingest_shared(store, paths, chunking, quiet)
+        _ingest_shared(store, paths, chunking, quiet, vectors=vectors)
         return
+    if vectors:
+        raise _fail("--vectors is for a shared store (--store); a local index takes --chroma-url")
     with _open(index, chroma_url, chunking) as opened:
         report = ingest_paths(opened, paths, quiet, tags=[t.strip() for t in tag or [] if t.strip()])
     nothing_done = not report.documents_added and not report.unchanged_files and not report.documents_removed
@@ -363,20 +373,29 @@ def ingest(
 
 
 def _ingest_shared(
-    store: str, paths: list[Path], chunking: Any, quiet: bool, *, requeue: bool = False, verb: str = "ingest"
+    store: str,
+    paths: list[Path],
+    chunking: Any,
+    quiet: bool,
+    *,
+    vectors: str | None = None,
+    requeue: bool = False,
+    verb: str = "ingest",
 ) -> None:
     """Queue the files in the shared store (or queue failed ones again) and ingest here, as one worker of any.
 
-    The store is made at its first ingest, with the embedding model and chunking given; other workers
+    The store is made at its first ingest, with the embedding model, chunking and vector store given; others
     (`python -m citewise.index.pgworker --store URL`) may take files from the same queue meanwhile.
     """
     import psycopg
 
     from citewise.index import IndexOpenError
+    from citewise.index.chromavectors import vector_choice
     from citewise.index.pgworker import ingest as ingest_here
 
     try:
-        queued, outcomes = ingest_here(store, paths, requeue=requeue, chunking=chunking)
+        choice = vector_choice(vectors)
+        queued, outcomes = ingest_here(store, paths, requeue=requeue, chunking=chunking, vectors=choice)
     except (IndexOpenError, ValueError, psycopg.Error) as error:
         raise _store_failed(error) from error
     final = [o for o in outcomes if o.state != "retry"]
@@ -450,9 +469,10 @@ def _remove_shared(store: str, paths: list[Path]) -> None:
         with PgStore(store) as shared:
             report = shared.remove(paths)
             stats = shared.stats()
+            vectors = "chroma" if shared.vectors_in_chroma else "pgvector"
     except (IndexOpenError, psycopg.Error) as error:
         raise _store_failed(error) from error
-    _print_summary(report, stats, f"store {_shown(store)}", "pgvector", "remove")
+    _print_summary(report, stats, f"store {_shown(store)}", vectors, "remove")
     if not report.files:
         raise _fail("nothing matched in the store", code=1)
 

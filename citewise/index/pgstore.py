@@ -6,7 +6,9 @@ What the local tier keeps in SQLite (`citewise.index.docstore`) lives here in ta
 the chunks' in ``<p>_vectors_chunks``, the paragraphs' (embedded whole, or their chunks' normalised sum with
 ``paragraph_vectors="pooled"``) in ``<p>_pvectors_chunks``. BM25 is `PgLexical`'s, of chunks
 (``<p>_lexical_*``) and of paragraphs (``<p>_plexical_*``), over the texts the local tier ranks (the title,
-then the text: `chunk_input`). ``<p>_meta`` records the embedding model, its dimension and the chunking.
+then the text: `chunk_input`). ``<p>_meta`` records the embedding model, its dimension and the chunking, and
+where the vectors are: pgvector, or a Chroma server chosen when the store is made
+(`citewise.index.chromavectors`, which says how its writes are ordered around the transactions below).
 
 Ingest goes through a queue. `PgStore.enqueue` adds files to ``<p>_queue`` (a file queued twice is queued
 once); each worker (`citewise.index.pgworker`) repeats `PgStore.work` until the queue is empty. One step:
@@ -55,6 +57,7 @@ import logging
 import os
 import socket
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +69,7 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
+from citewise.index.chromavectors import PGVECTOR, ChromaVectors, VectorTable, chroma_client
 from citewise.index.chunking import ChunkedDocument, ChunkingConfig, chunk_documents, chunk_input
 from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord, paragraph_id
 from citewise.index.document import Document, LoadError
@@ -145,13 +149,28 @@ ENQUEUE = (
 )
 
 
+VECTORS_OF_A_NEW_STORE = """INSERT INTO {meta} SELECT 'vectors', %s
+    WHERE NOT EXISTS (SELECT 1 FROM {meta} WHERE key = 'embedding_model') ON CONFLICT (key) DO NOTHING"""
+"""Where a new store keeps its vectors; a store made before the choice existed has no key: pgvector."""
+
+
 @dataclass(frozen=True)
 class Settings:
-    """What a store's vectors and chunks were made with; every worker embeds and chunks alike."""
+    """What a store's vectors and chunks were made with, and where its vectors are; every worker does alike.
+
+    Attributes:
+        model: the embedding model's name.
+        dim: its dimension.
+        chunking: how documents are cut.
+        vectors: ``pgvector`` or a Chroma server's address (`citewise.index.chromavectors.vector_choice`).
+        collection: the Chroma collections' name (``<collection>-chunks``, ``-paragraphs``); "" in pgvector.
+    """
 
     model: str
     dim: int
     chunking: ChunkingConfig
+    vectors: str = PGVECTOR
+    collection: str = ""
 
 
 @dataclass(frozen=True)
@@ -228,9 +247,12 @@ class PgStore:
         self._counting = (
             False  # the attempts table is there (a store made before it gets it at a first claim)
         )
+        self._vector_tables: tuple[VectorTable, VectorTable] | None = None  # `vectors`, at the first use
         try:
-            self.vectors = PgVectors(self.conn, dim, prefix=f"{prefix}_vectors")
-            self.paragraph_vectors = PgVectors(self.conn, dim, prefix=f"{prefix}_pvectors")
+            self._pgvectors = (
+                PgVectors(self.conn, dim, prefix=f"{prefix}_vectors"),
+                PgVectors(self.conn, dim, prefix=f"{prefix}_pvectors"),
+            )
         except BaseException:
             if self._own:
                 self.conn.close()
@@ -247,6 +269,49 @@ class PgStore:
         """A statement with the tables' names filled in."""
         return sql.SQL(template).format(**self._names, **extra)
 
+    @property
+    def vectors(self) -> VectorTable:
+        """The chunks' vectors, where the store keeps them (`Settings.vectors`)."""
+        return self._tables()[0]
+
+    @property
+    def paragraph_vectors(self) -> VectorTable:
+        """The paragraphs' vectors, where the store keeps them."""
+        return self._tables()[1]
+
+    @property
+    def vectors_in_chroma(self) -> bool:
+        """Whether the vectors are in a Chroma server (outside this database's transactions)."""
+        return self.settings().vectors != PGVECTOR
+
+    def open_vectors(self) -> None:
+        """Reach the vectors now rather than at the first search: a Chroma server and its two collections.
+
+        Raises:
+            IndexOpenError: no store, or its Chroma server does not answer or lost its collections.
+        """
+        for table in self._tables():
+            if isinstance(table, ChromaVectors):
+                table.open()
+
+    def _tables(self) -> tuple[VectorTable, VectorTable]:
+        """The vector tables the settings name (a Chroma server is reached here, once).
+
+        Raises:
+            IndexOpenError: no store yet, or its Chroma server does not answer.
+        """
+        if self._vector_tables is None:
+            settings = self.settings()
+            if settings.vectors == PGVECTOR:
+                self._vector_tables = self._pgvectors
+            else:
+                client = chroma_client(settings.vectors)
+                self._vector_tables = (
+                    ChromaVectors(client, settings.vectors, f"{settings.collection}-chunks", self.dim),
+                    ChromaVectors(client, settings.vectors, f"{settings.collection}-paragraphs", self.dim),
+                )
+        return self._vector_tables
+
     def close(self) -> None:
         """Close the connections (a connection given to it is the giver's to close)."""
         if self._claims is not None:
@@ -261,7 +326,9 @@ class PgStore:
         self.close()
 
     # schema and settings --------------------------------------------------------------------------------
-    def create(self, model: str, chunking: ChunkingConfig | None = None) -> Settings:
+    def create(
+        self, model: str, chunking: ChunkingConfig | None = None, vectors: str | None = None
+    ) -> Settings:
         """Create the tables, indexes and functions if they do not exist, and settle the store's settings.
 
         Safe to run again, and by several processes at once: the first settings recorded are the store's.
@@ -269,31 +336,42 @@ class PgStore:
         Args:
             model: The embedding model's name (`Embedder.name`).
             chunking: How documents are cut (the default `ChunkingConfig` when None).
+            vectors: Where the vectors are (`citewise.index.chromavectors.vector_choice`'s canonical form):
+                a new store records it (pgvector when None); an existing one keeps its own, and another one
+                given is refused.
 
         Returns:
             The store's settings.
 
         Raises:
-            IndexOpenError: the store was made with another model, dimension or chunking.
+            IndexOpenError: the store was made with another model, dimension, chunking or vector store, or its
+                Chroma server does not answer.
         """
         chunking = chunking or ChunkingConfig()
+        if vectors not in (None, PGVECTOR):
+            chroma_client(vectors)  # a server that does not answer is refused before anything is recorded
         key = f"citewise.pgstore.create:{self.prefix}"
         with self.conn.transaction():  # one creator at a time: CREATE ... IF NOT EXISTS races otherwise
             self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])
             for statement in SCHEMA:
                 self.conn.execute(self._sql(statement))
-            self.vectors.create()
-            self.paragraph_vectors.create()
             self.lexical.create()
             self.paragraph_lexical.create()
+            self.conn.execute(self._sql(VECTORS_OF_A_NEW_STORE), [vectors or PGVECTOR])
             asked = {
                 "embedding_model": model,
                 "dim": str(self.dim),
                 "chunking": json.dumps(chunking.as_dict(), sort_keys=True),
             }
+            if vectors not in (None, PGVECTOR):  # a tag of its own: two databases' stores may share a server
+                asked["vector_collection"] = f"citewise-{self.prefix}-{uuid.uuid4().hex[:8]}"
             with self.conn.cursor() as cur:
                 insert = "INSERT INTO {meta} VALUES (%s, %s) ON CONFLICT (key) DO NOTHING"
                 cur.executemany(self._sql(insert), list(asked.items()))
+            self._settings = None
+            if self.settings().vectors == PGVECTOR:
+                for table in self._pgvectors:
+                    table.create()
         settings = self.settings()
         if (settings.model, settings.dim, settings.chunking) != (model, self.dim, chunking):
             raise IndexOpenError(
@@ -301,6 +379,14 @@ class PgStore:
                 f"({settings.dim} dimensions) and chunking {settings.chunking.as_dict()}, not {model!r} "
                 f"({self.dim}) and {chunking.as_dict()}: use another prefix for another model or chunking"
             )
+        if vectors is not None and vectors != settings.vectors:
+            raise IndexOpenError(
+                f"the shared store {self.prefix!r} keeps its vectors in {_vectors_place(settings.vectors)}, "
+                f"not in {_vectors_place(vectors)}: leave --vectors out, or use another prefix or database"
+            )
+        if settings.vectors != PGVECTOR:
+            for table in self._tables():
+                table.create()
         return settings
 
     def settings(self) -> Settings:
@@ -321,7 +407,11 @@ class PgStore:
                 "first (PgStore.create)"
             )
         chunking = ChunkingConfig(**json.loads(stored["chunking"]))
-        self._settings = Settings(stored["embedding_model"], int(stored["dim"]), chunking)
+        vectors = stored.get("vectors", PGVECTOR)
+        collection = stored.get("vector_collection", "") if vectors != PGVECTOR else ""
+        self._settings = Settings(
+            stored["embedding_model"], int(stored["dim"]), chunking, vectors, collection
+        )
         return self._settings
 
     # the queue ------------------------------------------------------------------------------------------
@@ -510,7 +600,8 @@ class PgStore:
         """Delete every document that came from the given files (or files under the given folders).
 
         Each file's documents, with their rows in every table and its record, go in one transaction, as
-        `Index.remove` does on the local tier. A path that matches nothing is listed as skipped.
+        `Index.remove` does on the local tier (vectors in a Chroma server after it, `_forget`). A path that
+        matches nothing is listed as skipped.
         """
         started = time.perf_counter()
         report = IngestReport()
@@ -521,14 +612,16 @@ class PgStore:
             if not matches:
                 report.skipped.append((str(path), "not in the store"))
             for file in matches:
+                forgotten = _Forgotten()
                 with self.conn.transaction(), self.conn.cursor() as cur:
                     doc_ids = sorted(self.document_ids(file))
                     row = cur.execute(
                         self._sql("SELECT count(*) FROM {chunks} WHERE doc_id = ANY(%s)"), [doc_ids]
                     ).fetchone()
-                    report.documents_removed += self._delete(cur, doc_ids)
+                    report.documents_removed += self._delete(cur, doc_ids, forgotten)
                     report.chunks_removed += int(row[0]) if row else 0
                     cur.execute(self._sql("DELETE FROM {files} WHERE path = %s"), [file])
+                self._forget(forgotten)  # Chroma's copies of what the commit removed
                 report.files += 1
         report.seconds = time.perf_counter() - started
         return report
@@ -598,9 +691,10 @@ class PgStore:
         # new terms enter the vocabulary before the transaction opens: see the module
         self.lexical.register([words for _, rows in prepared for words in rows.chunk_tokens])
         self.paragraph_lexical.register([words for _, rows in prepared for words in rows.paragraph_tokens])
+        forgotten = _Forgotten()
         with self.conn.transaction(), self.conn.cursor() as cur:
             stale = set(self.document_ids(item.path)) - set(unique)
-            outcome.removed = self._delete(cur, sorted(stale))
+            outcome.removed = self._delete(cur, sorted(stale), forgotten)
             inserted = self._insert(cur, prepared, outcome)
             outcome.documents = len(inserted)
             outcome.chunks = sum(len(rows.chunk_ids) for doc, rows in prepared if doc.id in inserted)
@@ -617,11 +711,15 @@ class PgStore:
             self._record(cur, outcome)
             if before_commit is not None:
                 before_commit(item)
+        self._forget(forgotten)  # Chroma's copies of what the commit removed
         logger.info("%s: %d documents, %d chunks (%s)", item.path, outcome.documents, outcome.chunks, worker)
         return outcome
 
-    def _delete(self, cur: psycopg.Cursor[Any], doc_ids: Sequence[str]) -> int:
-        """Delete documents with their rows in every table (inside the caller's transaction)."""
+    def _delete(self, cur: psycopg.Cursor[Any], doc_ids: Sequence[str], forgotten: _Forgotten) -> int:
+        """Delete documents with their rows in every table (inside the caller's transaction).
+
+        Vectors in Chroma are not deleted here but noted in `forgotten`, for `_forget` after the commit.
+        """
         if not doc_ids:
             return 0
         chunk_ids = [
@@ -633,8 +731,11 @@ class PgStore:
         ]
         cur.execute(self._sql("DELETE FROM {documents} WHERE id = ANY(%s)"), [list(doc_ids)])
         removed = cur.rowcount
-        self.vectors.delete(chunk_ids)
-        self.paragraph_vectors.delete(paragraph_ids)
+        if self.vectors_in_chroma:
+            forgotten.add(doc_ids, chunk_ids, paragraph_ids)
+        else:
+            self.vectors.delete(chunk_ids)
+            self.paragraph_vectors.delete(paragraph_ids)
         self.lexical.remove(chunk_ids)
         self.paragraph_lexical.remove(paragraph_ids)
         return removed
@@ -675,6 +776,8 @@ class PgStore:
             self._sql("INSERT INTO {chunks} VALUES (%s, %s, %s, %s, %s, %s, %s)"), every("chunks")
         )
         chunk_vectors = np.asarray(every("chunk_vectors"), dtype=np.float32).reshape(-1, self.dim)
+        if self.vectors_in_chroma:  # held to the commit: a removal of these documents waits (`_forget`)
+            self._lock_documents(cur, sorted(inserted))
         self.vectors.upsert(every("chunk_ids"), chunk_vectors, metadatas=every("chunk_meta"))
         paragraph_vectors = np.asarray(every("paragraph_vectors"), dtype=np.float32).reshape(-1, self.dim)
         self.paragraph_vectors.upsert(
@@ -685,6 +788,54 @@ class PgStore:
             every("paragraph_ids"), every("paragraph_texts"), every("paragraph_tokens")
         )
         return inserted
+
+    def _lock_documents(self, cur: psycopg.Cursor[Any], doc_ids: Sequence[str]) -> None:
+        """Take the documents' advisory locks for the caller's transaction, in the order given (sort it)."""
+        key = f"citewise.pgstore.document:{self.prefix}:"
+        for doc_id in doc_ids:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key + doc_id])
+
+    def _forget(self, forgotten: _Forgotten) -> int:
+        """Delete from Chroma the given vectors whose ids PostgreSQL does not hold (committed); how many.
+
+        Under the documents' advisory locks: a worker storing one of them now holds its lock from its upsert
+        to its commit, so this waits for that commit and then keeps its ids.
+        """
+        if not forgotten.documents:
+            return 0
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            self._lock_documents(cur, sorted(forgotten.documents))
+            held = set(self.chunk_paragraphs(sorted(forgotten.chunks)))
+            chunks = sorted(forgotten.chunks - held)
+            statement = self._sql("SELECT id FROM {paragraphs} WHERE id = ANY(%s)")
+            held = {r[0] for r in cur.execute(statement, [sorted(forgotten.paragraphs)])}
+            paragraphs = sorted(forgotten.paragraphs - held)
+            self.vectors.delete(chunks)
+            self.paragraph_vectors.delete(paragraphs)
+        return len(chunks) + len(paragraphs)
+
+    def sweep(self) -> int:
+        """Delete from Chroma every vector whose id PostgreSQL does not hold: a killed worker's orphans.
+
+        Reads each collection whole (its ids, a page at a time); a worker writing meanwhile keeps its own
+        (see `_forget`). Nothing to do when the vectors are in pgvector.
+
+        Returns:
+            How many chunk and paragraph vectors were deleted.
+        """
+        if not self.vectors_in_chroma:
+            return 0
+        forgotten = _Forgotten()
+        for table, name in ((self.vectors, "chunks"), (self.paragraph_vectors, "paragraphs")):
+            assert isinstance(table, ChromaVectors)
+            held = table.documents()
+            statement = self._sql("SELECT id FROM {table} WHERE id = ANY(%s)", table=self._names[name])
+            stored = {r[0] for r in self.conn.execute(statement, [list(held)])}
+            for key, doc_id in held.items():
+                if key not in stored:
+                    forgotten.documents.add(doc_id)
+                    getattr(forgotten, name).add(key)
+        return self._forget(forgotten)
 
     def _record(self, cur: psycopg.Cursor[Any], outcome: Outcome) -> None:
         cur.execute(
@@ -797,7 +948,14 @@ class PgStore:
         return {r[0]: ChunkRecord(*r) for r in rows}
 
     def stored_vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
-        """The given chunk ids that are stored, in the given order, and their vectors (as stored: halfvec)."""
+        """The given chunk ids that are stored, in the given order, and their vectors (as stored: halfvec).
+
+        With the vectors in Chroma, only ids PostgreSQL holds count (in the caller's snapshot, if any): a
+        search's candidates all pass through here, so a killed worker's orphans are never returned.
+        """
+        if self.vectors_in_chroma:
+            held = self.chunk_paragraphs(ids)
+            ids = [key for key in ids if key in held]
         found = self.vectors.vectors(ids)
         kept = [key for key in ids if key in found]
         matrix = np.zeros((len(kept), self.dim), dtype=np.float32)
@@ -895,6 +1053,26 @@ class PgStore:
             paragraphs_bm25=counts["paragraphs_bm25"],
             generation=generation,
         )
+
+
+@dataclass
+class _Forgotten:
+    """Vectors in Chroma of documents a transaction removed, to delete once it commits (`PgStore._forget`)."""
+
+    documents: set[str] = field(default_factory=set)
+    chunks: set[str] = field(default_factory=set)
+    paragraphs: set[str] = field(default_factory=set)
+
+    def add(self, doc_ids: Iterable[str], chunk_ids: Iterable[str], paragraph_ids: Iterable[str]) -> None:
+        """Note documents and their vectors' ids."""
+        self.documents.update(doc_ids)
+        self.chunks.update(chunk_ids)
+        self.paragraphs.update(paragraph_ids)
+
+
+def _vectors_place(vectors: str) -> str:
+    """Where vectors are, for a message."""
+    return "pgvector" if vectors == PGVECTOR else f"the Chroma server {vectors}"
 
 
 @dataclass

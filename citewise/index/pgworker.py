@@ -12,9 +12,12 @@ files::
     python -m citewise.index.pgworker --store ... --once         # one file, then exit
     python -m citewise.index.pgworker --store ... --poll 5       # keep looking for work every 5 s
     python -m citewise.index.pgworker --store ... --requeue      # failed files back in the queue first
+    python -m citewise.index.pgworker --store ... --sweep        # delete killed workers' vectors in Chroma
 
 The embedding model is the store's (recorded when it was created), computing on `--threads` threads
-(1 by default: N workers on N cores). Files are queued with `PgStore.enqueue`.
+(1 by default: N workers on N cores). Files are queued with `PgStore.enqueue`. A store whose vectors are in
+a Chroma server (`citewise.index.chromavectors`) is reached there before the model loads; `--sweep` deletes
+the vectors a killed worker left there (`PgStore.sweep`; harmless meanwhile, searches never return them).
 """
 
 from __future__ import annotations
@@ -119,6 +122,7 @@ def ingest(
     *,
     requeue: bool = False,
     chunking: ChunkingConfig | None = None,
+    vectors: str | None = None,
     threads: int | None = None,
     report: Callable[[Outcome], None] | None = None,
 ) -> tuple[int, list[Outcome]]:
@@ -126,7 +130,8 @@ def ingest(
 
     What `citewise ingest --store`, `citewise requeue` and the chat page's uploads with a store do. To queue,
     the store is made if it is not there (the ``vector`` extension, then `PgStore.create` with the default
-    embedding model and `chunking`; a store there keeps its own); to requeue (`PgStore.requeue`, of `paths`
+    embedding model, `chunking` and `vectors`, `chromavectors.vector_choice`'s form; a store there keeps its
+    own, and another vector store named is refused); to requeue (`PgStore.requeue`, of `paths`
     or of every file), it must be there.
 
     Returns:
@@ -149,7 +154,7 @@ def ingest(
             except IndexOpenError:
                 made = None
             model = made.model if made is not None else load_embedder().name
-            store.create(model, chunking or (made.chunking if made is not None else None))
+            store.create(model, chunking or (made.chunking if made is not None else None), vectors)
             queued = store.enqueue(paths)
         return queued, run(store, store_embedder(store, threads=threads), report=report)
 
@@ -210,6 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"first put failed files back in the queue (and reset the claims of queued ones; a file is "
         f"recorded failed after {MAX_ATTEMPTS} claims without an outcome)",
     )
+    parser.add_argument(
+        "--sweep", action="store_true", help="delete the vectors killed workers left in Chroma, then exit"
+    )
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error("--threads must be at least 1")
@@ -223,6 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, stop)
     try:
         with PgStore(args.store, prefix=args.prefix) as store:
+            store.open_vectors()
+            if args.sweep:
+                print(f"swept   {store.sweep()} vectors of no stored chunk or paragraph", flush=True)
+                return 0
             embedder = store_embedder(store, args.threads)
             embedder.embed(["ready"])  # the model loads now, not inside the first claim
             if args.requeue:

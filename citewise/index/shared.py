@@ -167,7 +167,8 @@ class SharedIndex(RememberedEmbeddings):
         connections: Connections opened at most (`CONNECTIONS`).
 
     Raises:
-        IndexOpenError: there is no store with this prefix, or `embedder` is another model than its.
+        IndexOpenError: there is no store with this prefix, `embedder` is another model than its, or the
+            Chroma server that holds its vectors (if it is one's) does not answer.
     """
 
     def __init__(
@@ -179,7 +180,9 @@ class SharedIndex(RememberedEmbeddings):
         connections: int = CONNECTIONS,
     ) -> None:
         with psycopg.connect(dsn, autocommit=True) as conn:
-            settings = PgStore(dsn, prefix=prefix, conn=conn).settings()
+            opened = PgStore(dsn, prefix=prefix, conn=conn)
+            settings = opened.settings()
+            opened.open_vectors()  # an unreachable Chroma server is said now, not at the first search
         if embedder is None:
             try:
                 embedder = load_embedder(settings.model)
