@@ -236,7 +236,7 @@ def _shared(store: str, resources: Resources, *, empty_ok: bool = False) -> Sear
             raise _fail("the shared store is empty: add documents with `citewise ingest PATH --store URL`", 1)
     except (IndexOpenError, ValueError, psycopg.Error) as error:
         raise _fail(_first_line(error)) from error
-    threading.Thread(target=opened.embedder.embed, args=(["citewise"],), daemon=True).start()
+    _load_model_meanwhile(opened)
     return opened
 
 
@@ -278,7 +278,24 @@ def _local_only(command: str, store: str | None) -> None:
         raise _fail(f"{command} applies to a local index, not to the shared store (--store)")
 
 
-def _load_model_meanwhile(index: Index) -> None:
+def _run_resources(
+    index: Path, chroma_url: str | None, store: str | None, docs: list[Path] | None = None, quiet: bool = True
+) -> Resources:
+    """A command's Resources with its index open and its embedding model loading meanwhile.
+
+    The index is the shared store's, or the local index checked (and `docs` ingested into it first).
+    """
+    resources = Resources()
+    if store:
+        _shared(store, resources)
+    else:
+        opened = _searchable(index, chroma_url, docs, quiet=quiet, resources=resources)
+        _load_model_meanwhile(opened)
+        opened.close()
+    return resources
+
+
+def _load_model_meanwhile(index: SearchIndex) -> None:
     """Load the index's embedding model in a thread while the graph's modules import (0.2 s of a cold ask).
 
     The index was opened with the run's resources, whose embedder it is: the run's index, opened through the
@@ -612,15 +629,9 @@ def ask(
         question = check_question(question)
     except BadQuestion as error:
         raise _fail(str(error)) from error
-    resources = Resources()  # this command's index, models and embedder, handed to the graph in the Context
-    if store:
-        if docs:
-            raise _fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
-        _shared(store, resources)
-    else:
-        opened = _searchable(index, chroma_url, docs, quiet=as_json, resources=resources)
-        _load_model_meanwhile(opened)
-        opened.close()
+    if store and docs:
+        raise _fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
+    resources = _run_resources(index, chroma_url, store, docs, quiet=as_json)
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, approve_outline=approve,
@@ -718,13 +729,7 @@ def chat(
     """Chat with your documents: cited answers, follow-ups that use the conversation, threads kept on disk."""
     from citewise.app.chat import run_chat
 
-    resources = Resources()  # every turn's index, models and embedder
-    if store:
-        _shared(store, resources)
-    else:
-        opened = _searchable(index, chroma_url, None, quiet=True, resources=resources)
-        _load_model_meanwhile(opened)
-        opened.close()
+    resources = _run_resources(index, chroma_url, store)  # every turn's index, models and embedder
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds,
@@ -778,11 +783,7 @@ def evaluate_questions(
         judgments = evaluate.read_qrels(qrels) if qrels is not None else None
     except evaluate.EvalInputError as error:
         raise _fail(str(error)) from error
-    resources = Resources()  # every question's index, models and embedder
-    if store:
-        _shared(store, resources)
-    else:
-        _searchable(index, chroma_url, None, quiet=True, resources=resources).close()
+    resources = _run_resources(index, chroma_url, store)  # every question's index, models and embedder
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds,
@@ -926,13 +927,7 @@ def api(
             pass
 
     threads = _threads_of(threads, store)
-    resources = Resources()  # every request's index, models and embedder
-    if store:
-        _shared(store, resources)
-    else:
-        opened = _searchable(index, chroma_url, None, quiet=True, resources=resources)
-        _load_model_meanwhile(opened)
-        opened.close()
+    resources = _run_resources(index, chroma_url, store)  # every request's index, models and embedder
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, AnswerMode.answer, resources=resources, store=store
