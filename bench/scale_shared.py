@@ -16,6 +16,8 @@ build
     indexes and both HNSW indexes are built (``maintenance_work_mem`` 4GB, one parallel maintenance
     worker), and everything is vacuumed and analysed; each part is timed. Sizes: `pg_relation_size` and
     `pg_total_relation_size` of every table and index, and the cluster folder (with and without its WAL).
+    Each part's seconds are saved as it ends (bench-build-progress.json): a build that stopped resumes
+    after its last finished part.
 measure
     The server is started, the store's relations read into memory (`pg_prewarm`, as `Index.open` loads the
     local tier's BM25 and Chroma), and the local index opened (`Index.open`). Then 200 SciFact claims
@@ -94,6 +96,8 @@ BEFORE = "shared_before"
 """The shared tier as it searched before BM25 pruned light terms (`PgLexical.search(prune=False)`)."""
 WARM_UP = 20
 STAGES = ("build", "measure", "ingest")
+PROGRESS = "bench-build-progress.json"
+"""The build's parts done so far, with their seconds: a build that stopped resumes after them."""
 
 
 def folder_of(cache: Path, chunks: int) -> Path:
@@ -161,127 +165,47 @@ def build(local: Path, folder: Path) -> dict[str, Any]:
     }
     if local_counts["bibliography"] or local_counts["files"]:
         raise RuntimeError(f"{local}: a synthetic index has no bibliography and no files: {local_counts}")
-    seconds: Counter[str] = Counter()
-    started = time.perf_counter()
+    progress = folder / PROGRESS
+    saved = json.loads(progress.read_text()) if progress.exists() else {}
+    done: list[str] = saved.get("done", [])
+    seconds: Counter[str] = Counter(saved.get("seconds", {}))
+    reweighted: int = saved.get("reweighted", 0)
+    started = time.perf_counter() - sum(seconds[part] for part in done)
+
+    def finished(part: str, took: float) -> None:  # recorded as each part ends: a rerun resumes after it
+        seconds[part] = took
+        done.append(part)
+        saved = {"done": done, "seconds": seconds, "reweighted": reweighted}
+        progress.write_text(json.dumps(saved, indent=2) + "\n")
+        _log(f"{part} done, {took:.0f}s")
+
     with serve(folder, settings=SETTINGS) as server, PgStore(server.dsn, prefix=PREFIX) as store:
-        store.create(meta["embedding_model"], chunking)
         conn = store.conn
-        if store.counts()["documents"]:
-            raise RuntimeError(
-                f"{folder}: the store {PREFIX!r} holds documents already (an unfinished build)"
-            )
-        dropped = [f"{PREFIX}_vectors_hnsw", f"{PREFIX}_pvectors_hnsw"]
-        dropped += [f"{PREFIX}_lexical_chunks_terms", f"{PREFIX}_plexical_chunks_terms"]
-        for index in dropped:  # built once the rows are in: far faster than row by row
-            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
-        table = {name: sql.Identifier(f"{PREFIX}_{name}") for name in ("documents", "paragraphs", "chunks")}
-        last, loaded = 0, Counter[str]()
-        while True:
-            t = time.perf_counter()
-            documents = source.execute(
-                "SELECT rowid, id, file, key, title, metadata, added_at FROM documents WHERE rowid > ?"
-                " ORDER BY rowid LIMIT ?",
-                [last, BATCH],
-            ).fetchall()
-            if not documents:
-                break
-            first, last = documents[0][0], documents[-1][0]
-            within = "doc_id IN (SELECT id FROM documents WHERE rowid BETWEEN ? AND ?)"
-            paragraphs = source.execute(
-                f"SELECT id, doc_id, seq, section, text, citations FROM paragraphs WHERE {within}"  # noqa: S608
-                " ORDER BY rowid",
-                [first, last],
-            ).fetchall()
-            chunks = source.execute(
-                f'SELECT id, doc_id, paragraph_id, seq, text, start, "end", vector FROM chunks WHERE {within}'  # noqa: S608
-                " ORDER BY rowid",
-                [first, last],
-            ).fetchall()
-            seconds["read_sqlite"] += time.perf_counter() - t
-
-            t = time.perf_counter()
-            with conn.transaction(), conn.cursor() as cur:
-                columns = "(id, file, key, title, metadata, added_at)"
-                with cur.copy(sql.SQL(f"COPY {{}} {columns} FROM STDIN").format(table["documents"])) as copy:
-                    for _, *row, added in documents:
-                        copy.write_row([*row, datetime.fromtimestamp(added, tz=UTC)])
-                with cur.copy(sql.SQL("COPY {} FROM STDIN").format(table["paragraphs"])) as copy:
-                    for row in paragraphs:
-                        copy.write_row(row)
-                with cur.copy(sql.SQL("COPY {} FROM STDIN").format(table["chunks"])) as copy:
-                    for row in chunks:
-                        copy.write_row(row[:7])
-            seconds["rows_copy"] += time.perf_counter() - t
-
-            t = time.perf_counter()
-            titles = {row[1]: row[4] for row in documents}
-            chunk_ids = [row[0] for row in chunks]
-            vectors = np.stack([np.frombuffer(row[7], dtype=np.float32) for row in chunks])
-            chunk_meta = [{"doc_id": row[1], "paragraph_id": row[2]} for row in chunks]
-            sums: dict[str, np.ndarray] = {}
-            for row, vector in zip(chunks, vectors, strict=True):
-                sums[row[2]] = sums[row[2]] + vector if row[2] in sums else vector.copy()
-            pooled = [p for p in paragraphs if p[0] in sums]
-            paragraph_vectors = np.stack(
-                [sums[p[0]] / (float(np.linalg.norm(sums[p[0]])) or 1.0) for p in pooled]
-            )
-            chunk_texts = [chunk_input(titles[row[1]], row[4], chunking) for row in chunks]
-            paragraph_texts = [chunk_input(titles[p[1]], p[4], chunking) for p in paragraphs]
-            seconds["prepare"] += time.perf_counter() - t
-
-            t = time.perf_counter()
-            chunk_tokens = store.lexical.tokenize(chunk_texts)
-            known = dict(zip(chunk_texts, chunk_tokens, strict=True))
-            unknown = [text for text in paragraph_texts if text not in known]
-            known.update(zip(unknown, store.paragraph_lexical.tokenize(unknown), strict=True))
-            paragraph_tokens = [known[text] for text in paragraph_texts]
-            seconds["tokenize"] += time.perf_counter() - t
-
-            t = time.perf_counter()
-            store.vectors.upsert(chunk_ids, vectors, metadatas=chunk_meta)
-            seconds["chunk_vectors"] += time.perf_counter() - t
-            t = time.perf_counter()
-            store.paragraph_vectors.upsert(
-                [p[0] for p in pooled],
-                paragraph_vectors,
-                metadatas=[{"doc_id": p[1], "paragraph_id": p[0]} for p in pooled],
-            )
-            seconds["paragraph_vectors"] += time.perf_counter() - t
-            t = time.perf_counter()
-            store.lexical.register(chunk_tokens)
-            store.lexical.add(chunk_ids, chunk_texts, chunk_tokens)
-            seconds["chunk_bm25"] += time.perf_counter() - t
-            t = time.perf_counter()
-            store.paragraph_lexical.register(paragraph_tokens)
-            store.paragraph_lexical.add([p[0] for p in paragraphs], paragraph_texts, paragraph_tokens)
-            seconds["paragraph_bm25"] += time.perf_counter() - t
-            loaded.update(documents=len(documents), paragraphs=len(paragraphs), chunks=len(chunks))
-            if loaded["chunks"] % 100_000 == 0 or loaded["documents"] == local_counts["documents"]:
-                _log(
-                    f"loaded {loaded['chunks']:,}/{local_counts['chunks']:,} chunks, "
-                    f"{time.perf_counter() - started:.0f}s: {dict(seconds.most_common())}"
-                )
+        if done:
+            _log(f"resuming after {', '.join(done)} ({sum(seconds[part] for part in done):.0f}s)")
+        if "rows" not in done:
+            _load(store, source, meta, chunking, local_counts, seconds, started)
+            finished("rows", time.perf_counter() - started)
         source.close()
-
-        t = time.perf_counter()
-        store.fold()
-        rewritten = store.reweight()
-        seconds["fold_reweight"] = time.perf_counter() - t
-        _log(f"folded; {rewritten} BM25 rows reweighted, {seconds['fold_reweight']:.0f}s")
-        t = time.perf_counter()
-        conn.execute("SET maintenance_work_mem = '4GB'")
-        store.lexical.create()  # CREATE ... IF NOT EXISTS: the GIN index dropped above, now over all rows
-        store.paragraph_lexical.create()
-        seconds["gin"] = time.perf_counter() - t
-        _log(f"GIN indexes built, {seconds['gin']:.0f}s")
-        for name, vectors_table in (
+        if "fold_reweight" not in done:
+            t = time.perf_counter()
+            store.fold()
+            reweighted = store.reweight()
+            finished("fold_reweight", time.perf_counter() - t)
+        if "gin" not in done:
+            t = time.perf_counter()
+            conn.execute("SET maintenance_work_mem = '4GB'")
+            store.lexical.create()  # CREATE ... IF NOT EXISTS: the GIN index _load dropped, now over all rows
+            store.paragraph_lexical.create()
+            finished("gin", time.perf_counter() - t)
+        for part, vectors_table in (
             ("hnsw_chunks", store.vectors),
             ("hnsw_paragraphs", store.paragraph_vectors),
         ):
-            t = time.perf_counter()
-            vectors_table.create_index(maintenance_work_mem="4GB")
-            seconds[name] = time.perf_counter() - t
-            _log(f"{name} built, {seconds[name]:.0f}s")
+            if part not in done:
+                t = time.perf_counter()
+                vectors_table.create_index(maintenance_work_mem="4GB")
+                finished(part, time.perf_counter() - t)
         t = time.perf_counter()
         conn.execute("VACUUM (ANALYZE)")
         conn.execute("CHECKPOINT")
@@ -306,7 +230,7 @@ def build(local: Path, folder: Path) -> dict[str, Any]:
         "chunks": local_counts["chunks"],
         "counts": counts,
         "seconds": dict(seconds),
-        "bm25_rows_reweighted": rewritten,
+        "bm25_rows_reweighted": reweighted,
         "relations": relations,
         "size_mb": size_summary(relations),
         "cluster_mb": cluster_size(folder),
@@ -314,6 +238,113 @@ def build(local: Path, folder: Path) -> dict[str, Any]:
         "server": version[0] if version else "",
         "when": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
     }
+
+
+def _load(
+    store: PgStore,
+    source: sqlite3.Connection,
+    meta: dict[str, str],
+    chunking: ChunkingConfig,
+    local_counts: dict[str, int],
+    seconds: Counter[str],
+    started: float,
+) -> None:
+    """Make the store and write the local index's rows into it, its HNSW and GIN indexes dropped meanwhile."""
+    store.create(meta["embedding_model"], chunking)
+    conn = store.conn
+    if store.counts()["documents"]:
+        raise RuntimeError(f"the store {PREFIX!r} holds documents already: an unfinished load (delete it)")
+    dropped = [f"{PREFIX}_vectors_hnsw", f"{PREFIX}_pvectors_hnsw"]
+    dropped += [f"{PREFIX}_lexical_chunks_terms", f"{PREFIX}_plexical_chunks_terms"]
+    for index in dropped:  # built once the rows are in: far faster than row by row
+        conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
+    table = {name: sql.Identifier(f"{PREFIX}_{name}") for name in ("documents", "paragraphs", "chunks")}
+    last, loaded = 0, Counter[str]()
+    while True:
+        t = time.perf_counter()
+        documents = source.execute(
+            "SELECT rowid, id, file, key, title, metadata, added_at FROM documents WHERE rowid > ?"
+            " ORDER BY rowid LIMIT ?",
+            [last, BATCH],
+        ).fetchall()
+        if not documents:
+            break
+        first, last = documents[0][0], documents[-1][0]
+        within = "doc_id IN (SELECT id FROM documents WHERE rowid BETWEEN ? AND ?)"
+        paragraphs = source.execute(
+            f"SELECT id, doc_id, seq, section, text, citations FROM paragraphs WHERE {within}"  # noqa: S608
+            " ORDER BY rowid",
+            [first, last],
+        ).fetchall()
+        chunks = source.execute(
+            f'SELECT id, doc_id, paragraph_id, seq, text, start, "end", vector FROM chunks WHERE {within}'  # noqa: S608
+            " ORDER BY rowid",
+            [first, last],
+        ).fetchall()
+        seconds["read_sqlite"] += time.perf_counter() - t
+
+        t = time.perf_counter()
+        with conn.transaction(), conn.cursor() as cur:
+            columns = "(id, file, key, title, metadata, added_at)"
+            with cur.copy(sql.SQL(f"COPY {{}} {columns} FROM STDIN").format(table["documents"])) as copy:
+                for _, *row, added in documents:
+                    copy.write_row([*row, datetime.fromtimestamp(added, tz=UTC)])
+            with cur.copy(sql.SQL("COPY {} FROM STDIN").format(table["paragraphs"])) as copy:
+                for row in paragraphs:
+                    copy.write_row(row)
+            with cur.copy(sql.SQL("COPY {} FROM STDIN").format(table["chunks"])) as copy:
+                for row in chunks:
+                    copy.write_row(row[:7])
+        seconds["rows_copy"] += time.perf_counter() - t
+
+        t = time.perf_counter()
+        titles = {row[1]: row[4] for row in documents}
+        chunk_ids = [row[0] for row in chunks]
+        vectors = np.stack([np.frombuffer(row[7], dtype=np.float32) for row in chunks])
+        chunk_meta = [{"doc_id": row[1], "paragraph_id": row[2]} for row in chunks]
+        sums: dict[str, np.ndarray] = {}
+        for row, vector in zip(chunks, vectors, strict=True):
+            sums[row[2]] = sums[row[2]] + vector if row[2] in sums else vector.copy()
+        pooled = [p for p in paragraphs if p[0] in sums]
+        paragraph_vectors = np.stack(
+            [sums[p[0]] / (float(np.linalg.norm(sums[p[0]])) or 1.0) for p in pooled]
+        )
+        chunk_texts = [chunk_input(titles[row[1]], row[4], chunking) for row in chunks]
+        paragraph_texts = [chunk_input(titles[p[1]], p[4], chunking) for p in paragraphs]
+        seconds["prepare"] += time.perf_counter() - t
+
+        t = time.perf_counter()
+        chunk_tokens = store.lexical.tokenize(chunk_texts)
+        known = dict(zip(chunk_texts, chunk_tokens, strict=True))
+        unknown = [text for text in paragraph_texts if text not in known]
+        known.update(zip(unknown, store.paragraph_lexical.tokenize(unknown), strict=True))
+        paragraph_tokens = [known[text] for text in paragraph_texts]
+        seconds["tokenize"] += time.perf_counter() - t
+
+        t = time.perf_counter()
+        store.vectors.upsert(chunk_ids, vectors, metadatas=chunk_meta)
+        seconds["chunk_vectors"] += time.perf_counter() - t
+        t = time.perf_counter()
+        store.paragraph_vectors.upsert(
+            [p[0] for p in pooled],
+            paragraph_vectors,
+            metadatas=[{"doc_id": p[1], "paragraph_id": p[0]} for p in pooled],
+        )
+        seconds["paragraph_vectors"] += time.perf_counter() - t
+        t = time.perf_counter()
+        store.lexical.register(chunk_tokens)
+        store.lexical.add(chunk_ids, chunk_texts, chunk_tokens)
+        seconds["chunk_bm25"] += time.perf_counter() - t
+        t = time.perf_counter()
+        store.paragraph_lexical.register(paragraph_tokens)
+        store.paragraph_lexical.add([p[0] for p in paragraphs], paragraph_texts, paragraph_tokens)
+        seconds["paragraph_bm25"] += time.perf_counter() - t
+        loaded.update(documents=len(documents), paragraphs=len(paragraphs), chunks=len(chunks))
+        if loaded["chunks"] % 100_000 == 0 or loaded["documents"] == local_counts["documents"]:
+            _log(
+                f"loaded {loaded['chunks']:,}/{local_counts['chunks']:,} chunks, "
+                f"{time.perf_counter() - started:.0f}s: {dict(seconds.most_common())}"
+            )
 
 
 # measure ------------------------------------------------------------------------------------------------
@@ -611,8 +642,8 @@ def main() -> None:
             if stage == "build" and (folder / "bench-build.json").exists():
                 _log(f"reusing {folder}")
                 continue
-            if stage == "build" and folder.exists():
-                _log(f"{folder}: an unfinished build, deleted")
+            if stage == "build" and folder.exists() and not (folder / PROGRESS).exists():
+                _log(f"{folder}: an unfinished build that cannot resume, deleted")
                 shutil.rmtree(folder)
             _log(f"{stage} {label(chunks)}")
             common = [
