@@ -18,29 +18,38 @@ import sys
 import textwrap
 import threading
 from collections.abc import Iterator, Sequence
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from citewise.app.terminal import (  # noqa: F401 - show_* and OUTPUT_KEYS are the CLI's output, re-exported
-    OUTPUT_KEYS,
-    ROUTES,
-    AnswerMode,
-    report_payload,
-    show_answer,
-    show_degraded,
-    show_evidence,
-    show_sections,
+from citewise.app import store_commands as shared
+from citewise.app.console import fail, print_report, run_failed
+from citewise.app.options import (
+    DEFAULT_INDEX,
+    BudgetOption,
+    ChromaOption,
+    DocsOption,
+    FusionKind,
+    IndexOption,
+    JsonOption,
+    JudgeOption,
+    KOption,
+    Mode,
+    ModelOption,
+    ModeOption,
+    ProfileOption,
+    StoreOption,
+    ThreadsOption,
+    host_option,
+    port_option,
 )
+from citewise.app.terminal import OUTPUT_KEYS, ROUTES, AnswerMode, report_payload, show_answer
 from citewise.core.resources import Resources
-from citewise.deployment import DEFAULT_INDEX_DIR
 
 if TYPE_CHECKING:  # the stores and the embedding model load only when a command needs them: --help is fast
     from citewise.index import ChunkingConfig, Index, IngestReport
     from citewise.index.reading import SearchIndex
-    from citewise.index.records import IndexStats
 
 app = typer.Typer(
     name="citewise",
@@ -50,55 +59,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # plain help: Typer's rich panels print "<bool>" beside every flag and --help
 )
-
-DEFAULT_INDEX = Path(os.environ.get("CITEWISE_INDEX", DEFAULT_INDEX_DIR))
-
-IndexOption = Annotated[
-    Path, typer.Option("--index", help="Index directory (env CITEWISE_INDEX).", show_default=True)
-]
-ChromaOption = Annotated[
-    str | None,
-    typer.Option(
-        "--chroma-url", envvar="CITEWISE_CHROMA_URL", help="Use a Chroma server, e.g. http://127.0.0.1:8000."
-    ),
-]
-
-
-StoreOption = Annotated[
-    str | None,
-    typer.Option(
-        "--store",
-        envvar="CITEWISE_STORE",
-        help="A postgresql:// URL: the shared store (several servers answer from it) instead of --index.",
-    ),
-]
-
-
-class Mode(StrEnum):
-    """Retrieval modes."""
-
-    hybrid = "hybrid"
-    bm25 = "bm25"
-    dense = "dense"
-
-
-class FusionKind(StrEnum):
-    """How hybrid scores are fused."""
-
-    minmax = "minmax"
-    rrf = "rrf"
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
-    return typer.Exit(code)
-
-
-def _run_failed(problem: dict) -> typer.Exit:
-    """The one-line cause and what to do of a run that could not answer; exit 2 for settings, else 1."""
-    code = 1 if problem["kind"] in ("model provider", "unexpected") else 2
-    typer.echo(f"citewise: {problem['message']}\n{problem['hint']}", err=True)
-    return typer.Exit(code)
 
 
 def _open(
@@ -114,36 +74,7 @@ def _open(
     try:
         return Index.open(index, chroma_url=chroma_url, chunking=chunking, create=create, **options)
     except (IndexOpenError, ValueError) as error:
-        raise _fail(str(error)) from error
-
-
-SKIPPED_SHOWN = 20
-"""Skipped files listed one per line; beyond this, a count (a folder of photos need not fill the screen)."""
-
-
-def _print_report(report: IngestReport, index: Index, verb: str) -> None:
-    _print_summary(report, index.stats(), f"index {index.root}", "chroma", verb)
-
-
-def _print_summary(report: IngestReport, stats: IndexStats, where: str, vectors: str, verb: str) -> None:
-    """An ingest's or a removal's report and what the index (or store) holds after it."""
-    for path, reason in report.skipped[:SKIPPED_SHOWN]:
-        typer.secho(f"skipped {path}: {reason}", err=True, fg=typer.colors.YELLOW)
-    if len(report.skipped) > SKIPPED_SHOWN:
-        more = len(report.skipped) - SKIPPED_SHOWN
-        typer.secho(f"... and {more} more skipped files", err=True, fg=typer.colors.YELLOW)
-    typer.echo(
-        f"{verb}: {report.files} files ({report.ingested_files} ingested, "
-        f"{report.unchanged_files} unchanged, "
-        f"{len(report.skipped)} skipped); documents +{report.documents_added} -{report.documents_removed}; "
-        f"chunks +{report.chunks_added} -{report.chunks_removed}; {report.seconds:.1f}s"
-    )
-    typer.echo(
-        f"{where}: {stats.documents} documents, {stats.paragraphs} paragraphs, "
-        f"{stats.chunks_sqlite} chunks ({vectors} {stats.chunks_chroma}, bm25 {stats.chunks_bm25})"
-    )
-    if report.documents_tagged:
-        typer.echo(f"documents tagged: {report.documents_tagged}")
+        raise fail(str(error)) from error
 
 
 def ingest_paths(
@@ -173,7 +104,7 @@ def ingest_paths(
         )
         raise typer.Exit(130) from None
     except IndexOpenError as error:
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
@@ -182,9 +113,9 @@ def ingest_paths(
         raise typer.Exit(130)
     if not quiet:
         try:
-            _print_report(report, index, "ingest")
+            print_report(report, index, "ingest")
         except IndexOpenError as error:  # Chroma, first opened for its count, is another model's
-            raise _fail(str(error)) from error
+            raise fail(str(error)) from error
     return report
 
 
@@ -212,7 +143,7 @@ def _searchable(
     if docs and not any(path.expanduser().exists() for path in docs):  # refuse before a folder is made
         for path in docs:
             typer.secho(f"skipped {path}: no such file or directory", err=True, fg=typer.colors.YELLOW)
-        raise _fail("nothing was ingested", code=1)
+        raise fail("nothing was ingested", code=1)
     opened = _open(index, chroma_url, create=bool(docs), resources=resources)
     if docs:
         ingest_paths(opened, docs, quiet=quiet)
@@ -220,62 +151,8 @@ def _searchable(
         opened.close()
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
-        raise _fail(f"index {opened.root} is empty: add documents with `citewise ingest PATH`", code=1)
+        raise fail(f"index {opened.root} is empty: add documents with `citewise ingest PATH`", code=1)
     return opened
-
-
-def _shared(store: str, resources: Resources, *, empty_ok: bool = False) -> SearchIndex:
-    """Open the shared store through the run's resources (its model loads meanwhile); empty is an error."""
-    import psycopg
-
-    from citewise.index import IndexOpenError
-
-    try:
-        opened = resources.open_store(store)
-        if not empty_ok and opened.stats().chunks_sqlite == 0:
-            raise _fail("the shared store is empty: add documents with `citewise ingest PATH --store URL`", 1)
-    except (IndexOpenError, ValueError, psycopg.Error) as error:
-        raise _fail(_first_line(error)) from error
-    _load_model_meanwhile(opened)
-    return opened
-
-
-def _first_line(error: BaseException) -> str:
-    """An error's first line (a database error's message goes on with its context)."""
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
-def _store_failed(error: BaseException) -> typer.Exit:
-    """A shared store's error in one line (exit 2): a read-only database (a hot standby) said as such."""
-    import psycopg
-
-    if isinstance(error, psycopg.errors.ReadOnlySqlTransaction):
-        return _fail(
-            "the shared store's database is read-only (a hot standby?): this command writes, so give it "
-            "the primary's URL"
-        )
-    line = _first_line(error)
-    return _fail(line if line.startswith(("cannot reach", "no shared store")) else f"shared store: {line}")
-
-
-def _shown(url: str | None) -> str:
-    """A URL as messages show it (its password hidden)."""
-    from citewise.app.memory import shown_setting
-
-    return shown_setting(url)
-
-
-def _threads_of(threads: str | None, store: str | None) -> str | None:
-    """The thread store: the one given (--threads, CITEWISE_THREADS), else the shared store's database."""
-    from citewise.app.memory import POSTGRES
-
-    return threads or (store if store and store.startswith(POSTGRES) else None)
-
-
-def _local_only(command: str, store: str | None) -> None:
-    """Refuse an option of the local tier with --store (exit 2), in one line."""
-    if store:
-        raise _fail(f"{command} applies to a local index, not to the shared store (--store)")
 
 
 def _run_resources(
@@ -287,7 +164,7 @@ def _run_resources(
     """
     resources = Resources()
     if store:
-        _shared(store, resources)
+        _load_model_meanwhile(shared.open_shared(store, resources))
     else:
         opened = _searchable(index, chroma_url, docs, quiet=quiet, resources=resources)
         _load_model_meanwhile(opened)
@@ -370,66 +247,23 @@ def ingest(
         try:
             chunking = dataclasses.replace(stored or ChunkingConfig(), **given)
         except ValueError as error:
-            raise _fail(str(error)) from error
+            raise fail(str(error)) from error
     if not any(path.expanduser().exists() for path in paths):  # refuse before an index folder is made
         for path in paths:
             typer.secho(f"skipped {path}: no such file or directory", err=True, fg=typer.colors.YELLOW)
-        raise _fail("nothing was ingested", code=1)
+        raise fail("nothing was ingested", code=1)
     if store:
         if tag:
-            _local_only("--tag", store)
-        _ingest_shared(store, paths, chunking, quiet, vectors=vectors)
+            shared.local_only("--tag", store)
+        shared.ingest_shared(store, paths, chunking, quiet, vectors=vectors)
         return
     if vectors:
-        raise _fail("--vectors is for a shared store (--store); a local index takes --chroma-url")
+        raise fail("--vectors is for a shared store (--store); a local index takes --chroma-url")
     with _open(index, chroma_url, chunking) as opened:
         report = ingest_paths(opened, paths, quiet, tags=[t.strip() for t in tag or [] if t.strip()])
     nothing_done = not report.documents_added and not report.unchanged_files and not report.documents_removed
     if report.skipped and nothing_done:
-        raise _fail("nothing was ingested", code=1)
-
-
-def _ingest_shared(
-    store: str,
-    paths: list[Path],
-    chunking: Any,
-    quiet: bool,
-    *,
-    vectors: str | None = None,
-    requeue: bool = False,
-    verb: str = "ingest",
-) -> None:
-    """Queue the files in the shared store (or queue failed ones again) and ingest here, as one worker of any.
-
-    The store is made at its first ingest, with the embedding model, chunking and vector store given; others
-    (`python -m citewise.index.pgworker --store URL`) may take files from the same queue meanwhile.
-    """
-    import psycopg
-
-    from citewise.index import IndexOpenError
-    from citewise.index.chromavectors import vector_choice
-    from citewise.index.pgworker import ingest as ingest_here
-
-    try:
-        choice = vector_choice(vectors)
-        queued, outcomes = ingest_here(store, paths, requeue=requeue, chunking=chunking, vectors=choice)
-    except (IndexOpenError, ValueError, psycopg.Error) as error:
-        raise _store_failed(error) from error
-    final = [o for o in outcomes if o.state != "retry"]
-    failed = [o for o in final if o.state == "failed"]
-    for outcome in failed:
-        typer.secho(f"skipped {outcome.path}: {outcome.error}", err=True, fg=typer.colors.YELLOW)
-    if not quiet:
-        documents, chunks = sum(o.documents for o in final), sum(o.chunks for o in final)
-        left = len(outcomes) - len(final)
-        retried = f", {left} claims left queued after an error" if left else ""
-        typer.echo(
-            f"{verb} (shared store): {queued} files queued, {len(final)} taken here "
-            f"({len(failed)} failed{retried}); documents +{documents}; chunks +{chunks}",
-            err=True,
-        )
-    if final and len(failed) == len(final):
-        raise _fail("nothing was ingested", code=1)
+        raise fail("nothing was ingested", code=1)
 
 
 @app.command()
@@ -446,8 +280,8 @@ def requeue(
     (a worker killed in it, or an error each time); fix the file or the worker, then requeue it.
     """
     if not store:
-        raise _fail("requeue works on the shared store's queue: give --store URL (or CITEWISE_STORE)")
-    _ingest_shared(store, list(paths or []), None, quiet, requeue=True, verb="requeue")
+        raise fail("requeue works on the shared store's queue: give --store URL (or CITEWISE_STORE)")
+    shared.ingest_shared(store, list(paths or []), None, quiet, requeue=True, verb="requeue")
 
 
 @app.command()
@@ -461,60 +295,36 @@ def remove(
     from citewise.index import IndexOpenError
 
     if store:
-        _remove_shared(store, paths)
+        shared.remove_shared(store, paths)
         return
     with _open(index, chroma_url, create=False) as opened:
         try:
             report = opened.remove(paths)
         except IndexOpenError as error:
-            raise _fail(str(error)) from error
-        _print_report(report, opened, "remove")
+            raise fail(str(error)) from error
+        print_report(report, opened, "remove")
     if not report.files:
-        raise _fail("nothing matched in the index", code=1)
-
-
-def _remove_shared(store: str, paths: list[Path]) -> None:
-    """`remove` on the shared store: each file's documents go in one transaction; the same report."""
-    import psycopg
-
-    from citewise.index import IndexOpenError
-    from citewise.index.pgstore import PgStore
-    from citewise.index.shared import SharedIndex
-
-    try:
-        SharedIndex.model_of(store)  # a clear error for an unreachable database or a missing store
-        with PgStore(store) as shared:
-            report = shared.remove(paths)
-            stats = shared.stats()
-            vectors = "chroma" if shared.vectors_in_chroma else "pgvector"
-    except (IndexOpenError, psycopg.Error) as error:
-        raise _store_failed(error) from error
-    _print_summary(report, stats, f"store {_shown(store)}", vectors, "remove")
-    if not report.files:
-        raise _fail("nothing matched in the store", code=1)
+        raise fail("nothing matched in the index", code=1)
 
 
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     index: IndexOption = DEFAULT_INDEX,
-    docs: Annotated[
-        list[Path] | None,
-        typer.Option("--docs", help="Ingest these files first (skipped when unchanged).", metavar="PATH"),
-    ] = None,
+    docs: DocsOption = None,
     mode: Annotated[Mode, typer.Option(help="hybrid, bm25 or dense.")] = Mode.hybrid,
     k: Annotated[int, typer.Option("--k", "-k", min=1, max=1000, help="How many hits.")] = 10,
     alpha: Annotated[float, typer.Option(min=0.0, max=1.0, help="Dense weight in hybrid fusion.")] = 0.5,
     fusion: Annotated[FusionKind, typer.Option(help="minmax (weighted) or rrf.")] = FusionKind.minmax,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOption = False,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
 ) -> None:
     """Hybrid search: print the best chunks with their BM25, dense and fused scores."""
     if store:
         if docs:
-            raise _fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
-        hits = _search_shared(store, query, k=k, mode=mode.value, alpha=alpha, fusion=fusion.value)
+            raise fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
+        hits = shared.search_shared(store, query, k=k, mode=mode.value, alpha=alpha, fusion=fusion.value)
     else:
         with _searchable(index, chroma_url, docs, quiet=as_json) as opened:
             hits = opened.search(query, k=k, mode=mode.value, alpha=alpha, fusion=fusion.value)
@@ -535,66 +345,11 @@ def search(
         typer.echo(textwrap.indent(textwrap.fill(hit.text, 100), "     "))
 
 
-def _search_shared(store: str, query: str, **options: Any) -> list:
-    """`search` on the shared store (a hot standby's URL will do: a search only reads)."""
-    import psycopg
-
-    opened = _shared(store, Resources())
-    try:
-        return opened.search(query, **options)
-    except psycopg.Error as error:
-        raise _store_failed(error) from error
-    finally:
-        opened.close()
-
-
-# the options `ask`, `chat`, `eval` and `serve` share
-ModeOption = Annotated[
-    AnswerMode,
-    typer.Option(help="answer (a cited answer), report (sections) or auto (decided per question)."),
-]
-ModelOption = Annotated[
-    str | None, typer.Option(envvar="CITEWISE_MODEL", help="Writer as provider/model; none: local mode.")
-]
-JudgeOption = Annotated[
-    str | None,
-    typer.Option(envvar="CITEWISE_JUDGE_MODEL", help="Judge as provider/model (default: --model)."),
-]
-ThreadsOption = Annotated[
-    str | None,
-    typer.Option(
-        "--threads",
-        envvar="CITEWISE_THREADS",
-        help="Thread store: a SQLite file (default: .citewise/threads.sqlite) or a postgresql:// URL.",
-    ),
-]
-KOption = Annotated[int, typer.Option("--k", "-k", min=1, max=200, help="Chunks retrieved per query.")]
-ProfileOption = Annotated[
-    str,
-    typer.Option(
-        envvar="CITEWISE_PROFILE",
-        help="How much the model is asked: full, lean (about six requests an answer, for small or slow "
-        "local models) or auto (lean for a model served on this machine or network).",
-    ),
-]
-BudgetOption = Annotated[
-    float | None,
-    typer.Option(
-        "--budget-seconds",
-        min=1.0,
-        help="Time budget of one answer: after it the stages left use their local fallback, and say so.",
-    ),
-]
-
-
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question to answer from your documents.")],
     index: IndexOption = DEFAULT_INDEX,
-    docs: Annotated[
-        list[Path] | None,
-        typer.Option("--docs", help="Ingest these files first (skipped when unchanged).", metavar="PATH"),
-    ] = None,
+    docs: DocsOption = None,
     mode: ModeOption = AnswerMode.auto,
     approve: Annotated[
         bool, typer.Option("--approve", help="Show a report's outline and take edits before writing it.")
@@ -628,9 +383,9 @@ def ask(
     try:
         question = check_question(question)
     except BadQuestion as error:
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
     if store and docs:
-        raise _fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
+        raise fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
     resources = _run_resources(index, chroma_url, store, docs, quiet=as_json)
     try:
         context = run_context(
@@ -641,9 +396,9 @@ def ask(
         with _quiet("citewise.nodes.failed"):  # the failure is reported below, once
             result = run_question(question, context)
     except ValueError as error:
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
     if result.get("error"):
-        raise _run_failed(result["error"])
+        raise run_failed(result["error"])
     payload = {key: result.get(key, default) for key, default in OUTPUT_KEYS.items()}
     if result.get("route") == "report":
         payload |= report_payload(result)
@@ -735,9 +490,9 @@ def chat(
             index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds,
             resources=resources, store=store,
         )  # fmt: skip
-        code = run_chat(context, threads=_threads_of(threads, store), thread_id=thread)
+        code = run_chat(context, threads=shared.threads_of(threads, store), thread_id=thread)
     except ValueError as error:
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
     raise typer.Exit(code)
 
 
@@ -777,12 +532,12 @@ def evaluate_questions(
     from citewise.app import evaluate
 
     if citation_judge not in ("auto", "llm", "word-overlap"):
-        raise _fail(f"--citation-judge must be auto, llm or word-overlap, not {citation_judge!r}")
+        raise fail(f"--citation-judge must be auto, llm or word-overlap, not {citation_judge!r}")
     try:
         asked = evaluate.read_questions(questions)[:limit]
         judgments = evaluate.read_qrels(qrels) if qrels is not None else None
     except evaluate.EvalInputError as error:
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
     resources = _run_resources(index, chroma_url, store)  # every question's index, models and embedder
     try:
         context = run_context(
@@ -793,9 +548,9 @@ def evaluate_questions(
             run = evaluate.run_eval(asked, context, judgments, citation_judge, progress=bar.update)
             report = asyncio.run(run)
     except evaluate.EvalRunError as error:
-        raise _run_failed(error.problem) from error
+        raise run_failed(error.problem) from error
     except ValueError as error:
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
     report["settings"] |= {"questions": str(questions), "qrels": qrels and str(qrels), "limit": limit}
     typer.echo(evaluate.format_report(report))
     if out is not None:
@@ -809,7 +564,7 @@ def stats(
     index: IndexOption = DEFAULT_INDEX,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Show what each store holds (documents, paragraphs, chunks in SQLite, Chroma and BM25).
 
@@ -818,13 +573,13 @@ def stats(
     from citewise.index import IndexOpenError
 
     if store:
-        data = _stats_shared(store).as_dict()
+        data = shared.stats_shared(store).as_dict()
     else:
         with _open(index, chroma_url, create=False) as opened:
             try:
                 data = opened.stats().as_dict()
             except IndexOpenError as error:  # Chroma, first opened for its count, is another model's
-                raise _fail(str(error)) from error
+                raise fail(str(error)) from error
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:
@@ -832,40 +587,11 @@ def stats(
             typer.echo(f"{key:>14}: {value}")
 
 
-def _reachable(store: str) -> None:
-    """Fail in one line when the shared store's database does not answer (a store not made yet is fine)."""
-    import psycopg
-
-    try:
-        with psycopg.connect(store, autocommit=True, connect_timeout=10):
-            pass
-    except psycopg.Error as error:
-        raise _fail(f"cannot reach the shared store: {_first_line(error)}") from error
-
-
-def _stats_shared(store: str) -> IndexStats:
-    """What the shared store holds (no model loaded); an unreachable or missing store is an error."""
-    import psycopg
-
-    from citewise.index import IndexOpenError
-    from citewise.index.pgstore import PgStore
-    from citewise.index.shared import SharedIndex
-
-    try:
-        SharedIndex.model_of(store)  # a clear error for an unreachable database or a missing store
-        with PgStore(store) as shared:
-            return shared.stats()
-    except (IndexOpenError, psycopg.Error) as error:
-        raise _store_failed(error) from error
-
-
 @app.command()
 def serve(
     index: IndexOption = DEFAULT_INDEX,
-    host: Annotated[
-        str, typer.Option(help="Address to bind; 127.0.0.1 keeps the page on this machine.")
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port of the page.")] = 7860,
+    host: Annotated[str, host_option("the page")] = "127.0.0.1",
+    port: Annotated[int, port_option("the page")] = 7860,
     threads: ThreadsOption = None,
     model: ModelOption = None,
     judge_model: JudgeOption = None,
@@ -882,31 +608,29 @@ def serve(
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry
     resources = Resources()  # every visitor's index, models and embedder
     if store:
-        _reachable(store)
+        shared.reachable(store)
     try:
         context = Context(
             index_dir=str(index), chroma_url=chroma_url, model=model, judge_model=judge_model, store=store,
             resources=resources,
         )  # fmt: skip
     except ValueError as error:
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
     from citewise.app.web import serve as serve_page
 
-    what = f"the shared store {_shown(store)}" if store else str(index)
+    what = f"the shared store {shared.shown(store)}" if store else str(index)
     typer.echo(f"citewise: serving {what} on http://{host}:{port} (Ctrl-C stops)", err=True)
     try:
-        serve_page(context, host=host, port=port, threads=_threads_of(threads, store))
+        serve_page(context, host=host, port=port, threads=shared.threads_of(threads, store))
     except OSError as error:
-        raise _fail(f"cannot serve on {host}:{port}: {error}") from error
+        raise fail(f"cannot serve on {host}:{port}: {error}") from error
 
 
 @app.command()
 def api(
     index: IndexOption = DEFAULT_INDEX,
-    host: Annotated[
-        str, typer.Option(help="Address to bind; 127.0.0.1 keeps the API on this machine.")
-    ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(min=1, max=65535, help="Port of the API.")] = 8123,
+    host: Annotated[str, host_option("the API")] = "127.0.0.1",
+    port: Annotated[int, port_option("the API")] = 8123,
     threads: ThreadsOption = None,
     model: ModelOption = None,
     judge_model: JudgeOption = None,
@@ -926,7 +650,7 @@ def api(
         async with open_checkpointer(threads):
             pass
 
-    threads = _threads_of(threads, store)
+    threads = shared.threads_of(threads, store)
     resources = _run_resources(index, chroma_url, store)  # every request's index, models and embedder
     try:
         context = run_context(
@@ -934,13 +658,13 @@ def api(
         )
         asyncio.run(reachable())
     except ValueError as error:
-        raise _fail(str(error)) from error
-    what = f"the shared store {_shown(store)}" if store else str(index)
+        raise fail(str(error)) from error
+    what = f"the shared store {shared.shown(store)}" if store else str(index)
     typer.echo(f"citewise: API on http://{host}:{port} for {what} (Ctrl-C stops)", err=True)
     try:
         uvicorn.run(build_app(context, threads), host=host, port=port, log_level="warning")
     except OSError as error:
-        raise _fail(f"cannot serve on {host}:{port}: {error}") from error
+        raise fail(f"cannot serve on {host}:{port}: {error}") from error
 
 
 def _register_outlines() -> None:

@@ -1,0 +1,175 @@
+"""The commands' shared-store side (`--store URL`): opening, ingesting, removing, searching and counting.
+
+Each turns the store's errors into one line and an exit code, as the local tier's commands do.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from citewise.app.console import fail, print_summary
+from citewise.core.resources import Resources
+
+if TYPE_CHECKING:
+    from citewise.index.reading import SearchIndex
+    from citewise.index.records import IndexStats
+
+
+def open_shared(store: str, resources: Resources, *, empty_ok: bool = False) -> SearchIndex:
+    """Open the shared store through the run's resources; an empty store is an error."""
+    import psycopg
+
+    from citewise.index import IndexOpenError
+
+    try:
+        opened = resources.open_store(store)
+        if not empty_ok and opened.stats().chunks_sqlite == 0:
+            raise fail("the shared store is empty: add documents with `citewise ingest PATH --store URL`", 1)
+    except (IndexOpenError, ValueError, psycopg.Error) as error:
+        raise fail(first_line(error)) from error
+    return opened
+
+
+def first_line(error: BaseException) -> str:
+    """An error's first line (a database error's message goes on with its context)."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
+def store_failed(error: BaseException) -> typer.Exit:
+    """A shared store's error in one line (exit 2): a read-only database (a hot standby) said as such."""
+    import psycopg
+
+    if isinstance(error, psycopg.errors.ReadOnlySqlTransaction):
+        return fail(
+            "the shared store's database is read-only (a hot standby?): this command writes, so give it "
+            "the primary's URL"
+        )
+    line = first_line(error)
+    return fail(line if line.startswith(("cannot reach", "no shared store")) else f"shared store: {line}")
+
+
+def shown(url: str | None) -> str:
+    """A URL as messages show it (its password hidden)."""
+    from citewise.app.memory import shown_setting
+
+    return shown_setting(url)
+
+
+def threads_of(threads: str | None, store: str | None) -> str | None:
+    """The thread store: the one given (--threads, CITEWISE_THREADS), else the shared store's database."""
+    from citewise.app.memory import POSTGRES
+
+    return threads or (store if store and store.startswith(POSTGRES) else None)
+
+
+def local_only(command: str, store: str | None) -> None:
+    """Refuse an option of the local tier with --store (exit 2), in one line."""
+    if store:
+        raise fail(f"{command} applies to a local index, not to the shared store (--store)")
+
+
+def ingest_shared(
+    store: str,
+    paths: list[Path],
+    chunking: Any,
+    quiet: bool,
+    *,
+    vectors: str | None = None,
+    requeue: bool = False,
+    verb: str = "ingest",
+) -> None:
+    """Queue the files in the shared store (or queue failed ones again) and ingest here, as one worker of any.
+
+    The store is made at its first ingest, with the embedding model, chunking and vector store given; others
+    (`python -m citewise.index.pgworker --store URL`) may take files from the same queue meanwhile.
+    """
+    import psycopg
+
+    from citewise.index import IndexOpenError
+    from citewise.index.chromavectors import vector_choice
+    from citewise.index.pgworker import ingest as ingest_here
+
+    try:
+        choice = vector_choice(vectors)
+        queued, outcomes = ingest_here(store, paths, requeue=requeue, chunking=chunking, vectors=choice)
+    except (IndexOpenError, ValueError, psycopg.Error) as error:
+        raise store_failed(error) from error
+    final = [o for o in outcomes if o.state != "retry"]
+    failed = [o for o in final if o.state == "failed"]
+    for outcome in failed:
+        typer.secho(f"skipped {outcome.path}: {outcome.error}", err=True, fg=typer.colors.YELLOW)
+    if not quiet:
+        documents, chunks = sum(o.documents for o in final), sum(o.chunks for o in final)
+        left = len(outcomes) - len(final)
+        retried = f", {left} claims left queued after an error" if left else ""
+        typer.echo(
+            f"{verb} (shared store): {queued} files queued, {len(final)} taken here "
+            f"({len(failed)} failed{retried}); documents +{documents}; chunks +{chunks}",
+            err=True,
+        )
+    if final and len(failed) == len(final):
+        raise fail("nothing was ingested", code=1)
+
+
+def remove_shared(store: str, paths: list[Path]) -> None:
+    """`remove` on the shared store: each file's documents go in one transaction; the same report."""
+    import psycopg
+
+    from citewise.index import IndexOpenError
+    from citewise.index.pgstore import PgStore
+    from citewise.index.shared import SharedIndex
+
+    try:
+        SharedIndex.model_of(store)  # a clear error for an unreachable database or a missing store
+        with PgStore(store) as shared:
+            report = shared.remove(paths)
+            stats = shared.stats()
+            vectors = "chroma" if shared.vectors_in_chroma else "pgvector"
+    except (IndexOpenError, psycopg.Error) as error:
+        raise store_failed(error) from error
+    print_summary(report, stats, f"store {shown(store)}", vectors, "remove")
+    if not report.files:
+        raise fail("nothing matched in the store", code=1)
+
+
+def search_shared(store: str, query: str, **options: Any) -> list:
+    """`search` on the shared store (a hot standby's URL will do: a search only reads)."""
+    import psycopg
+
+    opened = open_shared(store, Resources())
+    try:
+        return opened.search(query, **options)
+    except psycopg.Error as error:
+        raise store_failed(error) from error
+    finally:
+        opened.close()
+
+
+def reachable(store: str) -> None:
+    """Fail in one line when the shared store's database does not answer (a store not made yet is fine)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(store, autocommit=True, connect_timeout=10):
+            pass
+    except psycopg.Error as error:
+        raise fail(f"cannot reach the shared store: {first_line(error)}") from error
+
+
+def stats_shared(store: str) -> IndexStats:
+    """What the shared store holds (no model loaded); an unreachable or missing store is an error."""
+    import psycopg
+
+    from citewise.index import IndexOpenError
+    from citewise.index.pgstore import PgStore
+    from citewise.index.shared import SharedIndex
+
+    try:
+        SharedIndex.model_of(store)  # a clear error for an unreachable database or a missing store
+        with PgStore(store) as shared:
+            return shared.stats()
+    except (IndexOpenError, psycopg.Error) as error:
+        raise store_failed(error) from error
