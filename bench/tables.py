@@ -10,14 +10,16 @@ A generated table sits between two markers in a docs page::
     ...
     <!-- end of generated table -->
 
-and `TABLES` names the function that renders it from its results file. Tables whose figures come from
-several runs, or with a sentence in a cell, stay written by hand beside the JSON they quote.
+and `TABLES` names the function that renders it from its results files. Tables whose figures come from
+runs that bench/results no longer holds all of (the ingest workers' busy-machine run, since overwritten by the
+idle one), or with a sentence in a cell, stay written by hand beside the JSON they quote.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -40,8 +42,22 @@ def _load(name: str) -> dict[str, Any]:
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    lines += ["|" + "|".join(f" {cell} " if cell else " " for cell in row) + "|" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+def _bold(text: str, bold: bool) -> str:
+    """The text in bold marks when `bold`, the key figures of a table's chosen row."""
+    return f"**{text}**" if bold else text
+
+
+def _ms(p50: float, p95: float) -> str:
+    """p50 / p95 ms to three figures (two decimals at most), the p50 no finer than its p95 or one decimal."""
+
+    def decimals(value: float) -> int:
+        return max(0, min(2, 2 - math.floor(math.log10(value))))
+
+    return f"{p50:.{min(decimals(p50), max(decimals(p95), 1))}f} / {p95:.{decimals(p95)}f}"
 
 
 def _seconds(value: float) -> str:
@@ -112,7 +128,132 @@ def scale() -> str:
     return _table(header, rows)
 
 
-TABLES: dict[str, Callable[[], str]] = {"startup": startup, "coldask": coldask, "scale": scale}
+PGLEXICAL_ROWS = [
+    ("bm25s", "bm25s, in process", False, True),
+    ("pg-bm25", "BM25 as pgvector `sparsevec`, GIN prefilter", True, True),
+    ("pg-bm25-seqscan", "the same, every row scored", False, True),
+    ("pg-ts_rank_cd", "`ts_rank_cd`, OR of the question's words", False, True),
+    ("pg-ts_rank_cd-norm1", "`ts_rank_cd`, length-normalised", False, True),
+    ("pg-ts_rank_cd-and", "`ts_rank_cd`, AND (`plainto_tsquery`)", False, False),
+]
+"""pglexical.json's runs in the table: run, label, whether its quality is bold, whether its latency is shown
+(an AND query finds almost nothing, so its latency says nothing)."""
+
+
+def pglexical() -> str:
+    """bench/pglexical.py: each lexical ranker's quality and latency, on documents and on SciFact's chunks."""
+    sets = _load("pglexical.json")["sets"]
+    scifact, hotpotqa, chunks = (sets[name]["runs"] for name in ("scifact", "hotpotqa", "scifact_chunks"))
+    rows = []
+    for run, label, bold, timed in PGLEXICAL_ROWS:
+        docs, chunk = scifact[run], chunks.get(run)
+        on_chunks = ""
+        if chunk:
+            ndcg = _bold(f"{chunk['all ndcg@10']:.3f}", bold)
+            on_chunks = f"{ndcg}, {_ms(chunk['p50_ms'], chunk['p95_ms'])}"
+        rows.append(
+            [
+                label,
+                _bold(f"{docs['all ndcg@10']:.3f}", bold),
+                _bold(f"{hotpotqa[run]['odd recall@5']:.3f}", bold),
+                _ms(docs["p50_ms"], docs["p95_ms"]) if timed else "",
+                on_chunks,
+            ]
+        )
+    header = [
+        "ranker",
+        "SciFact nDCG@10",
+        "HotpotQA R@5 (reported half)",
+        "SciFact p50 / p95 ms",
+        "43.5k SciFact chunks: nDCG@10, p50 / p95 ms",
+    ]
+    return _table(header, rows)
+
+
+PGVECTORS_ROWS = [
+    ("exact", "exact (numpy)", False),
+    ("chroma", "Chroma (m16, ef_construction 200, ef_search 200)", False),
+    ("pg-vector m16/200 ef200", "pgvector `vector`, same settings", False),
+    ("pg-halfvec m16/200 ef200", "pgvector `halfvec`, same settings (the default)", True),
+    ("pg-halfvec m16/64 ef200", "pgvector `halfvec`, ef_construction 64", False),
+]
+"""pgvectors.json's SciFact runs in the table: run, label, whether it is the chosen one (bold)."""
+
+
+def _index_mb(run: dict[str, Any]) -> str:
+    """A vector run's index size: pgvector's HNSW index, Chroma's whole folder, nothing for exact search."""
+    if "hnsw_mb" in run:
+        return f"{run['hnsw_mb']:.0f}"
+    return f"{run['size_mb']:.0f} (folder)" if "size_mb" in run else ""
+
+
+def pgvectors() -> str:
+    """bench/pgvectors.py: exact search, Chroma's HNSW and pgvector's on SciFact's chunks."""
+    runs = _load("pgvectors.json")["sets"]["scifact"]["runs"]
+    rows = []
+    for run, label, bold in PGVECTORS_ROWS:
+        r = runs[run]
+        rows.append(
+            [
+                _bold(label, bold),
+                _bold(f"{r['ndcg@10']:.3f}", bold),
+                _bold(f"{r['recall@100']:.3f}", bold),
+                f"{r['top10']:.3f}",
+                _bold(f"{r['recall_exact']:.3f}", bold),
+                f"{r['p50_ms']:.1f} / {r['p95_ms']:.1f}",
+                f"{r['build_s']:.1f}" if "build_s" in r else "",
+                _index_mb(r),
+            ]
+        )
+    header = [
+        "run",
+        "nDCG@10",
+        "R@100",
+        "exact's top 10 found",
+        "exact's 100 found",
+        "p50 / p95 ms",
+        "build s",
+        "index MB",
+    ]
+    return _table(header, rows)
+
+
+def sharedtier() -> str:
+    """bench/sharedtier.py: each mode's quality and p50 on the local and the shared tier, on two corpora."""
+    scifact = _load("sharedtier-scifact.json")["runs"]
+    hotpotqa = _load("sharedtier-hotpotqa.json")["runs"]
+
+    def pair(runs: dict[str, Any], mode: str, key: str, spec: str) -> str:
+        return f"{runs[f'local {mode}'][key]:{spec}} / {runs[f'shared {mode}'][key]:{spec}}"
+
+    rows = [
+        [
+            mode,
+            pair(scifact, mode, "ndcg@10", ".3f"),
+            pair(hotpotqa, mode, "recall@5 odd", ".3f"),
+            pair(scifact, mode, "p50_ms", ".0f"),
+            pair(hotpotqa, mode, "p50_ms", ".0f"),
+        ]
+        for mode in ("hybrid", "bm25", "dense")
+    ]
+    header = [
+        "mode",
+        "SciFact nDCG@10 local / shared",
+        "HotpotQA R@5 (odd half) local / shared",
+        "p50 ms SciFact local / shared",
+        "p50 ms HotpotQA local / shared",
+    ]
+    return _table(header, rows)
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "startup": startup,
+    "coldask": coldask,
+    "scale": scale,
+    "pglexical": pglexical,
+    "pgvectors": pgvectors,
+    "sharedtier": sharedtier,
+}
 """Each generated table's name and the function that renders it from bench/results."""
 
 
