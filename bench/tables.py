@@ -246,6 +246,83 @@ def sharedtier() -> str:
     return _table(header, rows)
 
 
+SCALE_MODES = ("bm25", "dense", "hybrid")
+
+
+def _p50_p95(latency: dict[str, float]) -> str:
+    return f"{latency['p50_ms']:.0f} / {latency['p95_ms']:.0f}"
+
+
+def scale_shared_search() -> str:
+    """bench/scale_shared.py: each tier's search latency per mode and size, and how far the hits agree."""
+    rows = []
+    for size in _load("scale-shared.json")["sizes"]:
+        measured = size["shared"].get("measure")
+        if not measured:
+            continue
+        latency, ratio, agreement = (
+            measured["latency_ms"],
+            measured["shared_over_local"],
+            measured["agreement"],
+        )
+        chunks = f"{size['chunks']:,}"
+        rows.append([chunks, "local tier", *(_p50_p95(latency["local"][mode]) for mode in SCALE_MODES), ""])
+        shared = [f"{_p50_p95(latency['shared'][m])} (**{ratio[m]['p50']:.2f}x**)" for m in SCALE_MODES]
+        overlap = " / ".join(f"{agreement[m]['top10_overlap']:.2%}" for m in SCALE_MODES)
+        rows.append([chunks, "shared tier", *shared, overlap])
+        if measured.get("queries_before"):
+            before = [
+                f"{_p50_p95(latency['shared_before'][m])} ({ratio[m]['before_p50']:.2f}x)"
+                for m in SCALE_MODES
+            ]
+            label = f"shared tier before BM25 pruning (first {measured['queries_before']} queries)"
+            rows.append([chunks, label, *before, "the same hits as pruned"])
+    header = ["chunks", "tier", "bm25 p50 / p95 ms", "dense p50 / p95", "hybrid p50 / p95"]
+    return _table([*header, "top-10 ids shared with the local tier (bm25 / dense / hybrid)"], rows)
+
+
+def scale_shared_build() -> str:
+    """bench/scale_shared.py: each tier's build time and disk, the shared tier's ingest by 1 and 2 workers."""
+    rows = []
+    for size in _load("scale-shared.json")["sizes"]:
+        local, shared = size["local"], size["shared"]
+        chunks = f"{size['chunks']:,}"
+        seconds, disk = local["ingest_seconds"], local["disk_mb"]
+        rows.append(
+            [
+                chunks,
+                "local tier (bench/scale.py)",
+                f"{seconds['total']:,.0f} (Chroma {seconds['chroma']:,.0f})",
+                f"{disk['total']:,.0f}: SQLite {disk['sqlite']:,.0f}, Chroma {disk['chroma']:,.0f}, "
+                f"BM25 {disk['bm25']:,.0f}",
+                "",
+            ]
+        )
+        built, ingest = shared["build"], shared.get("ingest")
+        took, mb = built["seconds"], built["size_mb"]
+        bm25_rows = took["chunk_bm25"] + took["paragraph_bm25"]
+        vectors, bm25 = mb["chunk_vectors"] + mb["paragraph_vectors"], mb["chunk_bm25"] + mb["paragraph_bm25"]
+        rest = took["total"] - took["hnsw_chunks"] - took["hnsw_paragraphs"] - bm25_rows
+        workers = ""
+        if ingest:
+            one, two = (run["docs_per_s"] for run in ingest["runs"])
+            workers = f"{one:.2f} / {two:.2f} ({ingest['speedup']:.2f}x)"
+        rows.append(
+            [
+                chunks,
+                "shared tier",
+                f"{took['total']:,.0f}: HNSW {took['hnsw_chunks']:,.0f} + {took['hnsw_paragraphs']:,.0f}, "
+                f"BM25 rows {bm25_rows:,.0f}, rest {rest:,.0f}",
+                f"{built['cluster_mb']['data_dir_without_wal']:,.0f} ({mb['total']:,.0f} in tables and "
+                f"indexes: rows {mb['rows']:,.0f}, vectors {vectors:,.0f} of which HNSW {mb['hnsw']:,.0f}, "
+                f"BM25 {bm25:,.0f} of which GIN {mb['gin']:,.0f})",
+                workers,
+            ]
+        )
+    header = ["chunks", "tier", "build s", "on disk MB", "ingest, documents/s: 1 worker / 2 workers"]
+    return _table(header, rows)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "startup": startup,
     "coldask": coldask,
@@ -253,6 +330,8 @@ TABLES: dict[str, Callable[[], str]] = {
     "pglexical": pglexical,
     "pgvectors": pgvectors,
     "sharedtier": sharedtier,
+    "scale-shared-search": scale_shared_search,
+    "scale-shared-build": scale_shared_build,
 }
 """Each generated table's name and the function that renders it from bench/results."""
 
