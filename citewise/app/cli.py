@@ -178,7 +178,9 @@ def _load_model_meanwhile(index: SearchIndex) -> None:
     The index was opened with the run's resources, whose embedder it is: the run's index, opened through the
     same resources, finds it loaded.
     """
-    threading.Thread(target=index.embedder.embed, args=(["citewise"],), daemon=True).start()
+    # not a daemon: a command that fails meanwhile exits after the load, not in it (ONNX Runtime's threads,
+    # torn down mid-load at exit, abort the process: "terminate called without an active exception")
+    threading.Thread(target=index.embedder.embed, args=(["citewise"],)).start()
 
 
 @app.command()
