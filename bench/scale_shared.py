@@ -28,6 +28,9 @@ measure
     1M chunks), and how far the hits agree: the share of the local tier's top-10 chunk ids the shared tier
     returns too (HNSW is approximate; the local tier's Chroma HNSW is too), and of queries with the same ten
     in the same order.
+    Beside them, the shared tier with its paired queries (BM25 and HNSW tops of chunks and of paragraphs)
+    run one after the other (`SharedIndex(parallel=False)`, which must find the same hits), and for the first
+    ``--before`` queries also without BM25 pruning: the shared search as it was before both.
 ingest
     ``--documents`` SciFact abstracts, one file each (bench/pgingest.py's files and runs), are ingested into
     the big store by 1, then 2 worker processes (one embedding thread each) in one run; after each run
@@ -94,7 +97,10 @@ SETTINGS = {
 """The server's settings in every stage (the machine: 2 cores, 23 GB)."""
 TIERS = ("local", "shared")
 BEFORE = "shared_before"
-"""The shared tier as it searched before BM25 pruned light terms (`PgLexical.search(prune=False)`)."""
+"""The shared tier as it searched before BM25 pruned light terms (`PgLexical.search(prune=False)`), and
+before it ran a search's paired queries two at a time (`SharedIndex(parallel=False)`)."""
+SEQUENTIAL = "shared_sequential"
+"""The shared tier with BM25 pruning but its paired queries one after the other (`parallel=False`)."""
 WARM_UP = 20
 STAGES = ("build", "measure", "ingest")
 PROGRESS = "bench-build-progress.json"
@@ -395,9 +401,10 @@ def measure(local: Path, folder: Path, queries: list[str], warm: list[str], befo
         open_seconds = time.perf_counter() - t
         _log(f"opened {local} in {open_seconds:.1f}s")
         shared = SharedIndex(server.dsn, prefix=PREFIX, embedder=index.embedder)
-        unpruned = UnprunedSharedIndex(server.dsn, prefix=PREFIX, embedder=index.embedder)
-        tiers: dict[str, Any] = {"local": index, "shared": shared, BEFORE: unpruned}
-        runs = [(tier, mode) for mode in MODES for tier in (*TIERS, BEFORE)]
+        unpruned = UnprunedSharedIndex(server.dsn, prefix=PREFIX, embedder=index.embedder, parallel=False)
+        sequential = SharedIndex(server.dsn, prefix=PREFIX, embedder=index.embedder, parallel=False)
+        tiers: dict[str, Any] = {"local": index, "shared": shared, BEFORE: unpruned, SEQUENTIAL: sequential}
+        runs = [(tier, mode) for mode in MODES for tier in (*TIERS, BEFORE, SEQUENTIAL)]
         t = time.perf_counter()
         for query in warm:
             for tier, mode in runs:
@@ -420,10 +427,11 @@ def measure(local: Path, folder: Path, queries: list[str], warm: list[str], befo
                 _log(f"{n + 1}/{len(queries)} queries")
         rss = memory_mb()
         unpruned.close()
+        sequential.close()
         shared.close()
         index.close()
     load.append(os.getloadavg()[0])
-    latency: dict[str, dict[str, dict[str, float]]] = {tier: {} for tier in (*TIERS, BEFORE)}
+    latency: dict[str, dict[str, dict[str, float]]] = {tier: {} for tier in (*TIERS, BEFORE, SEQUENTIAL)}
     for (tier, mode), samples in latencies.items():
         if not samples:
             continue
@@ -443,6 +451,11 @@ def measure(local: Path, folder: Path, queries: list[str], warm: list[str], befo
                 raise RuntimeError(f"{mode}: the pruned BM25 search changed the hits of {differ} queries")
         for mode in MODES:
             ratio[mode]["before_p50"] = latency[BEFORE][mode]["p50_ms"] / latency["local"][mode]["p50_ms"]
+    for mode in MODES:
+        ratio[mode]["sequential_p50"] = latency[SEQUENTIAL][mode]["p50_ms"] / latency["local"][mode]["p50_ms"]
+        pairs = zip(hits[(SEQUENTIAL, mode)], hits[("shared", mode)], strict=True)
+        if differ := sum(a != b for a, b in pairs):
+            raise RuntimeError(f"{mode}: the parallel search changed the hits of {differ} queries")
     agreement = {}
     for mode in MODES:
         pairs = list(zip(hits[("local", mode)], hits[("shared", mode)], strict=True))

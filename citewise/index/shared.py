@@ -18,18 +18,26 @@ Every search reads one snapshot (a read-only REPEATABLE READ transaction), so a 
 cannot make its candidates and their records disagree; the next search sees the commit (no reopen, no
 refresh: `refresh` does nothing). Connections come from a `psycopg_pool.ConnectionPool`, one a call, so
 threads search at once; each pooled connection keeps its `PgStore` (the vector types' adapters are
-registered once per connection).
+registered once per connection). A search also takes a side connection from a second pool, which imports
+the snapshot (`pg_export_snapshot`, `SET TRANSACTION SNAPSHOT`; a hot standby exports too) and runs the
+paragraphs' BM25 and HNSW tops while the first runs the chunks': the server works on both at once (at 1M
+chunks the two BM25 tops were two thirds of a search; docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from typing import Any
+from functools import partial
+from operator import methodcaller
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
+from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord
@@ -59,8 +67,8 @@ class _Lexical:
     Scores are divided by the query's best chunk and best paragraph BM25, as the local tier's are.
     """
 
-    def __init__(self, store: PgStore, query: str, weight: float) -> None:
-        self.store, self.query, self.weight = store, query, weight
+    def __init__(self, store: PgStore, query: str, weight: float, lanes: _Lanes | None = None) -> None:
+        self.store, self.query, self.weight, self.lanes = store, query, weight, lanes
         self.own: dict[str, float] = {}  # chunk -> its BM25 / the best (0 when it shares no term)
         self.paragraph: dict[str, float] = {}  # paragraph -> its BM25 / the best
         self.parent: dict[str, str] = {}  # chunk -> its paragraph
@@ -69,8 +77,13 @@ class _Lexical:
     def best(self) -> tuple[float, float]:
         """The query's best chunk BM25 and best paragraph BM25 (0 when nothing shares a term)."""
         if self._best is None:
-            chunk = self.store.bm25(self.query, 1)
-            paragraph = self.store.bm25_paragraphs(self.query, 1) if self.weight > 0 else []
+            if self.weight > 0 and self.lanes is not None:
+                chunk, paragraph = self.lanes.together(
+                    partial(self.store.bm25, self.query, 1), methodcaller("bm25_paragraphs", self.query, 1)
+                )
+            else:
+                chunk = self.store.bm25(self.query, 1)
+                paragraph = self.store.bm25_paragraphs(self.query, 1) if self.weight > 0 else []
             self._best = (chunk[0][1] if chunk else 0.0, paragraph[0][1] if paragraph else 0.0)
         return self._best
 
@@ -78,7 +91,15 @@ class _Lexical:
         """The `depth` best chunks by lexical score (above 0), best first, ties by chunk id."""
         size = depth
         while True:
-            chunks = self.store.bm25(self.query, size)
+            if self.weight > 0 and self.lanes is not None:  # the paragraphs' top on the side connection
+                chunks, paragraphs = self.lanes.together(
+                    partial(self.store.bm25, self.query, size),
+                    methodcaller("bm25_paragraphs", self.query, size),
+                )
+            else:
+                chunks = self.store.bm25(self.query, size)
+                wanted = self.weight > 0 and chunks
+                paragraphs = self.store.bm25_paragraphs(self.query, size) if wanted else []
             if not chunks:
                 return []
             best_chunk, best_paragraph = chunks[0][1], 0.0
@@ -88,7 +109,6 @@ class _Lexical:
             )  # the best a chunk left out has
             pool = [i for i, _ in chunks]
             if self.weight > 0:
-                paragraphs = self.store.bm25_paragraphs(self.query, size)
                 best_paragraph = paragraphs[0][1] if paragraphs else 0.0
                 self.paragraph.update((p, score / best_paragraph) for p, score in paragraphs)
                 members = self.store.paragraph_chunks([p for p, _ in paragraphs])
@@ -129,6 +149,30 @@ class _Lexical:
         return blend_lexical(own, paragraph, self.weight).tolist()
 
 
+T = TypeVar("T")
+S = TypeVar("S")
+
+
+class _Lanes:
+    """A search's second connection, reading the same snapshot, and the thread that queries it meanwhile.
+
+    The slowest parts of a search at scale are pairs of independent queries (the BM25 tops of chunks and of
+    paragraphs, the HNSW tops of chunks and of paragraphs); the server runs the two of a pair at once.
+    """
+
+    def __init__(self, side: PgStore, threads: ThreadPoolExecutor) -> None:
+        self.side, self.threads = side, threads
+
+    def together(self, here: Callable[[], T], there: Callable[[PgStore], S]) -> tuple[T, S]:
+        """`here()` on this thread while `there(side store)` runs on the side connection; both results."""
+        future = self.threads.submit(there, self.side)
+        try:
+            mine = here()
+        finally:
+            wait([future])  # the side connection is never left mid-query, even when `here` failed
+        return mine, future.result()
+
+
 class _Pool:
     """What `score_hits` reads of one shared search's pool, from the search's snapshot."""
 
@@ -164,7 +208,9 @@ class SharedIndex(RememberedEmbeddings):
         dsn: The store's database (``postgresql://user@host:port/database``).
         prefix: The store's table prefix.
         embedder: The store's embedding model (loaded by the name the store records when None).
-        connections: Connections opened at most (`CONNECTIONS`).
+        connections: Connections opened at most (`CONNECTIONS`), and as many side connections.
+        parallel: Run a search's independent queries two at a time, on its connection and a side one reading
+            the same snapshot (exported by the first, `pg_export_snapshot`); False: one after the other.
 
     Raises:
         IndexOpenError: there is no store with this prefix, `embedder` is another model than its, or the
@@ -178,6 +224,7 @@ class SharedIndex(RememberedEmbeddings):
         prefix: str = DEFAULT_PREFIX,
         embedder: Embedder | None = None,
         connections: int = CONNECTIONS,
+        parallel: bool = True,
     ) -> None:
         with psycopg.connect(dsn, autocommit=True) as conn:
             opened = PgStore(dsn, prefix=prefix, conn=conn)
@@ -198,6 +245,10 @@ class SharedIndex(RememberedEmbeddings):
         self._pool = ConnectionPool(
             dsn, min_size=1, max_size=max(connections, 1), kwargs={"autocommit": True}, open=True
         )
+        self._parallel, self._connections = parallel, max(connections, 1)
+        self._side_pool: ConnectionPool | None = None  # opened by the first search (see _snapshot)
+        self._side_lock = threading.Lock()
+        self._threads = ThreadPoolExecutor(self._connections, thread_name_prefix="citewise-shared")
         self.remember(embedder)
 
     @staticmethod
@@ -225,6 +276,10 @@ class SharedIndex(RememberedEmbeddings):
 
     def close(self) -> None:
         """Close every connection (only once no run uses this index any more)."""
+        self._threads.shutdown()
+        with self._side_lock:
+            if self._side_pool is not None:
+                self._side_pool.close()
         self._pool.close()
 
     def __enter__(self) -> SharedIndex:
@@ -233,21 +288,53 @@ class SharedIndex(RememberedEmbeddings):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _store_of(self, conn: psycopg.Connection) -> PgStore:
+        """The connection's `PgStore` (made once: its vector adapters are registered per connection)."""
+        store = self._stores.get(conn)
+        if store is None:
+            store = self._stores[conn] = PgStore(
+                self.dsn, prefix=self.prefix, dim=self.settings.dim, conn=conn
+            )
+        return store
+
     @contextmanager
     def _store(self, snapshot: bool = False) -> Iterator[PgStore]:
         """A pooled connection's store; with `snapshot`, inside one read-only repeatable-read transaction."""
         with self._pool.connection() as conn:
-            store = self._stores.get(conn)
-            if store is None:
-                store = self._stores[conn] = PgStore(
-                    self.dsn, prefix=self.prefix, dim=self.settings.dim, conn=conn
-                )
+            store = self._store_of(conn)
             if not snapshot:
                 yield store
                 return
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 yield store
+
+    def _side(self) -> ConnectionPool:
+        """The side connections' pool, opened at the first search that needs it.
+
+        A pool of its own: a search holds one connection of each pool, so searches waiting for a side
+        connection cannot starve the searches that hold one.
+        """
+        with self._side_lock:
+            if self._side_pool is None:
+                self._side_pool = ConnectionPool(
+                    self.dsn, min_size=1, max_size=self._connections, kwargs={"autocommit": True}, open=True
+                )
+            return self._side_pool
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[tuple[PgStore, _Lanes | None]]:
+        """A search's store in its snapshot, and a side lane in the same snapshot (None: one at a time)."""
+        with self._store(snapshot=True) as store:
+            if not self._parallel:
+                yield store, None
+                return
+            row = store.conn.execute("SELECT pg_export_snapshot()").fetchone()
+            assert row is not None
+            with self._side().connection() as conn, conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(row[0])))
+                yield store, _Lanes(self._store_of(conn), self._threads)
 
     # reading --------------------------------------------------------------------------------------------
     def search(
@@ -269,13 +356,23 @@ class SharedIndex(RememberedEmbeddings):
             return []
         depth = max(candidates, k)
         query_vector = self._query_vector(query)
-        with self._store(snapshot=True) as store:
-            lexical = _Lexical(store, query, paragraph_weight)
+        with self._snapshot() as (store, lanes):
+            lexical = _Lexical(store, query, paragraph_weight, lanes)
             top = lexical.top(depth) if mode != "dense" else []
-            semantic = store.dense(query_vector, depth) if mode != "bm25" else []
+            semantic: list[tuple[str, float]] = []
+            nearest: list[str] = []
+            if mode != "bm25" and paragraph_dense_weight > 0 and lanes is not None:
+                semantic, found = lanes.together(
+                    partial(store.dense, query_vector, depth),
+                    methodcaller("dense_paragraphs", query_vector, depth),
+                )
+                nearest = [p for p, _ in found]
+            elif mode != "bm25":
+                semantic = store.dense(query_vector, depth)
+                if paragraph_dense_weight > 0:
+                    nearest = [p for p, _ in store.dense_paragraphs(query_vector, depth)]
             widened: list[str] = []
-            if mode != "bm25" and paragraph_dense_weight > 0:
-                nearest = [p for p, _ in store.dense_paragraphs(query_vector, depth)]
+            if nearest:
                 members = store.paragraph_chunks(nearest)
                 for p in nearest:
                     widened.extend(members.get(p, [])[: depth - len(widened)])
