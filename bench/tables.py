@@ -270,12 +270,20 @@ def scale_shared_search() -> str:
         shared = [f"{_p50_p95(latency['shared'][m])} (**{ratio[m]['p50']:.2f}x**)" for m in SCALE_MODES]
         overlap = " / ".join(f"{agreement[m]['top10_overlap']:.2%}" for m in SCALE_MODES)
         rows.append([chunks, "shared tier", *shared, overlap])
+        if "shared_sequential" in latency:
+            one_at_a_time = [
+                f"{_p50_p95(latency['shared_sequential'][mode])} ({ratio[mode]['sequential_p50']:.2f}x)"
+                for mode in SCALE_MODES
+            ]
+            label = "shared tier, paired queries one at a time"
+            rows.append([chunks, label, *one_at_a_time, "the same hits as two at a time"])
         if measured.get("queries_before"):
             before = [
                 f"{_p50_p95(latency['shared_before'][m])} ({ratio[m]['before_p50']:.2f}x)"
                 for m in SCALE_MODES
             ]
-            label = f"shared tier before BM25 pruning (first {measured['queries_before']} queries)"
+            also = ", one at a time" if "shared_sequential" in latency else ""
+            label = f"shared tier before BM25 pruning{also} (first {measured['queries_before']} queries)"
             rows.append([chunks, label, *before, "the same hits as pruned"])
     header = ["chunks", "tier", "bm25 p50 / p95 ms", "dense p50 / p95", "hybrid p50 / p95"]
     return _table([*header, "top-10 ids shared with the local tier (bm25 / dense / hybrid)"], rows)

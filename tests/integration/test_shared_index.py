@@ -223,6 +223,54 @@ def test_two_threads_search_at_once(tiers: tuple[Index, SharedIndex, PgStore]) -
         assert found[n] == [expected[query] for query in order]
 
 
+def test_paired_queries_one_at_a_time_find_the_same_hits(
+    tiers: tuple[Index, SharedIndex, PgStore], postgres: Server, embedder: Embedder
+) -> None:
+    """The side connection (same snapshot, queried meanwhile) changes no hit; it opens at a first search."""
+    _, shared, store = tiers
+    with SharedIndex(postgres.dsn, prefix=store.prefix, embedder=embedder, parallel=False) as sequential:
+        for mode in MODES:
+            for query in QUERIES:
+                ours = shared.search(query, k=10, mode=mode)  # type: ignore[arg-type]
+                theirs = sequential.search(query, k=10, mode=mode)  # type: ignore[arg-type]
+                assert [(h.chunk_id, h.bm25, h.dense, h.score) for h in ours] == [
+                    (h.chunk_id, h.bm25, h.dense, h.score) for h in theirs
+                ], (mode, query)
+    with SharedIndex(postgres.dsn, prefix=store.prefix, embedder=embedder) as fresh:
+        assert fresh._side_pool is None  # noqa: SLF001 - nothing opened before a search needs it
+        fresh.search(QUERIES[0], k=3)
+        assert fresh._side_pool is not None  # noqa: SLF001
+
+
+def test_more_searches_at_once_than_connections_all_end(
+    tiers: tuple[Index, SharedIndex, PgStore], postgres: Server, embedder: Embedder
+) -> None:
+    """Six threads on two connections and two side ones: every search ends, with its own hits."""
+    _, shared, store = tiers
+    expected = {query: [h.chunk_id for h in shared.search(query, k=10)] for query in QUERIES}
+    found: list[tuple[str, list[str]]] = []
+    errors: list[BaseException] = []
+    with SharedIndex(postgres.dsn, prefix=store.prefix, embedder=embedder, connections=2) as narrow:
+        start = threading.Barrier(6)
+
+        def searcher(n: int) -> None:
+            try:
+                start.wait()
+                for query in QUERIES[n % len(QUERIES) :] + QUERIES[: n % len(QUERIES)]:
+                    found.append((query, [h.chunk_id for h in narrow.search(query, k=10)]))
+            except BaseException as error:  # noqa: BLE001 - re-raised in the test's thread
+                errors.append(error)
+
+        threads = [threading.Thread(target=searcher, args=(n,)) for n in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+    assert not errors, errors
+    assert len(found) == 6 * len(QUERIES)
+    assert all(ids == expected[query] for query, ids in found)
+
+
 def test_open_refuses_a_missing_store_and_another_model(
     postgres: Server, tiers: tuple[Index, SharedIndex, PgStore]
 ) -> None:
