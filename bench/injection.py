@@ -30,7 +30,16 @@ def main() -> int:
         print(f"BIPIA's attack files are not in {args.bipia}", file=sys.stderr)
         return 2
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rA", "tests/reliability/test_prompt_injection.py"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-n",
+            "0",
+            "-rA",
+            "tests/reliability/test_prompt_injection.py",
+        ],
         cwd=ROOT,
         env={**os.environ, "CITEWISE_BIPIA": str(args.bipia.resolve())},
         capture_output=True,

@@ -29,6 +29,14 @@ def _blank(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANONYMIZED_TELEMETRY", "False")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The real-model tests first: the longest file (five to ten minutes), so that under the two xdist workers
+    of the README's command (`--dist loadfile`) it starts at once on one worker while the other takes the
+    rest, instead of running alone at the end (16.8 minutes with it last, on 2 cores). A stable sort: every
+    other test keeps its order."""
+    items.sort(key=lambda item: item.get_closest_marker("realmodel") is None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _offline_and_keyless_session() -> Iterator[None]:
     """The same for session- and module-scoped fixtures, which are set up before any function fixture."""
