@@ -2,6 +2,9 @@
 
     pytest -q --durations=0 > run.log
     python bench/suite_time.py run.log --since e36c910^ --out bench/results/suite-time.json
+    pytest -q -n 0 --collect-only > ids.log
+    python bench/suite_time.py ids.log --since e36c910^ --then-ids > then.txt
+    pytest -q @then.txt   # only the tests there then (one node id a line: pytest reads @file arguments)
 
 Every test's setup, call and teardown seconds (pytest prints those of at least 5 ms) are summed per test
 function (its parametrizations together) and per file. ``--since REF``: a test function whose name a test
@@ -62,8 +65,18 @@ def main() -> None:
     parser.add_argument("--since", help="a git ref: tests defined there count as 'then'")
     parser.add_argument("--top", type=int, default=15, help="files shown")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--then-ids",
+        action="store_true",
+        help="print the node ids of LOG (a --collect-only -q output) there at --since",
+    )
     args = parser.parse_args()
     text = args.log.read_text()
+    if args.then_ids:
+        then = names_at(args.since)
+        collected = re.findall(r"^(tests/\S+::\S+)$", text, re.M)
+        print("\n".join(node for node in collected if function_of(node) in then))
+        return
     seconds = durations(text)
     summary = SUMMARY.search(text)
     wall = float(summary["seconds"]) if summary else sum(seconds.values())
