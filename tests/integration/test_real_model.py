@@ -50,7 +50,10 @@ def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     """(base URL, seconds of one 1,000-token-prompt request) of a real llama.cpp server."""
     if reason := missing():
         pytest.fail(reason)  # the test extras install both: a missing model is a broken install, not a skip
-    with llama_server(tmp_path_factory.mktemp("llama")) as url:
+    # beside another xdist worker, one thread: llama.cpp's two threads meet at barriers, and one of them
+    # preempted by the other worker stalls both (the report test took 280 s there against 118 s alone)
+    threads = 1 if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1 else 2
+    with llama_server(tmp_path_factory.mktemp("llama"), threads=threads) as url:
         yield url, single_request_seconds(url)
 
 
