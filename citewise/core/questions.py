@@ -146,6 +146,9 @@ class Question:
 
 KEY_WEIGHT = 3
 """An identifier of the question (a name, a number, GJ 1132b) counts this many times its other words."""
+NUMERAL = re.compile(r"\b\d[\d,.]*\b")
+"""A number in digits: "the 8.2 meter Subaru telescope", "version 3" name one; "three different instruments"
+counts them and names none."""
 IDENTIFIER = re.compile(r"\b(?:[A-Z][\w\-']*|\w*\d\w*)\b")
 
 
@@ -183,6 +186,39 @@ SUPERLATIVE = re.compile(
     re.I,
 )
 """Words that pick the most or least of something (a short list of -est words: 'interest' is none)."""
+OUTDOING = re.compile(
+    r"\b(?:outperform\w*|surpass\w*|(?:better|higher|more) than (?:all|any|every|each|the other)"
+    r"|underperform\w*|(?:worse|lower) than (?:all|any|every|each|the other))\b",
+    re.I,
+)
+"""Saying which is best or worst without a superlative ("Chemformer outperforms the other models")."""
+UPWARD = frozenset({"best", "highest", "largest", "greatest", "biggest", "strongest", "outperform",
+                    "surpass", "better", "higher", "more"})  # fmt: skip
+DOWNWARD = frozenset({"worst", "lowest", "smallest", "weakest", "fewest", "underperform", "worse", "lower"})
+"""The two directions a question's "best" / "lowest" can take; other superlatives ("hardest", "most
+inaccurate") have no direction read here."""
+
+
+def says_most(sentence: str, question: str) -> bool:
+    """Whether a sentence says which is most or least, in the direction the question asks when it has one.
+
+    "Which had the best top-1 accuracy?" is answered by "Chemformer outperforms the other models", not by
+    "Chemformer delivers the lowest accuracy in the top-50" (a superlative, the other way).
+    """
+    said = [m.group(0).lower() for m in (*SUPERLATIVE.finditer(sentence), *OUTDOING.finditer(sentence))]
+    if not said:
+        return False
+    asked = {_direction(m.group(0)) for m in SUPERLATIVE.finditer(question)} - {""}
+    return len(asked) != 1 or any(_direction(word) in asked | {""} for word in said)
+
+
+ROOTS = ("outperform", "underperform", "surpass")
+
+
+def _direction(words: str) -> str:
+    first = words.split()[0]
+    first = next((root for root in ROOTS if first.startswith(root)), first)
+    return "up" if first in UPWARD else "down" if first in DOWNWARD else ""
 
 
 def read(question: str) -> Question:
@@ -372,9 +408,9 @@ def has_kind(sentence: str, question: Question) -> bool:
         return bool(names(sentence) - question.names)
     if question.kind == "finding":
         return FINDING.search(sentence) is not None
-    if question.kind == "named":  # names one: the asked noun with a name or number the question lacks
+    if question.kind == "named":  # names one: the asked noun with a name or numeral the question lacks
         return question.asked in stems(sentence) and bool(
-            names(sentence) - question.names or NUMBER.search(sentence) or _identifiers(sentence, question)
+            names(sentence) - question.names or NUMERAL.search(sentence) or _identifiers(sentence, question)
         )
     return True
 

@@ -263,7 +263,7 @@ def score_candidates(
         candidate.terms = candidate.own_terms | questions.stems(context)
         coverage = question.coverage(candidate.terms)
         kind = question.kind != "description" and questions.has_kind(candidate.text, question)
-        most = question.superlative and questions.SUPERLATIVE.search(candidate.text) is not None
+        most = question.superlative and questions.says_most(candidate.text, question.text)
         value = question.kind in VALUE_KINDS and questions.new_numbers(candidate.text, question.text)
         candidate.score = (
             similarity

@@ -319,6 +319,33 @@ def test_a_value_the_question_does_not_hold_is_new(sentence: str, new: bool) -> 
     assert questions.new_numbers(sentence, "What group velocity do the spin waves reach at 90 mT?") is new
 
 
+@pytest.mark.parametrize(
+    ("sentence", "says"),
+    [
+        ("For top-1 accuracy, Chemformer outperforms the other models, with 54.7%.", True),  # no superlative
+        ("Chemformer reaches the highest top-1 accuracy of the models tested.", True),
+        ("Surprisingly, Chemformer delivers the lowest accuracy in the top-50 of the models tested.", False),
+        ("Chemformer is the hardest model to train.", True),  # a superlative with no direction read here
+        ("Chemformer reaches a top-1 accuracy of 54.7%.", False),
+    ],
+)
+def test_a_superlative_answers_in_the_direction_asked(sentence: str, says: bool) -> None:
+    assert questions.says_most(sentence, "Which one had the best top-1 accuracy?") is says
+
+
+def test_a_superlative_question_without_a_direction_takes_either() -> None:
+    asked = "Which mutation operator was the hardest for the RoBERTa detector to detect?"
+    assert questions.says_most("The most inaccurate operator overall was always antonyms.", asked)
+    assert questions.says_most("Antonyms gave the lowest detection accuracy.", asked)
+
+
+def test_a_count_of_the_asked_thing_names_none_of_them() -> None:
+    asked = questions.read("Which telescopes were used to observe the transits of GJ 486b?")
+    assert not questions.has_kind("We used three different telescopes to observe three transits.", asked)
+    assert questions.has_kind("The first transit was observed with the 8.2 meter Subaru telescope.", asked)
+    assert questions.has_kind("The second was observed with telescope 2 of the array.", asked)
+
+
 def test_a_follow_up_is_searched_in_its_own_words_with_the_thread_s_subject() -> None:
     asked = ["What does the DYST covert channel send as its signal?", "Which hash function does it use?"]
     assert questions.own_search(questions.read_turn(asked)) == "Which hash function does it use? DYST"
