@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from citewise.core.text import STOPWORDS, content_words
+from citewise.core.text import STOPWORDS, content_words, sentences
 
 MAX_QUESTION_CHARS = 10_000
 """A longer text is a document to ingest, not a question (it would also crowd every prompt)."""
@@ -305,10 +305,39 @@ class Turn:
     """What a follow-up was read with (the question before it, and the thread's subject); "" if it stands
     alone."""
     topic: str
-    """The thread's topic after this turn: the last question that stood alone, naming the thread's subject."""
+    """The thread's topic after this turn: the last question that stood alone, naming the thread's subject, or
+    the thing an answer named when a follow-up took it up (`answered`)."""
+    answered: str = ""
+    """The thing the reply before named, when a pronoun here means it (`answered_thing`); "" otherwise."""
 
 
-def carry(question: str, before: Turn | None) -> Turn:
+PICKS_ONE = re.compile(r"^\s*(?:who|which one|which of them|which of these|which of those)\b", re.I)
+"""A question that asks to pick one thing ("Which one had the best top-1 accuracy?" -> Chemformer, "Who
+...?"): a pronoun after its answer means the thing picked. After "What dataset ...?" or "What framework does
+it depend on?", "it" still most often means the thread's subject (reading it as the answer's first name
+lost three turns of the sample's conversations)."""
+
+
+def answered_thing(asked: str, reply: str) -> str:
+    """The named thing a reply gave, when its question asked for one and named none itself ("" otherwise).
+
+    "And its top-50 accuracy?" after "Which one had the best top-1 accuracy?" means the model the answer
+    named (Chemformer); after "Which telescopes observed GJ 486b?" the same "its" means GJ 486b, which the
+    question named: then the reply names nothing here. An honest no-answer names nothing either.
+    """
+    if not reply or not PICKS_ONE.match(asked) or any(_named(e) for e in entities(asked)):
+        return ""
+    said = sentences(reply)
+    known = set(entities(asked))
+    return next((e for e in entities(said[0]) if _named(e) and e not in known), "") if said else ""
+
+
+def _named(entity: str) -> bool:
+    """A name (GJ 486b, petitRADTRANS), not an identifier of a measure ("top-1", "1998")."""
+    return any(c.isupper() for c in entity)
+
+
+def carry(question: str, before: Turn | None, reply: str = "") -> Turn:
     """This turn's standalone question: a follow-up read with the question before it and the thread's subject.
 
     A pronoun most often means what the turn before was about ("that one" after "And the home network?"), so
@@ -317,7 +346,8 @@ def carry(question: str, before: Turn | None) -> Turn:
     when that question lost it: "And its radius?" after "When was it built?" after a question on GJ 486b is
     "When was it built? (GJ 486b) And its radius?" (it got GJ 1132b's radius). A follow-up that only names
     another thing ("And GJ 1132b?", "What about SPIRou?") asks the question before it again about that
-    thing, which becomes the subject.
+    thing, which becomes the subject. `reply` (the answer to the question before) gives the subject instead
+    when that question asked for a thing and the answer named it (`answered_thing`).
     """
     if before is None or not FOLLOW_UP.search(question):
         return Turn(question, question, "", question)
@@ -333,33 +363,39 @@ def carry(question: str, before: Turn | None) -> Turn:
             return Turn(question, question, "", question)  # names its own subject: stands alone
     earlier = before.asked
     missing = [name for name in subject if name not in earlier and name not in question]
+    answered = answered_thing(before.asked, reply) if refers else ""
+    if answered and answered not in question:  # the thing the answer named goes first
+        missing = [answered, *[name for name in missing if name != answered]]
+    else:
+        answered = ""
     if missing:
         earlier = f"{earlier} ({', '.join(missing)})"
-    return Turn(question, f"{earlier} {question}", earlier, before.topic)
+    topic = f"({answered})" if answered else before.topic  # as questions carry it
+    return Turn(question, f"{earlier} {question}", earlier, topic, answered)
 
 
 SWITCH = re.compile(r"^\s*(?:and|but|also|what about|how about)\b(?:\W+\w+){1,5}\W*$", re.I)
 """A short follow-up that names another thing: "And GJ 1132b?", "What about SPIRou?"."""
 
 
-def read_turn(questions: Sequence[str]) -> Turn:
-    """The last of the user's questions read with the ones before it."""
+def read_turn(questions: Sequence[str], replies: Sequence[str] = ()) -> Turn:
+    """The last of the user's questions read with the ones before it (and the replies they got)."""
     before = None
-    for question in questions:
-        before = carry(question, before)
+    for n, question in enumerate(questions):
+        before = carry(question, before, replies[n - 1] if 0 < n <= len(replies) else "")
     if before is None:
         raise ValueError("no question to read")
     return before
 
 
-def local_follow_up_turn(asked: Sequence[str], question: str) -> Turn | None:
+def local_follow_up_turn(asked: Sequence[str], question: str, replies: Sequence[str] = ()) -> Turn | None:
     """The last turn when `question` is it read as a follow-up without a model, else None.
 
     None: the question stands alone, or a model condensed it into another question.
     """
     if len(asked) < 2:
         return None
-    turn = read_turn(asked)
+    turn = read_turn(asked, replies)
     return turn if turn.earlier and turn.question == question else None
 
 
@@ -372,8 +408,8 @@ def own_search(turn: Turn) -> str:
     """
     if not turn.earlier or not turn.question.endswith(turn.asked):  # stands alone, or a switch asked anew
         return ""
-    subject = [name for name in entities(turn.topic) if name not in turn.asked]
-    return " ".join([turn.asked, *subject[:2]])
+    subject = [name for name in entities(turn.topic) if name not in turn.asked and name != turn.answered]
+    return " ".join([turn.asked, *([turn.answered] if turn.answered else []), *subject][:3])
 
 
 def standalone(history: Sequence[str], question: str) -> str:

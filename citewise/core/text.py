@@ -26,9 +26,17 @@ def message_text(message: AnyMessage) -> str:
     return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
 
 
-def user_questions(messages: Sequence[AnyMessage]) -> list[str]:
-    """The user's questions in a conversation, in order."""
-    return [message_text(m).strip() for m in messages if isinstance(m, HumanMessage) or m.type == "human"]
+def user_turns(messages: Sequence[AnyMessage]) -> tuple[list[str], list[str]]:
+    """The user's questions in order, and the reply each got ("" for one not answered yet)."""
+    asked: list[str] = []
+    replies: list[str] = []
+    for message in messages:
+        if isinstance(message, HumanMessage) or message.type == "human":
+            asked.append(message_text(message).strip())
+            replies.append("")
+        elif message.type == "ai" and asked:
+            replies[-1] = f"{replies[-1]} {message_text(message)}".strip()
+    return asked, replies
 
 
 def sentences(text: str) -> list[str]:

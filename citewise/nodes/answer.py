@@ -18,7 +18,7 @@ from citewise.core.evidence import NO_ANSWER, evidence_blocks, is_abstention, ke
 from citewise.core.indexes import in_thread, open_index
 from citewise.core.questions import local_follow_up_turn
 from citewise.core.report import LABEL
-from citewise.core.text import message_text, user_questions
+from citewise.core.text import message_text, user_turns
 from citewise.core.writing import extractive_answer, no_answer, prompt_pair, synthesize
 from citewise.prompts.common import quote
 from citewise.state import State
@@ -31,7 +31,8 @@ def local_follow_up(state: State) -> tuple[str, str, str] | None:
     but only the follow-up is asked now: the answer should not say the earlier answer again.
     """
     messages = state.get("messages", [])
-    turn = local_follow_up_turn(user_questions(messages), state.get("question", ""))
+    asked, replies = user_turns(messages)
+    turn = local_follow_up_turn(asked, state.get("question", ""), replies)
     if turn is None:  # not a follow-up, or a model condensed it
         return None
     humans = [n for n, m in enumerate(messages) if m.type == "human"]

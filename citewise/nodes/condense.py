@@ -11,7 +11,7 @@ from langgraph.types import Overwrite
 from citewise.context import Context
 from citewise.core import llms
 from citewise.core.questions import check_question, read_turn
-from citewise.core.text import content_words, last_human, message_text, user_questions
+from citewise.core.text import content_words, last_human, message_text, user_turns
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import State
@@ -25,7 +25,7 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
     judge, _ = llms.models(runtime.context, "condense")
     turn = new_turn(runtime.context)
     if not history or judge is None:
-        local = read_turn(user_questions(messages)).question
+        local = read_turn(*user_turns(messages)).question
         return {"question": local, "mode": _mode(runtime.context), **turn}
     conversation = "\n".join(f"{m.type}: {message_text(m)}" for m in messages[-8:-1])
     prompt = render(
@@ -37,7 +37,7 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
     rewritten = (await judge.text(as_messages(prompt), stage="condense")).strip()
     if not keeps_the_subject(rewritten, question, history):  # "I'm ready to help. What's your question?"
         reason = "the model's standalone question shares no word with the conversation: joined locally"
-        local = read_turn(user_questions(messages)).question
+        local = read_turn(*user_turns(messages)).question
         return {
             "question": local,
             "mode": "llm",

@@ -10,7 +10,7 @@ from citewise.context import Context
 from citewise.core import llms
 from citewise.core.indexes import in_thread, open_index
 from citewise.core.questions import local_follow_up_turn, own_search
-from citewise.core.text import content_words, ordered_unique, user_questions
+from citewise.core.text import content_words, ordered_unique, user_turns
 from citewise.models import degradation
 from citewise.prompts import rewrite as prompts
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
@@ -46,7 +46,8 @@ async def local_rewrite(question: str, state: State, context: Context) -> list[s
         texts = [h.text for h in hits]
     expansion = feedback_terms(texts, asked)
     queries = [question if state.get("attempt", 0) == 0 else keywords]
-    turn = local_follow_up_turn(user_questions(state.get("messages", [])), question)
+    asked, replies = user_turns(state.get("messages", []))
+    turn = local_follow_up_turn(asked, question, replies)
     if state.get("attempt", 0) == 0 and turn is not None:  # searched in its own words too
         queries.append(own_search(turn))
     if expansion:

@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from citewise.core import questions
 from citewise.core.evidence import NO_ANSWER
+from citewise.core.text import user_turns
 from citewise.core.writing import answering_sentences
 from citewise.index.embeddings import Embedder
 from citewise.nodes.answer import local_follow_up
@@ -234,6 +235,49 @@ def test_a_follow_up_naming_another_thing_asks_the_last_question_about_it() -> N
         "What resolving power did the SPIRou spectrograph have? How many SYSREM iterations were applied to "
         "its data?"
     )
+
+
+def test_a_pronoun_after_a_question_for_a_thing_means_the_thing_the_answer_named() -> None:
+    asked = [
+        "Which single-step retrosynthesis models were compared?",
+        "Which one had the best top-1 accuracy?",
+        "And its top-50 accuracy?",
+        "And its solvability?",
+        "What about LocalRetro?",
+    ]
+    replies = [
+        "Chemformer, LocalRetro and MHNreact were compared [1].",
+        "For top-1 accuracy, Chemformer outperforms the other models [1]. LocalRetro follows [2].",
+        "AZF gives 78.1% accuracy at top-50 [1].",
+        "High solvability does not imply many solved routes [1].",
+    ]
+    read = [questions.read_turn(asked[: n + 1], replies) for n in range(len(asked))]
+    assert [turn.question for turn in read[2:]] == [
+        "Which one had the best top-1 accuracy? (Chemformer) And its top-50 accuracy?",
+        "And its top-50 accuracy? (Chemformer) And its solvability?",  # it stays the subject
+        "And its top-50 accuracy? (LocalRetro) And its solvability?",  # a switch replaces it
+    ]
+    assert questions.own_search(read[2]) == "And its top-50 accuracy? Chemformer"
+    assert [turn.question for turn in read[:2]] == asked[:2]  # no pronoun: nothing carried
+
+
+def test_a_pronoun_keeps_the_thing_the_question_named_or_an_honest_no_answer_names_nothing() -> None:
+    asked = ["Which telescopes were used to observe the transits of GJ 486b?", "And its temperature?"]
+    named = ["The first transit was observed with the IRD instrument on the Subaru telescope [1].", ""]
+    assert questions.read_turn(asked, named).question == " ".join(asked)  # its = GJ 486b, not Subaru
+    asked = ["Which one was the best?", "And its accuracy?"]
+    honest = [f"{NO_ANSWER} The closest passages are below; they do not answer it.", ""]
+    assert questions.read_turn(asked, honest).question == " ".join(asked)
+    assert questions.read_turn(asked).question == " ".join(asked)  # no replies known: as before
+
+
+def test_the_user_s_turns_pair_each_question_with_its_reply() -> None:
+    messages = [
+        HumanMessage("Which one was the best?"),
+        AIMessage("Chemformer [1]."),
+        HumanMessage("And its accuracy?"),
+    ]
+    assert user_turns(messages) == (["Which one was the best?", "And its accuracy?"], ["Chemformer [1].", ""])
 
 
 def test_a_new_subject_mid_thread_and_questions_that_stand_alone() -> None:
