@@ -58,9 +58,12 @@ MONTH = re.compile(
     r"nov(ember)?|dec(ember)?|century|decade)\b",
     re.I,
 )
+NUMERAL = re.compile(r"\b\d[\d,.]*\b")
+"""A number in digits: "the 8.2 meter Subaru telescope", "version 3" name one; "three different instruments"
+counts them and names none."""
 NUMBER = re.compile(
-    r"\b\d[\d,.]*\b|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|"
-    r"fifty|hundred|thousand|million|billion|dozen|once|twice|thrice)\b|\b\w+-time\b",
+    NUMERAL.pattern + r"|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"forty|fifty|hundred|thousand|million|billion|dozen|once|twice|thrice)\b|\b\w+-time\b",
     re.I,
 )
 NAME = re.compile(r"\b[A-Z][a-z\u00c0-\u024f'\-]+(?:\s+(?:[A-Z][a-z\u00c0-\u024f'\-]+|of|de|von|van|the))*")
@@ -146,9 +149,6 @@ class Question:
 
 KEY_WEIGHT = 3
 """An identifier of the question (a name, a number, GJ 1132b) counts this many times its other words."""
-NUMERAL = re.compile(r"\b\d[\d,.]*\b")
-"""A number in digits: "the 8.2 meter Subaru telescope", "version 3" name one; "three different instruments"
-counts them and names none."""
 IDENTIFIER = re.compile(r"\b(?:[A-Z][\w\-']*|\w*\d\w*)\b")
 
 
@@ -306,9 +306,7 @@ class Turn:
     alone."""
     topic: str
     """The thread's topic after this turn: the last question that stood alone, naming the thread's subject, or
-    the thing an answer named when a follow-up took it up (`answered`)."""
-    answered: str = ""
-    """The thing the reply before named, when a pronoun here means it (`answered_thing`); "" otherwise."""
+    the thing an answer named when a follow-up took it up (`answered_thing`), as "(Chemformer)"."""
 
 
 PICKS_ONE = re.compile(r"^\s*(?:who|which one|which of them|which of these|which of those)\b", re.I)
@@ -325,10 +323,10 @@ def answered_thing(asked: str, reply: str) -> str:
     named (Chemformer); after "Which telescopes observed GJ 486b?" the same "its" means GJ 486b, which the
     question named: then the reply names nothing here. An honest no-answer names nothing either.
     """
-    if not reply or not PICKS_ONE.match(asked) or any(_named(e) for e in entities(asked)):
+    known = entities(asked)
+    if not reply or not PICKS_ONE.match(asked) or any(_named(e) for e in known):
         return ""
     said = sentences(reply)
-    known = set(entities(asked))
     return next((e for e in entities(said[0]) if _named(e) and e not in known), "") if said else ""
 
 
@@ -371,7 +369,7 @@ def carry(question: str, before: Turn | None, reply: str = "") -> Turn:
     if missing:
         earlier = f"{earlier} ({', '.join(missing)})"
     topic = f"({answered})" if answered else before.topic  # as questions carry it
-    return Turn(question, f"{earlier} {question}", earlier, topic, answered)
+    return Turn(question, f"{earlier} {question}", earlier, topic)
 
 
 SWITCH = re.compile(r"^\s*(?:and|but|also|what about|how about)\b(?:\W+\w+){1,5}\W*$", re.I)
@@ -408,8 +406,8 @@ def own_search(turn: Turn) -> str:
     """
     if not turn.earlier or not turn.question.endswith(turn.asked):  # stands alone, or a switch asked anew
         return ""
-    subject = [name for name in entities(turn.topic) if name not in turn.asked and name != turn.answered]
-    return " ".join([turn.asked, *([turn.answered] if turn.answered else []), *subject][:3])
+    subject = [name for name in entities(turn.topic) if name not in turn.asked]
+    return " ".join([turn.asked, *subject[:2]])
 
 
 def standalone(history: Sequence[str], question: str) -> str:
