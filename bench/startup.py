@@ -8,9 +8,9 @@ until its banner (the prompt is next), `chat` answering one piped question until
 until its page answers on 127.0.0.1. The table gives min / median / max seconds and each median as a
 multiple of the `ask` median (the target: chat and serve within 1.5x of a cold ask).
 
-`--baseline CHECKOUT` adds a cold `ask` and `--help` of another checkout of citewise (a git worktree of an
-earlier commit), run in the same rounds beside today's (its package first on PYTHONPATH, the same
-interpreter, index and question), so a change's effect on start-up is a ratio of medians from one run.
+`--baseline CHECKOUT` adds a cold `ask`, `--help` and `serve` of another checkout of citewise (a git
+worktree of an earlier commit), run in the same rounds beside today's (its package first on PYTHONPATH, the
+same interpreter, index and question), so a change's effect on start-up is a ratio of medians from one run.
 `--baseline-index DIR` gives the baseline its own index, ingested by the baseline checkout (as a user of
 that commit would have it: e.g. a float32 embedding model before int8 became the default); without it both
 ask the same index. `--only-ask` leaves out chat and serve.
@@ -129,6 +129,8 @@ def main() -> None:
         subprocess.run(ingest, env=baseline_env, check=True)
     if baseline_env is not None:
         commands |= {"ask, baseline checkout": ask, "--help, baseline checkout": help_text}
+        if not args.only_ask:
+            commands["serve, baseline checkout"] = serve_page
     times: dict[str, list[float]] = {name: [] for name in commands}
     with tempfile.TemporaryDirectory() as folder:
         env["CITEWISE_THREADS"] = str(Path(folder) / "threads.sqlite")

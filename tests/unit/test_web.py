@@ -163,3 +163,30 @@ async def test_asking_without_an_index_replies_what_happened_and_what_to_do(tmp_
     assert "upload box" in reply  # what to do on the page itself
     assert history[-2]["metadata"]["title"].startswith("Stages (stopped: no index")
     assert session["turns"][0].payload["error"]["kind"] == "no index"
+
+
+def test_the_page_imports_gradio_without_its_stub_writer_and_without_langgraph(tmp_path: Path) -> None:
+    """What `citewise serve` waits for before its page answers: Gradio whole, not its `.pyi` rewriting
+    (1.1 s), and none of LangGraph's graph (0.5 s, imported once the page is up)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, citewise.app.web, gradio;"
+        "import gradio.component_meta as meta, gradio.blocks_events as events;"
+        "print(meta.create_or_modify_pyi.__name__, events.create_or_modify_pyi.__name__,"
+        " any(type(f).__module__.startswith('citewise') for f in sys.meta_path),"
+        " 'langgraph.graph' in sys.modules, gradio.Textbox(label='q').label)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert shown.stdout.split() == ["_no_stubs", "_no_stubs", "False", "False", "q"]
+
+
+def test_gradio_imported_first_is_left_as_it_is() -> None:
+    import gradio
+
+    from citewise.app.web.gradio_import import import_gradio
+
+    assert import_gradio() is gradio

@@ -19,6 +19,7 @@ import asyncio
 import dataclasses
 import logging
 import shutil
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
@@ -41,6 +42,7 @@ from citewise.core.resources import resources_of
 from citewise.core.text import message_text
 from citewise.index import Index, IndexOpenError
 from citewise.index.loaders import SUPPORTED_SUFFIXES
+from citewise.index.reading import SearchIndex
 
 logger = logging.getLogger(__name__)
 
@@ -663,11 +665,16 @@ def serve(
     threads: str | None = None,
     uploads: Path | None = None,
 ) -> None:
-    """Serve the chat page on host:port until interrupted (the index is opened first, when there is one)."""
+    """Serve the chat page on host:port until interrupted (the index is opened first, when there is one).
+
+    Once the page answers, the query graph's modules import and the embedding model loads in a thread, so
+    that neither keeps the page waiting and both are ready by the first question.
+    """
     try:
-        asyncio.run(open_index(context))  # the index and the embedding model load before the first question
+        index = asyncio.run(open_index(context))
     except IndexOpenError as error:
         logger.warning("%s: upload documents on the page, or run `citewise ingest PATH`", error)
+        index = None
     blocks = build_page(context, threads, uploads)
     theme = gr.themes.Default(**THEME_FONTS)
     blocks.queue(default_concurrency_limit=4).launch(
@@ -679,4 +686,20 @@ def serve(
         footer_links=[],
         show_error=False,
         favicon_path=None,
+        prevent_thread_lock=True,
     )
+    # not a daemon: ONNX Runtime's threads, torn down mid-load at exit, abort the process
+    threading.Thread(target=_warm, args=(index,), name="citewise-warm").start()
+    blocks.block_thread()
+
+
+def _warm(index: SearchIndex | None) -> None:
+    """Import the query graph and load the index's embedding model: what a first question would wait for."""
+    import citewise.graph.query  # noqa: F401
+
+    if index is None:
+        return
+    try:
+        index.embedder.embed(["citewise"])
+    except (OSError, RuntimeError, ValueError) as error:  # the first question loads it again, and says why
+        logger.warning("the embedding model did not load yet: %s", error)

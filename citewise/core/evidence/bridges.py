@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from citewise.context import Context
-from citewise.state import EvidenceRecord
+
+if TYPE_CHECKING:  # annotations only: the state's module loads LangGraph (0.5 s)
+    from citewise.state import EvidenceRecord
 
 BRIDGE_SOURCES = 2
 """The best kept documents whose paragraphs may each bring one bridge document (a two-hop question's first

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from citewise.prompts.common import quote
-from citewise.state import EvidenceRecord
+
+if TYPE_CHECKING:  # annotations only: the state's module loads LangGraph (0.5 s)
+    from citewise.state import EvidenceRecord
 
 T = TypeVar("T")
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from citewise.index import Index
 from citewise.prompts.common import quote
-from citewise.state import EvidenceRecord
+
+if TYPE_CHECKING:  # annotations only: the state's module loads LangGraph (0.5 s)
+    from citewise.state import EvidenceRecord
 
 
 def kept_records(state: dict) -> list[EvidenceRecord]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from citewise.core.evidence.labels import Block
 from citewise.prompts.common import quote
-from citewise.state import EvidenceRecord
+
+if TYPE_CHECKING:  # annotations only: the state's module loads LangGraph (0.5 s)
+    from citewise.state import EvidenceRecord
 
 
 def estimate_tokens(text: str) -> int:

@@ -15,10 +15,13 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from citewise.context import Context
 from citewise.core.evidence.bridges import bridges
-from citewise.state import EvidenceRecord
+
+if TYPE_CHECKING:  # annotations only: the state's module loads LangGraph (0.5 s)
+    from citewise.state import EvidenceRecord
 
 
 def final_score(record: EvidenceRecord) -> float:
