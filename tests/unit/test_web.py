@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -168,9 +170,6 @@ async def test_asking_without_an_index_replies_what_happened_and_what_to_do(tmp_
 def test_the_page_imports_gradio_without_its_stub_writer_and_without_langgraph(tmp_path: Path) -> None:
     """What `citewise serve` waits for before its page answers: Gradio whole, not its `.pyi` rewriting
     (1.1 s), and none of LangGraph's graph (0.5 s, imported once the page is up)."""
-    import subprocess
-    import sys
-
     probe = (
         "import sys, citewise.app.web, gradio;"
         "import gradio.component_meta as meta, gradio.blocks_events as events;"
