@@ -1,6 +1,8 @@
-"""Conversation memory in local mode: scripted conversations, turn accuracy, follow-ups apart.
+"""Conversation memory: scripted conversations, turn accuracy, follow-ups apart; local mode or a model.
 
     python bench/conversations.py [--unarxive ../shared/data/unarxive/papers.jsonl]
+    python bench/conversations.py --model smollm2 --set unarxive --limit 6    # the model path, served here
+    python bench/conversations.py --model openai/gpt-4o-mini                  # with a key or a base URL
 
 Two sets of short conversations (two to four turns; pronouns, ellipsis, "the planet", a switch to another
 named thing, a new subject mid-thread; a few turns the papers do not answer), each turn with the answering
@@ -8,8 +10,12 @@ sentence expected (tests/support/conversations.py says how a turn is scored):
 - `tests/data/conversations-sample.jsonl`: 23 conversations over the bundled sample (also a test);
 - `bench/data/conversations-unarxive.jsonl`: 22 conversations over 10 other unarXive papers, written for
   this check and never used to tune anything (needs ../shared).
-Each set is ingested into an index of its own and asked in local mode, direct answers, one thread per
-conversation; the table gives turn accuracy, first turns and follow-ups apart.
+Each set is ingested into an index of its own and asked with direct answers, one thread per conversation;
+the table gives turn accuracy, first turns and follow-ups apart. Turn accuracy asks for the answering
+sentence's words, which local mode quotes and a model may not: "answering passage cited" (the answer cites
+a paragraph holding the expected sentence, not "not in your documents") compares the two paths fairly.
+`--model smollm2` serves SmolLM2-135M-Instruct on 127.0.0.1 (the real-model tests' server and GGUF);
+any other model name is used as the product uses it (its key or OPENAI_BASE_URL from the environment).
 """
 
 from __future__ import annotations
@@ -17,8 +23,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +36,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 from common import machine, print_table, save  # noqa: E402
 from support import conversations  # noqa: E402
+from support.llama_server import MODEL_ALIAS, llama_server  # noqa: E402
 
 from citewise.context import Context  # noqa: E402
 from citewise.index import Index  # noqa: E402
@@ -62,6 +72,19 @@ def passage_found(index: Index, chosen: list[dict], results: list) -> list[tuple
     return found
 
 
+def answering_cited(index: Index, chosen: list[dict], results: list) -> list[bool]:
+    """Per answerable turn: whether the answer cites a paragraph holding its expected sentence (any words)."""
+    turns = [t for c in chosen for t in c["turns"]]
+    cited = []
+    for result, turn in zip(results, turns, strict=True):
+        if turn.get("unanswerable"):
+            continue
+        texts = [" ".join(p.text.split()) for i in result.cited if (p := index.paragraph(i))]
+        said = not result.answer.startswith(conversations.NO_ANSWER)
+        cited.append(said and any(" ".join(e.split()) in t for e in turn["expect"] for t in texts))
+    return cited
+
+
 def share(values: list[bool]) -> float:
     return round(sum(values) / len(values), 3) if values else 0.0
 
@@ -75,10 +98,31 @@ def main() -> None:
     )
     parser.add_argument("--cache", type=Path, default=ROOT / "bench" / ".cache")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "conversations.json")
+    parser.add_argument("--model", help=f"a model ({MODEL_ALIAS}: served here); local mode without one")
+    parser.add_argument("--profile", choices=["full", "lean"], default="lean", help="with --model")
+    parser.add_argument("--set", choices=["sample", "unarxive"], help="one set only")
+    parser.add_argument("--limit", type=int, default=0, help="the first N conversations of each set")
     args = parser.parse_args()
+    with ExitStack() as stack:
+        model = args.model
+        if model == MODEL_ALIAS:
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            os.environ["OPENAI_BASE_URL"] = stack.enter_context(llama_server(folder))
+            model = f"openai/{MODEL_ALIAS}"
+        rows, turns = run_sets(args, model)
+    mode = f"{args.model}, {args.profile} profile" if args.model else "Local mode"
+    print(f"{mode}, direct answers, one thread per conversation")
+    print_table(rows, list(rows[0]))
+    save(args.out, {"machine": machine(), "model": args.model, "rows": rows, "turns": turns})
+
+
+def run_sets(args: argparse.Namespace, model: str | None) -> tuple[list[dict], dict[str, list]]:
+    """Each chosen set asked through the graph: its table row, and every turn as asked."""
     rows, turns = [], {}
     for name, path in SETS.items():
-        chosen = conversations.load(path)
+        if args.set and not name.startswith(args.set):
+            continue
+        chosen = conversations.load(path)[: args.limit or None]
         if name == "sample":
             corpus = SAMPLE
         elif args.unarxive.exists():
@@ -90,10 +134,14 @@ def main() -> None:
         with Index.open(index_dir) as index:
             index.ingest([corpus])
         started = time.perf_counter()
-        results = asyncio.run(conversations.run(chosen, Context(index_dir=str(index_dir), route="direct")))
+        context = Context(index_dir=str(index_dir), route="direct")
+        if model:
+            context = Context(index_dir=str(index_dir), route="direct", model=model, profile=args.profile)
+        results = asyncio.run(conversations.run(chosen, context))
         seconds = time.perf_counter() - started
         with Index.open(index_dir) as index:
             found = passage_found(index, chosen, results)
+            cited = answering_cited(index, chosen, results)
         rows.append(
             {
                 "set": name,
@@ -102,15 +150,14 @@ def main() -> None:
                 "turn accuracy": round(conversations.accuracy(results), 3),
                 "first turns": round(conversations.accuracy(results, first=True), 3),
                 "follow-ups": round(conversations.accuracy(results, first=False), 3),
+                "answering passage cited": share(cited),
                 "passage in 10": share([f for _, f in found]),
                 "first turns: passage in 10": share([f for turn, f in found if turn == 1]),
                 "s per turn": round(seconds / len(results), 2),
             }
         )
         turns[name] = [r.__dict__ | {"answer": r.answer[:300]} for r in results]
-    print("Local mode, direct answers, one thread per conversation")
-    print_table(rows, list(rows[0]))
-    save(args.out, {"machine": machine(), "rows": rows, "turns": turns})
+    return rows, turns
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import pytest
 from support import conversations
 
 from citewise.context import Context
+from citewise.index import Index
 
 pytestmark = pytest.mark.integration
 
@@ -29,3 +30,11 @@ async def test_turn_accuracy_on_the_sample_conversations_holds(sample_index: Pat
     by_turn = {(r.conversation, r.turn): r for r in results}
     switched = by_turn[("gj486b-other-planets", 2)]  # "And GJ 1132b?": the last question, about GJ 1132b
     assert switched.standalone == "What is the equilibrium temperature of GJ 1132b?" and switched.right
+    expected = {(c["id"], n): t.get("expect", []) for c in chosen for n, t in enumerate(c["turns"], start=1)}
+    answered = [r for r in results if r.right and expected[(r.conversation, r.turn)]]
+    assert answered and all(r.cited for r in answered)
+    with Index.open(sample_index) as index:  # and what it cites holds the sentence it was right by
+        for result in answered:
+            quoted = [" ".join(p.text.split()) for i in result.cited if (p := index.paragraph(i))]
+            wanted = expected[(result.conversation, result.turn)]
+            assert any(" ".join(e.split()) in q for e in wanted for q in quoted), result

@@ -33,6 +33,8 @@ class TurnResult:
     answer: str
     passages: tuple[str, ...] = ()
     """The paragraph ids of the first ten passages by final score (did search find the answering one?)."""
+    cited: tuple[str, ...] = ()
+    """The paragraph ids the answer's citations point at (did it cite the answering one, in any words?)."""
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -67,9 +69,17 @@ async def run(conversations: list[dict[str, Any]], context: Context) -> list[Tur
                     is_right(turn, state.get("answer", "")),
                     state.get("answer", ""),
                     tuple(r.get("paragraph_id", "") for r in state.get("evidence", [])[:10]),
+                    cited_paragraphs(state),
                 )
             )
     return results
+
+
+def cited_paragraphs(state: dict[str, Any]) -> tuple[str, ...]:
+    """The paragraph ids of the evidence an answer's citations point at, in citation order."""
+    paragraphs = {r["chunk_id"]: r.get("paragraph_id", "") for r in state.get("evidence", [])}
+    cited = (paragraphs.get(c["chunk_id"], "") for c in state.get("citations", []))
+    return tuple(dict.fromkeys(p for p in cited if p))
 
 
 def accuracy(results: list[TurnResult], first: bool | None = None) -> float:
