@@ -355,7 +355,7 @@ def answering_sentences(
     candidates = paragraph_candidates(sources)
     said_before = _said(MARKER.sub("", earlier[1])) if earlier else ""
     if earlier:
-        candidates = [c for c in candidates if not _said_in(c.text, said_before)]
+        candidates = thread_documents(candidates, said_before, question, titles or {})
     if not candidates:
         return [], []
     whole = questions.follow_up(earlier[0], question) if earlier else questions.read(question)
@@ -384,6 +384,23 @@ def answering_sentences(
             else:
                 missing.append(piece.text.rstrip(" ?.!"))
     return spoken([candidates[i] for i in chosen])[:MAX_LOCAL_SENTENCES], missing
+
+
+def thread_documents(
+    candidates: list[Candidate], said_before: str, question: str, documents: Mapping[str, str]
+) -> list[Candidate]:
+    """A follow-up's candidates: none the earlier answer said, and from its documents when it names nothing.
+
+    "And how far apart are they?" in a thread about an ion trap's magnets is about that paper's magnets: a
+    sentence of another paper that has "far" is no answer to it. A follow-up that names a thing ("And GJ
+    1132b?") may go to another document; so may one whose earlier answer said nothing kept now.
+    """
+    said = [c for c in candidates if _said_in(c.text, said_before)]
+    candidates = [c for c in candidates if c not in said]
+    if questions.entities(question) or not said:
+        return candidates
+    kept = {documents.get(c.label, c.label) for c in said}
+    return [c for c in candidates if documents.get(c.label, c.label) in kept]
 
 
 def spoken(chosen: Sequence[Candidate]) -> list[Sentence]:

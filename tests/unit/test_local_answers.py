@@ -322,6 +322,30 @@ def test_a_follow_up_no_sentence_adds_to_gets_nothing(embedder: Embedder) -> Non
     assert chosen == [] and missing == []  # nothing about owners: no answer, not the mill's dates again
 
 
+def test_a_follow_up_that_names_nothing_is_not_answered_from_another_document(
+    embedder: Embedder,
+) -> None:
+    magnets = (
+        "The field was assumed to come from two bar magnets with a remanence of 1.3 T. "
+        "The distance between the two magnets was taken as 3.6 mm."
+    )
+    other = "With DYST it is far less likely for this race condition to appear for isolated hosts."
+    sources = [("E1", magnets, magnets), ("E2", other, other)]
+    titles = {"E1": "Laser cooling in a hybrid trap", "E2": "A covert channel"}
+    earlier = (
+        "What remanence did the magnets have?",
+        "The field was assumed to come from two bar magnets with a remanence of 1.3 T [1].",
+    )
+    chosen, _ = answering_sentences(
+        Embedded(embedder), "And how far apart are they?", sources, titles=titles, earlier=earlier
+    )
+    assert chosen == []  # the other paper's "far less likely" is no answer: nothing, said as nothing
+    named, _ = answering_sentences(
+        Embedded(embedder), "And with DYST?", sources, titles=titles, earlier=earlier
+    )
+    assert "E2" in [label for label, _ in named]  # a follow-up naming another thing may go to its document
+
+
 def test_the_answer_stage_knows_a_local_follow_up_and_what_was_said_before() -> None:
     first, follow = "Which telescope observed GJ 486b?", "When was it built?"
     said = "The first transit was observed with the Subaru telescope [1]."
