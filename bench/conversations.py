@@ -59,30 +59,25 @@ def corpus_for(papers: Path, chosen: list[dict], out: Path) -> Path:
     return out
 
 
-def passage_found(index: Index, chosen: list[dict], results: list) -> list[tuple[int, bool]]:
-    """Per answerable turn: (its turn number, whether a paragraph holding its expected sentence is among its
-    first ten passages): the search-level figure beside turn accuracy, as HotpotQA's "supporting in 10"."""
+def answering_held(index: Index, chosen: list[dict], results: list) -> list[tuple[object, bool, bool]]:
+    """Per answerable turn: (its result, whether a paragraph holding its expected sentence is among its first
+    ten passages, whether the answer cites one): the search-level figure beside turn accuracy, as
+    HotpotQA's "supporting in 10", and the answer's, in any words (an honest "not in your documents" cites
+    the closest passages as not answering: no)."""
     turns = [t for c in chosen for t in c["turns"]]
-    found = []
+    held = []
     for result, turn in zip(results, turns, strict=True):
         if turn.get("unanswerable"):
             continue
-        texts = [" ".join(p.text.split()) for i in result.passages if (p := index.paragraph(i))]
-        found.append((result.turn, any(" ".join(e.split()) in t for e in turn["expect"] for t in texts)))
-    return found
+        expected = [" ".join(e.split()) for e in turn["expect"]]
 
+        def holds(ids: tuple[str, ...], expected: list[str] = expected) -> bool:
+            texts = [" ".join(p.text.split()) for i in ids if (p := index.paragraph(i))]
+            return any(e in t for e in expected for t in texts)
 
-def answering_cited(index: Index, chosen: list[dict], results: list) -> list[bool]:
-    """Per answerable turn: whether the answer cites a paragraph holding its expected sentence (any words)."""
-    turns = [t for c in chosen for t in c["turns"]]
-    cited = []
-    for result, turn in zip(results, turns, strict=True):
-        if turn.get("unanswerable"):
-            continue
-        texts = [" ".join(p.text.split()) for i in result.cited if (p := index.paragraph(i))]
         said = not result.answer.startswith(conversations.NO_ANSWER)
-        cited.append(said and any(" ".join(e.split()) in t for e in turn["expect"] for t in texts))
-    return cited
+        held.append((result, holds(result.passages), said and holds(result.cited)))
+    return held
 
 
 def share(values: list[bool]) -> float:
@@ -140,8 +135,7 @@ def run_sets(args: argparse.Namespace, model: str | None) -> tuple[list[dict], d
         results = asyncio.run(conversations.run(chosen, context))
         seconds = time.perf_counter() - started
         with Index.open(index_dir) as index:
-            found = passage_found(index, chosen, results)
-            cited = answering_cited(index, chosen, results)
+            held = answering_held(index, chosen, results)
         rows.append(
             {
                 "set": name,
@@ -150,9 +144,9 @@ def run_sets(args: argparse.Namespace, model: str | None) -> tuple[list[dict], d
                 "turn accuracy": round(conversations.accuracy(results), 3),
                 "first turns": round(conversations.accuracy(results, first=True), 3),
                 "follow-ups": round(conversations.accuracy(results, first=False), 3),
-                "answering passage cited": share(cited),
-                "passage in 10": share([f for _, f in found]),
-                "first turns: passage in 10": share([f for turn, f in found if turn == 1]),
+                "answering passage cited": share([cited for *_, cited in held]),
+                "passage in 10": share([found for _, found, _ in held]),
+                "first turns: passage in 10": share([found for r, found, _ in held if r.turn == 1]),
                 "s per turn": round(seconds / len(results), 2),
             }
         )
