@@ -35,8 +35,10 @@ NO_ANSWER = "Your documents do not answer this question."
 """citewise's own no-answer sentence (verification lets it stand uncited)."""
 NOTHING_MATCHED = "Nothing in the index matched it."
 """What follows NO_ANSWER when the searches found nothing at all."""
-CLOSEST = "The closest passages are below; they do not answer it."
-"""What follows NO_ANSWER before the closest passages, quoted and cited, are listed."""
+CLOSEST = "The closest passages are below; none was found to answer it."
+"""What follows NO_ANSWER before the closest passages, quoted and cited, are listed: found by the scores and
+the threshold, which can miss a passage ("... the distance between the two bar magnets was taken as 3.6 mm"
+listed for "And how far apart are they?"), so it says what was found, not what the passages hold."""
 MARKER = re.compile(r"\[(\d+)\]")
 """A citation marker of an answer as shown: [n]."""
 CLOSEST_HEADING = "Closest passages (they do not answer the question)"
