@@ -41,7 +41,7 @@ the threshold, which can miss a passage ("... the distance between the two bar m
 listed for "And how far apart are they?"), so it says what was found, not what the passages hold."""
 MARKER = re.compile(r"\[(\d+)\]")
 """A citation marker of an answer as shown: [n]."""
-CLOSEST_HEADING = "Closest passages (they do not answer the question)"
+CLOSEST_HEADING = "Closest passages (none was found to answer the question)"
 """How a no-answer reply labels the documents it quotes, where an answer would say "Sources"."""
 
 
