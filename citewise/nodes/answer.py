@@ -18,7 +18,7 @@ from citewise.core.evidence import NO_ANSWER, evidence_blocks, is_abstention, ke
 from citewise.core.indexes import in_thread, open_index
 from citewise.core.questions import local_follow_up_turn
 from citewise.core.report import LABEL
-from citewise.core.text import message_text, user_turns
+from citewise.core.text import user_turns
 from citewise.core.writing import extractive_answer, no_answer, prompt_pair, synthesize
 from citewise.prompts.common import quote
 from citewise.state import State
@@ -30,15 +30,12 @@ def local_follow_up(state: State) -> tuple[str, str, str] | None:
     The standalone question then holds both (search needs the question before it and the thread's subject),
     but only the follow-up is asked now: the answer should not say the earlier answer again.
     """
-    messages = state.get("messages", [])
-    asked, replies = user_turns(messages)
+    asked, replies = user_turns(state.get("messages", []))
     turn = local_follow_up_turn(asked, state.get("question", ""), replies)
     if turn is None:  # not a follow-up, or a model condensed it
         return None
-    humans = [n for n, m in enumerate(messages) if m.type == "human"]
-    replies = [message_text(m) for m in messages[humans[-2] + 1 : humans[-1]] if m.type == "ai"]
-    spoken = " ".join(r for r in replies if not is_abstention(r))  # passages listed as not answering
-    return turn.asked, turn.earlier, spoken
+    before = replies[-2]  # the reply to the question before (this one has none yet)
+    return turn.asked, turn.earlier, "" if is_abstention(before) else before  # listed passages: not said
 
 
 async def answering_documents(context: Context, question: str, kept: list) -> list:
