@@ -179,6 +179,8 @@ ASKED = re.compile(
     re.I,
 )
 """The noun phrase a "which" / "what" question asks for, up to its verb: "which mutation operators were"."""
+SUBJECT_ASKED = re.compile(r"^\s*(?i:which|what)\s+([a-z][\w\-]*\s+)(?=[a-z]+(?:ed|s)\b)")
+"""A question whose asked thing is its subject, its verb right after it: "Which instruments observed ..."."""
 SUPERLATIVE = re.compile(
     r"\b(most|least|best|worst|\w{2,}iest|(?:high|low|larg|small|great|hard|weak|strong|fast|slow|long|short"
     r"|old|young|new|clos|near|far|tall|deep|wid|bigg|cheap|rich|poor|dens|hott|cold|bright|faint|dark|light"
@@ -227,7 +229,7 @@ def read(question: str) -> Question:
     terms = frozenset(stems(question))
     first = question.split()[0] if question.split() else ""
     keys = {stem(w) for w in IDENTIFIER.findall(question) if w != first} & terms
-    phrase = ASKED.match(question) if kind == "named" else None
+    phrase = (ASKED.match(question) or SUBJECT_ASKED.match(question)) if kind == "named" else None
     head = [w for w in phrase.group(1).split() if w.lower() not in STOPWORDS] if phrase else []
     asked = stem(head[-1]) if head and not head[-1][0].isupper() else ""
     return Question(

@@ -414,6 +414,25 @@ def test_a_count_of_the_asked_thing_names_none_of_them() -> None:
     assert questions.has_kind("The second was observed with telescope 2 of the array.", asked)
 
 
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        ("Which instruments observed the transits of GJ 486b?", "instru"),  # the subject, its verb after it
+        ("What aircraft carried AIR-Spec during the eclipse flights?", "aircra"),
+        ("Which model predicts ESG ratings best?", "model"),
+        ("Which telescopes were used to observe the transits?", "telesc"),  # up to its verb, as before
+        ("What happens next?", ""),  # no thing asked for: a description
+        ("What causes the broadening?", ""),
+    ],
+)
+def test_a_which_question_whose_subject_is_the_asked_thing_wants_one_named(question: str, asked: str) -> None:
+    read = questions.read(question)
+    assert read.asked == asked and (read.kind == "named") == bool(asked)
+    if asked == "instru":
+        assert not questions.has_kind("We used three different instruments to observe three transits.", read)
+        assert questions.has_kind("The first transit was observed with the IRD instrument on Subaru.", read)
+
+
 def test_a_follow_up_is_searched_in_its_own_words_with_the_thread_s_subject() -> None:
     asked = ["What does the DYST covert channel send as its signal?", "Which hash function does it use?"]
     assert questions.own_search(questions.read_turn(asked)) == "Which hash function does it use? DYST"
