@@ -59,7 +59,15 @@ def corpus_for(papers: Path, chosen: list[dict], out: Path) -> Path:
     return out
 
 
-def answering_held(index: Index, chosen: list[dict], results: list) -> list[tuple[object, bool, bool]]:
+def holds(index: Index, paragraph_ids: tuple[str, ...], expected: list[str]) -> bool:
+    """Whether one of the paragraphs holds one of the expected sentences (whitespace aside)."""
+    texts = [" ".join(p.text.split()) for i in paragraph_ids if (p := index.paragraph(i))]
+    return any(" ".join(e.split()) in t for e in expected for t in texts)
+
+
+def answering_held(
+    index: Index, chosen: list[dict], results: list[conversations.TurnResult]
+) -> list[tuple[conversations.TurnResult, bool, bool]]:
     """Per answerable turn: (its result, whether a paragraph holding its expected sentence is among its first
     ten passages, whether the answer cites one): the search-level figure beside turn accuracy, as
     HotpotQA's "supporting in 10", and the answer's, in any words (an honest "not in your documents" cites
@@ -69,14 +77,9 @@ def answering_held(index: Index, chosen: list[dict], results: list) -> list[tupl
     for result, turn in zip(results, turns, strict=True):
         if turn.get("unanswerable"):
             continue
-        expected = [" ".join(e.split()) for e in turn["expect"]]
-
-        def holds(ids: tuple[str, ...], expected: list[str] = expected) -> bool:
-            texts = [" ".join(p.text.split()) for i in ids if (p := index.paragraph(i))]
-            return any(e in t for e in expected for t in texts)
-
         said = not result.answer.startswith(conversations.NO_ANSWER)
-        held.append((result, holds(result.passages), said and holds(result.cited)))
+        cited = said and holds(index, result.cited, turn["expect"])
+        held.append((result, holds(index, result.passages, turn["expect"]), cited))
     return held
 
 

@@ -395,12 +395,13 @@ def thread_documents(
     sentence of another paper that has "far" is no answer to it. A follow-up that names a thing ("And GJ
     1132b?") may go to another document; so may one whose earlier answer said nothing kept now.
     """
-    said = [c for c in candidates if _said_in(c.text, said_before)]
-    candidates = [c for c in candidates if c not in said]
+    fresh, said = [], []
+    for candidate in candidates:
+        (said if _said_in(candidate.text, said_before) else fresh).append(candidate)
     if questions.entities(question) or not said:
-        return candidates
-    kept = {documents.get(c.label, c.label) for c in said}
-    return [c for c in candidates if documents.get(c.label, c.label) in kept]
+        return fresh
+    threads = {documents.get(c.label, c.label) for c in said}
+    return [c for c in fresh if documents.get(c.label, c.label) in threads]
 
 
 def spoken(chosen: Sequence[Candidate]) -> list[Sentence]:
