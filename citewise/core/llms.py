@@ -53,7 +53,9 @@ def metered(node: Node, *, starts_turn: bool = False) -> Node:
 
     The node's requests also keep to the answer's time budget (the state's `deadline`, which the node that
     `starts_turn` sets and does not read): once it is spent, or when a request fails after it, the node runs
-    its local fallback (`models` gives no models) and the update lists it in `degraded`.
+    its local fallback (`models` gives no models) and the update lists it in `degraded`. So does a node
+    whose prompt could not be fitted to the model's context window (PromptTooLong): the question is answered
+    locally, never lost.
 
     The graphs wrap every node in it when they add it, so nodes carry no metering code. The requests are
     counted by a LangChain callback (citewise.models.usage) into the scope, so the usage a node reports is
@@ -87,13 +89,15 @@ async def _within_budget(node: Callable[..., Awaitable[Any]], args: Any, kwargs:
     It runs locally (`models` gives no models) when the answer's time budget was spent before it, or when a
     request failed after the budget ran out.
     """
-    from citewise.models import budget_left, is_transient
+    from citewise.models import PromptTooLong, budget_left, is_transient
 
     if _spent(budget_left()):
         local = "the answer's time budget was spent before the stage"
     else:
         try:
             return await node(*args, **kwargs), ""
+        except PromptTooLong as error:
+            local = f"the prompt did not fit the model's context window ({error})"
         except Exception as error:
             if not (is_transient(error) and _spent(budget_left())):
                 raise

@@ -46,10 +46,14 @@ Sentence = tuple[str, str]
 """(evidence label, sentence text)."""
 
 
+REFITS = 2
+"""Times a writing request refused for length (or found too long) is packed again with less evidence."""
+
+
 async def synthesize(
     writer,
     blocks: list[Block],
-    budget: int,
+    configured: int,
     first: Callable[[str], str],
     refine: Callable[[str, str], str],
     *,
@@ -57,18 +61,39 @@ async def synthesize(
     stream: bool = False,
     max_groups: int | None = None,
 ) -> str:
-    """Write over the evidence in budget-sized groups: `first(evidence)`, then `refine(draft, evidence)`.
+    """Write over the evidence in groups that fit: `first(evidence)`, then `refine(draft, evidence)`.
 
-    `max_groups` keeps only the first groups (the best evidence comes first): one request under the lean
-    profile.
+    Each group holds what the writer's context window leaves after its own prompt (the draft included) and
+    the reply, at most `configured` estimated tokens. A group the window still refuses (a server that does
+    not say its window teaches it by refusing) is packed again, smaller, up to REFITS times; then
+    PromptTooLong propagates and the stage runs locally. `max_groups` keeps only the first groups (the best
+    evidence comes first): one request under the lean profile.
+
+    Raises:
+        PromptTooLong: the evidence could not be fitted to the window after the refits.
     """
+    from citewise.models import PromptTooLong  # not at module level: local mode never loads the clients
+
     draft = ""
-    groups = pack(blocks, budget)[:max_groups]
-    for n, group in enumerate(groups):
+    left = list(blocks)
+    written = refits = 0
+    while left and (max_groups is None or written < max_groups):
+        frame = first("") if not written else refine(quote("draft", draft), "")
+        budget = writer.evidence_tokens(configured, stage, writer.prompt_tokens(frame))
+        group = pack(left, budget)[0]
         evidence = "\n".join(block for _, _, block in group)
-        prompt = first(evidence) if n == 0 else refine(quote("draft", draft), evidence)
-        reply = await writer.text(as_messages(prompt), stage=stage, stream=stream and n == len(groups) - 1)
+        prompt = first(evidence) if not written else refine(quote("draft", draft), evidence)
+        last = len(group) == len(left) or written + 1 == max_groups
+        try:
+            reply = await writer.text(as_messages(prompt), stage=stage, stream=stream and last)
+        except PromptTooLong:
+            refits += 1
+            if refits > REFITS:
+                raise
+            continue
         draft = reply.strip() or draft
+        left = left[len(group) :]
+        written += 1
     return draft
 
 

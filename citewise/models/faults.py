@@ -38,6 +38,20 @@ class BudgetSpent(Exception):
     """The answer's time budget (Context.budget_seconds) is spent: the stages left fall back locally."""
 
 
+class PromptTooLong(Exception):
+    """A request's prompt does not fit the model's context window, even with its reply cut short.
+
+    Raised before a request is sent when the window is known, or after the server refused one for length
+    (the window it named is then known for every later request). Never a URL or key problem: the stage
+    packs its evidence smaller or runs its local fallback, and `degraded` says so.
+    """
+
+    def __init__(self, message: str, *, window: int | None = None, prompt_tokens: int | None = None) -> None:
+        super().__init__(message)
+        self.window = window
+        self.prompt_tokens = prompt_tokens
+
+
 class UnreadableResponse(Exception):
     """A provider response that cannot be read (a cut or non-JSON body, a stream ended early, a bad rerank).
 
@@ -101,9 +115,12 @@ def is_retryable(error: BaseException) -> bool:
     """True for errors a later try may not meet: rate limits, 5xx (not 501), timeouts, connection errors.
 
     Never a refused structured-output method (whatever its status: llama-cpp-python answers 500), nor a
-    refused connection (nothing listens), nor a spent time budget.
+    refused connection (nothing listens), nor a spent time budget, nor a prompt too long for the model
+    (sent again as it is, it is refused again).
     """
     if isinstance(error, BudgetSpent) or rejects_method(error) or connection_refused(error):
+        return False
+    if context_overflow(error) is not None:
         return False
     status = http_status(error)
     if status is not None:
@@ -136,6 +153,49 @@ _CONTEXT_WORDS = re.compile(
 """How an error message says the prompt is too long (it may also count the tokens "in the functions")."""
 
 
+_WINDOW = re.compile(
+    r"maximum context length is (\d+)|\bn_ctx\D{1,5}(\d+)|context (?:window|size) of (\d+)", re.I
+)
+"""A refusal's context window: OpenAI, vLLM and llama-cpp-python ("This model's maximum context length is 8192
+tokens"), llama.cpp's llama-server (its error body's `n_ctx`), llama-cpp-python's own ValueError."""
+_PROMPT = re.compile(
+    r"(\d+) in the messages|messages resulted in (\d+) tokens|has (\d+) input tokens"
+    r"|n_prompt_tokens\D{1,5}(\d+)|Requested tokens \((\d+)\)",
+    re.I,
+)
+"""A refusal's count of the prompt's tokens, in the same servers' words."""
+
+
+def context_overflow(error: BaseException) -> tuple[int | None, int | None] | None:
+    """(context window, prompt tokens) a server named when it refused a request for length; None otherwise.
+
+    Either number is None when the message does not give it. A client error (4xx) or a server error that
+    speaks of the context length counts (llama-cpp-python answers 400, some servers 500), and so does
+    LangChain's ContextOverflowError.
+    """
+    status = http_status(error)
+    message = f"{error} {getattr(error, 'body', '') or ''}"
+    if not isinstance(error, ContextOverflowError | PromptTooLong) and (
+        status is None or status < 400 or status in (401, 403, 404, 408, 429)
+    ):
+        return None
+    if isinstance(error, PromptTooLong):
+        return error.window, error.prompt_tokens
+    if not (
+        isinstance(error, ContextOverflowError)
+        or _CONTEXT_WORDS.search(message)
+        or "exceed_context_size" in message
+        or "exceeds the available context" in message
+    ):
+        return None
+
+    def first(pattern: re.Pattern[str]) -> int | None:
+        found = pattern.search(message)
+        return int(next(g for g in found.groups() if g)) if found else None
+
+    return first(_WINDOW), first(_PROMPT)
+
+
 def rejects_method(error: BaseException) -> bool:
     """True when a server refused the structured-output method itself (response_format, tools).
 
@@ -145,7 +205,7 @@ def rejects_method(error: BaseException) -> bool:
     refused request (a prompt too long, an unknown model, a bad argument) is no reason to give up a method
     and propagates. LangChain's own NotImplementedError (a model class without the method) counts too.
     """
-    if isinstance(error, ContextOverflowError):
+    if isinstance(error, ContextOverflowError | PromptTooLong):
         return False
     if isinstance(error, NotImplementedError):
         return True
@@ -171,6 +231,7 @@ def provider_errors() -> tuple[type[BaseException], ...]:
         openai.APIError,
         ApiError,
         BudgetSpent,
+        PromptTooLong,
         ModelError,
         MalformedOutput,
         UnreadableResponse,
@@ -183,12 +244,13 @@ def provider_errors() -> tuple[type[BaseException], ...]:
 def is_transient(error: BaseException) -> bool:
     """True for a provider fault a stage may work around after its retries (recorded as `degraded`).
 
-    Transient: what `is_retryable` retries (rate limits, 5xx, timeouts, connection errors) and output still
-    malformed after the repairs. Fatal, for the whole run: a refused key (401 / 403), a request the server
-    rejects (400 / 404 / 422 that is not a structured-output method, already handled by the fallback), a
-    ModelSetupError, and every error that does not come from a provider (a bug).
+    Transient: what `is_retryable` retries (rate limits, 5xx, timeouts, connection errors), output still
+    malformed after the repairs, and a prompt that cannot fit the model's context window. Fatal, for the
+    whole run: a refused key (401 / 403), a request the server rejects (400 / 404 / 422 that is neither a
+    structured-output method, already handled by the fallback, nor a prompt too long), a ModelSetupError,
+    and every error that does not come from a provider (a bug).
     """
-    return isinstance(error, MalformedOutput | BudgetSpent) or is_retryable(error)
+    return isinstance(error, MalformedOutput | BudgetSpent | PromptTooLong) or is_retryable(error)
 
 
 def fault_reason(error: BaseException) -> str:
@@ -199,6 +261,8 @@ def fault_reason(error: BaseException) -> str:
         return f"model output malformed after repairs: {error}"
     if isinstance(error, BudgetSpent):
         return f"time budget spent, local fallback used: {error}"
+    if isinstance(error, PromptTooLong):
+        return f"prompt longer than the model's context window: {error}"
     return f"provider failed after retries: {type(error).__name__}{code}"
 
 

@@ -27,15 +27,17 @@ from citewise.models.faults import (
     BACKOFF_INITIAL,
     BACKOFF_MAX,
     BudgetSpent,
+    PromptTooLong,
     ProviderUnreachable,
     UnreadableResponse,
     connection_refused,
+    context_overflow,
     rejects_method,
     retrying,
     scrub,
 )
 from citewise.models.records import StageUsage
-from citewise.models.server import ServerFacts, Servers
+from citewise.models.server import CHARS_PER_TOKEN, TOKEN_MARGIN, ServerFacts, Servers
 from citewise.models.settings import ModelSettings
 from citewise.models.specs import ResponseCaches, chat_model, parse_model, speaks_openai
 from citewise.models.structured import (
@@ -85,6 +87,9 @@ MAX_TOKENS = {
 context window): a weak model that loops stops there, and its cut reply is repaired or given up."""
 DEFAULT_MAX_TOKENS = 1000
 """The cap of a stage not in MAX_TOKENS."""
+MIN_REPLY_TOKENS = 128
+"""A reply cut shorter to fit the context window keeps at least this many tokens (or a quarter of the stage's
+cap, the larger); a prompt that leaves less is not sent (PromptTooLong)."""
 
 _deadline: ContextVar[float | None] = ContextVar("citewise_deadline", default=None)
 
@@ -200,6 +205,16 @@ def _whole_sentences(text: str) -> str:
 
 def _first_error(results: list[Any]) -> BaseException | None:
     return next((r for r in results if isinstance(r, BaseException)), None)
+
+
+class _RefusedForLength(PromptTooLong):
+    """The server refused a request for length (what it said is learnt): `_generate` fits it, tries again."""
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """An error's text in one line of at most `limit` characters (a server may echo the whole prompt)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else f"{line[: limit - 3]}..."
 
 
 @dataclass(frozen=True)
@@ -345,11 +360,12 @@ class LLM:
             except Exception as error:
                 if self._next_method(index) >= len(METHODS) or not rejects_method(error):
                     raise
-                logger.warning(
-                    "%s rejected structured output by %s (%s); falling back to %s",
+                # a known dialect (llama-cpp-python refuses json_schema): learnt once per process, quietly
+                logger.debug(
+                    "%s does not take structured output by %s (%s); using %s",
                     self.spec,
                     METHODS[index],
-                    error,
+                    one_line(str(error)),
                     METHODS[self._next_method(index)],
                 )
                 index = self._next_method(index)
@@ -378,26 +394,63 @@ class LLM:
         return self.facts.context_window or self.context.context_window
 
     def evidence_tokens(self, configured: int, stage: str, prompt_tokens: int = 600) -> int:
-        """Evidence tokens a writing request of `stage` may carry: `configured`, less in a small window.
+        """Evidence a writing request of `stage` may carry, in `estimate_tokens` units: `configured`, or less.
 
-        The window must hold the prompt's own words (`prompt_tokens`), the evidence and the reply's cap.
+        The window must hold the prompt's own words (`prompt_tokens`, in the model's tokens), the evidence and
+        the reply's cap; the evidence's share is converted to estimate units (four characters) at the
+        characters a token the server has counted so far.
         """
         window = self.context_window()
         if not window:
             return configured
         room = window - MAX_TOKENS.get(stage, DEFAULT_MAX_TOKENS) - prompt_tokens
-        return max(200, min(configured, room))
+        chars = max(0, room) / TOKEN_MARGIN * (self.facts.chars_per_token or CHARS_PER_TOKEN)
+        return max(100, min(configured, int(chars / 4)))
+
+    def prompt_tokens(self, text: str) -> int:
+        """The model's tokens for `text` sent as one message (an upper estimate: see ServerFacts)."""
+        return self.facts.prompt_tokens(len(text))
+
+    def fits(self, text: str, stage: str) -> bool:
+        """Whether a one-message prompt `text` leaves room for the stage's reply in the context window."""
+        window = self.context_window()
+        return not window or self.prompt_tokens(text) + MAX_TOKENS.get(stage, DEFAULT_MAX_TOKENS) <= window
 
     async def probe(self) -> None:
         """Read the server's context window once per `Servers` (in a thread: it is a blocking request)."""
         if not self.facts.probed:
             await asyncio.to_thread(self.facts.probe, self.provider)
 
+    def _fitted_cap(self, stage: str, chars: int, count: int, cap: int) -> int:
+        """The reply's cap, cut to what the context window leaves after the prompt (when the window is known).
+
+        Raises:
+            PromptTooLong: the prompt leaves less than MIN_REPLY_TOKENS (or a quarter of `cap`): not sent.
+        """
+        window = self.context_window()
+        if not window:
+            return cap
+        prompt = self.facts.prompt_tokens(chars, count)
+        room = window - prompt
+        if room >= cap:
+            return cap
+        if room >= min(cap, max(MIN_REPLY_TOKENS, cap // 4)):
+            logger.debug("%s: reply cap %d -> %d to fit a %d-token window", stage, cap, room, window)
+            return room
+        raise PromptTooLong(
+            f"{stage}: a prompt of about {prompt} tokens leaves no room for its reply in the model's "
+            f"context window of {window} tokens",
+            window=window,
+            prompt_tokens=prompt,
+        )
+
     def _request_options(
-        self, stage: str, messages: list[BaseMessage], max_tokens: int | None
+        self, stage: str, messages: list[BaseMessage], max_tokens: int | None, chars: int
     ) -> dict[str, Any]:
-        """max_tokens for the stage and the timeout it needs at the server's measured speed."""
-        cap = max_tokens or MAX_TOKENS.get(stage, DEFAULT_MAX_TOKENS)
+        """max_tokens for the stage (cut to fit the context window) and the timeout it needs."""
+        cap = self._fitted_cap(
+            stage, chars, len(messages), max_tokens or MAX_TOKENS.get(stage, DEFAULT_MAX_TOKENS)
+        )
         if self.provider == "cohere":
             return {"max_tokens": cap}
         # OpenAI-compatible servers know max_tokens (llama.cpp ignores max_completion_tokens); for OpenAI
@@ -405,7 +458,6 @@ class LLM:
         options: dict[str, Any] = (
             {"extra_body": {"max_tokens": cap}} if self.facts.url else {"max_tokens": cap}
         )
-        chars = sum(len(str(m.content)) for m in messages)
         timeout = self.facts.timeout(self.context.timeout_seconds, cap, chars)
         left = budget_left()
         if left is not None:
@@ -438,10 +490,40 @@ class LLM:
     ) -> list[ChatGeneration]:
         """One request (retried on transient errors, counted); all its choices.
 
+        A refusal for length teaches the server's window and the prompt's size in its tokens; the request is
+        then sent once more with its reply cut to fit, or not at all (PromptTooLong) when the prompt alone
+        leaves no room: the stage packs less or runs its local fallback, and the question is never lost.
+
         Raises:
             BudgetSpent: the answer's time budget ran out before the request could be sent.
             ProviderUnreachable: nothing listens at the server's URL (at once, not retried).
+            PromptTooLong: the prompt does not fit the model's context window.
         """
+        chars = sum(len(str(m.content)) for m in messages) + len(json.dumps(kwargs.get("tools") or ""))
+        for refit in range(2):
+            try:
+                return await self._generate_once(
+                    model, messages, stage=stage, internal=internal, max_tokens=max_tokens, chars=chars,
+                    **kwargs,
+                )  # fmt: skip
+            except _RefusedForLength as refused:
+                if refit:
+                    raise PromptTooLong(str(refused), window=refused.window) from refused
+                logger.info("%s: the server refused the prompt for length; fitting it to the window", stage)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _generate_once(
+        self,
+        model: BaseChatModel,
+        messages: list[BaseMessage],
+        *,
+        stage: str,
+        internal: bool,
+        max_tokens: int | None,
+        chars: int,
+        **kwargs: Any,
+    ) -> list[ChatGeneration]:
+        """One request as `_generate` describes, without the second try after a refusal for length."""
         config = ensure_config()  # the running node's config: its callbacks, tags and metadata
         tags = [*(config.get("tags") or []), *(NOSTREAM_TAGS if internal else ())]
         callbacks = _with_handler(config.get("callbacks"), self.usage_callback)
@@ -453,7 +535,7 @@ class LLM:
                     left = budget_left()
                     if left is not None and left <= 0:
                         raise BudgetSpent(f"{stage} was not asked: the answer's time budget is spent")
-                    options = self._request_options(stage, messages, max_tokens)
+                    options = self._request_options(stage, messages, max_tokens, chars)
                     ticket = self.facts.started()
                     ok = False
                     try:
@@ -474,10 +556,20 @@ class LLM:
                                 f"nothing answers at {where} (connection refused): start the model server "
                                 "or fix OPENAI_BASE_URL"
                             ) from error
+                        overflow = context_overflow(error)
+                        if overflow is not None:
+                            self.facts.refused_for_length(*overflow, chars=chars)
+                            raise _RefusedForLength(
+                                f"{stage}: the model's server refused the prompt for length "
+                                f"({one_line(str(error))})",
+                                window=self.context_window(),
+                            ) from error
                         raise
                     finally:
                         used = _usage_of(result.generations[0]) if ok else (0, 0)
                         self.facts.finished(ticket, output_tokens=used[1], input_tokens=used[0], ok=ok)
+                        if ok and used[0] and not from_cache(result.generations[0]):
+                            self.facts.counted(chars, used[0])
                     if self._cut_off(model, result.generations[0]):
                         raise UnreadableResponse("the reply was cut off before its end (no finish reason)")
         return result.generations[0]  # type: ignore[return-value]

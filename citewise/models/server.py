@@ -13,7 +13,11 @@ once, not per question:
   their sum), so more than one in flight only queues them past their timeouts;
 - `seconds_per_token`: measured speed, which sets each request's timeout from the tokens it may write;
 - `context_window`: read from the server (llama.cpp's `/props`, `/v1/models` metadata, Ollama's
-  `/api/show`) or from Context.context_window; evidence is packed to fit it.
+  `/api/show`), from Context.context_window, or learnt from the first refusal for length ("maximum context
+  length is 8192 tokens": llama-cpp-python reports it nowhere else); evidence is packed to fit it;
+- `chars_per_token`: how many characters of prompt make one of the model's tokens, learnt from the prompt
+  tokens each reply (or refusal) counts, so a prompt's size in the model's own tokens is known before it is
+  sent (scientific text is nearer three characters a token than four for small models' tokenizers).
 """
 
 from __future__ import annotations
@@ -42,6 +46,13 @@ PREFILL_WEIGHT = 0.05
 """What a prompt token costs against a written one (prompt tokens are read in batches)."""
 TIMEOUT_MARGIN = 3.0
 """A request may take this many times what its tokens are expected to take before it times out."""
+CHARS_PER_TOKEN = 3.2
+"""Characters a token until the server has counted one prompt: below English's usual four, so a first
+prompt is not thought smaller than it is (small models' tokenizers split scientific text finely)."""
+TOKEN_MARGIN = 1.08
+"""A prompt's token estimate is multiplied by this: prompts differ from the ones the ratio was learnt on."""
+MESSAGE_TOKENS = 8
+"""Tokens a chat template adds around each message (role markers and separators)."""
 PROBE_TIMEOUT = 2.0
 """Seconds to wait for a server's metadata (the context window) before going without it."""
 LOCAL_HOSTS = ("localhost", "127.", "0.0.0.0", "::1", "[::1]", "10.", "192.168.", "host.docker.internal")
@@ -95,6 +106,7 @@ class ServerFacts:
     serial: bool | None = None
     seconds_per_token: float | None = None
     context_window: int | None = None
+    chars_per_token: float | None = None
     probed: bool = False
     _group: _Group | None = None
     _flying: list[Ticket] = field(default_factory=list)
@@ -172,6 +184,32 @@ class ServerFacts:
         return max(configured, TIMEOUT_MARGIN * expected * queue)
 
     # the context window -----------------------------------------------------------------------------
+
+    def prompt_tokens(self, chars: int, messages: int = 1) -> int:
+        """The model's tokens for a prompt of `chars` characters in `messages` messages (estimated high)."""
+        ratio = self.chars_per_token or CHARS_PER_TOKEN
+        return int(chars / ratio * TOKEN_MARGIN) + MESSAGE_TOKENS * messages
+
+    def counted(self, chars: int, tokens: int) -> None:
+        """Learn the characters a token from a prompt of `chars` characters the server counted as `tokens`."""
+        if chars < 200 or tokens <= 0:  # a short prompt is mostly the template's own tokens
+            return
+        rate = chars / tokens
+        with self._lock:
+            previous = self.chars_per_token
+            # the lower of the two counts more: over-estimating a prompt costs evidence, under-estimating it
+            # costs a refused request
+            self.chars_per_token = rate if previous is None else min(rate, 0.5 * previous + 0.5 * rate)
+
+    def refused_for_length(self, window: int | None, prompt_tokens: int | None, chars: int) -> None:
+        """Learn from a refusal for length: the window it named, and the prompt's size in tokens."""
+        if window:
+            if window != self.context_window:
+                where = self.url or self.model
+                logger.info("%s: context window %d tokens (learnt from a refusal)", where, window)
+            self.context_window = window
+        if prompt_tokens:
+            self.counted(chars, prompt_tokens)
 
     def probe(self, provider: str) -> None:
         """Read the context window from the server once (quietly: a server without metadata is normal)."""

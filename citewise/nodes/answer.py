@@ -80,7 +80,7 @@ async def answer(state: State, runtime: Runtime[Context]) -> dict:
     draft = await synthesize(
         writer,
         blocks,
-        writer.evidence_tokens(context.context_tokens, "answer"),
+        context.context_tokens,
         first,
         refine,
         stage="answer",

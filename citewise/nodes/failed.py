@@ -19,8 +19,10 @@ from citewise.index.store import IndexOpenError
 from citewise.models import (
     MalformedOutput,
     ModelSetupError,
+    PromptTooLong,
     ProviderUnreachable,
     UnreadableResponse,
+    context_overflow,
     http_status,
     redact,
 )
@@ -46,6 +48,12 @@ def explain(error: BaseException, stage: str) -> RunError:
         hint = (
             "Start the model server (or check its port), set OPENAI_BASE_URL to where it listens, or run "
             "without a model for local mode."
+        )
+    elif isinstance(error, PromptTooLong) or context_overflow(error) is not None:
+        kind = "model context window"
+        hint = (
+            "A request did not fit the model's context window (the URL and key are fine): start the model "
+            "server with a larger context (llama.cpp: --n_ctx), or lower Context context_tokens."
         )
     elif isinstance(error, MalformedOutput):
         kind = "model output"

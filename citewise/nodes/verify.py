@@ -1,8 +1,9 @@
 """verify: map every answer sentence to the source lines that support it; re-cite it to them; drop the rest.
 
 Source lines are the sentences of each cited chunk's paragraph (LLM-Ref's fine-grained references). With
-a model, one request maps all sentences; in local mode a sentence is supported, for each chunk it cites, by
-that chunk's line sharing the largest part of its content words, if the share reaches Context.local_support
+a model, one request maps all sentences (or batches sized to its context window, each with the lines of the
+chunks its sentences cite); in local mode a sentence is supported, for each chunk it cites, by that chunk's
+line sharing the largest part of its content words, if the share reaches Context.local_support
 (an uncited sentence: by the best such line of all). A sentence no line supports is unsupported: dropped,
 or flagged when Context.drop_unsupported is off. Only citewise's own sentences about missing evidence
 (`citewise.core.report.is_own_text`) stand unverified; a writer's sentence about the documents is checked like
@@ -368,33 +369,89 @@ async def _llm_support(
 ) -> tuple[Support, str]:
     """Supporting line labels per sentence, and why word overlap decided instead ("": it did not).
 
-    A transient provider fault after the retries, or output malformed after repairs, falls back to word
-    overlap; a refused key or a rejected request propagates and ends the run.
+    All sentences go in one request with every source line when that fits the judge's context window;
+    otherwise in batches, each with the lines of the chunks its sentences cite, sized to the window (a
+    server that does not say its window teaches it by refusing a request: the rest is batched again, once).
+    A batch that meets a transient provider fault after the retries, output malformed after repairs, or a
+    prompt that cannot fit falls back to word overlap; a refused key or a rejected request propagates and
+    ends the run.
     """
-    numbered = "\n".join(f"{n}. {LABEL.sub('', part).strip()}" for n, part in enumerate(parts, start=1))
-    evidence = "\n".join(quote("evidence", text, id=key) for key, (_, text) in lines.items())
-    prompt = render(
+    support = Support()
+    failures: list[str] = []
+    pending = list(range(len(parts)))
+    rebatched = False
+    while pending:
+        batch, keys = _support_batch(judge, parts, pending, labels, lines, context)
+        numbered = "\n".join(f"{n}. {LABEL.sub('', parts[i]).strip()}" for n, i in enumerate(batch, start=1))
+        evidence = "\n".join(quote("evidence", lines[key][1], id=key) for key in keys)
+        prompt = _support_prompt(context, len(batch), numbered, evidence)
+        verdicts = await judge_ask(judge, SupportMap, prompt, stage="verify")
+        if verdicts.error == "PromptTooLong" and not rebatched and judge.context_window():
+            rebatched = True  # the refusal taught the window: batch what is left to it
+            continue
+        pending = pending[len(batch) :]
+        result = verdicts.first
+        if result is None:
+            failures.append(verdicts.failure)
+            for i in batch:
+                cited = cited_chunks(parts[i], labels)
+                support[i] = local_support(parts[i], cited, lines, context.local_support)
+            continue
+        for item in result.sentences:
+            if not 1 <= item.sentence <= len(batch):
+                continue
+            i = batch[item.sentence - 1]
+            if item.supported:
+                support[i] = [s.strip() for s in item.sources if s.strip() in lines]
+            else:
+                support.rejected.add(i)
+    return support, failures[0] if failures else ""
+
+
+def _support_prompt(context: Context, count: int, numbered: str, evidence: str) -> str:
+    return render(
         context.verify_prompt,
-        count=str(len(parts)),
+        count=str(count),
         data_rule=DATA_RULE,
         sentences=quote("draft", numbered),
         evidence=evidence,
     )
-    support = Support()
-    verdicts = await judge_ask(judge, SupportMap, prompt, stage="verify")
-    result, fallback = verdicts.first, verdicts.failure
-    if result is None:
-        for i, part in enumerate(parts):
-            support[i] = local_support(part, cited_chunks(part, labels), lines, context.local_support)
-    else:
-        for item in result.sentences:
-            if not 1 <= item.sentence <= len(parts):
-                continue
-            if item.supported:
-                support[item.sentence - 1] = [s.strip() for s in item.sources if s.strip() in lines]
-            else:
-                support.rejected.add(item.sentence - 1)
-    return support, fallback
+
+
+def _support_batch(
+    judge,
+    parts: list[str],
+    pending: list[int],
+    labels: dict[str, str],
+    lines: dict[str, tuple[str, str]],
+    context: Context,
+) -> tuple[list[int], list[str]]:
+    """The next sentences to verify together, and the source lines shown with them.
+
+    All pending sentences with every line when that prompt fits the judge's window (or the window is not
+    known); else the longest run of pending sentences whose cited chunks' lines fit (an uncited sentence
+    brings every line), at least one sentence.
+    """
+
+    def prompt_of(batch: list[int], keys: list[str]) -> str:
+        numbered = "\n".join(f"{n}. {LABEL.sub('', parts[i]).strip()}" for n, i in enumerate(batch, start=1))
+        evidence = "\n".join(quote("evidence", lines[key][1], id=key) for key in keys)
+        return _support_prompt(context, len(batch), numbered, evidence)
+
+    everything = list(lines)
+    if judge.fits(prompt_of(pending, everything), "verify"):
+        return pending, everything
+    batch: list[int] = []
+    keys: list[str] = []
+    for i in pending:
+        cited = cited_chunks(parts[i], labels)
+        own = [key for key, (chunk, _) in lines.items() if not cited or chunk in cited]
+        more = [*keys, *(key for key in own if key not in keys)]
+        if batch and not judge.fits(prompt_of([*batch, i], more), "verify"):
+            break
+        batch.append(i)
+        keys = more
+    return batch, keys
 
 
 class Support(dict[int, list[str]]):

@@ -66,8 +66,7 @@ async def write_section(state: SectionState, runtime: Runtime[Context]) -> dict:
             question=quote("question", state.get("report_question", state["question"])),
         )
         blocks = evidence_blocks(kept, state.get("summaries", {}))
-        budget = writer.evidence_tokens(context.context_tokens, "write_section")
-        text = await synthesize(writer, blocks, budget, first, refine, stage="write_section")
+        text = await synthesize(writer, blocks, context.context_tokens, first, refine, stage="write_section")
     text = relabel(text, prefix, set(labels)).strip()
     status = "written" if text else "no_evidence"
     result |= {

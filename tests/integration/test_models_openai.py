@@ -19,7 +19,7 @@ from support.fake_openai import Choices, Fail, FakeOpenAI, Hang, SchemaResponder
 from typing_extensions import TypedDict
 
 from citewise.context import Context
-from citewise.models import LLM, Servers, models_for, reranker
+from citewise.models import LLM, PromptTooLong, Servers, models_for, reranker
 from citewise.prompts import answer, score
 from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.state.schemas import CriticVerdicts, Reflections, RelevanceScores, RewrittenQuery, SupportMap
@@ -342,20 +342,21 @@ async def test_a_400_about_response_format_downgrades_only_that_model_spec(serve
     assert requests[2].body["response_format"]["type"] == "json_schema"  # the other spec keeps its method
 
 
-async def test_a_400_about_the_prompt_length_surfaces_and_downgrades_nothing(server: FakeOpenAI) -> None:
+async def test_a_400_about_the_prompt_length_is_learnt_and_downgrades_nothing(server: FakeOpenAI) -> None:
     too_long = (
         "This model's maximum context length is 8192 tokens. However, you requested 9100 tokens "
         "(8100 in the messages, 1000 in the functions). Please reduce the length of the messages."
     )
     server.script([Fail(400, too_long)])
     llm = make_llm()
-    with pytest.raises(openai.BadRequestError, match="maximum context length"):
+    with pytest.raises(PromptTooLong, match="context window of 8192 tokens"):
         await llm.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
-    assert llm.method == "json_schema"
-    await llm.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
+    assert llm.method == "json_schema" and llm.context_window() == 8192
+    with pytest.raises(PromptTooLong):  # known not to fit (8,100 tokens counted): not sent again
+        await llm.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
     requests = server.chat_requests
-    assert [r.status for r in requests] == [400, 200]  # not retried, not re-sent by another method
-    assert all(r.body["response_format"]["type"] == "json_schema" for r in requests)
+    assert [r.status for r in requests] == [400]  # not retried, not re-sent by another method
+    assert requests[0].body["response_format"]["type"] == "json_schema"
 
 
 # concurrency and usage ----------------------------------------------------------------------------------

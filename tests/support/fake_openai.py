@@ -419,6 +419,9 @@ class FakeOpenAI:
         model: str = "fake-model",
         faults: Faults | None = None,
         stream_delay: float = 0.0,
+        context_window: int | None = None,
+        chars_per_token: float = 4.0,
+        window_counts_reply: bool = False,
     ) -> None:
         """Configure the server; `start()` (or `with`) runs it.
 
@@ -437,6 +440,12 @@ class FakeOpenAI:
             model: The model name reported by GET /v1/models.
             faults: Inject faults at seeded rates (before the script and the responder); settable later.
             stream_delay: Seconds between a stream's events (a client can be seen showing part of an answer).
+            context_window: Refuse (400, llama-cpp-python's words) a chat request whose prompt has this many
+                tokens or more, as llama-cpp-python does (the reply's cap is cut to what is left, not
+                refused); the window is reported nowhere else.
+            chars_per_token: Characters a token, for the prompt tokens counted, reported and refused.
+            window_counts_reply: Refuse when the prompt and the reply's cap together exceed the window, as
+                vLLM and OpenAI do (llama-cpp-python refuses only a prompt that fills it).
         """
         self.responder: Responder = responder or default_responder
         self.delay = delay
@@ -452,6 +461,9 @@ class FakeOpenAI:
         self.model = model
         self.faults = faults
         self.stream_delay = stream_delay
+        self.context_window = context_window
+        self.chars_per_token = chars_per_token
+        self.window_counts_reply = window_counts_reply
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._scripts: dict[str, deque[Any]] = {"chat": deque(), "rerank": deque()}
@@ -613,9 +625,14 @@ class FakeOpenAI:
 # wire format --------------------------------------------------------------------------------------------
 
 
-def _tokens(text: str) -> int:
-    """A rough token count (four characters per token)."""
-    return math.ceil(len(text) / 4) if text else 0
+def _tokens(text: str, chars_per_token: float = 4.0) -> int:
+    """A rough token count (four characters per token unless told)."""
+    return math.ceil(len(text) / chars_per_token) if text else 0
+
+
+def prompt_tokens(request: dict[str, Any], chars_per_token: float = 4.0) -> int:
+    """The tokens a chat request's prompt counts: its text, and 8 for each message's template."""
+    return _tokens(prompt_text(request), chars_per_token) + 8 * len(request.get("messages") or [])
 
 
 def prompt_text(request: dict[str, Any]) -> str:
@@ -668,10 +685,12 @@ def _message_text(message: dict[str, Any]) -> str:
     return text
 
 
-def completion(request: dict[str, Any], replies: list[Any], model: str) -> dict[str, Any]:
+def completion(
+    request: dict[str, Any], replies: list[Any], model: str, chars_per_token: float = 4.0
+) -> dict[str, Any]:
     """A chat.completion object with one choice per reply and usage estimated from text length."""
     messages = [_message(reply, request) for reply in replies]
-    prompt_tokens = _tokens(prompt_text(request))
+    prompt_count = prompt_tokens(request, chars_per_token)
     completion_tokens = sum(_tokens(_message_text(m)) for m in messages)
     return {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
@@ -689,9 +708,9 @@ def completion(request: dict[str, Any], replies: list[Any], model: str) -> dict[
             for i, m in enumerate(messages)
         ],
         "usage": {
-            "prompt_tokens": prompt_tokens,
+            "prompt_tokens": prompt_count,
             "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
+            "total_tokens": prompt_count + completion_tokens,
         },
     }
 
@@ -940,6 +959,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(Fail(fake.reject_status, rejection), endpoint)
             return
         capped = body.get("max_tokens") or body.get("max_completion_tokens")
+        if endpoint == "chat" and (refusal := self._too_long(body, capped)):
+            self._fail(Fail(400, refusal), endpoint)
+            return
         if endpoint == "chat" and fake.require_max_tokens and not (isinstance(capped, int) and capped > 0):
             self._fail(Fail(400, "this test server requires max_tokens on every request"), endpoint)
             return
@@ -999,7 +1021,7 @@ class _Handler(BaseHTTPRequestHandler):
         return [reply] * n
 
     def _reply(self, body: dict[str, Any], replies: list[Any]) -> None:
-        payload = completion(body, replies, self.fake.model)
+        payload = completion(body, replies, self.fake.model, self.fake.chars_per_token)
         if body.get("stream"):
             self._send_events(stream_chunks(body, payload), payload)
         else:
@@ -1034,7 +1056,7 @@ class _Handler(BaseHTTPRequestHandler):
         if endpoint == "rerank":
             payload = inner if isinstance(inner, dict) else rerank_response(body)
         else:
-            payload = completion(body, self._spread(inner, body), self.fake.model)
+            payload = completion(body, self._spread(inner, body), self.fake.model, self.fake.chars_per_token)
         if body.get("stream") and endpoint == "chat":
             chunks = stream_chunks(body, payload)
             self._send_events(chunks[: int(len(chunks) * keep)], payload, done=False)
@@ -1054,13 +1076,28 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(200, {"id": str(uuid.uuid4()), "message": "ok"})
             return
         replies = [_broken(r, body, i) for i, r in enumerate(self._spread(inner, body))]
-        payload = completion(body, replies, self.fake.model)
+        payload = completion(body, replies, self.fake.model, self.fake.chars_per_token)
         if body.get("stream"):
             chunks = stream_chunks(body, payload)
             at = max(1, len(chunks) // 2)
             self._send_events(chunks[:at], payload, broken=True)
             return
         self._send_json(200, payload)
+
+    def _too_long(self, body: dict[str, Any], capped: Any) -> str | None:
+        """A refusal of a prompt too long for the context window, in llama-cpp-python's and vLLM's words."""
+        window = self.fake.context_window
+        if window is None:
+            return None
+        prompt = prompt_tokens(body, self.fake.chars_per_token)
+        completion = capped if isinstance(capped, int) else 0
+        if prompt < window and not (self.fake.window_counts_reply and prompt + completion > window):
+            return None
+        return (
+            f"This model's maximum context length is {window} tokens. However, you requested "
+            f"{prompt + completion} tokens ({prompt} in the messages, {completion} in the completion). "
+            "Please reduce the length of the messages or completion."
+        )
 
     def _rejection(self, body: dict[str, Any]) -> str | None:
         fake = self.fake

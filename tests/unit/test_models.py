@@ -30,6 +30,7 @@ from citewise.models import (
     ConcurrencyLimit,
     MalformedOutput,
     ModelSetupError,
+    PromptTooLong,
     ResponseCaches,
     Servers,
     UsageMeter,
@@ -655,13 +656,14 @@ async def test_a_400_about_response_format_downgrades_that_model_spec_only() -> 
     assert "response_format" in other.model.calls[0] and "tools" not in other.model.calls[0]
 
 
-async def test_a_400_about_something_else_surfaces_and_downgrades_nothing() -> None:
+async def test_a_400_for_length_is_fitted_once_then_surfaces_and_downgrades_nothing() -> None:
     too_long = openai_error(openai.BadRequestError, 400, message=CONTEXT_TOO_LONG)
-    llm, model = scripted_llm([too_long, VALID])
-    with pytest.raises(openai.BadRequestError, match="maximum context length"):
+    llm, model = scripted_llm([too_long, too_long, VALID])
+    with pytest.raises(PromptTooLong, match="refused the prompt for length"):
         await llm.structured(RewrittenQuery, PROMPT, stage="rewrite")
-    assert len(model.calls) == 1  # neither retried nor re-sent by another method
-    assert llm.method == "json_schema"
+    assert len(model.calls) == 2  # sent again once, fitted to the window it named; not retried blindly
+    assert llm.context_window() == 8192
+    assert llm.method == "json_schema"  # nor taken for a refused structured-output method
     assert llm.facts.method is None
 
 
