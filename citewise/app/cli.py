@@ -692,6 +692,8 @@ def main() -> None:
     logging.basicConfig(
         level=os.environ.get("CITEWISE_LOG", "WARNING"), format="%(levelname)s %(name)s: %(message)s"
     )
+    if "CITEWISE_LOG" not in os.environ:  # the one-time model export says what the first run waits for
+        logging.getLogger("citewise.index.embeddings").setLevel(logging.INFO)
     gc.set_threshold(*GC_THRESHOLDS)
     try:
         app()

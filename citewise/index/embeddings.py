@@ -188,7 +188,7 @@ class MiniLMEmbedder:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             partial = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
-            logger.warning(
+            logger.info(  # one-time set-up: said, but no warning
                 "exporting the embedding model %s to ONNX once, for faster start-ups (about 10-30 s) ...",
                 MINILM_NAME,
             )
@@ -202,7 +202,7 @@ class MiniLMEmbedder:
         except (OSError, ImportError, RuntimeError) as error:
             logger.warning("cannot export %s to %s (%s): using PyTorch", MINILM_NAME, target, error)
             return None
-        logger.warning("exported %s to %s in %.0f s", MINILM_NAME, target, time.perf_counter() - started)
+        logger.info("exported %s to %s in %.0f s", MINILM_NAME, target, time.perf_counter() - started)
         return target
 
     def _quantized(self, exported: Path) -> Path | None:
