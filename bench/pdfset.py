@@ -8,6 +8,14 @@ unarXive 2022 JSONL file, typesets the first body paragraphs of each with pdflat
 produces both the LaTeX and the truth text, so they agree by construction.
 
     python bench/pdfset.py --unarxive ../shared/data/unarxive --out bench/.cache/pdfset
+    python bench/pdfset.py --unarxive ../shared/data/unarxive --out bench/.cache/pdfset-chromium \
+        --producer chromium
+
+`--producer chromium` writes the same papers as HTML and prints them with Debian's Chromium (headless,
+`--print-to-pdf`, its own header and footer kept: date, page title, file URL and "n/m" are the page furniture
+a browser adds), in four layouts: one or two columns (a wrapper element with `column-count`: Chromium prints
+a body that is itself a multi-column box as one cut page), justified or ragged. Its truth has no footnotes
+and no display equations; the page title is the running head the reader must leave out.
 """
 
 from __future__ import annotations
@@ -25,6 +33,17 @@ from pathlib import Path
 from typing import Any
 
 COMBOS = [("1col", "numbered"), ("2col", "numbered"), ("1col", "authoryear"), ("2col", "authoryear")]
+HTML_LAYOUTS = ["1col-justified", "2col-justified", "1col-ragged", "2col-ragged"]
+"""The Chromium family's layouts: columns and alignment (citation styles alternate with them)."""
+HTML_STYLE = """body {{ font-family: {font}; font-size: 10.5pt; margin: 0; }}
+h1 {{ font-size: 17pt; text-align: center; margin: 0 0 4pt 0; }}
+.authors {{ text-align: center; margin: 0 0 10pt 0; }}
+.body {{ column-count: {columns}; column-gap: 18pt; text-align: {align}; hyphens: manual; }}
+h2 {{ font-size: 12pt; margin: 10pt 0 4pt 0; }}
+h3 {{ font-size: 10.5pt; font-style: italic; margin: 8pt 0 3pt 0; }}
+p {{ margin: 0 0 4pt 0; text-indent: 14pt; }}
+h2 + p, h3 + p {{ text-indent: 0; }}
+.refs p {{ text-indent: -14pt; padding-left: 14pt; font-size: 9pt; }}"""
 RIGHT_HEAD = "citewise typeset test set"
 FOOTNOTE = "Typesetting note {n}: this footnote belongs to no paragraph of the paper."
 EQUATION = r"\begin{equation} f(x) = \sum_{i=1}^{n} a_i x^{i} + \int_0^1 g(t)\,dt \end{equation}"
@@ -369,6 +388,83 @@ def produce(rec: dict[str, Any], layout: str, style: str, args: argparse.Namespa
     return None
 
 
+def html_page(truth: dict[str, Any], layout: str, font: str) -> str:
+    """The paper of `truth` as an HTML page whose printed words are the truth's words."""
+    from html import escape as html_escape
+
+    columns, align = layout.split("-")
+    style = HTML_STYLE.format(
+        font="'Liberation Serif', serif" if font == "times" else "'DejaVu Serif', serif",
+        columns=columns[0],
+        align="justify" if align == "justified" else "left",
+    )
+    body = [
+        f"<h1>{html_escape(truth['title'])}</h1>",
+        f"<p class=authors>{html_escape(truth['authors'])}</p>",
+    ]
+    body.append('<div class="body">')
+    current = None
+    for paragraph in truth["paragraphs"]:
+        if paragraph["section"] != current:
+            current = paragraph["section"]
+            body.append(f"<h2>{html_escape(current)}</h2>")
+        body.append(f"<p>{html_escape(paragraph['text'])}</p>")
+    body.append('<h2>References</h2><div class="refs">')
+    for reference in truth["references"]:
+        label = f"[{reference['label']}] " if truth["citation_style"] == "numbered" else ""
+        body.append(f"<p>{html_escape(label + reference['text'])}</p>")
+    body.append("</div></div>")
+    return (
+        f'<!doctype html><html><head><meta charset="utf-8"><title>{RIGHT_HEAD}</title>'
+        f"<style>{style}</style></head><body>{''.join(body)}</body></html>"
+    )
+
+
+def print_html(page: str, name: str, out: Path) -> dict[str, Any]:
+    """Print an HTML page to `out/name.pdf` with headless Chromium; ok, pages, seconds or error."""
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pdfset-") as tmp:
+        source = Path(tmp) / f"{name}.html"
+        source.write_text(page, encoding="utf-8")
+        target = out / f"{name}.pdf"
+        command = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                   f"--user-data-dir={tmp}/profile", f"--print-to-pdf={target}", source.as_uri()]  # fmt: skip
+        try:
+            subprocess.run(command, capture_output=True, timeout=120, check=False)
+        except subprocess.TimeoutExpired:
+            return {"ok": False, "error": "chromium timed out after 120 s", "line": None}
+    if not target.exists():
+        return {"ok": False, "error": "chromium wrote no PDF", "line": None}
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(target)
+    pages = len(pdf)
+    pdf.close()
+    return {"ok": True, "pages": pages, "seconds": time.monotonic() - start}
+
+
+def produce_html(
+    rec: dict[str, Any], layout: str, style: str, args: argparse.Namespace
+) -> dict[str, Any] | None:
+    """One paper as HTML printed by Chromium, its truth from the same cleaning as the LaTeX family's."""
+    name = f"{re.sub(r'[/.]', '_', rec['paper_id'])}-html-{layout}-{style}"
+    truth = build(rec, "1col", style, args.max_paragraphs, set(), args.font)["truth"]
+    truth |= {"layout": f"html-{layout}", "footnotes": [], "display_equations": 0}
+    truth["running_heads"] = [RIGHT_HEAD]
+    page = html_page(truth, layout, args.font)
+    (args.out / f"{name}.html").write_text(page, encoding="utf-8")
+    result = print_html(page, name, args.out)
+    if not result["ok"]:
+        print(f"{name}: {result['error']}", flush=True)
+        return None
+    truth = {"name": name, **truth, "pages": result["pages"]}
+    (args.out / f"{name}.json").write_text(json.dumps(truth, ensure_ascii=False, indent=1) + "\n")
+    return {"name": name, "paper_id": rec["paper_id"], "layout": f"html-{layout}", "citation_style": style,
+            "pages": result["pages"], "paragraphs": len(truth["paragraphs"]),
+            "sections": len(truth["sections"]), "references": len(truth["references"]),
+            "compile_seconds": round(result["seconds"], 2)}  # fmt: skip
+
+
 def main() -> int:
     """Select papers, typeset them in parallel, write index.json and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -381,6 +477,7 @@ def main() -> int:
         "--skip", type=int, default=0, help="leave out the first N eligible papers (a held-out set)"
     )
     parser.add_argument("--font", choices=("lmodern", "times"), default="lmodern")
+    parser.add_argument("--producer", choices=("pdflatex", "chromium"), default="pdflatex")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with (args.unarxive / "papers.jsonl").open(encoding="utf-8") as handle:
@@ -397,11 +494,16 @@ def main() -> int:
     for _ in range(min(args.skip, len(candidates))):
         candidates.popleft()
     start = time.monotonic()
-    todo = [(candidates.popleft(), COMBOS[i % 4]) for i in range(min(args.count, len(candidates)))]
+    if args.producer == "chromium":  # each layout with both citation styles, in turn
+        combos = [(HTML_LAYOUTS[i % 4], ("numbered", "authoryear")[i // 4 % 2]) for i in range(8)]
+        make = produce_html
+    else:
+        combos, make = COMBOS, produce
+    todo = [(candidates.popleft(), combos[i % len(combos)]) for i in range(min(args.count, len(candidates)))]
     rows: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         while todo:
-            done = list(pool.map(lambda job: produce(job[0], *job[1], args), todo))
+            done = list(pool.map(lambda job: make(job[0], *job[1], args), todo))
             rows += [row for row in done if row]
             failed = [job[1] for job, row in zip(todo, done, strict=True) if not row]
             todo = [(candidates.popleft(), combo) for combo in failed if candidates]

@@ -435,7 +435,7 @@ def _load_pdf(path: Path) -> list[Document]:
             for page in range(layout.pages)
         ]
         return pdf_document(path, pages, layout.metadata_title or titles)
-    title = _metadata_title(layout.metadata_title) or titles
+    title = titles or _metadata_title(layout.metadata_title)  # the page's own title before the metadata's
     return _finish(path, title, _layout_paragraphs(lines, layout.body_size), {"pages": layout.pages})
 
 

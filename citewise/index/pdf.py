@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from citewise.index.citations import is_reference_heading
+
 logger = logging.getLogger(__name__)
 
 MATH_FONT = re.compile(r"Math|CMMI|CMSY|CMEX|MSAM|MSBM|Symbol|rsfs|eufm", re.IGNORECASE)
@@ -36,6 +38,8 @@ BOLD_FONT = re.compile(r"Bold|Black|Heavy|Semibold|Demi|CMBX", re.IGNORECASE)
 EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 HEADING_WORD = re.compile(r"(?:abstract|summary|contents|(?:\d{1,2}|[IVX]{1,4})\.?\s+[A-Z])", re.IGNORECASE)
 NUMBERED = re.compile(r"(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s")
+ENTRY_LABEL = re.compile(r"\[\d{1,3}\]\s")
+"""The label a numbered reference entry starts with."""
 LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"})
 
 
@@ -209,6 +213,7 @@ def _group_lines(pieces: list[Piece], page: int) -> list[Line]:
     buckets: dict[int, list[list[Piece]]] = {}
     for piece in sorted(pieces, key=lambda p: p.left):  # left to right: a line grows at its right end
         _place(lines, buckets, piece)
+    lines = _join_spaced_words(lines)
     out = []
     for pieces_of_line in lines:
         main = max(pieces_of_line, key=lambda p: len(p.text))
@@ -235,6 +240,118 @@ def _place(lines: list[list[Piece]], buckets: dict[int, list[list[Piece]]], piec
         buckets.setdefault(centre, []).append(best)
     else:
         best.append(piece)
+
+
+SPACED_WORDS = 4.0
+"""Ems a justified line may space two words apart at most (a wider gap is never a word space)."""
+GUTTER_WINDOW = 15.0
+"""Line heights above and below a gap within which rows tell a column gutter from a wide word space."""
+TELLING = 3
+"""The nearest rows on each side of a gap, with letters on both sides of it, that decide it."""
+
+
+def _join_spaced_words(lines: list[list[Piece]]) -> list[list[Piece]]:
+    """Lines on one baseline split at a gap that is no gutter joined again: justified text.
+
+    A browser or office program justifying a line spaces its words apart, often further than the 0.8 em
+    `_place` takes for a gutter ("Cellular" / "wireless" / "systems" read as three lines). A gutter runs down
+    the page: the lines above and below it leave it empty. A wide word space does not: the lines around it
+    have letters where it is (`_word_space`).
+    """
+    if len(lines) < 2:
+        return lines
+    rows = _rows(lines)
+    covers = [_cover(row) for row in rows]
+    centres = [(_top(row[0]) + _bottom(row[0])) / 2 for row in rows]
+    by_distance = [
+        sorted((m for m in range(len(rows)) if m != n), key=lambda m, n=n: abs(centres[m] - centres[n]))
+        for n in range(len(rows))
+    ]
+    joined: list[list[Piece]] = []
+    for n, row in enumerate(rows):
+        row.sort(key=lambda line: min(p.left for p in line))
+        current = row[0]
+        for line in row[1:]:
+            size = max(p.size for p in current + line)
+            left, right = max(p.right for p in current), min(p.left for p in line)
+            gap = right - left
+            window = GUTTER_WINDOW * max(_height(current), _height(line))
+            near = [m for m in by_distance[n] if abs(centres[m] - centres[n]) <= window]
+            above = [covers[m] for m in near if centres[m] > centres[n]]
+            below = [covers[m] for m in near if centres[m] < centres[n]]
+            if 0 <= gap < SPACED_WORDS * size and _word_space(above, below, left, right, size):
+                current = current + line
+            else:
+                joined.append(current)
+                current = line
+        joined.append(current)
+    return joined
+
+
+def _rows(lines: list[list[Piece]]) -> list[list[list[Piece]]]:
+    """Lines grouped by baseline: each overlapping the row's first by half its height, in one type size."""
+    rows: list[list[list[Piece]]] = []
+    for line in sorted(lines, key=lambda line: -(_top(line) + _bottom(line))):
+        for row in rows[-3:]:
+            first = row[0]
+            overlap = min(_top(first), _top(line)) - max(_bottom(first), _bottom(line))
+            sizes = max(p.size for p in first), max(p.size for p in line)
+            if overlap >= 0.5 * min(_height(first), _height(line)) and min(sizes) >= 0.8 * max(sizes):
+                row.append(line)
+                break
+        else:
+            rows.append([line])
+    return rows
+
+
+def _cover(row: list[list[Piece]]) -> list[tuple[float, float]]:
+    """The x ranges a row's letters cover, merged where the letters of a word touch (within 0.15 em)."""
+    spans = sorted((p.left - 0.15 * p.size, p.right + 0.15 * p.size) for line in row for p in line)
+    merged: list[tuple[float, float]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _word_space(
+    above: list[list[tuple[float, float]]],
+    below: list[list[tuple[float, float]]],
+    left: float,
+    right: float,
+    size: float,
+) -> bool:
+    """Whether the gap from `left` to `right` is a word space, by the rows above and below it (nearest first).
+
+    A gutter runs down the page: the nearest rows on one side of the gap (TELLING of them with letters on
+    both sides of it) leave a common strip of it empty, at least 0.4 em wide. Word spaces do not line up
+    like that from row to row. Full-width lines (a title, a running head) cover a gutter, so each side is
+    judged alone: at the top of a column the rows below tell. With fewer than two rows that tell on either
+    side, the gap is kept (as `_place` left it).
+    """
+    judged = False
+    for rows in (above, below):
+        telling = [
+            cover for cover in rows if any(a < left for a, _ in cover) and any(b > right for _, b in cover)
+        ][:TELLING]
+        if len(telling) < 2:
+            continue
+        judged = True
+        empty = [(left, right)]
+        for cover in telling:
+            empty = _minus(empty, cover)
+        if any(b - a >= 0.4 * size for a, b in empty):
+            return False
+    return judged
+
+
+def _minus(spans: list[tuple[float, float]], cover: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The parts of `spans` that no range of `cover` overlaps."""
+    for a, b in cover:
+        spans = [part for x, y in spans for part in ((x, min(y, a)), (max(x, b), y)) if part[1] > part[0]]
+    return spans
 
 
 def _top(line: list[Piece]) -> float:
@@ -354,12 +471,40 @@ def _mark_furniture(pages: list[list[Line]]) -> None:
                 head.kind = "furniture"
             if by_height[-2].bottom - foot.top > 2.5 * size and len(foot.text.split()) <= 8:
                 foot.kind = "furniture"
+    for lines in pages:
+        _mark_stamps(lines)
     counts = Counter(s for end in ends for s in {shape(line) for line in end})
     repeated = max(2, min(3, round(0.4 * len(pages))))  # a chapter's own head repeats on its pages
     for end in ends:
         for line in end:
             page_number = re.fullmatch(r"(?:page\s*)?[\divxlc]{1,5}(?:\s*(?:of|/)\s*\d+)?", line.text, re.I)
             if page_number or (len(pages) >= 2 and counts[shape(line)] >= repeated):
+                line.kind = "furniture"
+
+
+STAMP = re.compile(
+    r"\b[a-z][a-z+.-]{1,9}:\s?//|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{1,2}\s?:\s?\d{2}\s?(?:[AP]M)\b"
+    r"|^\d{1,4}\s?/\s?\d{1,4}$",
+    re.IGNORECASE,
+)
+"""What a browser or office program stamps in a page's margin: a URL, a date or time, a page counter "3/7"."""
+
+
+def _mark_stamps(lines: list[Line]) -> None:
+    """The topmost and bottommost rows of a page, in small type, that hold a URL, a date or "n/m": furniture.
+
+    Chromium prints the date and the page's title at the top of every page and the file's URL and "1/3" at
+    its foot; on a one-page document nothing repeats to give them away.
+    """
+    text = [line for line in lines if line.kind == "text"]
+    if len(text) < 4:
+        return
+    size = statistics.median(line.size for line in text)
+    for extreme in (max(line.top for line in text), min(line.bottom for line in text)):
+        row = [line for line in text if line.top >= extreme - 1 or line.bottom <= extreme + 1]
+        row = [line for line in row if abs(line.top - row[0].top) < 1]
+        if row and all(line.size <= 0.9 * size for line in row) and any(STAMP.search(x.text) for x in row):
+            for line in row:
                 line.kind = "furniture"
 
 
@@ -390,13 +535,20 @@ def _mark_notes_and_equations(lines: list[Line], body: float) -> None:
 
 
 def _mark_notes(lines: list[Line], body: float) -> None:
-    """Footnotes: the run of smaller-type lines, set off by a gap, that closes a column."""
+    """Footnotes: the run of smaller-type lines, set off by a gap, that closes a column.
+
+    Not a run under a reference-list heading, nor one whose lines start entries ("[3] ..."): a reference list
+    set small at the end of a column.
+    """
     for _, column in itertools.groupby(lines, key=lambda line: (line.page, line.column)):
         segment = [line for line in column if line.kind == "text"]
         run = len(segment)
         while run > 0 and segment[run - 1].size < 0.9 * body:
             run -= 1
         if 0 < run < len(segment) and segment[run - 1].bottom - segment[run].top > 0.3 * body:
+            entries = sum(bool(ENTRY_LABEL.match(line.text)) for line in segment[run:])
+            if is_reference_heading(segment[run - 1].text) or entries >= 2:
+                continue  # a reference list in small type (IEEE, a browser's print), not footnotes
             for line in segment[run:]:
                 line.kind = "note"
 
@@ -417,16 +569,29 @@ def _stacked(lines: list[Line], index: int, body: float) -> None:
 def _mark_title(lines: list[Line], body: float) -> None:
     """The largest type at the top of the first page, before any body text; what else stands there."""
     first = [line for line in lines if line.page == lines[0].page and line.kind == "text"] if lines else []
-    head = []
+    head: list[Line] = []
+    above = 0  # small lines over the title (a journal's name, an arXiv stamp): passed over, then furniture
     for line in first:
+        if not head and above < 3 and line.size < 0.95 * body and not HEADING_WORD.match(line.text):
+            above += 1
+            continue
         if line.size <= 1.05 * body or HEADING_WORD.match(line.text):
             break
         head.append(line)
     if not head:
         return
+    for line in first[:above]:
+        line.kind = "furniture"
     largest = max(line.size for line in head)
     for line in head:
         line.kind = "title" if line.size == largest else "furniture"  # authors, dates: not the body
+    # centred short lines under the title, before the first heading or paragraph: authors, affiliations
+    for line in first[above + len(head) :]:
+        width = line.far_edge - line.edge if line.far_edge > line.edge else 0.0
+        centred = width > 0 and min(line.left - line.edge, line.far_edge - line.right) > 0.12 * width
+        if HEADING_WORD.match(line.text) or not centred or len(line.text.split()) > 14:
+            break
+        line.kind = "furniture"
 
 
 def _mark_headings(lines: list[Line], body: float) -> None:

@@ -1,12 +1,14 @@
 """Typeset papers read as their authors wrote them: columns in order, headings as sections, no running heads,
 page numbers, footnotes or display equations in the text, words broken over lines made whole, and a
-bibliography linked to the citations. The PDFs are made by pdflatex from the sources beside them
-(tests/data/pdf, `make`): one two-column paper with numbered citations, one single-column with author-year.
+bibliography linked to the citations. The PDFs are made from the sources beside them (tests/data/pdf,
+`make`): by pdflatex, one two-column paper with numbered citations and one single-column with author-year;
+by Chromium from HTML, one justified two-column page with the browser's own header and footer.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,35 @@ def test_two_columns_numbered_citations() -> None:
         "M. Rossi, P. Dupont, and Q. Lee. Rigidity of hot mantles and the tidal response of rocky planets. "
         "Icarus, 300:100\u2013110, 2019."
     )
+
+
+def test_a_browser_printed_justified_two_column_page() -> None:
+    # Chromium draws each glyph as its own object and spaces justified words further apart than a
+    # gutter's 0.8 em: before, every word or two was read as a line of its own and a paragraph
+    document = read("spectrum.pdf")
+    assert document.title == "Sharing radio spectrum between dense cellular networks"  # not <title>
+    sections = [(p.section, p.text.split()[0]) for p in document.paragraphs]
+    assert sections == [
+        ("Abstract", "Operators"),
+        ("1 Introduction", "Cellular"),
+        ("1 Introduction", "Licensed"),
+        ("1 Introduction", "Sharing"),
+        ("2 Three sharing schemes", "Under"),
+        ("2 Three sharing schemes", "A"),
+        ("2 Three sharing schemes", "A"),
+        ("3 Results", "We"),
+        ("3 Results", "The"),
+        ("4 Conclusions", "Coordination"),
+    ]
+    source = (PAPERS / "spectrum.html").read_text(encoding="utf-8")
+    written = re.findall(r"<p>([^<]+)</p>", source)
+    assert [p.text for p in document.paragraphs[:9]] == written[:9]  # every word, in order, whole
+    text = " ".join(p.text for p in document.paragraphs)
+    # the browser's header (date, time, page title) and footer (file URL, "1/1") are page furniture
+    assert not any(stamp in text for stamp in ("PM", "Spectrum sharing notes", "file:", "1/1", "Ada Writer"))
+    # the reference list, set small at the foot of the column, is no footnote
+    assert [p.citations for p in document.paragraphs[1:3]] == [("1",), ("2",)]
+    assert document.bibliography["3"].text.startswith("M. Rossi and P. Dupont. Real-time spectrum markets")
 
 
 def test_one_column_author_year_citations() -> None:
