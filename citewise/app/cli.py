@@ -1,4 +1,4 @@
-"""The command line: ingest, remove, search, ask, chat, serve, api, eval, stats, outlines (`citewise --help`).
+"""The command line: ingest, remove, search, ask, chat, serve, api, eval, stats, show, outlines (`--help`).
 
 Typer (on Click) gives typed options, `--help` and usage errors with exit code 2 for free; tqdm draws the
 progress bars on stderr (and stays quiet when stderr is not a terminal).
@@ -671,8 +671,10 @@ def api(
 
 def _register_outlines() -> None:
     from citewise.app.outlines_cli import outlines_app
+    from citewise.app.show import show
 
     app.add_typer(outlines_app, name="outlines")
+    app.command()(show)
 
 
 _register_outlines()

@@ -364,6 +364,17 @@ class DocStore:
         ).fetchone()
         return DocumentRecord(row[0], row[1], row[2], row[3], json.loads(row[4])) if row else None
 
+    def find_documents(self, text: str, limit: int = 20) -> list[DocumentRecord]:
+        """Documents whose title or file contains `text` (any case), exact titles first."""
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self.db.execute(
+            "SELECT id, file, key, title, metadata FROM documents "
+            "WHERE title LIKE ? ESCAPE '\\' OR file LIKE ? ESCAPE '\\' "
+            "ORDER BY lower(title) = lower(?) DESC, title, file LIMIT ?",
+            (pattern, pattern, text, limit),
+        )
+        return [DocumentRecord(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}")) for r in rows]
+
     def paragraphs(self, doc_id: str) -> list[ParagraphRecord]:
         """A document's paragraphs in reading order."""
         rows = self.db.execute(

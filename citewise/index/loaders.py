@@ -24,7 +24,7 @@ from typing import Any
 from citewise.index.citations import is_reference_heading, link_citations, split_references
 from citewise.index.document import BibEntry, Document, LoadError, Paragraph
 from citewise.index.formulas import formula_text, inline_math
-from citewise.index.pdf import Line, PdfReadError, iter_text, read_layout
+from citewise.index.pdf import Layout, Line, PdfReadError, iter_text, read_layout
 
 logger = logging.getLogger(__name__)
 
@@ -418,11 +418,20 @@ def _numbered_items(ol: Any) -> Iterator[tuple[int, Any]]:
 # --- PDF -----------------------------------------------------------------------------------------------
 
 
-def _load_pdf(path: Path) -> list[Document]:
+def read_pdf_layout(path: Path) -> Layout:
+    """A PDF's layout as the loader reads it (`citewise.index.pdf`).
+
+    Raises:
+        LoadError: the file is unreadable, not a PDF PDFium can open, or encrypted.
+    """
     try:
-        layout = read_layout(path, _read_bytes(path))
+        return read_layout(path, _read_bytes(path))
     except PdfReadError as error:
         raise LoadError(str(error)) from error
+
+
+def _load_pdf(path: Path) -> list[Document]:
+    layout = read_pdf_layout(path)
     lines = list(iter_text(layout.lines))
     if not lines:
         raise LoadError("no extractable text (scanned PDF?)")

@@ -500,9 +500,11 @@ def _mark_stamps(lines: list[Line]) -> None:
     if len(text) < 4:
         return
     size = statistics.median(line.size for line in text)
-    for extreme in (max(line.top for line in text), min(line.bottom for line in text)):
-        row = [line for line in text if line.top >= extreme - 1 or line.bottom <= extreme + 1]
-        row = [line for line in row if abs(line.top - row[0].top) < 1]
+    highest, lowest = max(line.top for line in text), min(line.bottom for line in text)
+    for row in (
+        [line for line in text if line.top >= highest - 1],
+        [line for line in text if line.bottom <= lowest + 1],
+    ):
         if row and all(line.size <= 0.9 * size for line in row) and any(STAMP.search(x.text) for x in row):
             for line in row:
                 line.kind = "furniture"

@@ -1,0 +1,99 @@
+"""`citewise show DOC`: how a document was read (a file read afresh, or a stored document by title)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from citewise.app.console import fail
+from citewise.app.options import DEFAULT_INDEX, IndexOption, JsonOption
+from citewise.index.inspect import DROPPED_KINDS, Reading
+
+SHOWN_REFERENCES = 8
+"""Reference entries printed in full (their count is always given; --json has them all)."""
+
+
+def show(
+    document: Annotated[
+        str, typer.Argument(help="A file to read (as ingest would), or part of an indexed document's title.")
+    ],
+    index: IndexOption = DEFAULT_INDEX,
+    as_json: JsonOption = False,
+) -> None:
+    """Show how a document was read: title, sections, references, and what was left out and why.
+
+    A path is read afresh, with nothing stored; anything else is looked up among the indexed documents'
+    titles and files. Check a PDF this way before trusting answers from it (docs/usage.md).
+    """
+    from citewise.index.document import LoadError
+    from citewise.index.inspect import describe_file
+
+    path = Path(document)
+    if path.exists():
+        try:
+            readings = describe_file(path)
+        except LoadError as error:
+            raise fail(f"{path}: {error}") from error
+    else:
+        readings = _stored(document, index)
+    if as_json:
+        typer.echo(json.dumps([r.as_dict() for r in readings], indent=2, ensure_ascii=False))
+        return
+    for n, reading in enumerate(readings):
+        if n:
+            typer.echo("")
+        _print(reading)
+
+
+def _stored(text: str, index: Path) -> list[Reading]:
+    """The indexed documents whose title or file holds `text`, as stored."""
+    from citewise.index.docstore import DocStore
+    from citewise.index.inspect import describe_stored
+
+    database = index / "docs.sqlite3"
+    if not database.exists():
+        raise fail(f"{text!r} is no file, and there is no index at {index} to look it up in")
+    store = DocStore(database)
+    try:
+        found = store.find_documents(text)
+        if not found:
+            raise fail(f"no file {text!r}, and no indexed document's title or file contains it", code=1)
+        return [
+            describe_stored(record, store.paragraphs(record.id), store.bibliography(record.id))
+            for record in found
+        ]
+    finally:
+        store.close()
+
+
+def _print(reading: Reading) -> None:
+    pages = f", {reading.pages} page{'s' * (reading.pages != 1)}" if reading.pages else ""
+    typer.echo(f"{reading.title}")
+    doc_id = f"  id {reading.doc_id}" if reading.doc_id else ""
+    typer.echo(f"  {reading.source} ({reading.kind}{pages}){doc_id}")
+    typer.echo(f"sections ({len(reading.sections)}; {reading.paragraphs} paragraphs):")
+    for section in reading.sections:
+        parts = section.path.split(" > ") if section.path else ["(no section)"]
+        label = "  " * len(parts) + parts[-1]
+        typer.echo(f"{label}  [{section.paragraphs}]")
+    typer.echo(f"references ({len(reading.references)}):")
+    for key, text in reading.references[:SHOWN_REFERENCES]:
+        typer.echo("  " + textwrap.shorten(f"[{key}] {text}", 106, placeholder=" ..."))
+    if len(reading.references) > SHOWN_REFERENCES:
+        typer.echo(f"  ... {len(reading.references) - SHOWN_REFERENCES} more (--json lists them all)")
+    for kind, label in DROPPED_KINDS.items():
+        count = reading.dropped_counts.get(kind, 0)
+        if not count:
+            continue
+        typer.echo(f"left out as {label}: {count}")
+        for text in reading.dropped.get(kind, []):
+            typer.echo("  - " + textwrap.shorten(text, 104, placeholder=" ..."))
+    if reading.pages_without_text:
+        typer.echo(f"pages with no text layer: {', '.join(map(str, reading.pages_without_text))}")
+    typer.echo("warnings: " + ("none" if not reading.warnings else ""))
+    for warning in reading.warnings:
+        typer.echo(f"  ! {warning}")

@@ -1,0 +1,165 @@
+"""How a document was read: its title, sections, references, and what the reader left out and why.
+
+`citewise show` prints it, so that a user can judge a file before trusting answers from it: a PDF whose
+sections came out as one, whose reference list is missing, or whose pages had no text layer is seen at once,
+without opening the index's SQLite file. A file is read afresh (`describe_file`); a stored document is shown
+as stored, with what its file's layout left out when that file is still there (`describe_stored`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from citewise.index.docstore import DocumentRecord, ParagraphRecord
+from citewise.index.document import Document, LoadError
+
+SHOWN_DROPPED = 12
+"""Lines of each kind left out that are listed (the count is always given)."""
+DROPPED_KINDS = {
+    "furniture": "page furniture (running heads, page numbers, margin stamps, author lines)",
+    "note": "footnotes",
+    "equation": "display equations",
+}
+
+
+@dataclass
+class Section:
+    """One section as read: its path of headings ("2 Methods > 2.1 Data") and its paragraph count."""
+
+    path: str
+    paragraphs: int
+
+
+@dataclass
+class Reading:
+    """What a reader made of one document (see the module docstring)."""
+
+    title: str
+    source: str
+    kind: str
+    sections: list[Section]
+    references: list[tuple[str, str]]
+    pages: int | None = None
+    dropped: dict[str, list[str]] = field(default_factory=dict)
+    dropped_counts: dict[str, int] = field(default_factory=dict)
+    pages_without_text: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    doc_id: str = ""
+
+    @property
+    def paragraphs(self) -> int:
+        """Paragraphs in all sections."""
+        return sum(section.paragraphs for section in self.sections)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The reading as JSON-ready data (`citewise show --json`)."""
+        data = asdict(self)
+        data["paragraphs"] = self.paragraphs
+        data["references"] = [{"key": key, "text": text} for key, text in self.references]
+        return data
+
+
+def describe_file(path: Path) -> list[Reading]:
+    """Read a file as ingest would, one Reading per document it holds.
+
+    Raises:
+        LoadError: the file cannot be read (the message says why, as at ingest).
+    """
+    from citewise.index.loaders import load_path
+
+    documents = load_path(path)
+    layout = _pdf_layout(path) if path.suffix.lower() == ".pdf" else None
+    readings = [_reading_of(document, path) for document in documents]
+    if layout is not None and readings:
+        _add_layout(readings[0], layout)
+    return readings
+
+
+def describe_stored(
+    record: DocumentRecord, paragraphs: list[ParagraphRecord], bibliography: dict[str, str]
+) -> Reading:
+    """A stored document as the index holds it, with its file's layout when the file is still there."""
+    reading = Reading(
+        title=record.title,
+        source=record.file,
+        kind=Path(record.file).suffix.lower().lstrip(".") or "text",
+        sections=_sections(p.section for p in paragraphs),
+        references=list(bibliography.items()),
+        pages=record.metadata.get("pages") if isinstance(record.metadata.get("pages"), int) else None,
+        doc_id=record.id,
+    )
+    _warn(reading)
+    path = Path(record.file)
+    if path.suffix.lower() == ".pdf":
+        try:
+            _add_layout(reading, _pdf_layout(path))
+        except (LoadError, OSError):
+            reading.warnings.append("the file is gone or unreadable now: what its layout left out is unknown")
+    return reading
+
+
+def _reading_of(document: Document, path: Path) -> Reading:
+    reading = Reading(
+        title=document.title,
+        source=str(path),
+        kind=path.suffix.lower().lstrip(".") or "text",
+        sections=_sections(p.section for p in document.paragraphs),
+        references=[(key, entry.text) for key, entry in document.bibliography.items()],
+        pages=document.metadata.get("pages") if isinstance(document.metadata.get("pages"), int) else None,
+        doc_id=document.id,
+    )
+    _warn(reading)
+    if document.title == path.stem:
+        reading.warnings.append("no title found in the file: it is titled by its file name")
+    return reading
+
+
+def _sections(sections: Any) -> list[Section]:
+    """Sections in reading order with their paragraph counts (a section met again later counts apart)."""
+    out: list[Section] = []
+    for section in sections:
+        if out and out[-1].path == section:
+            out[-1].paragraphs += 1
+        else:
+            out.append(Section(section, 1))
+    return out
+
+
+def _warn(reading: Reading) -> None:
+    """Warnings any reading gets: the shapes of a document read badly."""
+    if reading.paragraphs and all(not s.path for s in reading.sections):
+        reading.warnings.append("no section headings were recognised: every paragraph is in one section")
+    named = Counter(s.path for s in reading.sections if s.path)
+    if reading.paragraphs >= 20 and len(named) > reading.paragraphs / 2:
+        reading.warnings.append("more sections than half the paragraphs: body lines may be read as headings")
+    if reading.kind == "pdf" and reading.pages and reading.paragraphs > 60 * reading.pages:
+        reading.warnings.append("unusually many paragraphs a page: lines may have been split into paragraphs")
+    if reading.kind == "pdf" and not reading.references:
+        reading.warnings.append("no reference list was found")
+
+
+def _pdf_layout(path: Path) -> Any:
+    from citewise.index.loaders import read_pdf_layout
+
+    return read_pdf_layout(path)
+
+
+def _add_layout(reading: Reading, layout: Any) -> None:
+    """What the PDF's layout left out of the text, and its pages with no text at all."""
+    by_kind: dict[str, list[str]] = {}
+    for line in layout.lines:
+        if line.kind in DROPPED_KINDS:
+            by_kind.setdefault(line.kind, []).append(line.text)
+    reading.dropped_counts = {kind: len(texts) for kind, texts in by_kind.items()}
+    reading.dropped = {kind: list(dict.fromkeys(texts))[:SHOWN_DROPPED] for kind, texts in by_kind.items()}
+    with_text = {line.page for line in layout.lines}
+    reading.pages = layout.pages
+    reading.pages_without_text = [n + 1 for n in range(layout.pages) if n not in with_text]
+    if reading.pages_without_text:
+        pages = ", ".join(str(n) for n in reading.pages_without_text[:10])
+        reading.warnings.append(
+            f"pages with no text layer (scanned?): {pages}; their words are not in the index"
+        )
