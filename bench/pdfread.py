@@ -116,8 +116,10 @@ def norm(text: str) -> str:
 
 
 def _title(section: str) -> str:
+    """A section title as compared: its last heading without its number, in lower case (a class may set
+    its headings in capitals: "1 INTRODUCTION" is the heading "Introduction")."""
     last = section.split(" > ")[-1]
-    return _NUMBER.sub("", norm(last))
+    return _NUMBER.sub("", norm(last)).lower()
 
 
 def _entry(text: str) -> str:
@@ -136,10 +138,12 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, float]:
     recovered = [(i, m) for i, (m, s) in enumerate(matches) if s >= 0.9]
     sections = {_title(p.section) for p in document.paragraphs if p.section}
     found = [
-        t for t in truth["sections"] if process.extractOne(t, sections, scorer=fuzz.ratio, score_cutoff=90)
+        t
+        for t in truth["sections"]
+        if process.extractOne(t.lower(), sections, scorer=fuzz.ratio, score_cutoff=90)
     ]
     in_section = [
-        fuzz.ratio(_title(document.paragraphs[m].section), t) >= 90
+        fuzz.ratio(_title(document.paragraphs[m].section), t.lower()) >= 90
         for i, m in recovered
         for t in [truth["paragraphs"][i]["section"]]
     ]

@@ -267,8 +267,62 @@ def cited_ids(rec: dict[str, Any], kept: list[int]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
+JOURNALS = {
+    "ieee-conference": ("numbered", r"\documentclass[conference]{IEEEtran}"),
+    "ieee-journal": ("numbered", r"\documentclass[journal]{IEEEtran}"),
+    "revtex-aps": ("numbered", r"\documentclass[aps,pra,twocolumn,nofootinbib]{revtex4-2}"),
+    "acmart-sigconf": ("numbered", r"\documentclass[sigconf,nonacm]{acmart}"),
+    "elsarticle-numbered": ("numbered", r"\documentclass[preprint,12pt]{elsarticle}"),
+    "elsarticle-authoryear": ("authoryear", r"\documentclass[preprint,12pt,authoryear]{elsarticle}"),
+    "llncs": ("numbered", r"\documentclass{llncs}"),
+    "aastex-linenumbers": ("authoryear", r"\documentclass[linenumbers]{aastex631}"),
+    "mnras": ("authoryear", r"\documentclass[fleqn,usenatbib]{mnras}"),
+}
+"""Journal classes of Debian's texlive-publishers (`--journal`): the citation style each is set in, and its
+\\documentclass line. Each sets the paper in its own way: its title block, headings, running heads and
+reference list."""
+
+
+def journal_front(journal: str, title: str, authors: str, abstract: str, style: str) -> list[str]:
+    """The preamble after \\documentclass and the front matter up to the first section, in `journal`'s way."""
+    # T1 for the escaped quotes; the class's own fonts (T1 needs cm-super, else they are bitmaps)
+    common = [r"\usepackage[T1]{fontenc}", r"\usepackage[utf8]{inputenc}", r"\usepackage{amsmath}"]
+    if journal.startswith("elsarticle"):
+        return [*common, r"\begin{document}", r"\begin{frontmatter}", rf"\title{{{title}}}",
+                rf"\author{{{authors}}}", r"\begin{abstract}", abstract, r"\end{abstract}",
+                r"\end{frontmatter}"]  # fmt: skip
+    if journal.startswith("revtex"):
+        return [*common, r"\begin{document}", rf"\title{{{title}}}", rf"\author{{{authors}}}",
+                r"\affiliation{A University}", r"\begin{abstract}", abstract, r"\end{abstract}",
+                r"\maketitle"]  # fmt: skip
+    if journal == "acmart-sigconf":
+        return [*common, r"\settopmatter{printacmref=false}", r"\begin{document}", rf"\title{{{title}}}",
+                rf"\author{{{authors}}}", r"\affiliation{\institution{A University}\country{Nowhere}}",
+                r"\begin{abstract}", abstract, r"\end{abstract}", r"\maketitle"]  # fmt: skip
+    if journal == "llncs":
+        return [*common, r"\begin{document}", rf"\title{{{title}}}", rf"\author{{{authors}}}",
+                r"\institute{A University}", r"\maketitle", r"\begin{abstract}", abstract,
+                r"\end{abstract}"]  # fmt: skip
+    if journal == "mnras":
+        return [*common, rf"\title{{{title}}}", rf"\author{{{authors}}}", r"\begin{document}",
+                r"\maketitle", r"\begin{abstract}", abstract, r"\end{abstract}"]  # fmt: skip
+    if journal.startswith("aastex"):
+        return [*common, r"\begin{document}", rf"\title{{{title}}}", rf"\author{{{authors}}}",
+                r"\begin{abstract}", abstract, r"\end{abstract}"]  # fmt: skip
+    # IEEEtran
+    author = rf"\author{{\IEEEauthorblockN{{{authors}}}}}"
+    return [*common, r"\begin{document}", rf"\title{{{title}}}", author, r"\maketitle",
+            r"\begin{abstract}", abstract, r"\end{abstract}"]  # fmt: skip
+
+
 def build(
-    rec: dict[str, Any], layout: str, style: str, max_paragraphs: int, drop: set[int], font: str = "lmodern"
+    rec: dict[str, Any],
+    layout: str,
+    style: str,
+    max_paragraphs: int,
+    drop: set[int],
+    font: str = "lmodern",
+    journal: str = "",
 ) -> dict[str, Any]:
     """Make the LaTeX source, the truth and a map from .tex line number to body paragraph index."""
     meta = rec["metadata"]
@@ -304,6 +358,14 @@ def build(
         abstract_tex,
         r"\end{abstract}",
     ]
+    if journal:  # the class's own preamble, title block and running heads
+        natbib = [r"\usepackage[numbers,square]{natbib}"] if style == "numbered" and journal in (
+            "llncs", "ieee-conference", "ieee-journal") else []  # fmt: skip
+        lines = [
+            JOURNALS[journal][1],
+            *natbib,
+            *journal_front(journal, title_tex, authors_tex, abstract_tex, style),
+        ]
     sections, footnotes, line_map = ["Abstract"], [], {}
     paragraphs = [{"section": "Abstract", "text": abstract, "cites": []}]
     figs: dict[str, int] = {}
@@ -335,8 +397,9 @@ def build(
         lines.append(rf"\bibitem{f'[{label}]' if label else ''}{{{key}}} {render(refs.text[bid])[1]}")
         references.append({"key": key, "label": refs.label(bid), "text": refs.text[bid]})
     lines += [r"\end{thebibliography}", r"\end{document}", ""]
-    truth = {"paper_id": rec["paper_id"], "layout": layout, "citation_style": style, "title": title,
-             "authors": authors, "running_heads": [short, RIGHT_HEAD], "footnotes": footnotes,
+    running = [] if journal else [short, RIGHT_HEAD]
+    truth = {"paper_id": rec["paper_id"], "layout": journal or layout, "citation_style": style,
+             "title": title, "authors": authors, "running_heads": running, "footnotes": footnotes,
              "display_equations": len(kept) // 5, "sections": sections, "paragraphs": paragraphs,
              "references": references}  # fmt: skip
     return {"tex": "\n".join(lines), "truth": truth, "line_map": line_map}
@@ -364,11 +427,17 @@ def compile_tex(tex: str, name: str, out: Path) -> dict[str, Any]:
 
 
 def produce(rec: dict[str, Any], layout: str, style: str, args: argparse.Namespace) -> dict[str, Any] | None:
-    """Build, compile and write one paper; retry once without a paragraph that broke LaTeX."""
+    """Build, compile and write one paper; retry once without a paragraph that broke LaTeX.
+
+    With a journal (`layout` then names it), the paper is set in that class in the class's citation style.
+    """
+    journal = layout if layout in JOURNALS else ""
+    if journal:
+        style = JOURNALS[journal][0]
     name = f"{re.sub(r'[/.]', '_', rec['paper_id'])}-{layout}-{style}"
     drop: set[int] = set()
     for _attempt in range(2):
-        built = build(rec, layout, style, args.max_paragraphs, drop, args.font)
+        built = build(rec, layout, style, args.max_paragraphs, drop, args.font, journal)
         (args.out / f"{name}.tex").write_text(built["tex"], encoding="utf-8")
         result = compile_tex(built["tex"], name, args.out)
         if result["ok"]:
@@ -477,7 +546,7 @@ def main() -> int:
         "--skip", type=int, default=0, help="leave out the first N eligible papers (a held-out set)"
     )
     parser.add_argument("--font", choices=("lmodern", "times"), default="lmodern")
-    parser.add_argument("--producer", choices=("pdflatex", "chromium"), default="pdflatex")
+    parser.add_argument("--producer", choices=("pdflatex", "journals", "chromium"), default="pdflatex")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with (args.unarxive / "papers.jsonl").open(encoding="utf-8") as handle:
@@ -494,7 +563,9 @@ def main() -> int:
     for _ in range(min(args.skip, len(candidates))):
         candidates.popleft()
     start = time.monotonic()
-    if args.producer == "chromium":  # each layout with both citation styles, in turn
+    if args.producer == "journals":  # each class of JOURNALS in turn, in its own citation style
+        combos, make = [(journal, "") for journal in JOURNALS], produce
+    elif args.producer == "chromium":  # each layout with both citation styles, in turn
         combos = [(HTML_LAYOUTS[i % 4], ("numbered", "authoryear")[i // 4 % 2]) for i in range(8)]
         make = produce_html
     else:

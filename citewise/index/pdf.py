@@ -34,7 +34,21 @@ from citewise.index.citations import is_reference_heading
 logger = logging.getLogger(__name__)
 
 MATH_FONT = re.compile(r"Math|CMMI|CMSY|CMEX|MSAM|MSBM|Symbol|rsfs|eufm", re.IGNORECASE)
-BOLD_FONT = re.compile(r"Bold|Black|Heavy|Semibold|Demi|CMBX", re.IGNORECASE)
+BOLD_FONT = re.compile(
+    r"Bold|Black|Heavy|Semibold|Demi|CMBX|CMSSBX|\b(?:SF|EC)(?:BX|BI|BO|SX)|Medi(?:Ital)?$|-Bd", re.IGNORECASE
+)
+"""Bold faces by name: PostScript names, Computer Modern (CMBX), cm-super and EC (SFBX, ECBX: their weight
+reads 250), URW's Times (NimbusRomNo9L-Medi)."""
+ITALIC_FONT = re.compile(
+    r"Italic|Oblique|Ital$|-It$|\b(?:SF|EC)(?:TI|SI|SL|BI|IT)|CMTI|CMSL|CMBXTI", re.IGNORECASE
+)
+"""Italic and slanted faces by name (the same families)."""
+CAPS_HEADING_WORD = re.compile(
+    r"(?:abstract|references|bibliography|acknowledge?ments?|appendix|introduction|conclusions?|summary"
+    r"|discussion|results|methods?)\.?$",
+    re.IGNORECASE,
+)
+"""Headings an unnumbered line in capitals may be."""
 EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 HEADING_WORD = re.compile(r"(?:abstract|summary|contents|(?:\d{1,2}|[IVX]{1,4})\.?\s+[A-Z])", re.IGNORECASE)
 NUMBERED = re.compile(r"(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s")
@@ -59,6 +73,11 @@ class Piece:
     size: float
     font: str
     bold: bool
+
+    @property
+    def italic(self) -> bool:
+        """Whether it is set in an italic or slanted face."""
+        return bool(ITALIC_FONT.search(self.font)) and not self.math
 
     @property
     def math(self) -> bool:
@@ -116,6 +135,23 @@ class Line:
         """Whether most of its letters are bold."""
         letters = [(p.bold, len(p.text.strip())) for p in self.pieces if not p.math]
         return bool(letters) and sum(n for b, n in letters if b) > 0.6 * sum(n for _, n in letters)
+
+    @property
+    def italic(self) -> bool:
+        """Whether most of its letters are italic."""
+        letters = [(p.italic, len(p.text.strip())) for p in self.pieces if not p.math]
+        return bool(letters) and sum(n for i, n in letters if i) > 0.6 * sum(n for _, n in letters)
+
+    @property
+    def heading_size(self) -> float:
+        """Its type size as a heading's: small capitals count at their capitals' size."""
+        return max(p.size for p in self.pieces) if self.caps else self.size
+
+    @property
+    def caps(self) -> bool:
+        """Whether its letters are all capitals (small capitals read so too), three at least."""
+        letters = [c for c in self.text if c.isalpha()]
+        return len(letters) >= 3 and all(c.isupper() for c in letters)
 
     @property
     def math_share(self) -> float:
@@ -597,13 +633,18 @@ def _mark_title(lines: list[Line], body: float) -> None:
 
 
 def _mark_headings(lines: list[Line], body: float) -> None:
-    """Headings: short lines in bold or larger type that read like a title; levels by type size."""
+    """Headings: short lines set apart from body text that read like a title; levels by their type.
+
+    Set apart: bold or larger type; or numbered ("2.1", "IV.", "B.") in italic or capitals (IEEE's small
+    capitals, Elsevier's italic subsections, AASTeX's capitals); or a heading word in capitals
+    ("REFERENCES"). Levels follow the type: larger first, then capitals, bold, italic.
+    """
     candidates = [
         line
         for line in lines
         if line.kind == "text"
-        and (line.bold or line.size >= 1.1 * body)
-        and line.size >= 0.85 * body
+        and (line.bold or line.size >= 1.1 * body or _set_apart(line))
+        and line.heading_size >= 0.85 * body
         and len(line.text.split()) <= 14
         and re.search(r"[^\W\d_]", line.text)
         and not line.text.endswith((",", ";"))
@@ -622,10 +663,26 @@ def _mark_headings(lines: list[Line], body: float) -> None:
         if not line.text[:1].islower() or goes_on:
             chosen.add(id(line))
     candidates = [line for line in candidates if id(line) in chosen]
-    sizes = sorted({line.size for line in candidates}, reverse=True)
+    styles = sorted({_style(line) for line in candidates})
     for line in candidates:
         line.kind = "heading"
-        line.level = sizes.index(line.size) + 1
+        line.level = styles.index(_style(line)) + 1
+
+
+def _style(line: Line) -> tuple[float, bool, bool, bool]:
+    """A heading's type as it ranks: larger first, then capitals, then bold, then italic."""
+    return (-line.heading_size, not line.caps, not line.bold, line.italic)
+
+
+def _set_apart(line: Line) -> bool:
+    """A short line in body-size type that italics or capitals set apart as a heading (see _mark_headings)."""
+    words = line.text.split()
+    if len(words) > 10 or line.text.endswith((".", ":")) and not NUMBERED.fullmatch(line.text + " "):
+        return False
+    numbered = bool(NUMBERED.match(line.text)) and len(words) >= 2
+    if line.caps:
+        return numbered or bool(CAPS_HEADING_WORD.match(re.sub(r"\s+", "", line.text)))
+    return line.italic and numbered
 
 
 def _fills_column(line: Line) -> bool:
