@@ -172,7 +172,7 @@ def split_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], 
     """
     span = _reference_span(paragraphs)
     if span is None:
-        return list(paragraphs), {}
+        return _unheaded_references(paragraphs)
     start, end, skip_first = span
     entries = paragraphs[start + skip_first : end]
     bibliography = _parse_entries([p.text for p in entries])
@@ -285,6 +285,41 @@ def _first_author_words(entry: str) -> set[str]:
 
 
 # --- reference list ------------------------------------------------------------------------------------
+
+
+_FIRST_ENTRY = re.compile(r"(?:^|(?<=[.)\]]\s))\[1\]\s+(?=\S)")
+"""Where a numbered list's first entry starts: a paragraph's start, or after a sentence it runs on from."""
+UNHEADED_ENTRIES = 3
+"""Entries a numbered list with no heading must have, in order, to be taken for the reference list."""
+
+
+def _unheaded_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], dict[str, BibEntry]]:
+    """A numbered reference list with no heading (APS journals): from "[1]" to the end of the document.
+
+    The last "[1]" that starts a paragraph, or ends a sentence's run into it ("... (2020). [1] A. Author"),
+    begins it when "[2]" and "[3]" follow in order after it; the paragraph it runs on from keeps the words
+    before it. Otherwise the document has no reference list.
+    """
+    for index in range(len(paragraphs) - 1, -1, -1):
+        found = list(_FIRST_ENTRY.finditer(paragraphs[index].text))
+        if not found:
+            continue
+        at = found[-1].start()
+        rest = "\n".join([paragraphs[index].text[at:], *(p.text for p in paragraphs[index + 1 :])])
+        position = 0
+        for number in range(2, UNHEADED_ENTRIES + 1):
+            position = rest.find(f"[{number}] ", position)
+            if position < 0:
+                return list(paragraphs), {}
+        bibliography = _numbered_entries(rest)
+        if len(bibliography) < UNHEADED_ENTRIES:
+            return list(paragraphs), {}
+        before = paragraphs[index].text[:at].strip()
+        body = list(paragraphs[:index])
+        if before:
+            body.append(replace(paragraphs[index], text=before))
+        return body, bibliography
+    return list(paragraphs), {}
 
 
 def _reference_span(paragraphs: Sequence[Paragraph]) -> tuple[int, int, int] | None:
