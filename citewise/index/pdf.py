@@ -265,8 +265,10 @@ def _place(lines: list[list[Piece]], buckets: dict[int, list[list[Piece]]], piec
     for line in (line for key in range(centre - 3, centre + 4) for line in buckets.get(key, ())):
         overlap = min(_top(line), piece.top) - max(_bottom(line), piece.bottom)
         size = min(piece.size, max(p.size for p in line))
-        # a heading's number stands a quad (1 em) before its words; elsewhere a gap of 0.8 em is a gutter
-        reach = 1.5 if len(line) == 1 and NUMBERED.fullmatch(line[0].text.strip() + " ") else 0.8
+        # a heading's number, or a reference entry's label, stands a quad (1 em) before its words;
+        # elsewhere a gap of 0.8 em is a gutter
+        label = line[0].text.strip() + " "
+        reach = 1.5 if len(line) == 1 and (NUMBERED.fullmatch(label) or ENTRY_LABEL.fullmatch(label)) else 0.8
         if overlap >= 0.5 * min(_height(line), piece.top - piece.bottom) and _gap(line, piece) < reach * size:
             if overlap > most:
                 best, most = line, overlap
