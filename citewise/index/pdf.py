@@ -20,6 +20,7 @@ put one line of a column in one object, split where the font changes. From those
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import re
@@ -49,6 +50,8 @@ CAPS_HEADING_WORD = re.compile(
     re.IGNORECASE,
 )
 """Headings an unnumbered line in capitals may be."""
+RUN_IN_WORD = re.compile(r"(abstract|index terms|keywords)[.:\u2014\u2013]?$", re.IGNORECASE)
+"""A heading word a paragraph may open with in its own face ("Abstract—", IEEE)."""
 EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 HEADING_WORD = re.compile(r"(?:abstract|summary|contents|(?:\d{1,2}|[IVX]{1,4})\.?\s+[A-Z])", re.IGNORECASE)
 NUMBERED = re.compile(r"(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s")
@@ -664,6 +667,20 @@ def _mark_headings(lines: list[Line], body: float) -> None:
         )
         if not line.text[:1].islower() or goes_on:
             chosen.add(id(line))
+    for index, line in enumerate(lines[1:], start=1):  # a heading's second line in its type: "RESULTS"
+        above = lines[index - 1]
+        if (
+            id(above) in chosen
+            and line.kind == "text"
+            and id(line) not in chosen
+            and _face(line) == _face(above)
+            and _same_column(line, above)
+            and 0 <= above.bottom - line.top < 0.6 * line.heading_size
+            and len(above.text.split()) + len(line.text.split()) <= 24
+            and not line.text.endswith((",", ";"))
+        ):
+            chosen.add(id(line))
+            candidates.append(line)
     candidates = [line for line in candidates if id(line) in chosen]
     styles = sorted({_style(line) for line in candidates})
     for line in candidates:
@@ -674,6 +691,14 @@ def _mark_headings(lines: list[Line], body: float) -> None:
 def _style(line: Line) -> tuple[float, bool, bool, bool]:
     """A heading's type as it ranks: larger first, then capitals, then bold, then italic."""
     return (-line.heading_size, not line.caps, not line.bold, line.italic)
+
+
+def _face(line: Line) -> tuple[float, bool, bool, bool]:
+    """What a heading's lines share when it wraps: size, capitals, bold, italic.
+
+    Not the heading size: a second line in small capitals may have no capital letter to give it.
+    """
+    return (line.size, line.caps, line.bold, line.italic)
 
 
 def _set_apart(line: Line) -> bool:
@@ -702,8 +727,8 @@ def _join_wrapped_headings(lines: list[Line]) -> list[Line]:
             last is not None
             and line.kind == last.kind == "heading"
             and _same_column(line, last)
-            and (line.size, line.bold) == (last.size, last.bold)
-            and 0 <= last.bottom - line.top < 0.6 * line.size
+            and _face(line) == _face(last)
+            and 0 <= last.bottom - line.top < 0.6 * line.heading_size
             and len(last.text.split()) + len(line.text.split()) <= 24
         ):
             last.pieces = [*last.pieces, *line.pieces]
@@ -767,6 +792,12 @@ def _split_run_in_headings(lines: list[Line]) -> list[Line]:
         bold = list(itertools.takewhile(lambda p: p.bold and not p.math, line.pieces))
         rest = line.pieces[len(bold) :]
         phrase = _line_text(bold)
+        word = RUN_IN_WORD.match(line.pieces[0].text.strip())
+        if word and len(line.pieces) > 1 and (line.pieces[0].italic or line.pieces[0].bold):
+            # IEEE: "Abstract—No matter ..." in one bold paragraph: the word is the heading
+            first, *others = line.pieces
+            lead = dataclasses.replace(others[0], text=others[0].text.lstrip("\u2014\u2013-: "))
+            bold, rest, phrase = [first], [lead, *others[1:]], word.group(1) + "."
         if (
             bold
             and rest
