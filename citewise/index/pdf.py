@@ -516,9 +516,13 @@ def _mark_furniture(pages: list[list[Line]]) -> None:
         _mark_stamps(lines)
     counts = Counter(s for end in ends for s in {shape(line) for line in end})
     repeated = max(2, min(3, round(0.4 * len(pages))))  # a chapter's own head repeats on its pages
-    for end in ends:
+    first_sizes = [line.size for line in pages[0]] if pages and pages[0] else [0.0]
+    display = 1.2 * statistics.median(first_sizes)
+    for number, end in enumerate(ends):
         for line in end:
             page_number = re.fullmatch(r"(?:page\s*)?[\divxlc]{1,5}(?:\s*(?:of|/)\s*\d+)?", line.text, re.I)
+            if number == 0 and line.size > display:  # the title, which later pages repeat as their head
+                continue
             if page_number or (len(pages) >= 2 and counts[shape(line)] >= repeated):
                 line.kind = "furniture"
 
@@ -621,8 +625,15 @@ def _mark_title(lines: list[Line], body: float) -> None:
         if line.size <= 1.05 * body or HEADING_WORD.match(line.text):
             break
         head.append(line)
-    if not head:
-        return
+    if not head:  # a title in body-size type (AASTeX): bold or capitals, centred, over the abstract
+        for line in first[above:]:
+            if head and (_face(line) != _face(head[-1]) or len(head) == 3):
+                break
+            if not head and not ((line.bold or line.caps) and _centred(line, body)):
+                return
+            head.append(line)
+        if not head or HEADING_WORD.match(head[0].text) or CAPS_HEADING_WORD.match(head[0].text):
+            return
     for line in first[:above]:
         line.kind = "furniture"
     largest = max(line.size for line in head)
@@ -630,11 +641,16 @@ def _mark_title(lines: list[Line], body: float) -> None:
         line.kind = "title" if line.size == largest else "furniture"  # authors, dates: not the body
     # centred short lines under the title, before the first heading or paragraph: authors, affiliations
     for line in first[above + len(head) :]:
-        width = line.far_edge - line.edge if line.far_edge > line.edge else 0.0
-        centred = width > 0 and min(line.left - line.edge, line.far_edge - line.right) > 0.12 * width
-        if HEADING_WORD.match(line.text) or not centred or len(line.text.split()) > 14:
+        if HEADING_WORD.match(line.text) or not _centred(line, body) or len(line.text.split()) > 14:
             break
         line.kind = "furniture"
+
+
+def _centred(line: Line, body: float) -> bool:
+    """Whether a line stands clear of both edges of its column (by an em and a twentieth of the width)."""
+    width = line.far_edge - line.edge
+    margin = min(line.left - line.edge, line.far_edge - line.right)
+    return width > 0 and margin > max(body, 0.05 * width)
 
 
 def _mark_headings(lines: list[Line], body: float) -> None:
