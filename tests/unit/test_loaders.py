@@ -620,3 +620,18 @@ def test_bundled_samples_are_small_cc_by_papers_with_linked_references() -> None
         assert len(document.bibliography) >= 25
         linked = {key for p in document.paragraphs for key in p.citations}
         assert linked and linked <= set(document.bibliography)
+
+
+def test_a_word_broken_over_a_line_end_is_joined_and_a_compound_keeps_its_hyphen() -> None:
+    from citewise.index.document import Paragraph
+    from citewise.index.loaders import BREAK, _unbroken
+
+    paragraphs = [
+        Paragraph(f"An exam{BREAK}ple of mutation{BREAK}based testing and eccen{BREAK}tricity."),
+        Paragraph(f"A small{BREAK}cell network; small-cell sites; a data{BREAK}set, and another dataset."),
+    ]
+    texts = [p.text for p in _unbroken(paragraphs)]
+    assert texts == [
+        "An example of mutation-based testing and eccentricity.",  # dictionary: a word; two words; neither
+        "A small-cell network; small-cell sites; a dataset, and another dataset.",  # the document says
+    ]
