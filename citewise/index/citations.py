@@ -289,37 +289,55 @@ def _first_author_words(entry: str) -> set[str]:
 
 _FIRST_ENTRY = re.compile(r"(?:^|(?<=[.)\]]\s))\[1\]\s+(?=\S)")
 """Where a numbered list's first entry starts: a paragraph's start, or after a sentence it runs on from."""
+_ENTRY_START = re.compile(r"(?:^|(?<=[.)\]]\s))\[(\d{1,3})\]\s+(?=\S)")
+"""An entry's label where an entry may start: a paragraph's start, or after the end of the entry before."""
 UNHEADED_ENTRIES = 3
 """Entries a numbered list with no heading must have, in order, to be taken for the reference list."""
+ENTRY_CHARS = 400
+"""Characters an entry runs to at most: a longer unlabelled paragraph after one is body text again."""
 
 
 def _unheaded_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], dict[str, BibEntry]]:
-    """A numbered reference list with no heading (APS journals): from "[1]" to the end of the document.
+    """A numbered reference list with no heading (APS journals), taken out of the body wherever it runs.
 
-    The last "[1]" that starts a paragraph, or ends a sentence's run into it ("... (2020). [1] A. Author"),
-    begins it when "[2]" and "[3]" follow in order after it; the paragraph it runs on from keeps the words
-    before it. Otherwise the document has no reference list.
+    It starts at the last "[1]" that starts a paragraph, or ends a sentence's run into it ("... (2020). [1]
+    A. Author"); the paragraph it runs on from keeps the words before it. From there, paragraphs that start
+    with the next number, and the short ones that go on from an entry, are the list; body text met on the
+    way (a column set after the list's first entries) stays body, and the list goes on where the next
+    number starts a paragraph again. It counts when it has UNHEADED_ENTRIES entries at least.
     """
     for index in range(len(paragraphs) - 1, -1, -1):
         found = list(_FIRST_ENTRY.finditer(paragraphs[index].text))
-        if not found:
-            continue
-        at = found[-1].start()
-        rest = "\n".join([paragraphs[index].text[at:], *(p.text for p in paragraphs[index + 1 :])])
-        position = 0
-        for number in range(2, UNHEADED_ENTRIES + 1):
-            position = rest.find(f"[{number}] ", position)
-            if position < 0:
-                return list(paragraphs), {}
-        bibliography = _numbered_entries(rest)
-        if len(bibliography) < UNHEADED_ENTRIES:
-            return list(paragraphs), {}
-        before = paragraphs[index].text[:at].strip()
-        body = list(paragraphs[:index])
-        if before:
-            body.append(replace(paragraphs[index], text=before))
-        return body, bibliography
-    return list(paragraphs), {}
+        if found:
+            break
+    else:
+        return list(paragraphs), {}
+    at = found[-1].start()
+    before = paragraphs[index].text[:at].strip()
+    texts: list[str] = [paragraphs[index].text[at:]]
+    body = [*paragraphs[:index], *([replace(paragraphs[index], text=before)] if before else [])]
+    expected, since = 2, len(texts[0])
+    for label in _ENTRY_START.finditer(texts[0]):
+        if int(label.group(1)) == expected:
+            expected, since = expected + 1, len(texts[0]) - label.start()
+    for paragraph in paragraphs[index + 1 :]:
+        last = None  # where the last entry this paragraph starts begins (its labels run in order)
+        for label in _ENTRY_START.finditer(paragraph.text):
+            if int(label.group(1)) == expected:
+                expected, last = expected + 1, label.start()
+        if last is not None:
+            texts.append(paragraph.text)
+            since = len(paragraph.text) - last
+        elif since + len(paragraph.text) <= ENTRY_CHARS:
+            texts.append(paragraph.text)
+            since += len(paragraph.text)
+        else:
+            body.append(paragraph)
+            since = ENTRY_CHARS  # body met: only the next number goes on with the list
+    bibliography = _numbered_entries("\n".join(texts))
+    if len(bibliography) < UNHEADED_ENTRIES or "1" not in bibliography:
+        return list(paragraphs), {}
+    return body, bibliography
 
 
 def _reference_span(paragraphs: Sequence[Paragraph]) -> tuple[int, int, int] | None:

@@ -283,3 +283,36 @@ def test_link_citations_replaces_existing_citations() -> None:
 )
 def test_a_bibliography_entry_is_shown_without_empty_fields(stored: str, shown: str) -> None:
     assert readable_entry(stored) == shown
+
+
+def test_a_numbered_list_with_no_heading_is_found_and_body_text_set_after_it_stays_body() -> None:
+    # APS journals print no heading over the references; the list's first entries may stand at a column's
+    # foot with body text set after them (column balancing), and an entry may run on from the last sentence
+    paragraphs = [
+        Paragraph("Earlier work bounded the zeros [1] and their transport [2, 3].", "I. INTRODUCTION"),
+        Paragraph("We close with open problems. [1] S. Byun and J. Lee. Zeros of random", "IV. COMMENTS"),
+        Paragraph("polynomials. Trans. Amer. Math. Soc. 375, 2022.", "IV. COMMENTS"),
+        Paragraph("[2] S. O'Rourke. A nonlocal transport equation. Proc. AMS 149, 2021.", "IV. COMMENTS"),
+        Paragraph(
+            "The sharpest general statements for anti-concentration of multi-affine polynomials are those of "
+            "Meka, Nguyen and Vu, for which the conjecture lies well beyond the bounds known today; we note "
+            "that a positive answer would upgrade the theorem to hold for every exponent at once, and that "
+            "the only assumptions used are the conclusions of the two lemmas above, which we state again.",
+            "IV. COMMENTS",
+        ),
+        Paragraph("[3] T. Alazard and O. Lazar. On the dynamics of roots. J. Math. Pures Appl. 162, 2022."),
+    ]
+    body, bibliography = split_references(paragraphs)
+    assert sorted(bibliography) == ["1", "2", "3"]
+    assert bibliography["1"].text.startswith("S. Byun and J. Lee. Zeros of random polynomials.")
+    assert [p.text[:30] for p in body] == [
+        "Earlier work bounded the zeros",
+        "We close with open problems.",
+        "The sharpest general statement",
+    ]
+
+
+def test_a_lone_bracketed_number_in_the_body_is_no_reference_list() -> None:
+    paragraphs = [Paragraph("As shown in [1], the bound holds."), Paragraph("[1] is the usual form.")]
+    body, bibliography = split_references(paragraphs)
+    assert bibliography == {} and body == paragraphs
