@@ -723,6 +723,8 @@ def _set_apart(line: Line) -> bool:
     if len(words) > 10 or line.text.endswith((".", ":")) and not NUMBERED.fullmatch(line.text + " "):
         return False
     numbered = bool(NUMBERED.match(line.text)) and len(words) >= 2
+    if not re.search(r"[^\W\d_]{3}", line.text):  # initials and numbers ("P. M., 2020, 642"): no title
+        return False
     if line.caps:
         return numbered or bool(CAPS_HEADING_WORD.match(re.sub(r"\s+", "", line.text)))
     return line.italic and numbered

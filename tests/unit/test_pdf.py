@@ -142,3 +142,27 @@ def test_not_a_pdf_and_a_pdf_without_text(tmp_path: Path) -> None:
     fake.write_text("plain text with a .pdf name")
     with pytest.raises(LoadError, match="corrupt or unreadable PDF"):
         load_path(fake)
+
+
+def _line(text: str, font: str = "SFRM1000", size: float = 10.0) -> pdf.Line:
+    return pdf.Line([pdf.Piece(50, 100, 50 + 5 * len(text), 110, text, size, font, False)], page=0)
+
+
+@pytest.mark.parametrize(
+    ("text", "font", "heading"),
+    [
+        ("III. THE SIMULATED PROOF", "NimbusRomNo9L-Regu", True),  # IEEE: numbered, in capitals
+        ("2.1. Data sets", "SFTI1000", True),  # Elsevier: numbered, in italic
+        ("REFERENCES", "SFRM1000", True),  # a heading word in capitals
+        ("P. M., 2020, , 642, A223", "SFRM1000", False),  # a reference entry's initials and numbers
+        ("NASA AND ESA", "SFRM1000", False),  # capitals, but neither numbered nor a heading word
+        ("2. We propose a method.", "SFTI1000", False),  # a sentence
+    ],
+)
+def test_headings_set_apart_by_capitals_or_italics(text: str, font: str, heading: bool) -> None:
+    assert pdf._set_apart(_line(text, font)) is heading
+
+
+def test_bold_is_known_by_the_face_name_where_the_weight_says_nothing() -> None:
+    assert pdf.BOLD_FONT.search("SFBX1200") and pdf.BOLD_FONT.search("NimbusRomNo9L-Medi")
+    assert not pdf.BOLD_FONT.search("SFRM1000") and not pdf.BOLD_FONT.search("NimbusRomNo9L-Regu")
