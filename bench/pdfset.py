@@ -14,7 +14,11 @@ produces both the LaTeX and the truth text, so they agree by construction.
 `--producer chromium` writes the same papers as HTML and prints them with Debian's Chromium (headless,
 `--print-to-pdf`, its own header and footer kept: date, page title, file URL and "n/m" are the page furniture
 a browser adds), in four layouts: one or two columns (a wrapper element with `column-count`: Chromium prints
-a body that is itself a multi-column box as one cut page), justified or ragged. Its truth has no footnotes
+a body that is itself a multi-column box as one cut page), justified or ragged. `--producer office` writes
+them as DOCX (python-docx: Word's Title and Heading styles, a running head in the header, one or two
+columns, justified or not) converted by LibreOffice (`soffice --headless --convert-to pdf`, Debian's
+libreoffice-writer-nogui). `--producer journals` sets them in nine journal classes (JOURNALS). The browser
+and office truths have no footnotes
 and no display equations; the page title is the running head the reader must leave out.
 """
 
@@ -534,6 +538,83 @@ def produce_html(
             "compile_seconds": round(result["seconds"], 2)}  # fmt: skip
 
 
+def docx_file(truth: dict[str, Any], layout: str, path: Path) -> None:
+    """The paper of `truth` as a Word document (python-docx): Word's own styles, a running head."""
+    from docx import Document as Docx
+    from docx.enum.text import WD_ALIGN_PARAGRAPH
+    from docx.oxml.ns import qn
+    from docx.shared import Pt
+
+    columns, align = layout.split("-")
+    document = Docx()
+    section = document.sections[0]
+    section.header.paragraphs[0].text = RIGHT_HEAD
+    if columns == "2col":  # python-docx has no call for columns: the section's w:cols, as Word writes it
+        cols = section._sectPr.xpath("./w:cols")
+        element = cols[0] if cols else section._sectPr.makeelement(qn("w:cols"), {})
+        element.set(qn("w:num"), "2")
+        element.set(qn("w:space"), "360")
+        if not cols:
+            section._sectPr.append(element)
+    document.add_heading(truth["title"], level=0)
+    authors = document.add_paragraph(truth["authors"])
+    authors.alignment = WD_ALIGN_PARAGRAPH.CENTER
+    body_align = WD_ALIGN_PARAGRAPH.JUSTIFY if align == "justified" else WD_ALIGN_PARAGRAPH.LEFT
+    current = None
+    for paragraph in truth["paragraphs"]:
+        if paragraph["section"] != current:
+            current = paragraph["section"]
+            document.add_heading(current, level=1)
+        written = document.add_paragraph(paragraph["text"])
+        written.alignment = body_align
+        written.paragraph_format.first_line_indent = Pt(14)
+    document.add_heading("References", level=1)
+    for reference in truth["references"]:
+        label = f"[{reference['label']}] " if truth["citation_style"] == "numbered" else ""
+        entry = document.add_paragraph(label + reference["text"])
+        entry.paragraph_format.left_indent = Pt(14)
+        entry.paragraph_format.first_line_indent = Pt(-14)
+        for run in entry.runs:
+            run.font.size = Pt(9)
+    document.save(path)
+
+
+def produce_docx(
+    rec: dict[str, Any], layout: str, style: str, args: argparse.Namespace
+) -> dict[str, Any] | None:
+    """One paper as a DOCX converted by LibreOffice (`soffice --headless --convert-to pdf`)."""
+    name = f"{re.sub(r'[/.]', '_', rec['paper_id'])}-office-{layout}-{style}"
+    truth = build(rec, "1col", style, args.max_paragraphs, set(), args.font)["truth"]
+    truth |= {"layout": f"office-{layout}", "footnotes": [], "display_equations": 0}
+    truth["running_heads"] = [RIGHT_HEAD]
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pdfset-") as tmp:
+        source = args.out / f"{name}.docx"
+        docx_file(truth, layout, source)
+        command = ["soffice", f"-env:UserInstallation=file://{tmp}/profile", "--headless",
+                   "--convert-to", "pdf", "--outdir", str(args.out), str(source)]  # fmt: skip
+        try:
+            subprocess.run(command, capture_output=True, timeout=180, check=False)
+        except subprocess.TimeoutExpired:
+            print(f"{name}: soffice timed out", flush=True)
+            return None
+    target = args.out / f"{name}.pdf"
+    if not target.exists():
+        print(f"{name}: soffice wrote no PDF", flush=True)
+        return None
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(target)
+    pages = len(pdf)
+    pdf.close()
+    truth = {"name": name, **truth, "pages": pages}
+    (args.out / f"{name}.json").write_text(json.dumps(truth, ensure_ascii=False, indent=1) + "\n")
+    return {"name": name, "paper_id": rec["paper_id"], "layout": f"office-{layout}", "citation_style": style,
+            "pages": pages, "paragraphs": len(truth["paragraphs"]), "sections": len(truth["sections"]),
+            "references": len(truth["references"]),
+            "compile_seconds": round(time.monotonic() - start, 2)}  # fmt: skip
+
+
 def main() -> int:
     """Select papers, typeset them in parallel, write index.json and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -546,7 +627,9 @@ def main() -> int:
         "--skip", type=int, default=0, help="leave out the first N eligible papers (a held-out set)"
     )
     parser.add_argument("--font", choices=("lmodern", "times"), default="lmodern")
-    parser.add_argument("--producer", choices=("pdflatex", "journals", "chromium"), default="pdflatex")
+    parser.add_argument(
+        "--producer", choices=("pdflatex", "journals", "chromium", "office"), default="pdflatex"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     with (args.unarxive / "papers.jsonl").open(encoding="utf-8") as handle:
@@ -565,6 +648,9 @@ def main() -> int:
     start = time.monotonic()
     if args.producer == "journals":  # each class of JOURNALS in turn, in its own citation style
         combos, make = [(journal, "") for journal in JOURNALS], produce
+    elif args.producer == "office":  # the Chromium family's layouts, written by Word's model
+        combos = [(HTML_LAYOUTS[i % 4], ("numbered", "authoryear")[i // 4 % 2]) for i in range(8)]
+        make = produce_docx
     elif args.producer == "chromium":  # each layout with both citation styles, in turn
         combos = [(HTML_LAYOUTS[i % 4], ("numbered", "authoryear")[i // 4 % 2]) for i in range(8)]
         make = produce_html
