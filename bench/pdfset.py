@@ -508,34 +508,55 @@ def print_html(page: str, name: str, out: Path) -> dict[str, Any]:
             return {"ok": False, "error": "chromium timed out after 120 s", "line": None}
     if not target.exists():
         return {"ok": False, "error": "chromium wrote no PDF", "line": None}
+    return {"ok": True, "pages": pdf_pages(target), "seconds": time.monotonic() - start}
+
+
+def page_truth(
+    rec: dict[str, Any], family: str, layout: str, style: str, args: argparse.Namespace
+) -> tuple[str, dict[str, Any]]:
+    """(file name, truth) of a paper made by another producer than pdflatex: no footnotes, no displays."""
+    name = f"{re.sub(r'[/.]', '_', rec['paper_id'])}-{family}-{layout}-{style}"
+    truth = build(rec, "1col", style, args.max_paragraphs, set(), args.font)["truth"]
+    truth |= {"layout": f"{family}-{layout}", "footnotes": [], "display_equations": 0}
+    truth["running_heads"] = [RIGHT_HEAD]
+    return name, truth
+
+
+def written(
+    rec: dict[str, Any], name: str, truth: dict[str, Any], pages: int, seconds: float, out: Path
+) -> dict[str, Any]:
+    """Write a made paper's truth beside its PDF; its row of the set's table."""
+    truth = {"name": name, **truth, "pages": pages}
+    (out / f"{name}.json").write_text(json.dumps(truth, ensure_ascii=False, indent=1) + "\n")
+    return {"name": name, "paper_id": rec["paper_id"], "layout": truth["layout"],
+            "citation_style": truth["citation_style"], "pages": pages, "paragraphs": len(truth["paragraphs"]),
+            "sections": len(truth["sections"]), "references": len(truth["references"]),
+            "compile_seconds": round(seconds, 2)}  # fmt: skip
+
+
+def pdf_pages(path: Path) -> int:
+    """How many pages a PDF has."""
     import pypdfium2 as pdfium
 
-    pdf = pdfium.PdfDocument(target)
-    pages = len(pdf)
-    pdf.close()
-    return {"ok": True, "pages": pages, "seconds": time.monotonic() - start}
+    pdf = pdfium.PdfDocument(path)
+    try:
+        return len(pdf)
+    finally:
+        pdf.close()
 
 
 def produce_html(
     rec: dict[str, Any], layout: str, style: str, args: argparse.Namespace
 ) -> dict[str, Any] | None:
     """One paper as HTML printed by Chromium, its truth from the same cleaning as the LaTeX family's."""
-    name = f"{re.sub(r'[/.]', '_', rec['paper_id'])}-html-{layout}-{style}"
-    truth = build(rec, "1col", style, args.max_paragraphs, set(), args.font)["truth"]
-    truth |= {"layout": f"html-{layout}", "footnotes": [], "display_equations": 0}
-    truth["running_heads"] = [RIGHT_HEAD]
+    name, truth = page_truth(rec, "html", layout, style, args)
     page = html_page(truth, layout, args.font)
     (args.out / f"{name}.html").write_text(page, encoding="utf-8")
     result = print_html(page, name, args.out)
     if not result["ok"]:
         print(f"{name}: {result['error']}", flush=True)
         return None
-    truth = {"name": name, **truth, "pages": result["pages"]}
-    (args.out / f"{name}.json").write_text(json.dumps(truth, ensure_ascii=False, indent=1) + "\n")
-    return {"name": name, "paper_id": rec["paper_id"], "layout": f"html-{layout}", "citation_style": style,
-            "pages": result["pages"], "paragraphs": len(truth["paragraphs"]),
-            "sections": len(truth["sections"]), "references": len(truth["references"]),
-            "compile_seconds": round(result["seconds"], 2)}  # fmt: skip
+    return written(rec, name, truth, result["pages"], result["seconds"], args.out)
 
 
 def docx_file(truth: dict[str, Any], layout: str, path: Path) -> None:
@@ -583,10 +604,7 @@ def produce_docx(
     rec: dict[str, Any], layout: str, style: str, args: argparse.Namespace
 ) -> dict[str, Any] | None:
     """One paper as a DOCX converted by LibreOffice (`soffice --headless --convert-to pdf`)."""
-    name = f"{re.sub(r'[/.]', '_', rec['paper_id'])}-office-{layout}-{style}"
-    truth = build(rec, "1col", style, args.max_paragraphs, set(), args.font)["truth"]
-    truth |= {"layout": f"office-{layout}", "footnotes": [], "display_equations": 0}
-    truth["running_heads"] = [RIGHT_HEAD]
+    name, truth = page_truth(rec, "office", layout, style, args)
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pdfset-") as tmp:
         source = args.out / f"{name}.docx"
@@ -602,17 +620,7 @@ def produce_docx(
     if not target.exists():
         print(f"{name}: soffice wrote no PDF", flush=True)
         return None
-    import pypdfium2 as pdfium
-
-    pdf = pdfium.PdfDocument(target)
-    pages = len(pdf)
-    pdf.close()
-    truth = {"name": name, **truth, "pages": pages}
-    (args.out / f"{name}.json").write_text(json.dumps(truth, ensure_ascii=False, indent=1) + "\n")
-    return {"name": name, "paper_id": rec["paper_id"], "layout": f"office-{layout}", "citation_style": style,
-            "pages": pages, "paragraphs": len(truth["paragraphs"]), "sections": len(truth["sections"]),
-            "references": len(truth["references"]),
-            "compile_seconds": round(time.monotonic() - start, 2)}  # fmt: skip
+    return written(rec, name, truth, pdf_pages(target), time.monotonic() - start, args.out)
 
 
 def main() -> int:
