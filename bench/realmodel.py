@@ -6,6 +6,7 @@ a time, `json_object` with a schema as its only structured output, formats follo
 
     python bench/realmodel.py profiles [--questions 4] [--out bench/results/realmodel-profiles.json]
     python bench/realmodel.py abstain --scifact ../shared/data/scifact [--answerable 20 --unanswerable 20]
+    python bench/realmodel.py window --scifact ../shared/data/scifact [--claims 12 --reports 3]
 
 `profiles`: direct answers over the bundled sample corpus (and one report) with `full` and `lean`, each
 question in both profiles one after the other: wall time, requests, input and output tokens, malformed
@@ -58,6 +59,7 @@ QUESTIONS = [
     "Who won the 1998 FIFA World Cup final?",
 ]
 REPORT = "Write a report on the atmosphere of GJ 486b and how it was observed."
+SAMPLE_REPORT = "Compare Chemformer and LocalRetro for multi-step retrosynthesis"
 
 
 class RequestTimer(BaseCallbackHandler):
@@ -239,6 +241,103 @@ def abstain(args: argparse.Namespace) -> None:
     )
 
 
+class PromptSizes(BaseCallbackHandler):
+    """Each answered request's prompt tokens as the server counted them, and the refusals for length."""
+
+    def __init__(self) -> None:
+        self.prompts: list[int] = []
+        self.refused = 0
+
+    def on_llm_end(self, response: Any, **kwargs: Any) -> None:
+        usage = ((response.llm_output or {}).get("token_usage") or {}) if response is not None else {}
+        if usage.get("prompt_tokens"):
+            self.prompts.append(int(usage["prompt_tokens"]))
+
+    def on_llm_error(self, error: BaseException, **kwargs: Any) -> None:
+        self.refused += "maximum context length" in str(error)
+
+
+def window(args: argparse.Namespace) -> None:
+    """The README's recipe (SmolLM2, --n_ctx 8192, nothing set) over about 40 SciFact abstracts: lost?"""
+    from abstain import build
+
+    if args.sample:  # the bundled sample's long paragraphs: the README's own question, and reports
+        args.index.mkdir(parents=True, exist_ok=True)
+        with Index.open(args.index) as index:
+            index.ingest([SAMPLE])
+        size = 3
+        asked = [(question, "auto") for question in QUESTIONS[: args.claims]]
+        asked += [(REPORT, "report"), (SAMPLE_REPORT, "report")][: args.reports]
+    else:
+        claims, size = build(
+            args.scifact, args.index, args.claims, args.unanswerable, args.others, args.seed, half=1
+        )
+        asked = [(claims[c][0], "auto") for c in sorted(claims)]
+        asked += [(f"Write a report on the evidence about this claim: {claims[c][0]}", "report")
+                  for c in sorted(claims)[: args.reports]]  # fmt: skip
+    rows = []
+    with tempfile.TemporaryDirectory() as folder, llama_server(Path(folder)) as url:
+        os.environ["OPENAI_BASE_URL"] = url
+        for question, route in asked:
+            sizes = PromptSizes()
+            context = Context(model=MODEL, index_dir=str(args.index), route=route, profile=args.profile)
+            started = time.perf_counter()
+            try:
+                result = asyncio.run(
+                    graph.ainvoke({"messages": [("user", question)]}, {"callbacks": [sizes]}, context=context)
+                )
+                error = result.get("error")
+            except Exception as raised:  # a question lost outside the graph's own error handling
+                result, error = {}, {"kind": type(raised).__name__, "message": str(raised)[:300]}
+            usage = result.get("usage", {})
+            rows.append(
+                {
+                    "route": result.get("route") or route,
+                    "seconds": round(time.perf_counter() - started, 1),
+                    "requests": sum(u["calls"] for u in usage.values()),
+                    "prompt tokens": sum(u["input_tokens"] for u in usage.values()),
+                    "largest prompt": max(sizes.prompts, default=0),
+                    "refused for length": sizes.refused,
+                    "window fallbacks": sum(
+                        "context window" in d["reason"] for d in result.get("degraded", [])
+                    ),
+                    "lost": bool(error),
+                    "error": error,
+                    "shown": bool(result.get("answer")) and not error,
+                    "abstained": str(result.get("answer", "")).startswith(NO_ANSWER),
+                    "question": question,
+                    "answer": str(result.get("answer", ""))[:400],
+                    "by_stage": {stage: u["calls"] for stage, u in usage.items()},
+                    "degraded": [(d["stage"], d["reason"][:160]) for d in result.get("degraded", [])],
+                }
+            )
+            print({k: rows[-1][k] for k in list(rows[-1])[:9]}, flush=True)
+    summary = []
+    for route in ("direct", "report"):
+        picked = [r for r in rows if r["route"] == route]
+        if picked:
+            summary.append(
+                {
+                    "route": route,
+                    "asked": len(picked),
+                    "lost": sum(r["lost"] for r in picked),
+                    "answered": sum(r["shown"] and not r["abstained"] for r in picked),
+                    "abstained": sum(r["abstained"] for r in picked),
+                    "refused for length": sum(r["refused for length"] for r in picked),
+                    "window fallbacks": sum(r["window fallbacks"] for r in picked),
+                    "largest prompt": max(r["largest prompt"] for r in picked),
+                    "median prompt tokens": statistics.median(r["prompt tokens"] for r in picked),
+                    "median requests": statistics.median(r["requests"] for r in picked),
+                    "median s": statistics.median(r["seconds"] for r in picked),
+                }
+            )
+    what = "the bundled sample's 3 papers" if args.sample else f"{size} SciFact abstracts"
+    print(f"SmolLM2-135M on llama-cpp-python --n_ctx 8192 (the README's recipe), {what}, {args.profile}")
+    print_table(summary, list(summary[0]))
+    save(args.out, {"machine": machine(), "corpus": what, "profile": args.profile, "summary": summary,
+                    "rows": rows})  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -258,8 +357,19 @@ def main() -> None:
     two.add_argument(
         "--out", type=Path, default=ROOT / "bench" / "results" / "realmodel-abstain-scifact.json"
     )
+    three = commands.add_parser("window")
+    three.add_argument("--scifact", type=Path)
+    three.add_argument("--sample", action="store_true", help="the bundled sample instead of SciFact")
+    three.add_argument("--profile", choices=("auto", "full", "lean"), default="auto")
+    three.add_argument("--index", type=Path, default=Path("bench/.cache/realmodel-window"))
+    three.add_argument("--claims", type=int, default=12)
+    three.add_argument("--unanswerable", type=int, default=4)
+    three.add_argument("--others", type=int, default=27)
+    three.add_argument("--reports", type=int, default=3)
+    three.add_argument("--seed", type=int, default=11)
+    three.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "realmodel-window.json")
     args = parser.parse_args()
-    profiles(args) if args.command == "profiles" else abstain(args)
+    {"profiles": profiles, "abstain": abstain, "window": window}[args.command](args)
 
 
 if __name__ == "__main__":
