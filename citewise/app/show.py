@@ -92,8 +92,10 @@ def _print(reading: Reading) -> None:
         typer.echo(f"left out as {label}: {count}")
         for text in reading.dropped.get(kind, []):
             typer.echo("  - " + textwrap.shorten(text, 104, placeholder=" ..."))
+    if reading.ocr_pages:
+        typer.echo(f"pages read by OCR (no text layer): {', '.join(map(str, reading.ocr_pages))}")
     if reading.pages_without_text:
-        typer.echo(f"pages with no text layer: {', '.join(map(str, reading.pages_without_text))}")
+        typer.echo(f"pages with no text: {', '.join(map(str, reading.pages_without_text))}")
     typer.echo("warnings: " + ("none" if not reading.warnings else ""))
     for warning in reading.warnings:
         typer.echo(f"  ! {warning}")

@@ -46,6 +46,7 @@ class Reading:
     dropped: dict[str, list[str]] = field(default_factory=dict)
     dropped_counts: dict[str, int] = field(default_factory=dict)
     pages_without_text: list[int] = field(default_factory=list)
+    ocr_pages: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     doc_id: str = ""
 
@@ -158,8 +159,14 @@ def _add_layout(reading: Reading, layout: Any) -> None:
     with_text = {line.page for line in layout.lines}
     reading.pages = layout.pages
     reading.pages_without_text = [n + 1 for n in range(layout.pages) if n not in with_text]
+    reading.ocr_pages = [n + 1 for n in layout.ocr_pages]
     if reading.pages_without_text:
         pages = ", ".join(str(n) for n in reading.pages_without_text[:10])
         reading.warnings.append(
-            f"pages with no text layer (scanned?): {pages}; their words are not in the index"
+            f"pages with no text (scanned, and not read by OCR?): {pages}; their words are not in the index"
+        )
+    if reading.ocr_pages:
+        pages = ", ".join(str(n) for n in reading.ocr_pages[:10])
+        reading.warnings.append(
+            f"pages read by OCR: {pages}; words may be misread, and headings are found by size only"
         )

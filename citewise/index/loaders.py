@@ -438,6 +438,11 @@ def _load_pdf(path: Path) -> list[Document]:
     layout = read_pdf_layout(path)
     lines = list(iter_text(layout.lines))
     if not lines:
+        if layout.image_pages:
+            from citewise.index.ocr import INSTALL_HINT, available
+
+            why = INSTALL_HINT if not available() else "OCR found no words on them"
+            raise LoadError(f"no text layer: its pages are images (a scan?); {why}")
         raise LoadError("no extractable text (scanned PDF?)")
     indent = 0.6 * layout.body_size
     titles = " ".join(line.text for line in lines if line.kind == "title")
@@ -450,7 +455,10 @@ def _load_pdf(path: Path) -> list[Document]:
         return pdf_document(path, pages, layout.metadata_title or titles)
     title = titles or _metadata_title(layout.metadata_title)  # the page's own title before the metadata's
     paragraphs = _unbroken(_layout_paragraphs(lines, layout.body_size))
-    return _finish(path, title, paragraphs, {"pages": layout.pages})
+    metadata: dict[str, Any] = {"pages": layout.pages}
+    if layout.ocr_pages:
+        metadata["ocr_pages"] = [n + 1 for n in layout.ocr_pages]
+    return _finish(path, title, paragraphs, metadata)
 
 
 def _layout_paragraphs(lines: list[Line], body_size: float) -> list[Paragraph]:

@@ -171,6 +171,10 @@ class Layout:
     pages: int
     metadata_title: str
     body_size: float
+    ocr_pages: list[int] = field(default_factory=list)
+    """Pages (0-based) read by OCR: they had an image and no text layer."""
+    image_pages: list[int] = field(default_factory=list)
+    """Pages (0-based) with an image and no text layer that were not read (no OCR engine, or it failed)."""
 
 
 def read_layout(path: Path, data: bytes) -> Layout:
@@ -189,10 +193,14 @@ def read_layout(path: Path, data: bytes) -> Layout:
         raise PdfReadError(f"corrupt or unreadable PDF ({error})") from error
     try:
         title = str(pdf.get_metadata_dict().get("Title") or "")
-        pages = []
+        pages, ocr_pages, image_pages = [], [], []
         for number in range(len(pdf)):
             try:
-                pages.append(page_lines(pdf, number))
+                lines = page_lines(pdf, number)
+                if not lines and _has_image(pdf, number):
+                    lines = _ocr_lines(pdf, number, path)
+                    (ocr_pages if lines else image_pages).append(number)
+                pages.append(lines)
             except (pdfium.PdfiumError, ValueError, OSError) as error:
                 logger.warning("%s: page %d skipped: %s", path, number + 1, error)
                 pages.append([])
@@ -211,7 +219,30 @@ def read_layout(path: Path, data: bytes) -> Layout:
     ordered = _join_wrapped_headings(ordered)
     _mark_starts(ordered, body)
     ordered = _split_run_in_headings(ordered)
-    return Layout(ordered, count, title, body)
+    return Layout(ordered, count, title, body, ocr_pages, image_pages)
+
+
+def _has_image(pdf: object, number: int) -> bool:
+    """Whether a page draws an image (a scan; a blank page has none)."""
+    import pypdfium2.raw as raw
+
+    return any(True for _ in pdf[number].get_objects(filter=[raw.FPDF_PAGEOBJ_IMAGE]))  # type: ignore[index]
+
+
+def _ocr_lines(pdf: object, number: int, path: Path) -> list[Line]:
+    """A page with no text layer read by OCR (`citewise.index.ocr`); no lines without an OCR engine."""
+    from citewise.index import ocr
+
+    if not ocr.available():
+        return []
+    page = pdf[number]  # type: ignore[index]
+    try:
+        pieces = ocr.page_pieces(page, page.get_height())
+    except ocr.OcrError as error:
+        logger.warning("%s: page %d has no text layer and OCR failed: %s", path, number + 1, error)
+        return []
+    logger.info("%s: page %d read by OCR (%d words)", path, number + 1, len(pieces))
+    return _group_lines(pieces, number)
 
 
 # --- pages into lines ----------------------------------------------------------------------------------

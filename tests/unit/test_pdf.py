@@ -2,7 +2,8 @@
 page numbers, footnotes or display equations in the text, words broken over lines made whole, and a
 bibliography linked to the citations. The PDFs are made from the sources beside them (tests/data/pdf,
 `make`): by pdflatex, one two-column paper with numbered citations and one single-column with author-year;
-by Chromium from HTML, one justified two-column page with the browser's own header and footer.
+by Chromium from HTML, one justified two-column page with the browser's own header and footer; that page
+scanned (tests/data/scans: 300 dpi, black and white, no text layer) for OCR.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import pytest
 
 from citewise.index import pdf
 from citewise.index.loaders import LoadError, load_path
+from citewise.index.ocr import available as ocr_available
 
 PAPERS = Path(__file__).parent.parent / "data" / "pdf"
+SCANS = Path(__file__).parent.parent / "data" / "scans"
 FURNITURE = (
     "citewise test papers",
     "Footnote text",
@@ -166,3 +169,47 @@ def test_headings_set_apart_by_capitals_or_italics(text: str, font: str, heading
 def test_bold_is_known_by_the_face_name_where_the_weight_says_nothing() -> None:
     assert pdf.BOLD_FONT.search("SFBX1200") and pdf.BOLD_FONT.search("NimbusRomNo9L-Medi")
     assert not pdf.BOLD_FONT.search("SFRM1000") and not pdf.BOLD_FONT.search("NimbusRomNo9L-Regu")
+
+
+def test_tesseract_words_become_pieces_in_page_points_with_a_size_per_line() -> None:
+    from citewise.index.ocr import words_as_pieces
+
+    tsv = "\n".join(
+        [
+            "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext",
+            "5\t1\t1\t1\t1\t1\t300\t300\t250\t50\t96\tResults",  # 7 letters 250 px wide: large type
+            "5\t1\t2\t1\t1\t1\t300\t500\t150\t40\t95\tTidal",
+            "5\t1\t2\t1\t1\t2\t470\t500\t130\t40\t95\theating",
+            "5\t1\t2\t1\t1\t3\t620\t500\t0\t0\t-1\t ",  # an empty word: skipped
+        ]
+    )
+    pieces = words_as_pieces(tsv, height=792.0, points_per_pixel=72 / 300)
+    assert [p.text for p in pieces] == ["Results", "Tidal", "heating"]
+    heading, body = pieces[0], pieces[1]
+    assert heading.size > body.size  # from the letters' width, not the box's height
+    assert body.left == pytest.approx(72.0) and body.bottom == pytest.approx(792 - 540 * 72 / 300)
+    assert pieces[1].bottom == pieces[2].bottom and pieces[1].font == "OCR"
+
+
+@pytest.mark.skipif(not ocr_available(), reason="Tesseract is not installed (apt-get install tesseract-ocr)")
+def test_a_page_with_no_text_layer_is_read_by_ocr() -> None:
+    # the browser-printed page as a 300 dpi bilevel scan: an image and no text objects
+    (document,) = load_path(SCANS / "spectrum-scan.pdf")
+    assert document.metadata == {"pages": 1, "ocr_pages": [1]}
+    assert document.title == "Sharing radio spectrum between dense cellular networks"
+    assert [p.section for p in document.paragraphs][:2] == ["Abstract", "1 Introduction"]
+    written = re.findall(r"<p>([^<]+)</p>", (PAPERS / "spectrum.html").read_text(encoding="utf-8"))[:10]
+    words = [w for text in written for w in re.findall(r"\w+", text)]
+    read_words = set(re.findall(r"\w+", " ".join(p.text for p in document.paragraphs)))
+    assert sum(w in read_words for w in words) / len(words) >= 0.95
+    assert len(document.paragraphs) == 10 and sorted(document.bibliography) == ["1", "2", "3"]
+
+
+def test_without_an_ocr_engine_a_scan_is_refused_with_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from citewise.index import ocr
+
+    monkeypatch.setattr(ocr, "available", lambda: False)
+    with pytest.raises(LoadError, match="apt-get install tesseract-ocr"):
+        load_path(SCANS / "spectrum-scan.pdf")
