@@ -10,6 +10,7 @@ Without Tesseract, a PDF of such pages is refused with what to install.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -26,6 +27,8 @@ OCR_TIMEOUT = 180.0
 EM_OF_CHAR = 0.5
 """A letter's mean width as a share of its type size (about half an em in text faces; wider in bold, so a
 bold heading reads as larger, which is what sets it apart)."""
+LABEL = re.compile(r"\[(\d{1,3})\]?|(?<!\S)\[?(\d{1,3})\]")
+"""A numbered entry's label as OCR reads it, one bracket or both kept."""
 INSTALL_HINT = "install Tesseract to read them by OCR (Debian: apt-get install tesseract-ocr)"
 
 
@@ -85,6 +88,9 @@ def words_as_pieces(tsv: str, height: float, points_per_pixel: float) -> list[Pi
         if size <= 0:
             continue
         base = height - bottom * points_per_pixel  # the line box's foot, in points from the page's foot
+        label = LABEL.fullmatch(words[0][11])
+        if label:  # a reference entry's "[15]" read as "[15" or "15]"
+            words[0][11] = f"[{label.group(1) or label.group(2)}]"
         for w in words:
             left = int(w[6]) * points_per_pixel
             right = (int(w[6]) + int(w[8])) * points_per_pixel
