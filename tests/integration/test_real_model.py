@@ -23,13 +23,14 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 from support.langgraph_dev import langgraph_dev
-from support.llama_server import MODEL_ALIAS, llama_server, missing, single_request_seconds
+from support.llama_server import CONTEXT_WINDOW, MODEL_ALIAS, llama_server, missing, single_request_seconds
 
 from citewise.app.memory import open_checkpointer
 from citewise.context import Context
 from citewise.core.evidence import NO_ANSWER
 from citewise.graph.query import builder
 from citewise.index import Index
+from citewise.models import LLM, PromptTooLong, Servers
 
 pytestmark = [pytest.mark.integration, pytest.mark.realmodel]
 
@@ -119,6 +120,22 @@ async def test_direct_answers_are_cited_or_honest_in_few_requests(
     within(real_model, started)
     check_honest(second, sample_index)
     assert calls(second) <= LEAN_REQUESTS, second["usage"]
+
+
+async def test_the_servers_refusal_for_length_teaches_its_window(real_model: float) -> None:
+    # llama-cpp-python says its context window nowhere but in a refusal: it is learnt from that, with the
+    # prompt's size in SmolLM2's own tokens, and the question is not lost to a bad URL or key
+    llm = LLM(f"openai/{MODEL_ALIAS}", Context(model=f"openai/{MODEL_ALIAS}"), servers=Servers())
+    assert llm.context_window() is None
+    sentence = "Transmission spectroscopy measures starlight filtered through a planet's atmosphere. "
+    with pytest.raises(PromptTooLong):
+        await llm.text(sentence * 700, stage="answer")  # about 11,000 tokens
+    assert llm.context_window() == CONTEXT_WINDOW
+    # learnt from the tokens the refusal counted (this repeated sentence: about 7 characters a token)
+    assert llm.facts.chars_per_token is not None and llm.facts.chars_per_token > 2.0
+    with pytest.raises(PromptTooLong):  # known too long now: refused here, without a request
+        await asyncio.wait_for(llm.text(sentence * 700, stage="answer"), timeout=5)
+    assert await llm.text("Say hello in one word.", stage="answer")  # the server still answers
 
 
 async def test_a_report_has_at_least_two_sections(real_model: float, sample_index: Path) -> None:
