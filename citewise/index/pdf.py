@@ -559,11 +559,11 @@ def _mark_furniture(pages: list[list[Line]]) -> None:
 
 
 STAMP = re.compile(
-    r"\b[a-z][a-z+.-]{1,9}:\s?//|\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{1,2}\s?:\s?\d{2}\s?(?:[AP]M)\b"
-    r"|^\d{1,4}\s?/\s?\d{1,4}$",
+    r"[a-z][a-z+.-]{1,9}://\S+|\d{1,2}/\d{1,2}/\d{2,4},?(?:\d{1,2}:\d{2}(?:[AP]M)?)?|\d{1,4}/\d{1,4}",
     re.IGNORECASE,
 )
-"""What a browser or office program stamps in a page's margin: a URL, a date or time, a page counter "3/7"."""
+"""What a browser or office program stamps in a page's margin, as a whole line (spaces aside): a URL, a
+date (and time), a page counter "3/7". A reference entry's "Available at https://..." is no stamp."""
 
 
 def _mark_stamps(lines: list[Line]) -> None:
@@ -581,7 +581,8 @@ def _mark_stamps(lines: list[Line]) -> None:
         [line for line in text if line.top >= highest - 1],
         [line for line in text if line.bottom <= lowest + 1],
     ):
-        if row and all(line.size <= 0.9 * size for line in row) and any(STAMP.search(x.text) for x in row):
+        stamped = any(STAMP.fullmatch(re.sub(r"\s", "", x.text)) for x in row)
+        if row and stamped and all(line.size <= 0.9 * size for line in row):
             for line in row:
                 line.kind = "furniture"
 

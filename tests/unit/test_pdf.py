@@ -213,3 +213,16 @@ def test_without_an_ocr_engine_a_scan_is_refused_with_what_to_install(
     monkeypatch.setattr(ocr, "available", lambda: False)
     with pytest.raises(LoadError, match="apt-get install tesseract-ocr"):
         load_path(SCANS / "spectrum-scan.pdf")
+
+
+def test_margin_stamps_are_furniture_and_a_reference_with_a_url_is_not() -> None:
+    def line(text: str, bottom: float, size: float) -> pdf.Line:
+        return pdf.Line([pdf.Piece(50, bottom, 300, bottom + size, text, size, "SFRM1000", False)], page=0)
+
+    body = [line(f"Body line {n} of the page.", 700 - 20 * n, 10.0) for n in range(5)]
+    entry = line("[16] A. Author. A paper. Available at https://arxiv.org/abs/2101.00001", 40, 8.0)
+    pdf._mark_stamps([*body, entry])
+    assert entry.kind == "text"  # the last line of a reference list in small type stays in the list
+    stamp = line("file:///home/user/paper.html", 20, 8.0)
+    pdf._mark_stamps([*body, stamp])
+    assert stamp.kind == "furniture" and all(b.kind == "text" for b in body)
