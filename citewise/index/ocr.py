@@ -2,7 +2,7 @@
 
 A scanned page holds an image and no text objects. When Debian's `tesseract` (tesseract-ocr, with its
 English data) is on the PATH, the page is rendered at OCR_DPI by PDFium and Tesseract's words (its TSV:
-each word's box, grouped in lines) become `Piece`s in the page's own coordinates, one type size per line
+each word's box, grouped in lines) become `Word`s in the page's own coordinates, one type size per line
 from its letters' mean width; `citewise.index.pdf` then reads them as it reads any page: lines, columns,
 headings by size, paragraphs. Bold and italic are not known (Tesseract 5 does not report fonts).
 Without Tesseract, a PDF of such pages is refused with what to install.
@@ -15,10 +15,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from citewise.index.pdf import Piece
+from typing import NamedTuple
 
 OCR_DPI = 300
 """Resolution pages are rendered at for OCR (Tesseract reads 300 dpi best)."""
@@ -32,6 +29,17 @@ LABEL = re.compile(r"\[(\d{1,3})\]?|(?<!\S)\[?(\d{1,3})\]")
 INSTALL_HINT = "install Tesseract to read them by OCR (Debian: apt-get install tesseract-ocr)"
 
 
+class Word(NamedTuple):
+    """One word read by OCR: its box in PDF points (y up), its text and its line's type size."""
+
+    left: float
+    bottom: float
+    right: float
+    top: float
+    text: str
+    size: float
+
+
 class OcrError(Exception):
     """Tesseract could not read a page (it failed or timed out); the message says why."""
 
@@ -41,8 +49,8 @@ def available() -> bool:
     return shutil.which("tesseract") is not None
 
 
-def page_pieces(page: object, height: float) -> list[Piece]:
-    """The words of a rendered page (a pypdfium2 page of `height` points) as pieces, by Tesseract.
+def page_words(page: object, height: float) -> list[Word]:
+    """The words of a rendered page (a pypdfium2 page of `height` points), by Tesseract.
 
     Raises:
         OcrError: Tesseract failed or took longer than OCR_TIMEOUT.
@@ -64,20 +72,18 @@ def page_pieces(page: object, height: float) -> list[Piece]:
             raise OcrError(f"Tesseract took more than {OCR_TIMEOUT:.0f} s") from error
     if done.returncode != 0:
         raise OcrError(f"Tesseract failed: {done.stderr.strip()[:200]}")
-    return words_as_pieces(done.stdout, height, 1 / scale)
+    return tsv_words(done.stdout, height, 1 / scale)
 
 
-def words_as_pieces(tsv: str, height: float, points_per_pixel: float) -> list[Piece]:
-    """Tesseract's TSV words as pieces in PDF points (y up), each with its line's box and type size."""
-    from citewise.index.pdf import Piece
-
+def tsv_words(tsv: str, height: float, points_per_pixel: float) -> list[Word]:
+    """Tesseract's TSV words in PDF points (y up), each with its line's box and type size."""
     lines: dict[tuple[str, ...], list[list[str]]] = {}
     for row in tsv.splitlines()[1:]:
         cells = row.split("\t")
         if len(cells) < 12 or cells[0] != "5" or not cells[11].strip():
             continue
         lines.setdefault(tuple(cells[1:5]), []).append(cells)
-    pieces: list[Piece] = []
+    pieces: list[Word] = []
     for words in lines.values():
         bottom = max(int(w[7]) + int(w[9]) for w in words)
         # the type size from the letters' mean width, not the box's height: a line without descenders
@@ -94,5 +100,5 @@ def words_as_pieces(tsv: str, height: float, points_per_pixel: float) -> list[Pi
         for w in words:
             left = int(w[6]) * points_per_pixel
             right = (int(w[6]) + int(w[8])) * points_per_pixel
-            pieces.append(Piece(left, base, right, base + size, w[11], size, "OCR", False))
+            pieces.append(Word(left, base, right, base + size, w[11], size))
     return pieces

@@ -237,10 +237,11 @@ def _ocr_lines(pdf: object, number: int, path: Path) -> list[Line]:
         return []
     page = pdf[number]  # type: ignore[index]
     try:
-        pieces = ocr.page_pieces(page, page.get_height())
+        words = ocr.page_words(page, page.get_height())
     except ocr.OcrError as error:
         logger.warning("%s: page %d has no text layer and OCR failed: %s", path, number + 1, error)
         return []
+    pieces = [Piece(*word, font="OCR", bold=False) for word in words]
     logger.info("%s: page %d read by OCR (%d words)", path, number + 1, len(pieces))
     return _group_lines(pieces, number)
 
