@@ -335,11 +335,7 @@ def _join_spaced_words(lines: list[list[Piece]]) -> list[list[Piece]]:
         return lines
     rows = _rows(lines)
     covers = [_cover(row) for row in rows]
-    centres = [(_top(row[0]) + _bottom(row[0])) / 2 for row in rows]
-    by_distance = [
-        sorted((m for m in range(len(rows)) if m != n), key=lambda m, n=n: abs(centres[m] - centres[n]))
-        for n in range(len(rows))
-    ]
+    centres = [(_top(row[0]) + _bottom(row[0])) / 2 for row in rows]  # highest first, as `_rows` makes them
     joined: list[list[Piece]] = []
     for n, row in enumerate(rows):
         row.sort(key=lambda line: min(p.left for p in line))
@@ -347,18 +343,25 @@ def _join_spaced_words(lines: list[list[Piece]]) -> list[list[Piece]]:
         for line in row[1:]:
             size = max(p.size for p in current + line)
             left, right = max(p.right for p in current), min(p.left for p in line)
-            gap = right - left
             window = GUTTER_WINDOW * max(_height(current), _height(line))
-            near = [m for m in by_distance[n] if abs(centres[m] - centres[n]) <= window]
-            above = [covers[m] for m in near if centres[m] > centres[n]]
-            below = [covers[m] for m in near if centres[m] < centres[n]]
-            if 0 <= gap < SPACED_WORDS * size and _word_space(above, below, left, right, size):
+            if 0 <= right - left < SPACED_WORDS * size and _word_space(
+                *_around(covers, centres, n, window), left, right, size
+            ):
                 current = current + line
             else:
                 joined.append(current)
                 current = line
         joined.append(current)
     return joined
+
+
+def _around(
+    covers: list[list[tuple[float, float]]], centres: list[float], n: int, window: float
+) -> tuple[list[list[tuple[float, float]]], list[list[tuple[float, float]]]]:
+    """The covers of the rows within `window` above and below row `n`, nearest first (rows run downwards)."""
+    above = [covers[m] for m in range(n - 1, -1, -1) if centres[m] - centres[n] <= window]
+    below = [covers[m] for m in range(n + 1, len(covers)) if centres[n] - centres[m] <= window]
+    return above, below
 
 
 def _rows(lines: list[list[Piece]]) -> list[list[list[Piece]]]:
