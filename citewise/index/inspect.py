@@ -69,10 +69,12 @@ def describe_file(path: Path) -> list[Reading]:
     Raises:
         LoadError: the file cannot be read (the message says why, as at ingest).
     """
-    from citewise.index.loaders import load_path
+    from citewise.index.loaders import load_path, pdf_with_layout
 
-    documents = load_path(path)
-    layout = _pdf_layout(path) if path.suffix.lower() == ".pdf" else None
+    if path.suffix.lower() == ".pdf" and path.is_file():  # read once: its layout is what was left out
+        documents, layout = pdf_with_layout(path)
+    else:
+        documents, layout = load_path(path), None
     readings = [_reading_of(document, path) for document in documents]
     if layout is not None and readings:
         _add_layout(readings[0], layout)
@@ -83,17 +85,9 @@ def describe_stored(
     record: DocumentRecord, paragraphs: list[ParagraphRecord], bibliography: dict[str, str]
 ) -> Reading:
     """A stored document as the index holds it, with its file's layout when the file is still there."""
-    reading = Reading(
-        title=record.title,
-        source=record.file,
-        kind=Path(record.file).suffix.lower().lstrip(".") or "text",
-        sections=_sections(p.section for p in paragraphs),
-        references=list(bibliography.items()),
-        pages=record.metadata.get("pages") if isinstance(record.metadata.get("pages"), int) else None,
-        doc_id=record.id,
-    )
-    _warn(reading)
     path = Path(record.file)
+    reading = _reading(record.title, path, [p.section for p in paragraphs], bibliography, record.metadata)
+    reading.doc_id = record.id
     if path.suffix.lower() == ".pdf":
         try:
             _add_layout(reading, _pdf_layout(path))
@@ -103,18 +97,29 @@ def describe_stored(
 
 
 def _reading_of(document: Document, path: Path) -> Reading:
-    reading = Reading(
-        title=document.title,
-        source=str(path),
-        kind=path.suffix.lower().lstrip(".") or "text",
-        sections=_sections(p.section for p in document.paragraphs),
-        references=[(key, entry.text) for key, entry in document.bibliography.items()],
-        pages=document.metadata.get("pages") if isinstance(document.metadata.get("pages"), int) else None,
-        doc_id=document.id,
-    )
-    _warn(reading)
+    references = {key: entry.text for key, entry in document.bibliography.items()}
+    sections = [p.section for p in document.paragraphs]
+    reading = _reading(document.title, path, sections, references, document.metadata)
+    reading.doc_id = document.id
     if document.title == path.stem:
         reading.warnings.append("no title found in the file: it is titled by its file name")
+    return reading
+
+
+def _reading(
+    title: str, path: Path, sections: list[str], references: dict[str, str], metadata: dict[str, Any]
+) -> Reading:
+    """A document's reading from its parts, with the warnings its shape earns."""
+    pages = metadata.get("pages")
+    reading = Reading(
+        title=title,
+        source=str(path),
+        kind=path.suffix.lower().lstrip(".") or "text",
+        sections=_sections(sections),
+        references=list(references.items()),
+        pages=pages if isinstance(pages, int) else None,
+    )
+    _warn(reading)
     return reading
 
 

@@ -435,7 +435,20 @@ def read_pdf_layout(path: Path) -> Layout:
 
 
 def _load_pdf(path: Path) -> list[Document]:
+    return pdf_with_layout(path)[0]
+
+
+def pdf_with_layout(path: Path) -> tuple[list[Document], Layout]:
+    """A PDF's document and the layout it was read from (`citewise show` lists what the layout left out).
+
+    Raises:
+        LoadError: as `load_path` for a PDF.
+    """
     layout = read_pdf_layout(path)
+    return _pdf_documents(path, layout), layout
+
+
+def _pdf_documents(path: Path, layout: Layout) -> list[Document]:
     lines = list(iter_text(layout.lines))
     if not lines:
         if layout.image_pages:
