@@ -382,9 +382,7 @@ async def _llm_support(
     rebatched = False
     while pending:
         batch, keys = _support_batch(judge, parts, pending, labels, lines, context)
-        numbered = "\n".join(f"{n}. {LABEL.sub('', parts[i]).strip()}" for n, i in enumerate(batch, start=1))
-        evidence = "\n".join(quote("evidence", lines[key][1], id=key) for key in keys)
-        prompt = _support_prompt(context, len(batch), numbered, evidence)
+        prompt = _support_prompt(context, [parts[i] for i in batch], [(key, lines[key][1]) for key in keys])
         verdicts = await judge_ask(judge, SupportMap, prompt, stage="verify")
         if verdicts.error == "PromptTooLong" and not rebatched and judge.context_window():
             rebatched = True  # the refusal taught the window: batch what is left to it
@@ -408,10 +406,13 @@ async def _llm_support(
     return support, failures[0] if failures else ""
 
 
-def _support_prompt(context: Context, count: int, numbered: str, evidence: str) -> str:
+def _support_prompt(context: Context, sentences: list[str], evidence_lines: list[tuple[str, str]]) -> str:
+    """The verification prompt: the sentences numbered (labels taken off) and the labelled source lines."""
+    numbered = "\n".join(f"{n}. {LABEL.sub('', part).strip()}" for n, part in enumerate(sentences, start=1))
+    evidence = "\n".join(quote("evidence", text, id=key) for key, text in evidence_lines)
     return render(
         context.verify_prompt,
-        count=str(count),
+        count=str(len(sentences)),
         data_rule=DATA_RULE,
         sentences=quote("draft", numbered),
         evidence=evidence,
@@ -434,9 +435,7 @@ def _support_batch(
     """
 
     def prompt_of(batch: list[int], keys: list[str]) -> str:
-        numbered = "\n".join(f"{n}. {LABEL.sub('', parts[i]).strip()}" for n, i in enumerate(batch, start=1))
-        evidence = "\n".join(quote("evidence", lines[key][1], id=key) for key in keys)
-        return _support_prompt(context, len(batch), numbered, evidence)
+        return _support_prompt(context, [parts[i] for i in batch], [(key, lines[key][1]) for key in keys])
 
     everything = list(lines)
     if judge.fits(prompt_of(pending, everything), "verify"):
