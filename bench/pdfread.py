@@ -44,6 +44,7 @@ from rapidfuzz import fuzz, process
 
 from citewise.index.document import Document
 from citewise.index.loaders import load_path, pdf_document
+from citewise.index.tables import is_markdown_table
 
 PageReader = Callable[[Path], tuple[list[str], str]]
 HEAD = "citewise typeset test set"
@@ -166,7 +167,11 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, float]:
             keys = document.paragraphs[match].citations
             linked += any(fuzz.ratio(entries.get(k, ""), truth_entries[key]) >= 90 for k in keys)
     pages = max(1, int(truth["pages"]))
+    tables = {"tables": None, "cells": None}
+    if truth.get("tables"):
+        tables["tables"], tables["cells"] = table_cells(document, truth["tables"])
     return {
+        **tables,
         "paragraphs": len(recovered) / len(matches),
         "sections": len(found) / len(truth["sections"]),
         "in_section": sum(in_section) / max(1, len(in_section)),
@@ -177,6 +182,48 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, float]:
         "refs": sum(refs) / max(1, len(refs)),
         "linked": linked / max(1, cites),
     }
+
+
+def read_tables(document: Document) -> list[list[list[str]]]:
+    """The tables of a document's passages (`Table.parts` Markdown), parts of one table joined again."""
+    tables: dict[tuple[str, str], list[list[str]]] = {}
+    for paragraph in document.paragraphs:
+        if not is_markdown_table(paragraph.text):
+            continue
+        lines = paragraph.text.strip().split("\n")
+        caption = "" if lines[0].startswith("|") else lines.pop(0)
+        rows = [
+            [
+                " ".join(cell.replace("\\|", "|").split())
+                for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]
+            ]
+            for line in lines
+            if not re.fullmatch(r"\|(?: --- \|)+", line.strip())
+        ]
+        key = (caption, "|".join(rows[0]))
+        tables.setdefault(key, [rows[0]]).extend(rows[1:])
+    return list(tables.values())
+
+
+def table_cells(document: Document, truths: list[dict[str, Any]]) -> tuple[float, float]:
+    """(share of the truth's tables read as tables, share of their cells read in their row and column)."""
+    read = read_tables(document)
+    found = cells = total = 0
+    for truth in truths:
+        want = [[" ".join(cell.split()).lower() for cell in row] for row in truth["rows"]]
+        total += sum(len(row) for row in want)
+
+        def agree(rows: list[list[str]], want: list[list[str]] = want) -> int:
+            return sum(
+                got.lower() == cell
+                for row, wanted in zip(rows, want, strict=False)
+                for got, cell in zip(row, wanted, strict=False)
+            )
+
+        best = max((agree(rows) for rows in read), default=0)
+        found += best > 0
+        cells += best
+    return found / len(truths), cells / max(1, total)
 
 
 # --- retrieval ------------------------------------------------------------------------------------------
@@ -277,7 +324,11 @@ def main() -> None:
             per_paper.append({"reader": reader, "paper": truth["name"], "seconds": round(took, 3), **result})
             for name, value in result.items():
                 figures.setdefault(name, []).append(value)
-        row = {"reader": reader, **{name: statistics.fmean(values) for name, values in figures.items()}}
+        kept = {name: [v for v in values if v is not None] for name, values in figures.items()}
+        row = {
+            "reader": reader,
+            **{name: statistics.fmean(values) for name, values in kept.items() if values},
+        }
         row["ms/page"] = 1000 * seconds / max(1, pages)
         for layout in ("1col", "2col"):
             chosen = [r["paragraphs"] for r in per_paper if r["reader"] == reader and layout in r["paper"]]
@@ -298,7 +349,8 @@ def main() -> None:
                 row["R@5 pdf"], row["R@5 json"], row["ingest s/page"] = recall, json_recall, seconds / pages
     columns = [
         "reader", "paragraphs", "para 1col", "para 2col", "sections", "in_section", "order", "heads",
-        "notes_out", "words", "refs", "linked", "R@5 pdf", "R@5 json", "ms/page", "ingest s/page",
+        "notes_out", "words", "refs", "linked", "tables", "cells", "R@5 pdf", "R@5 json", "ms/page",
+        "ingest s/page",
     ]  # fmt: skip
     print(f"{len(truths)} typeset papers, {sum(t['pages'] for t in truths)} pages")
     print_table(rows, columns)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import subprocess
 import tempfile
@@ -47,7 +48,15 @@ h2 {{ font-size: 12pt; margin: 10pt 0 4pt 0; }}
 h3 {{ font-size: 10.5pt; font-style: italic; margin: 8pt 0 3pt 0; }}
 p {{ margin: 0 0 4pt 0; text-indent: 14pt; }}
 h2 + p, h3 + p {{ text-indent: 0; }}
-.refs p {{ text-indent: -14pt; padding-left: 14pt; font-size: 9pt; }}"""
+.refs p {{ text-indent: -14pt; padding-left: 14pt; font-size: 9pt; }}
+table {{ margin: 6pt auto; font-size: 9.5pt; text-align: left; break-inside: avoid; }}
+caption {{ margin-bottom: 3pt; }}
+td, th {{ padding: 1pt 5pt; }}
+td + td, th + th {{ text-align: right; }}
+table.grid {{ border-collapse: collapse; }}
+table.grid td, table.grid th {{ border: 0.6pt solid black; }}
+table.booktabs {{ border-collapse: collapse; border-top: 1pt solid black; border-bottom: 1pt solid black; }}
+table.booktabs thead {{ border-bottom: 0.6pt solid black; }}"""
 RIGHT_HEAD = "citewise typeset test set"
 FOOTNOTE = "Typesetting note {n}: this footnote belongs to no paragraph of the paper."
 EQUATION = r"\begin{equation} f(x) = \sum_{i=1}^{n} a_i x^{i} + \int_0^1 g(t)\,dt \end{equation}"
@@ -251,6 +260,56 @@ def render(
     return tidy("".join(truth)), tidy("".join(latex)), keys
 
 
+TABLE_AFTER = (3, 12, 24)
+"""With `--tables`, a table follows these body paragraphs (1-based), so a paper of 40 has three."""
+TABLE_STYLES = ("booktabs", "grid", "plain")
+"""How a table is ruled: rules above, below and under the header; every cell boxed; no rules at all."""
+LABEL_HEADS = ("Method", "Model", "Setting", "Dataset", "Configuration")
+VALUE_HEADS = ("Accuracy", "F1", "Precision", "Recall", "Time (s)", "Params (M)", "Error (%)", "BLEU", "AUC",
+               "Samples", "Memory (GB)", "Epochs", "Speed-up", "Loss")  # fmt: skip
+
+
+def make_table(rec: dict[str, Any], number: int, style: str) -> dict[str, Any]:
+    """A results table for a paper: a header, 3-7 rows labelled with the paper's own words, numbers.
+
+    Its cells are the truth a reader must recover; the paper's id seeds it, so a set is made again the same.
+    """
+    rng = random.Random(f"{rec['paper_id']}-{number}")
+    texts = (re.sub(r"\{\{[^{}]*\}\}", " ", p["text"]) for p in rec["body_text"])
+    words = sorted({w for text in texts for w in re.findall(r"\b[a-z]{6,12}\b", text)})
+    rng.shuffle(words)
+    columns = rng.randint(3, 5)
+    header = [rng.choice(LABEL_HEADS), *rng.sample(VALUE_HEADS, columns - 1)]
+    rows = [header]
+    forms = [rng.choice(("{:.3f}", "{:.1%}", "{:.0%}", "{:.4f}")) for _ in header[1:]]  # one form a column
+    for r in range(rng.randint(3, 7)):
+        label = words[r % max(1, len(words))].capitalize() if words else f"Variant {r + 1}"
+        if rng.random() < 0.4 and len(words) > 20:
+            label += f" {words[-1 - r]}"
+        rows.append([label, *(form.format(rng.random()) for form in forms)])
+    task = words[0] if words else "test"
+    caption = f"Table {number}: {header[1]} of each {header[0].lower()} on the {task} task."
+    return {"caption": caption, "style": style, "rows": rows}
+
+
+def table_tex(table: dict[str, Any], wide: bool) -> list[str]:
+    """A table float in LaTeX: booktabs rules, a boxed grid or no rules, caption above."""
+    columns = len(table["rows"][0])
+    rows = [" & ".join(escape(cell) for cell in row) + r" \\" for row in table["rows"]]
+    caption = escape(table["caption"].split(": ", 1)[1])
+    if table["style"] == "booktabs":
+        body = [rf"\begin{{tabular}}{{l{'r' * (columns - 1)}}}", r"\toprule", rows[0], r"\midrule", *rows[1:],
+                r"\bottomrule"]  # fmt: skip
+    elif table["style"] == "grid":
+        body = [rf"\begin{{tabular}}{{|l|{'r|' * (columns - 1)}}}", r"\hline"]
+        body += [part for row in rows for part in (row, r"\hline")]
+    else:
+        body = [rf"\begin{{tabular}}{{l{'r' * (columns - 1)}}}", *rows]
+    float_ = "table*" if wide else "table"
+    start = [rf"\begin{{{float_}}}[htbp]", r"\centering", rf"\caption{{{caption}}}"]
+    return ["", *start, *body, r"\end{tabular}", rf"\end{{{float_}}}", ""]
+
+
 def kept_paragraphs(rec: dict[str, Any], max_paragraphs: int, drop: set[int]) -> list[int]:
     """Indices of the body paragraphs to typeset: real paragraphs of >= 8 words, not mostly formulas."""
     kept: list[int] = []
@@ -327,6 +386,7 @@ def build(
     drop: set[int],
     font: str = "lmodern",
     journal: str = "",
+    tables: bool = False,
 ) -> dict[str, Any]:
     """Make the LaTeX source, the truth and a map from .tex line number to body paragraph index."""
     meta = rec["metadata"]
@@ -373,6 +433,7 @@ def build(
     sections, footnotes, line_map = ["Abstract"], [], {}
     paragraphs = [{"section": "Abstract", "text": abstract, "cites": []}]
     figs: dict[str, int] = {}
+    made: list[dict[str, Any]] = []
     current = None
     for n, i in enumerate(kept, 1):
         par = rec["body_text"][i]
@@ -392,6 +453,11 @@ def build(
         if n % 5 == 0:
             lines.append(EQUATION)
         paragraphs.append({"section": heading, "text": text, "cites": keys})
+        if tables and n in TABLE_AFTER:
+            number = len(made) + 1
+            made.append(make_table(rec, number, TABLE_STYLES[(number - 1) % len(TABLE_STYLES)]))
+            made[-1]["after"] = len(paragraphs) - 1
+            lines += table_tex(made[-1], wide=layout == "2col" and number == 2)
     lines += ["", r"\begin{thebibliography}{99}"]
     references = []
     for bid in refs.order:
@@ -405,7 +471,9 @@ def build(
     truth = {"paper_id": rec["paper_id"], "layout": journal or layout, "citation_style": style,
              "title": title, "authors": authors, "running_heads": running, "footnotes": footnotes,
              "display_equations": len(kept) // 5, "sections": sections, "paragraphs": paragraphs,
-             "references": references}  # fmt: skip
+             "references": references, "tables": made}  # fmt: skip
+    if tables and r"\usepackage{booktabs}" not in lines:
+        lines.insert(1, r"\usepackage{booktabs}")
     return {"tex": "\n".join(lines), "truth": truth, "line_map": line_map}
 
 
@@ -441,7 +509,7 @@ def produce(rec: dict[str, Any], layout: str, style: str, args: argparse.Namespa
     name = f"{re.sub(r'[/.]', '_', rec['paper_id'])}-{layout}-{style}"
     drop: set[int] = set()
     for _attempt in range(2):
-        built = build(rec, layout, style, args.max_paragraphs, drop, args.font, journal)
+        built = build(rec, layout, style, args.max_paragraphs, drop, args.font, journal, args.tables)
         (args.out / f"{name}.tex").write_text(built["tex"], encoding="utf-8")
         result = compile_tex(built["tex"], name, args.out)
         if result["ok"]:
@@ -477,11 +545,14 @@ def html_page(truth: dict[str, Any], layout: str, font: str) -> str:
     ]
     body.append('<div class="body">')
     current = None
-    for paragraph in truth["paragraphs"]:
+    tables = {table["after"]: table for table in truth.get("tables", [])}
+    for index, paragraph in enumerate(truth["paragraphs"]):
         if paragraph["section"] != current:
             current = paragraph["section"]
             body.append(f"<h2>{html_escape(current)}</h2>")
         body.append(f"<p>{html_escape(paragraph['text'])}</p>")
+        if index in tables:
+            body.append(table_html(tables[index]))
     body.append('<h2>References</h2><div class="refs">')
     for reference in truth["references"]:
         label = f"[{reference['label']}] " if truth["citation_style"] == "numbered" else ""
@@ -490,6 +561,19 @@ def html_page(truth: dict[str, Any], layout: str, font: str) -> str:
     return (
         f'<!doctype html><html><head><meta charset="utf-8"><title>{RIGHT_HEAD}</title>'
         f"<style>{style}</style></head><body>{''.join(body)}</body></html>"
+    )
+
+
+def table_html(table: dict[str, Any]) -> str:
+    """A table in HTML: the caption above, ruled as its style says."""
+    from html import escape as html_escape
+
+    head, *rows = table["rows"]
+    cells = "".join(f"<th>{html_escape(cell)}</th>" for cell in head)
+    body = "".join("<tr>" + "".join(f"<td>{html_escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return (
+        f'<table class="{table["style"]}"><caption>{html_escape(table["caption"])}</caption>'
+        f"<thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
     )
 
 
@@ -516,7 +600,7 @@ def page_truth(
 ) -> tuple[str, dict[str, Any]]:
     """(file name, truth) of a paper made by another producer than pdflatex: no footnotes, no displays."""
     name = f"{re.sub(r'[/.]', '_', rec['paper_id'])}-{family}-{layout}-{style}"
-    truth = build(rec, "1col", style, args.max_paragraphs, set(), args.font)["truth"]
+    truth = build(rec, "1col", style, args.max_paragraphs, set(), args.font, tables=args.tables)["truth"]
     truth |= {"layout": f"{family}-{layout}", "footnotes": [], "display_equations": 0}
     truth["running_heads"] = [RIGHT_HEAD]
     return name, truth
@@ -582,13 +666,23 @@ def docx_file(truth: dict[str, Any], layout: str, path: Path) -> None:
     authors.alignment = WD_ALIGN_PARAGRAPH.CENTER
     body_align = WD_ALIGN_PARAGRAPH.JUSTIFY if align == "justified" else WD_ALIGN_PARAGRAPH.LEFT
     current = None
-    for paragraph in truth["paragraphs"]:
+    tables = {table["after"]: table for table in truth.get("tables", [])}
+    for index, paragraph in enumerate(truth["paragraphs"]):
         if paragraph["section"] != current:
             current = paragraph["section"]
             document.add_heading(current, level=1)
         written = document.add_paragraph(paragraph["text"])
         written.alignment = body_align
         written.paragraph_format.first_line_indent = Pt(14)
+        if index in tables:
+            table = tables[index]
+            document.add_paragraph(table["caption"], style="Caption")
+            grid = document.add_table(rows=len(table["rows"]), cols=len(table["rows"][0]))
+            if table["style"] != "plain":  # Word's boxed grid; booktabs has no Word style of its own
+                grid.style = "Table Grid"
+            for cells, row in zip(grid.rows, table["rows"], strict=True):
+                for cell, text in zip(cells.cells, row, strict=True):
+                    cell.text = text
     document.add_heading("References", level=1)
     for reference in truth["references"]:
         label = f"[{reference['label']}] " if truth["citation_style"] == "numbered" else ""
@@ -635,6 +729,7 @@ def main() -> int:
         "--skip", type=int, default=0, help="leave out the first N eligible papers (a held-out set)"
     )
     parser.add_argument("--font", choices=("lmodern", "times"), default="lmodern")
+    parser.add_argument("--tables", action="store_true", help="put three results tables in each paper")
     parser.add_argument(
         "--producer", choices=("pdflatex", "journals", "chromium", "office"), default="pdflatex"
     )

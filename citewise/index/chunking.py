@@ -28,6 +28,7 @@ import numpy as np
 
 from citewise.index.document import Document, content_hash
 from citewise.index.embeddings import Embedder
+from citewise.index.tables import is_markdown_table
 
 
 @dataclass(frozen=True)
@@ -91,12 +92,16 @@ class Chunk:
 
 
 def normalize_space(text: str) -> str:
-    """Collapse all runs of whitespace into single spaces."""
+    """Collapse all runs of whitespace into single spaces (a table's rows keep their own lines)."""
+    if is_markdown_table(text):
+        return "\n".join(" ".join(line.split()) for line in text.split("\n") if line.strip())
     return " ".join(text.split())
 
 
 def split_sentences(text: str, max_chars: int) -> list[tuple[int, int]]:
     """Return (start, end) spans of the sentences of whitespace-normalised `text`, none over `max_chars`."""
+    if is_markdown_table(text):  # a table is one passage; a longer one is cut between rows
+        return _table_spans(text, max_chars)
     spans: list[tuple[int, int]] = []
     position = 0
     for sentence in blingfire.text_to_sentences(text).split("\n"):
@@ -113,6 +118,20 @@ def split_sentences(text: str, max_chars: int) -> list[tuple[int, int]]:
         position = end
     if not spans and text.strip():
         spans.extend(_cut_long(text, 0, len(text), max_chars))
+    return spans
+
+
+def _table_spans(text: str, max_chars: int) -> list[tuple[int, int]]:
+    """A table's spans: all of it, or runs of whole rows of at most `max_chars` (a row longer is cut)."""
+    spans: list[tuple[int, int]] = []
+    start = position = 0
+    for line in text.split("\n"):
+        end = position + len(line)
+        if end - start > max_chars and position > start:
+            spans.append((start, position - 1))
+            start = position
+        position = end + 1
+    spans.extend(_cut_long(text, start, len(text), max_chars))
     return spans
 
 

@@ -29,6 +29,8 @@ from citewise.index.citations import is_reference_heading, link_citations, split
 from citewise.index.document import BibEntry, Document, LoadError, Paragraph
 from citewise.index.formulas import formula_text, inline_math
 from citewise.index.pdf import Layout, Line, PdfReadError, iter_text, read_layout
+from citewise.index.tables import CAPTION
+from citewise.index.tables import Table as TextTable
 
 logger = logging.getLogger(__name__)
 
@@ -489,6 +491,9 @@ def _layout_paragraphs(lines: list[Line], body_size: float) -> list[Paragraph]:
     for index, line in enumerate(lines):
         if line.kind == "title":
             continue
+        if line.table is not None:  # a float: the paragraph around it goes on after it
+            paragraphs.extend(Paragraph(part, section) for part in line.table.parts())
+            continue
         if line.kind == "heading":
             flush()
             section = sections.enter(line.level, line.text)
@@ -685,9 +690,19 @@ def _load_docx(path: Path) -> list[Document]:
     title = ""
     paragraphs: list[Paragraph] = []
     sections = _SectionPath()
+    caption: Paragraph | None = None  # the paragraph just before a table, if it reads "Table N: ..."
     for block in blocks:
         if isinstance(block, Table):
-            paragraphs.extend(Paragraph(row, sections.current) for row in _table_rows(block))
+            rows = _table_rows(block)
+            if caption is not None and len(rows) >= 2:
+                paragraphs.remove(caption)
+            title_of = caption.text if caption is not None else ""
+            if len(rows) >= 2:
+                table = TextTable(rows, _collapse(title_of))
+                paragraphs.extend(Paragraph(part, sections.current) for part in table.parts())
+            elif rows:
+                paragraphs.append(Paragraph(" | ".join(cell for cell in rows[0] if cell), sections.current))
+            caption = None
             continue
         text = block.text.strip()
         style = block.style.name if block.style is not None else ""
@@ -698,16 +713,25 @@ def _load_docx(path: Path) -> list[Document]:
             sections.enter(int(heading.group(1)), _collapse(text))
         elif text:
             paragraphs.append(Paragraph(text, sections.current))
+            caption = paragraphs[-1] if CAPTION.match(text) else None
+            continue
+        caption = None
     title = title or _collapse(document.core_properties.title or "")
     return _finish(path, title, paragraphs)
 
 
-def _table_rows(table: Any) -> Iterator[str]:
+def _table_rows(table: Any) -> list[list[str]]:
+    """A Word table's rows of cell texts; a merged cell is written once, in its first column."""
+    rows = []
     for row in table.rows:
-        cells = list(dict.fromkeys(_collapse(cell.text) for cell in row.cells))
-        text = " | ".join(cell for cell in cells if cell)
-        if text:
-            yield text
+        seen: set[int] = set()
+        cells = []
+        for cell in row.cells:
+            cells.append("" if id(cell._tc) in seen else _collapse(cell.text))
+            seen.add(id(cell._tc))
+        if any(cells):
+            rows.append(cells)
+    return rows
 
 
 # --- JSONL: BEIR and unarXive --------------------------------------------------------------------------

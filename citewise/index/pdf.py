@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from citewise.index.citations import is_reference_heading
+from citewise.index.tables import Rule, Table, cover, find_tables, minus, page_rules
 
 logger = logging.getLogger(__name__)
 
@@ -95,15 +96,16 @@ class Line:
     pieces: list[Piece]
     page: int
     column: str = "full"  # "left", "right" or "full" (spans the page's middle)
-    kind: str = "text"  # "text", "title", "heading", "equation", "furniture", "note"
+    kind: str = "text"  # "text", "title", "heading", "equation", "furniture", "note", "table"
     level: int = 0  # heading level, 1 for the largest headings
     starts: bool = False  # starts a paragraph (or a reference entry)
     edge: float = 0.0  # the left edge of its column on its page
     far_edge: float = 0.0  # the right edge of its column on its page
+    table: Table | None = None  # a table's rows and caption; its text is then the table in Markdown
     text: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
-        self.text = _line_text(self.pieces)
+        self.text = self.table.markdown() if self.table else _line_text(self.pieces)
 
     @property
     def left(self) -> float:
@@ -270,7 +272,49 @@ def page_lines(pdf: object, number: int) -> list[Line]:
         name = font.get_base_name() or ""
         bold = bool(BOLD_FONT.search(name)) or font.get_weight() >= 600
         pieces.append(Piece(left, bottom, right, top, text, round(size, 1), name, bold))
-    return _group_lines(pieces, number)
+    return _with_tables(_group_lines(pieces, number), page_rules(page), textpage, number)
+
+
+def _with_tables(lines: list[Line], rules: list[Rule], textpage: object, page: int) -> list[Line]:
+    """A page's lines with each table on it (`citewise.index.tables`) made one line of kind "table"."""
+    words: list[Piece] | None = None
+
+    def words_in(left: float, bottom: float, right: float, top: float) -> list[Piece]:
+        nonlocal words
+        words = _words(textpage) if words is None else words
+        return [
+            w for w in words if left <= w.right and w.left <= right and bottom <= w.top and w.bottom <= top
+        ]
+
+    tables = find_tables(lines, rules, words_in)
+    taken = {id(line) for table in tables for line in table.lines}
+    made = [
+        Line([p for line in table.lines for p in line.pieces], page, kind="table", table=table)
+        for table in tables
+    ]
+    return [line for line in lines if id(line) not in taken] + made
+
+
+def _words(textpage: object) -> list[Piece]:
+    """A page's words from its characters (PDFium's spaces, or a gap of a quarter em, end a word)."""
+    import pypdfium2.raw as raw
+
+    words: list[Piece] = []
+    current: Piece | None = None
+    for index in range(textpage.count_chars()):  # type: ignore[attr-defined]
+        char = chr(raw.FPDFText_GetUnicode(textpage, index))
+        if char.isspace() or not char.isprintable():
+            current = None
+            continue
+        left, bottom, right, top = textpage.get_charbox(index, loose=True)  # type: ignore[attr-defined]
+        size = 0.85 * (top - bottom)  # the loose box spans the font's ascent and descent
+        apart = current is None or left - current.right > 0.25 * size or left < current.left
+        if apart or abs(bottom - current.bottom) > 0.3 * size:
+            current = Piece(left, bottom, right, top, "", size, "", False)
+            words.append(current)
+        current.text += char.translate(LIGATURES)
+        current.right, current.top = max(current.right, right), max(current.top, top)
+    return words
 
 
 def _group_lines(pieces: list[Piece], page: int) -> list[Line]:
@@ -382,14 +426,7 @@ def _rows(lines: list[list[Piece]]) -> list[list[list[Piece]]]:
 
 def _cover(row: list[list[Piece]]) -> list[tuple[float, float]]:
     """The x ranges a row's letters cover, merged where the letters of a word touch (within 0.15 em)."""
-    spans = sorted((p.left - 0.15 * p.size, p.right + 0.15 * p.size) for line in row for p in line)
-    merged: list[tuple[float, float]] = []
-    for start, end in spans:
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
+    return cover([p for line in row for p in line])
 
 
 def _word_space(
@@ -416,18 +453,11 @@ def _word_space(
             continue
         judged = True
         empty = [(left, right)]
-        for cover in telling:
-            empty = _minus(empty, cover)
+        for spans in telling:
+            empty = minus(empty, spans)
         if any(b - a >= 0.4 * size for a, b in empty):
             return False
     return judged
-
-
-def _minus(spans: list[tuple[float, float]], cover: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """The parts of `spans` that no range of `cover` overlaps."""
-    for a, b in cover:
-        spans = [part for x, y in spans for part in ((x, min(y, a)), (max(x, b), y)) if part[1] > part[0]]
-    return spans
 
 
 def _top(line: list[Piece]) -> float:
@@ -808,7 +838,7 @@ def _mark_starts(lines: list[Line], body: float) -> None:
         if line.kind != "text":
             if line.kind in ("heading", "title"):
                 previous = None
-            after_display = after_display or line.kind == "equation"
+            after_display = after_display or line.kind in ("equation", "table")  # a paragraph goes on after
             continue
         following = lines[index + 1] if index + 1 < len(lines) else None
         indented = False
@@ -876,5 +906,5 @@ def _same_column(one: Line, other: Line) -> bool:
 
 
 def iter_text(lines: list[Line]) -> Iterator[Line]:
-    """The lines that carry the body's words (not furniture, notes or equations)."""
-    return (line for line in lines if line.kind in ("text", "heading", "title"))
+    """The lines that carry the body's words and tables (not furniture, notes or equations)."""
+    return (line for line in lines if line.kind in ("text", "heading", "title", "table"))

@@ -1,0 +1,436 @@
+"""Tables on a PDF page read as tables: rows kept whole, each cell in its column, the caption with them.
+
+A table is found in one of two ways:
+
+- ruled: horizontal rules that share an x range, two at least (booktabs' top, middle and bottom rules; a
+  boxed grid's lines, which a browser draws cell by cell and `_merged` joins), with text between them;
+- unruled: a caption ("Table 3:", "TABLE III") over rows whose letters leave common empty strips.
+
+Its columns are the strips, at least COLUMN_GAP em wide, that no row's letters cover, and a grid's vertical
+rules. Its rows are baselines; a baseline that fills fewer than half the columns (a cell wrapped onto a
+second line, a header set over two lines, a label centred beside them) joins the nearest full row between
+the same two rules. A table is kept only when most of its rows fill two columns or more: a ruled box of
+prose (an algorithm, a framed abstract) is no table.
+
+Nothing here reads a PDF's text: `citewise.index.pdf` hands in the page's lines and rules (`page_rules`)
+and makes a line of each table.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+CAPTION = re.compile(r"(?:Table|TABLE|Tab\.)\s+(?:\d{1,3}|[IVXL]{1,6}|[A-Z]\.?\d{0,2})\b[.:\u2014\u2013-]?")
+COLUMN_GAP = 0.6
+"""Ems an empty strip between columns is wide at least (a word space is a third of one)."""
+RULE_THICKNESS = 2.5
+"""Points a rule is thick at most (thicker paths are boxes or shading)."""
+MIN_RULE = 20.0
+"""Points a horizontal rule is long at least."""
+FULL_ROWS = 0.6
+"""The share of a table's rows that must fill two columns or more."""
+PART_CHARS = 480
+"""Characters a table's passage holds at most (a chunk holds 500 by default): longer tables are cut."""
+
+
+class Box(Protocol):
+    """A text piece: its box in PDF points (y up), text and type size."""
+
+    left: float
+    bottom: float
+    right: float
+    top: float
+    text: str
+    size: float
+
+
+class TextLine(Protocol):
+    """A line of a page as `citewise.index.pdf` reads it."""
+
+    pieces: list[Any]
+    text: str
+
+    @property
+    def left(self) -> float:  # noqa: D102
+        ...
+
+    @property
+    def right(self) -> float:  # noqa: D102
+        ...
+
+    @property
+    def top(self) -> float:  # noqa: D102
+        ...
+
+    @property
+    def bottom(self) -> float:  # noqa: D102
+        ...
+
+    @property
+    def size(self) -> float:  # noqa: D102
+        ...
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A thin path on a page: a table's rule, horizontal or vertical."""
+
+    left: float
+    bottom: float
+    right: float
+    top: float
+
+    @property
+    def horizontal(self) -> bool:
+        """Whether it runs across the page rather than down it."""
+        return self.right - self.left > self.top - self.bottom
+
+
+@dataclass
+class Table:
+    """A table read from a page: its rows of cell texts (the first is the header) and its caption."""
+
+    rows: list[list[str]]
+    caption: str
+    lines: list[Any] = field(default_factory=list)
+    """The page lines it was made of, caption lines included (the caller takes them out of the text)."""
+
+    def markdown(self) -> str:
+        """The caption, then the rows as Markdown table rows under a header rule."""
+        return "\n".join(self._head() + [_markdown_row(row) for row in self.rows[1:]])
+
+    def parts(self, max_chars: int = PART_CHARS) -> list[str]:
+        """The table in Markdown cut into parts of whole rows, each under the caption and header again.
+
+        A passage of a table then always says what its numbers are.
+        """
+        head, rows = self._head(), [_markdown_row(row) for row in self.rows[1:]]
+        parts: list[list[str]] = [[]]
+        room = max_chars - sum(len(line) + 1 for line in head)
+        for row in rows:
+            if parts[-1] and sum(len(line) + 1 for line in parts[-1]) + len(row) > room:
+                parts.append([])
+            parts[-1].append(row)
+        return ["\n".join(head + part) for part in parts]
+
+    def _head(self) -> list[str]:
+        rule = "|" + " --- |" * len(self.rows[0])
+        return [*([self.caption] if self.caption else []), _markdown_row(self.rows[0]), rule]
+
+
+def _markdown_row(row: list[str]) -> str:
+    return "| " + " | ".join(" ".join(cell.replace("|", "\\|").split()) for cell in row) + " |"
+
+
+MARKDOWN_ROW = re.compile(r"^\|.*\|$")
+
+
+def is_markdown_table(text: str) -> bool:
+    """Whether a passage is a table as `Table.parts` writes it: an optional caption line, then rows."""
+    lines = text.strip().split("\n")
+    rows = lines[1:] if lines and not MARKDOWN_ROW.match(lines[0]) else lines
+    return len(rows) >= 2 and all(MARKDOWN_ROW.match(line.strip()) for line in rows)
+
+
+def page_rules(page: Any) -> list[Rule]:
+    """The thin paths of a pypdfium2 page (rules and cell borders), joined where they continue each other."""
+    import pypdfium2.raw as raw
+
+    found = []
+    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH]):
+        left, bottom, right, top = obj.get_bounds()
+        width, height = right - left, top - bottom
+        if min(width, height) <= RULE_THICKNESS and max(width, height) >= 4.0:
+            found.append(Rule(left, bottom, right, top))
+    return _merged([r for r in found if r.horizontal]) + _merged([r for r in found if not r.horizontal])
+
+
+def _merged(rules: list[Rule]) -> list[Rule]:
+    """Collinear rules that touch made one (a grid drawn cell by cell has one segment per cell)."""
+    if not rules:
+        return []
+    horizontal = rules[0].horizontal
+
+    def across(rule: Rule) -> float:  # the position across the rule's length
+        return (rule.top + rule.bottom) / 2 if horizontal else (rule.left + rule.right) / 2
+
+    def start(rule: Rule) -> float:
+        return rule.left if horizontal else rule.bottom
+
+    def end(rule: Rule) -> float:
+        return rule.right if horizontal else rule.top
+
+    out: list[Rule] = []
+    for rule in sorted(rules, key=lambda r: (round(across(r)), start(r))):
+        last = out[-1] if out else None
+        if last and abs(across(last) - across(rule)) <= 1.0 and start(rule) <= end(last) + 2.0:
+            out[-1] = Rule(
+                min(last.left, rule.left),
+                min(last.bottom, rule.bottom),
+                max(last.right, rule.right),
+                max(last.top, rule.top),
+            )
+        else:
+            out.append(rule)
+    return out
+
+
+Words = Callable[[float, float, float, float], list[Any]]
+"""The words (`Box`es, one word each) of a page inside a rectangle: left, bottom, right, top."""
+
+
+def find_tables(lines: Sequence[TextLine], rules: Sequence[Rule], words: Words) -> list[Table]:
+    """The tables on one page (see the module docstring).
+
+    `lines` say where text stands; cells are made of `words`, since a typesetter may set a whole row of
+    a table as one text object.
+    """
+    tables: list[Table] = []
+    used: set[int] = set()
+    for frame in _frames([r for r in rules if r.horizontal and r.right - r.left >= MIN_RULE]):
+        table = _ruled_table(lines, frame, [r for r in rules if not r.horizontal], used, words)
+        if table:
+            tables.append(table)
+            used.update(id(line) for line in table.lines)
+    for line in lines:
+        if id(line) not in used and CAPTION.match(line.text):
+            table = _unruled_table(lines, line, used, words)
+            if table:
+                tables.append(table)
+                used.update(id(line) for line in table.lines)
+    return tables
+
+
+def _frames(rules: list[Rule]) -> list[list[Rule]]:
+    """Runs of horizontal rules, top to bottom, with the same extent (within 4 points at each end)."""
+    frames: list[list[Rule]] = []
+    for rule in sorted(rules, key=lambda r: -r.top):
+        for frame in frames:
+            if abs(frame[0].left - rule.left) <= 4.0 and abs(frame[0].right - rule.right) <= 4.0:
+                frame.append(rule)
+                break
+        else:
+            frames.append([rule])
+    return [frame for frame in frames if len(frame) >= 2]
+
+
+def _ruled_table(
+    lines: Sequence[TextLine],
+    frame: list[Rule],
+    verticals: list[Rule],
+    used: set[int],
+    words: Words,
+) -> Table | None:
+    """The table between a frame's first and last rules, or, failing that, between later pairs of them."""
+    for first in range(len(frame) - 1):
+        top, bottom = frame[first], frame[-1]
+        left, right = min(r.left for r in frame) - 2.0, max(r.right for r in frame) + 2.0
+        inside = [
+            line
+            for line in lines
+            if id(line) not in used
+            and bottom.top < (line.top + line.bottom) / 2 < top.bottom
+            and left <= (line.left + line.right) / 2 <= right
+        ]
+        if not inside:
+            continue
+        height = top.bottom - bottom.top
+        splits = [(r.top + r.bottom) / 2 for r in frame[first + 1 : -1]]
+        walls = [
+            (r.left + r.right) / 2
+            for r in verticals
+            if left < (r.left + r.right) / 2 < right
+            and min(r.top, top.top) - max(r.bottom, bottom.bottom) > 0.5 * height
+        ]
+        rows = _rows(_words_of(inside, words), splits, walls)
+        if rows:
+            caption = _caption(lines, top, bottom, left, right, used)
+            return Table(rows, text_of_lines(caption), [*caption, *inside])
+    return None
+
+
+def _caption(
+    lines: Sequence[TextLine], top: Rule, bottom: Rule, left: float, right: float, used: set[int]
+) -> list[TextLine]:
+    """The caption lines just over a ruled table (or just under it), if a line there says "Table N"."""
+    near = [line for line in lines if id(line) not in used and line.right > left and line.left < right]
+    above = sorted((line for line in near if line.bottom >= top.top - 1.0), key=lambda line: line.bottom)
+    taken: list[TextLine] = []
+    for line in above[:4]:  # nearest first: the caption's last line, up to its first
+        if line.bottom - (taken[-1].top if taken else top.top) > 1.5 * line.size:
+            break
+        taken.append(line)
+        if CAPTION.match(line.text):
+            return taken[::-1]
+    below = sorted((line for line in near if line.top <= bottom.bottom + 1.0), key=lambda line: -line.top)
+    if below and bottom.bottom - below[0].top <= 1.5 * below[0].size and CAPTION.match(below[0].text):
+        caption = [below[0]]
+        for line in below[1:4]:
+            if caption[-1].bottom - line.top > 0.6 * line.size or CAPTION.match(line.text):
+                break
+            caption.append(line)
+        return caption
+    return []
+
+
+def text_of_lines(lines: Sequence[TextLine]) -> str:
+    """Lines' texts as one, in order."""
+    return " ".join(line.text for line in lines)
+
+
+def _unruled_table(
+    lines: Sequence[TextLine], caption: TextLine, used: set[int], words: Words
+) -> Table | None:
+    """The rows under a "Table N" caption, in its column, while they stand in columns; None if they do not."""
+    page_left, page_right = min(line.left for line in lines), max(line.right for line in lines)
+    middle = (page_left + page_right) / 2
+    halves = sum(line.right < middle for line in lines), sum(line.left > middle for line in lines)
+    if min(halves) >= 5 and (caption.right < middle + 5 or caption.left > middle - 5):
+        left, right = (page_left, middle) if caption.right < middle + 5 else (middle, page_right)
+    else:
+        left, right = page_left, page_right
+    under = sorted(
+        (
+            line
+            for line in lines
+            if id(line) not in used
+            and line is not caption
+            and line.top < caption.bottom + 1.0
+            and left - 1.0 <= line.left
+            and line.right <= right + 1.0
+        ),
+        key=lambda line: -line.top,
+    )
+    taken, heading = [caption], [caption]
+    for line in under:  # the caption's own later lines: close under it and not yet in columns
+        if taken[-1].bottom - line.top > 0.6 * line.size or len(heading) >= 4:
+            break
+        if _spaced(line, words):
+            break
+        heading.append(line)
+        taken.append(line)
+    body: list[TextLine] = []
+    for line in under[len(heading) - 1 :]:
+        last = body[-1] if body else heading[-1]
+        if last.bottom - line.top > (2.5 if not body else 1.6) * line.size:
+            break
+        if line.right - line.left > 0.85 * (right - left) and not _spaced(line, words):
+            break  # prose across the column: the text after the table
+        body.append(line)
+    rows = _rows(_words_of(body, words), [], []) if len(body) >= 2 else None
+    if not rows:
+        return None
+    return Table(rows, text_of_lines(heading), [*heading, *body])
+
+
+def _spaced(line: TextLine, words: Words) -> bool:
+    """Whether a line's words stand apart by a column gap somewhere."""
+    pieces = sorted(_words_of([line], words), key=lambda p: p.left)
+    return any(b.left - a.right >= COLUMN_GAP * line.size for a, b in zip(pieces, pieces[1:], strict=False))
+
+
+def _words_of(lines: list[TextLine], words: Words) -> list[Any]:
+    """The words inside the lines' boxes."""
+    if not lines:
+        return []
+    box = (
+        min(x.left for x in lines),
+        min(x.bottom for x in lines),
+        max(x.right for x in lines),
+        max(x.top for x in lines),
+    )
+    return [w for w in words(*box) if any(_inside(w, line) for line in lines)]
+
+
+def _inside(word: Box, line: TextLine) -> bool:
+    x, y = (word.left + word.right) / 2, (word.top + word.bottom) / 2
+    return line.left - 1 <= x <= line.right + 1 and line.bottom - 1 <= y <= line.top + 1
+
+
+def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[list[str]] | None:
+    """The cell texts of a table's words, row by row; None when they do not stand in columns."""
+    if not pieces:
+        return None
+    size = sorted(p.size for p in pieces)[len(pieces) // 2]
+    baselines: list[list[Any]] = []
+    for piece in sorted(pieces, key=lambda p: -(p.top + p.bottom)):
+        centre = (piece.top + piece.bottom) / 2
+        if baselines and abs((baselines[-1][0].top + baselines[-1][0].bottom) / 2 - centre) <= 0.4 * size:
+            baselines[-1].append(piece)
+        else:
+            baselines.append([piece])
+    bounds = _column_bounds(baselines, walls, size)
+    if len(bounds) < 2:
+        return None
+    filled = [_cells(row, bounds) for row in baselines]
+    full = [sum(bool(cell) for cell in cells) >= max(2, math.ceil(len(bounds) / 2)) for cells in filled]
+    if sum(full) < 2:
+        return None
+    centres = [(row[0].top + row[0].bottom) / 2 for row in baselines]
+    bands = [sum(split > centre for split in splits) for centre in centres]
+    owner = list(range(len(baselines)))
+    for n, is_full in enumerate(full):
+        mates = [m for m in range(len(baselines)) if full[m] and bands[m] == bands[n]]
+        if not is_full and mates:
+            owner[n] = min(mates, key=lambda m: abs(centres[m] - centres[n]))
+    rows: list[list[str]] = []
+    for n in sorted(set(owner)):
+        parts: list[list[str]] = [[] for _ in bounds]
+        for m in (
+            m for m in range(len(baselines)) if owner[m] == n
+        ):  # top to bottom: a wrapped cell in order
+            for column, cell in enumerate(filled[m]):
+                if cell:
+                    parts[column].append(" ".join(p.text for p in sorted(cell, key=lambda p: p.left)))
+        rows.append([" ".join(part) for part in parts])
+    if sum(full[n] for n in set(owner)) < FULL_ROWS * len(rows):
+        return None
+    return rows
+
+
+def _column_bounds(rows: list[list[Any]], walls: list[float], size: float) -> list[tuple[float, float]]:
+    """The x ranges of a table's columns: split at strips no row covers and at a grid's vertical rules."""
+    covers = [cover(row) for row in rows]
+    low, high = min(a for spans in covers for a, _ in spans), max(b for spans in covers for _, b in spans)
+    empty = [(low, high)]
+    for spans in covers:
+        empty = minus(empty, spans)
+    cuts = [(a + b) / 2 for a, b in empty if b - a >= COLUMN_GAP * size and low < a and b < high]
+    for wall in walls:
+        if low < wall < high and not any(a - 1 <= wall <= b + 1 for a, b in empty):
+            cuts.append(wall)
+    edges = [low, *sorted(cuts), high]
+    return list(zip(edges, edges[1:], strict=False))
+
+
+def cover(pieces: Sequence[Box]) -> list[tuple[float, float]]:
+    """The x ranges pieces' letters cover, merged where they touch within 0.15 em (glyph by glyph words)."""
+    spans = sorted((p.left - 0.15 * p.size, p.right + 0.15 * p.size) for p in pieces)
+    merged: list[tuple[float, float]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def minus(spans: list[tuple[float, float]], covered: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The parts of `spans` that no range of `covered` overlaps."""
+    for a, b in covered:
+        spans = [part for x, y in spans for part in ((x, min(y, a)), (max(x, b), y)) if part[1] > part[0]]
+    return spans
+
+
+def _cells(row: list[Any], bounds: list[tuple[float, float]]) -> list[list[Any]]:
+    """A baseline's pieces by column (the column holding each piece's centre)."""
+    cells: list[list[Any]] = [[] for _ in bounds]
+    for piece in row:
+        centre = (piece.left + piece.right) / 2
+        column = next((n for n, (_, b) in enumerate(bounds) if centre <= b), len(bounds) - 1)
+        cells[column].append(piece)
+    return cells
