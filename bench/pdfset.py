@@ -457,7 +457,15 @@ def build(
             number = len(made) + 1
             made.append(make_table(rec, number, TABLE_STYLES[(number - 1) % len(TABLE_STYLES)]))
             made[-1]["after"] = len(paragraphs) - 1
-            lines += table_tex(made[-1], wide=layout == "2col" and number == 2)
+            two = layout == "2col" or journal in (
+                "ieee-conference",
+                "ieee-journal",
+                "revtex-aps",
+                "acmart-sigconf",
+                "mnras",
+            )
+            wide = two and (number == 2 or len(made[-1]["rows"][0]) >= 5)  # as authors would: no overfull box
+            lines += table_tex(made[-1], wide=wide)
     lines += ["", r"\begin{thebibliography}{99}"]
     references = []
     for bid in refs.order:

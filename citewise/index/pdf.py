@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from citewise.index.citations import is_reference_heading
-from citewise.index.tables import Rule, Table, cover, find_tables, minus, page_rules
+from citewise.index.tables import Rule, Table, centred_in, cover, find_tables, minus, page_rules
 
 logger = logging.getLogger(__name__)
 
@@ -287,12 +287,19 @@ def _with_tables(lines: list[Line], rules: list[Rule], textpage: object, page: i
         ]
 
     tables = find_tables(lines, rules, words_in)
+    if not tables:
+        return lines
     taken = {id(line) for table in tables for line in table.lines}
-    made = [
-        Line([p for line in table.lines for p in line.pieces], page, kind="table", table=table)
-        for table in tables
-    ]
-    return [line for line in lines if id(line) not in taken] + made
+    kept = []
+    for line in lines:
+        if id(line) in taken:
+            continue
+        pieces = [p for p in line.pieces if not any(centred_in(p, table.box) for table in tables)]
+        if len(pieces) == len(line.pieces):
+            kept.append(line)
+        elif pieces:  # a line that ran into a table (a justified column beside a wide one)
+            kept.append(Line(pieces, page))
+    return kept + [Line(table.words, page, kind="table", table=table) for table in tables]
 
 
 def _words(textpage: object) -> list[Piece]:
@@ -302,14 +309,18 @@ def _words(textpage: object) -> list[Piece]:
     words: list[Piece] = []
     current: Piece | None = None
     for index in range(textpage.count_chars()):  # type: ignore[attr-defined]
-        char = chr(raw.FPDFText_GetUnicode(textpage, index))
+        char = chr(raw.FPDFText_GetUnicode(textpage, index)).replace("\x02", "-")  # PDFium's line-end hyphen
         if char.isspace() or not char.isprintable():
             current = None
             continue
         left, bottom, right, top = textpage.get_charbox(index, loose=True)  # type: ignore[attr-defined]
         size = 0.85 * (top - bottom)  # the loose box spans the font's ascent and descent
-        apart = current is None or left - current.right > 0.25 * size or left < current.left
-        if apart or abs(bottom - current.bottom) > 0.3 * size:
+        if (
+            current is None
+            or left - current.right > 0.25 * max(size, current.size)
+            or left < current.left
+            or abs(bottom + top - current.bottom - current.top) > 0.7 * max(size, current.size)  # centres
+        ):
             current = Piece(left, bottom, right, top, "", size, "", False)
             words.append(current)
         current.text += char.translate(LIGATURES)

@@ -98,6 +98,10 @@ class Table:
     caption: str
     lines: list[Any] = field(default_factory=list)
     """The page lines it was made of, caption lines included (the caller takes them out of the text)."""
+    box: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
+    """Its cells' rectangle (left, bottom, right, top): any piece of a line inside it is the table's."""
+    words: list[Any] = field(default_factory=list)
+    """The words of its cells."""
 
     def markdown(self) -> str:
         """The caption, then the rows as Markdown table rows under a header rule."""
@@ -229,13 +233,8 @@ def _ruled_table(
     for first in range(len(frame) - 1):
         top, bottom = frame[first], frame[-1]
         left, right = min(r.left for r in frame) - 2.0, max(r.right for r in frame) + 2.0
-        inside = [
-            line
-            for line in lines
-            if id(line) not in used
-            and bottom.top < (line.top + line.bottom) / 2 < top.bottom
-            and left <= (line.left + line.right) / 2 <= right
-        ]
+        box = (left, bottom.top, right, top.bottom)
+        inside = [w for w in words(*box) if centred_in(w, box)]
         if not inside:
             continue
         height = top.bottom - bottom.top
@@ -246,11 +245,17 @@ def _ruled_table(
             if left < (r.left + r.right) / 2 < right
             and min(r.top, top.top) - max(r.bottom, bottom.bottom) > 0.5 * height
         ]
-        rows = _rows(_words_of(inside, words), splits, walls)
+        rows = _rows(inside, splits, walls)
         if rows:
             caption = _caption(lines, top, bottom, left, right, used)
-            return Table(rows, text_of_lines(caption), [*caption, *inside])
+            return Table(rows, text_of_lines(caption), caption, box, inside)
     return None
+
+
+def centred_in(word: Box, box: tuple[float, float, float, float]) -> bool:
+    """Whether a word's centre lies in a rectangle (left, bottom, right, top)."""
+    x, y = (word.left + word.right) / 2, (word.top + word.bottom) / 2
+    return box[0] <= x <= box[2] and box[1] <= y <= box[3]
 
 
 def _caption(
@@ -314,17 +319,34 @@ def _unruled_table(
         heading.append(line)
         taken.append(line)
     body: list[TextLine] = []
+    gaps: list[float] = []  # between one row's bottom and the next row's top
+    bottom = heading[-1].bottom
     for line in under[len(heading) - 1 :]:
-        last = body[-1] if body else heading[-1]
-        if last.bottom - line.top > (2.5 if not body else 1.6) * line.size:
-            break
-        if line.right - line.left > 0.85 * (right - left) and not _spaced(line, words):
-            break  # prose across the column: the text after the table
+        size = body[0].size if body else line.size
+        if (
+            line.size > 1.15 * size
+            or line.right - line.left > 0.85 * (right - left)
+            and not _spaced(line, words)
+        ):
+            break  # a heading, or prose across the column: the text after the table
+        if line.top < bottom:  # the next row down
+            gap = bottom - line.top
+            if gap > (2.5 * size if not gaps else 2 * sorted(gaps)[len(gaps) // 2] + 0.3 * size):
+                break
+            gaps.append(gap)
         body.append(line)
-    rows = _rows(_words_of(body, words), [], []) if len(body) >= 2 else None
+        bottom = min(bottom, line.bottom) if line.top >= bottom else line.bottom
+    cells = _words_of(body, words)
+    rows = _rows(cells, [], []) if len(body) >= 2 else None
     if not rows:
         return None
-    return Table(rows, text_of_lines(heading), [*heading, *body])
+    box = (
+        min(x.left for x in body),
+        min(x.bottom for x in body),
+        max(x.right for x in body),
+        max(x.top for x in body),
+    )
+    return Table(rows, text_of_lines(heading), [*heading, *body], box, cells)
 
 
 def _spaced(line: TextLine, words: Words) -> bool:
@@ -373,9 +395,11 @@ def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[li
     centres = [(row[0].top + row[0].bottom) / 2 for row in baselines]
     bands = [sum(split > centre for split in splits) for centre in centres]
     owner = list(range(len(baselines)))
+    if walls:  # a grid: the rules between its rows bound them, wrapped cells and all
+        owner = [bands.index(band) for band in bands]
     for n, is_full in enumerate(full):
         mates = [m for m in range(len(baselines)) if full[m] and bands[m] == bands[n]]
-        if not is_full and mates:
+        if not is_full and mates and not walls:
             owner[n] = min(mates, key=lambda m: abs(centres[m] - centres[n]))
     rows: list[list[str]] = []
     for n in sorted(set(owner)):
@@ -386,8 +410,9 @@ def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[li
             for column, cell in enumerate(filled[m]):
                 if cell:
                     parts[column].append(" ".join(p.text for p in sorted(cell, key=lambda p: p.left)))
-        rows.append([" ".join(part) for part in parts])
-    if sum(full[n] for n in set(owner)) < FULL_ROWS * len(rows):
+        rows.append([re.sub(r"(?<=\w-) (?=\w)", "", " ".join(part)) for part in parts])  # "Speed-" "up"
+    enough = max(2, math.ceil(len(bounds) / 2))
+    if sum(sum(bool(cell) for cell in row) >= enough for row in rows) < FULL_ROWS * len(rows):
         return None
     return rows
 
@@ -400,9 +425,9 @@ def _column_bounds(rows: list[list[Any]], walls: list[float], size: float) -> li
     for spans in covers:
         empty = minus(empty, spans)
     cuts = [(a + b) / 2 for a, b in empty if b - a >= COLUMN_GAP * size and low < a and b < high]
-    for wall in walls:
-        if low < wall < high and not any(a - 1 <= wall <= b + 1 for a, b in empty):
-            cuts.append(wall)
+    inner = [wall for wall in walls if low < wall < high]
+    if inner:  # a grid: its rules are the columns (a header wrapped in a narrow cell leaves false gaps)
+        cuts = inner
     edges = [low, *sorted(cuts), high]
     return list(zip(edges, edges[1:], strict=False))
 

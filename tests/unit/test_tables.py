@@ -1,0 +1,164 @@
+"""Tables read as tables: from PDFs (pdfTeX and Chromium), from Word, and kept whole through chunking.
+
+The PDFs are tests/data/pdf/harvest.tex (booktabs, a boxed grid across both columns, an unruled table under
+its caption) and harvest.html printed by Chromium (a grid whose header and first column wrap in their cells).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import docx
+import pytest
+
+from citewise.index.chunking import normalize_space, split_sentences
+from citewise.index.loaders import load_path
+from citewise.index.pdf import read_layout
+from citewise.index.tables import Rule, Table, find_tables, is_markdown_table
+
+PAPERS = Path(__file__).parent.parent / "data" / "pdf"
+
+FIRST_SEASON = [
+    ["Variety", "Yield (t/ha)", "Protein (%)", "Days to ripen"],
+    ["Amber", "7.42", "11.8", "121"],
+    ["Copper Crown", "6.95", "13.1", "117"],
+    ["Northern Star", "8.03", "10.9", "126"],
+]
+
+
+def tables_of(name: str) -> list[Table]:
+    path = PAPERS / name
+    layout = read_layout(path, path.read_bytes())
+    return [line.table for line in layout.lines if line.table is not None]
+
+
+def test_typeset_tables_ruled_boxed_and_unruled_keep_their_rows_and_captions() -> None:
+    booktabs, grid, unruled = tables_of("harvest.pdf")
+    assert booktabs.caption == "Table 1: Yield of each variety in the first season."
+    assert booktabs.rows == FIRST_SEASON
+    assert grid.caption == "Table 2: Yield by plot in the second season."
+    assert grid.rows[0] == ["Variety", "Plot A", "Plot B", "Plot C", "Plot D"]
+    assert grid.rows[3] == ["Northern Star", "6.77", "7.12", "6.50", "6.94"]
+    assert unruled.caption == "Table 3: Rainfall in each season."
+    assert unruled.rows == [
+        ["Season", "Rain (mm)", "Dry days"],
+        ["First", "612", "41"],
+        ["Second", "388", "73"],
+    ]
+
+
+def test_a_browser_grid_with_cells_wrapped_over_two_lines() -> None:
+    (table,) = tables_of("harvest-print.pdf")
+    assert table.rows == FIRST_SEASON  # "Days to / ripen", "Northern / Star" each one cell
+
+
+def test_a_table_is_one_passage_and_the_text_around_it_runs_on() -> None:
+    (document,) = load_path(PAPERS / "harvest.pdf")
+    tables = [p for p in document.paragraphs if is_markdown_table(p.text)]
+    assert len(tables) == 3
+    assert tables[0].text.split("\n")[:4] == [
+        "Table 1: Yield of each variety in the first season.",
+        "| Variety | Yield (t/ha) | Protein (%) | Days to ripen |",
+        "| --- | --- | --- | --- |",
+        "| Amber | 7.42 | 11.8 | 121 |",
+    ]
+    prose = " ".join(p.text for p in document.paragraphs if not is_markdown_table(p.text))
+    assert "Copper Crown" in prose and "7.42" not in prose  # cells are nowhere else
+    assert any(p.text.startswith("Plot B gave the most grain") for p in document.paragraphs)
+    assert not any(p.text.startswith("Table ") and "\n" not in p.text for p in document.paragraphs)
+
+
+def test_a_long_table_is_cut_between_rows_each_part_under_its_header() -> None:
+    rows = [["Plot", "Yield"]] + [[f"Plot {n}", f"{n}.0"] for n in range(60)]
+    parts = Table(rows, "Table 9: Every plot.").parts(max_chars=200)
+    assert len(parts) > 3
+    for part in parts:
+        lines = part.split("\n")
+        assert lines[:3] == ["Table 9: Every plot.", "| Plot | Yield |", "| --- | --- |"]
+        assert len(part) <= 200
+    body = [line for part in parts for line in part.split("\n")[3:]]
+    assert body == [f"| Plot {n} | {n}.0 |" for n in range(60)]
+
+
+def test_chunking_keeps_a_tables_rows_on_their_lines() -> None:
+    text = "Table 1: Yields.\n|  Variety | Yield |\n| --- | --- |\n| Amber |   7.42 |"
+    flat = normalize_space(text)
+    assert flat == "Table 1: Yields.\n| Variety | Yield |\n| --- | --- |\n| Amber | 7.42 |"
+    assert split_sentences(flat, 500) == [(0, len(flat))]
+    spans = split_sentences(flat, 40)
+    assert all(end - start <= 40 for start, end in spans)
+    assert all(s == 0 or flat[s - 1] == "\n" for s, _ in spans)  # whole rows, never a cut one
+    assert all(e == len(flat) or flat[e] == "\n" for _, e in spans)
+    assert flat[spans[-1][0] : spans[-1][1]].endswith("| Amber | 7.42 |")
+    assert normalize_space("a  b\nc") == "a b c"  # prose as before
+
+
+def test_word_tables_keep_header_and_caption(tmp_path: Path) -> None:
+    word = docx.Document()
+    word.add_heading("Trials", level=0)
+    word.add_heading("Results", level=1)
+    word.add_paragraph("The yields were measured by machine.")
+    word.add_paragraph("Table 1: Yield of each variety.")
+    grid = word.add_table(rows=3, cols=2)
+    for row, cells in zip(
+        grid.rows, [["Variety", "Yield"], ["Amber", "7.42"], ["Copper Crown", "6.95"]], strict=True
+    ):
+        row.cells[0].text, row.cells[1].text = cells
+    path = tmp_path / "trials.docx"
+    word.save(str(path))
+    (document,) = load_path(path)
+    assert [p.text for p in document.paragraphs] == [
+        "The yields were measured by machine.",
+        "Table 1: Yield of each variety.\n| Variety | Yield |\n| --- | --- |\n"
+        "| Amber | 7.42 |\n| Copper Crown | 6.95 |",
+    ]
+
+
+@dataclass
+class Word:
+    left: float
+    bottom: float
+    right: float
+    top: float
+    text: str
+    size: float = 10.0
+
+
+@dataclass
+class TextLine:
+    pieces: list[Word]
+
+    @property
+    def text(self) -> str:
+        return " ".join(p.text for p in self.pieces)
+
+    left = property(lambda self: min(p.left for p in self.pieces))
+    right = property(lambda self: max(p.right for p in self.pieces))
+    top = property(lambda self: max(p.top for p in self.pieces))
+    bottom = property(lambda self: min(p.bottom for p in self.pieces))
+    size = property(lambda self: 10.0)
+
+
+def prose_line(y: float) -> TextLine:
+    x, words = 50.0, []
+    for word in "a framed box of prose is not a table at all".split():
+        words.append(Word(x, y, x + 6 * len(word), y + 10, word))
+        x += 6 * len(word) + 3
+    return TextLine(words)
+
+
+@pytest.mark.parametrize("ruled", [True, False])
+def test_a_box_of_prose_between_rules_or_under_a_caption_is_no_table(ruled: bool) -> None:
+    lines = [prose_line(300 - 12 * n) for n in range(5)]
+    if not ruled:
+        lines.insert(0, TextLine([Word(50, 312, 90, 322, "Table"), Word(93, 312, 99, 322, "4:")]))
+    rules = [Rule(45, 324, 400, 325), Rule(45, 245, 400, 246)] if ruled else []
+    words = [w for line in lines for w in line.pieces]
+
+    def inside(left: float, bottom: float, right: float, top: float) -> list[Word]:
+        return [
+            w for w in words if left <= w.right and w.left <= right and bottom <= w.top and w.bottom <= top
+        ]
+
+    assert find_tables(lines, rules, inside) == []
