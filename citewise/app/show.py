@@ -85,6 +85,12 @@ def _print(reading: Reading) -> None:
         typer.echo("  " + textwrap.shorten(f"[{key}] {text}", 106, placeholder=" ..."))
     if len(reading.references) > SHOWN_REFERENCES:
         typer.echo(f"  ... {len(reading.references) - SHOWN_REFERENCES} more (--json lists them all)")
+    if reading.tables:
+        typer.echo(f"tables ({len(reading.tables)}):")
+        for table in reading.tables:
+            shape = f"{table.rows} rows x {len(table.header)} columns"
+            name = table.caption or " | ".join(table.header)
+            typer.echo("  " + textwrap.shorten(f"{name} ({shape})", 104, placeholder=" ..."))
     for kind, label in DROPPED_KINDS.items():
         count = reading.dropped_counts.get(kind, 0)
         if not count:

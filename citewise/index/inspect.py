@@ -15,6 +15,7 @@ from typing import Any
 
 from citewise.index.docstore import DocumentRecord, ParagraphRecord
 from citewise.index.document import Document, LoadError
+from citewise.index.tables import is_markdown_table, read_markdown
 
 SHOWN_DROPPED = 12
 """Lines of each kind left out that are listed (the count is always given)."""
@@ -34,6 +35,16 @@ class Section:
 
 
 @dataclass
+class TableRead:
+    """A table as read: its caption, section, header and how many rows and columns it has."""
+
+    caption: str
+    section: str
+    header: list[str]
+    rows: int
+
+
+@dataclass
 class Reading:
     """What a reader made of one document (see the module docstring)."""
 
@@ -47,6 +58,7 @@ class Reading:
     dropped_counts: dict[str, int] = field(default_factory=dict)
     pages_without_text: list[int] = field(default_factory=list)
     ocr_pages: list[int] = field(default_factory=list)
+    tables: list[TableRead] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     doc_id: str = ""
 
@@ -87,6 +99,7 @@ def describe_stored(
     """A stored document as the index holds it, with its file's layout when the file is still there."""
     path = Path(record.file)
     reading = _reading(record.title, path, [p.section for p in paragraphs], bibliography, record.metadata)
+    reading.tables = _tables([(p.section, p.text) for p in paragraphs])
     reading.doc_id = record.id
     if path.suffix.lower() == ".pdf":
         try:
@@ -100,6 +113,7 @@ def _reading_of(document: Document, path: Path) -> Reading:
     references = {key: entry.text for key, entry in document.bibliography.items()}
     sections = [p.section for p in document.paragraphs]
     reading = _reading(document.title, path, sections, references, document.metadata)
+    reading.tables = _tables([(p.section, p.text) for p in document.paragraphs])
     reading.doc_id = document.id
     if document.title == path.stem:
         reading.warnings.append("no title found in the file: it is titled by its file name")
@@ -121,6 +135,18 @@ def _reading(
     )
     _warn(reading)
     return reading
+
+
+def _tables(paragraphs: list[tuple[str, str]]) -> list[TableRead]:
+    """The tables among a document's passages, the parts of a long one counted as one."""
+    tables: dict[tuple[str, str], TableRead] = {}
+    for section, text in paragraphs:
+        if is_markdown_table(text):
+            caption, rows = read_markdown(text)
+            key = (caption, " | ".join(rows[0]))
+            table = tables.setdefault(key, TableRead(caption, section, rows[0], 0))
+            table.rows += len(rows) - 1
+    return list(tables.values())
 
 
 def _sections(sections: Any) -> list[Section]:

@@ -133,6 +133,18 @@ def _markdown_row(row: list[str]) -> str:
 MARKDOWN_ROW = re.compile(r"^\|.*\|$")
 
 
+def read_markdown(text: str) -> tuple[str, list[list[str]]]:
+    """A passage `Table.parts` wrote, read back: (caption, rows with the header first)."""
+    lines = text.strip().split("\n")
+    caption = "" if MARKDOWN_ROW.match(lines[0]) else lines.pop(0)
+    rows = [
+        [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+        for line in lines
+        if not re.fullmatch(r"\|(?: --- \|)+", line.strip())
+    ]
+    return caption, rows
+
+
 def is_markdown_table(text: str) -> bool:
     """Whether a passage is a table as `Table.parts` writes it: an optional caption line, then rows."""
     lines = text.strip().split("\n")

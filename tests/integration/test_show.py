@@ -45,6 +45,22 @@ def test_json_gives_every_part_and_a_browser_print_shows_its_stamps_as_furniture
     assert reading["pages"] == 1 and reading["pages_without_text"] == []
 
 
+def test_tables_are_listed_with_their_shape_in_the_file_and_in_the_index(tmp_path: Path) -> None:
+    result = run("show", PAPERS / "harvest.pdf")
+    assert result.exit_code == 0, result.output
+    assert (
+        "tables (3):\n  Table 1: Yield of each variety in the first season. (3 rows x 4 columns)\n"
+        in result.output
+    )
+    assert run("ingest", PAPERS / "harvest-print.pdf", "--index", tmp_path / "idx").exit_code == 0
+    result = run("show", "Harvest", "--index", tmp_path / "idx", "--json")
+    (reading,) = json.loads(result.output)
+    (table,) = reading["tables"]
+    assert table["caption"] == "Table 1 : Yield of each variety in the first season."
+    assert table["header"] == ["Variety", "Yield (t/ha)", "Protein (%)", "Days to ripen"]
+    assert table["rows"] == 3
+
+
 def test_a_stored_document_is_found_by_part_of_its_title(tmp_path: Path) -> None:
     assert run("ingest", PAPERS / "spectrum.pdf", "--index", tmp_path / "idx").exit_code == 0
     result = run("show", "radio SPECTRUM", "--index", tmp_path / "idx")
