@@ -14,6 +14,7 @@ from citewise.app.cli import app
 pytestmark = pytest.mark.integration
 
 PAPERS = Path(__file__).resolve().parents[1] / "data" / "pdf"
+TABLES = Path(__file__).resolve().parents[1] / "data" / "tables"
 runner = CliRunner()
 
 
@@ -46,13 +47,13 @@ def test_json_gives_every_part_and_a_browser_print_shows_its_stamps_as_furniture
 
 
 def test_tables_are_listed_with_their_shape_in_the_file_and_in_the_index(tmp_path: Path) -> None:
-    result = run("show", PAPERS / "harvest.pdf")
+    result = run("show", TABLES / "harvest.pdf")
     assert result.exit_code == 0, result.output
     assert (
         "tables (3):\n  Table 1: Yield of each variety in the first season. (3 rows x 4 columns)\n"
         in result.output
     )
-    assert run("ingest", PAPERS / "harvest-print.pdf", "--index", tmp_path / "idx").exit_code == 0
+    assert run("ingest", TABLES / "harvest-print.pdf", "--index", tmp_path / "idx").exit_code == 0
     result = run("show", "Harvest", "--index", tmp_path / "idx", "--json")
     (reading,) = json.loads(result.output)
     (table,) = reading["tables"]

@@ -1,6 +1,6 @@
 """Tables read as tables: from PDFs (pdfTeX and Chromium), from Word, and kept whole through chunking.
 
-The PDFs are tests/data/pdf/harvest.tex (booktabs, a boxed grid across both columns, an unruled table under
+The PDFs are tests/data/tables/harvest.tex (booktabs, a boxed grid across both columns, an unruled table under
 its caption) and harvest.html printed by Chromium (a grid whose header and first column wrap in their cells).
 """
 
@@ -17,7 +17,7 @@ from citewise.index.loaders import load_path
 from citewise.index.pdf import read_layout
 from citewise.index.tables import Rule, Table, find_tables, is_markdown_table
 
-PAPERS = Path(__file__).parent.parent / "data" / "pdf"
+PAPERS = Path(__file__).parent.parent / "data" / "tables"
 
 FIRST_SEASON = [
     ["Variety", "Yield (t/ha)", "Protein (%)", "Days to ripen"],
