@@ -656,7 +656,7 @@ def docx_file(truth: dict[str, Any], layout: str, path: Path) -> None:
     from docx import Document as Docx
     from docx.enum.text import WD_ALIGN_PARAGRAPH
     from docx.oxml.ns import qn
-    from docx.shared import Pt
+    from docx.shared import Cm, Pt
 
     columns, align = layout.split("-")
     document = Docx()
@@ -688,9 +688,18 @@ def docx_file(truth: dict[str, Any], layout: str, path: Path) -> None:
             grid = document.add_table(rows=len(table["rows"]), cols=len(table["rows"][0]))
             if table["style"] != "plain":  # Word's boxed grid; booktabs has no Word style of its own
                 grid.style = "Table Grid"
+            # as wide as the column (python-docx's default is the page's width, which LibreOffice clips in a
+            # column): the labels. column a quarter, the numbers share the rest
+            width = Cm(7.5 if columns == "2col" else 15.0)
+            widths = [width / 4] + [width * 3 / 4 / (len(table["rows"][0]) - 1)] * (len(table["rows"][0]) - 1)
+            grid.autofit = False
+            for column, column_width in zip(grid.columns, widths, strict=True):
+                column.width = int(column_width)  # w:gridCol, which LibreOffice lays out by
             for cells, row in zip(grid.rows, table["rows"], strict=True):
-                for cell, text in zip(cells.cells, row, strict=True):
-                    cell.text = text
+                for cell, text, cell_width in zip(cells.cells, row, widths, strict=True):
+                    cell.text, cell.width = text, int(cell_width)
+                    for run in cell.paragraphs[0].runs:  # small type, as a table in a column is set
+                        run.font.size = Pt(7 if columns == "2col" else 9)
     document.add_heading("References", level=1)
     for reference in truth["references"]:
         label = f"[{reference['label']}] " if truth["citation_style"] == "numbered" else ""
@@ -782,6 +791,9 @@ def main() -> int:
         "papers": rows,
     }
     (args.out / "index.json").write_text(json.dumps(index, indent=1) + "\n")
+    if not rows:
+        print(f"no PDFs made: {len(candidates)} papers left after --skip {args.skip}")
+        return 1
     cols = ["name", "layout", "citation_style", "pages", "paragraphs", "sections", "references"]
     cols.append("compile_seconds")
     widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]

@@ -207,11 +207,22 @@ def find_tables(lines: Sequence[TextLine], rules: Sequence[Rule], words: Words) 
     """
     tables: list[Table] = []
     used: set[int] = set()
+    verticals = [r for r in rules if not r.horizontal]
+
+    def search(frame: list[Rule]) -> None:
+        """The widest run of the frame's rules that holds a table, then the runs above and below it."""
+        for width in range(len(frame) - 1, 0, -1):
+            for start in range(len(frame) - width):
+                table = _ruled_table(lines, frame[start : start + width + 1], verticals, used, words)
+                if table:
+                    tables.append(table)
+                    used.update(id(line) for line in table.lines)
+                    search(frame[:start])
+                    search(frame[start + width + 1 :])
+                    return
+
     for frame in _frames([r for r in rules if r.horizontal and r.right - r.left >= MIN_RULE]):
-        table = _ruled_table(lines, frame, [r for r in rules if not r.horizontal], used, words)
-        if table:
-            tables.append(table)
-            used.update(id(line) for line in table.lines)
+        search(frame)  # two tables of one width on a page share a frame; a running head's rule may join it
     for line in lines:
         if id(line) not in used and CAPTION.match(line.text):
             table = _unruled_table(lines, line, used, words)
@@ -241,27 +252,26 @@ def _ruled_table(
     used: set[int],
     words: Words,
 ) -> Table | None:
-    """The table between a frame's first and last rules, or, failing that, between later pairs of them."""
-    for first in range(len(frame) - 1):
-        top, bottom = frame[first], frame[-1]
-        left, right = min(r.left for r in frame) - 2.0, max(r.right for r in frame) + 2.0
-        box = (left, bottom.top, right, top.bottom)
-        inside = [w for w in words(*box) if centred_in(w, box)]
-        if not inside:
-            continue
-        height = top.bottom - bottom.top
-        splits = [(r.top + r.bottom) / 2 for r in frame[first + 1 : -1]]
-        walls = [
-            (r.left + r.right) / 2
-            for r in verticals
-            if left < (r.left + r.right) / 2 < right
-            and min(r.top, top.top) - max(r.bottom, bottom.bottom) > 0.5 * height
-        ]
-        rows = _rows(inside, splits, walls)
-        if rows:
-            caption = _caption(lines, top, bottom, left, right, used)
-            return Table(rows, text_of_lines(caption), caption, box, inside)
-    return None
+    """The table between a run of rules' first and last, if the words between them stand in columns."""
+    top, bottom = frame[0], frame[-1]
+    left, right = min(r.left for r in frame) - 2.0, max(r.right for r in frame) + 2.0
+    box = (left, bottom.top, right, top.bottom)
+    inside = [w for w in words(*box) if centred_in(w, box)]
+    if not inside:
+        return None
+    height = top.bottom - bottom.top
+    splits = [(r.top + r.bottom) / 2 for r in frame[1:-1]]
+    walls = [
+        (r.left + r.right) / 2
+        for r in verticals
+        if left < (r.left + r.right) / 2 < right
+        and min(r.top, top.top) - max(r.bottom, bottom.bottom) > 0.5 * height
+    ]
+    rows = _rows(inside, splits, walls)
+    if not rows:
+        return None
+    caption = _caption(lines, top, bottom, left, right, used)
+    return Table(rows, text_of_lines(caption), caption, box, inside)
 
 
 def centred_in(word: Box, box: tuple[float, float, float, float]) -> bool:
