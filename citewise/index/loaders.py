@@ -392,8 +392,11 @@ def _load_html(path: Path) -> list[Document]:
     paragraphs: list[Paragraph] = []
     sections = _SectionPath()
     title_heading_seen = False
-    for element in soup.find_all([*_HTML_HEADINGS, *_HTML_BLOCKS]):
-        if element.find_parent(_HTML_BLOCKS) is not None:
+    for element in soup.find_all([*_HTML_HEADINGS, *_HTML_BLOCKS, "table"]):
+        if element.find_parent([*_HTML_BLOCKS, "table"]) is not None:
+            continue
+        if element.name == "table":
+            paragraphs.extend(Paragraph(part, sections.current) for part in _html_table(element))
             continue
         if element.name in _HTML_HEADINGS:
             text = _collapse(element.get_text())
@@ -410,6 +413,23 @@ def _load_html(path: Path) -> list[Document]:
         body = soup.body or soup
         paragraphs = [Paragraph(_collapse(line)) for line in body.get_text("\n").splitlines() if line.strip()]
     return _finish(path, title, paragraphs)
+
+
+def _html_table(table: Any) -> list[str]:
+    """An HTML table's passages: caption, header and rows (`Table.parts`); one row is a line of text."""
+    rows = []
+    for tr in table.find_all("tr"):
+        if tr.find_parent("table") is not table:
+            continue  # a nested table's rows are its cell's text
+        cells = [_collapse(cell.get_text(" ")) for cell in tr.find_all(["th", "td"], recursive=False)]
+        if any(cells):
+            rows.append(cells)
+    caption = table.find("caption")
+    title = _collapse(caption.get_text(" ")) if caption is not None else ""
+    if len(rows) < 2:
+        return [" | ".join(cell for row in rows for cell in row if cell)] if rows else []
+    width = max(len(row) for row in rows)
+    return TextTable([row + [""] * (width - len(row)) for row in rows], title).parts()
 
 
 def _numbered_items(ol: Any) -> Iterator[tuple[int, Any]]:

@@ -162,3 +162,17 @@ def test_a_box_of_prose_between_rules_or_under_a_caption_is_no_table(ruled: bool
         ]
 
     assert find_tables(lines, rules, inside) == []
+
+
+def test_html_tables_keep_header_caption_and_rows() -> None:
+    (document,) = load_path(PAPERS / "harvest.html")
+    (table,) = [p.text for p in document.paragraphs if is_markdown_table(p.text)]
+    assert table.split("\n") == [
+        "Table 1: Yield of each variety in the first season.",
+        "| Variety | Yield (t/ha) | Protein (%) | Days to ripen |",
+        "| --- | --- | --- | --- |",
+        "| Amber | 7.42 | 11.8 | 121 |",
+        "| Copper Crown | 6.95 | 13.1 | 117 |",
+        "| Northern Star | 8.03 | 10.9 | 126 |",
+    ]
+    assert document.paragraphs[-1].text.startswith("Northern Star gave the largest yield")
