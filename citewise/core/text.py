@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from langchain_core.messages import AnyMessage, HumanMessage
 
 from citewise.index.chunking import split_sentences
+from citewise.index.tables import is_markdown_table, read_markdown
 
 
 def last_human(messages: Sequence[AnyMessage]) -> str:
@@ -40,9 +41,28 @@ def user_turns(messages: Sequence[AnyMessage]) -> tuple[list[str], list[str]]:
 
 
 def sentences(text: str) -> list[str]:
-    """The sentences of a text (blingfire, as the chunker splits them)."""
+    """The sentences of a text (blingfire, as the chunker splits them).
+
+    A table's (`citewise.index.tables`) are its caption and its rows, each row said with its header:
+    "Variety: Copper Crown; Protein (%): 13.1", so that a row quoted alone still says what its numbers are.
+    """
+    if "\n|" in text and is_markdown_table(text):
+        return table_sentences(text)
     flat = " ".join(text.split())
     return [flat[s:e] for s, e in split_sentences(flat, max_chars=10_000)]
+
+
+def table_sentences(text: str) -> list[str]:
+    """A Markdown table's caption and rows as sentences (see `sentences`)."""
+    caption, rows = read_markdown(text)
+    said = [row_sentence(rows[0], row) for row in rows[1:]]
+    return [*([caption] if caption else []), *(row for row in said if row)]
+
+
+def row_sentence(header: list[str], row: list[str]) -> str:
+    """A table row said with its header: "Variety: Copper Crown; Protein (%): 13.1." ("" for an empty row)."""
+    parts = [f"{name}: {cell}" if name else cell for name, cell in zip(header, row, strict=False) if cell]
+    return "; ".join(parts) + "." if parts else ""
 
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9\-']+")

@@ -52,3 +52,18 @@ def test_a_one_column_paper_answers_with_its_author_year_reference(index: Path) 
     # the paper's own "(Brown et al., 2021)" closing a clause is left out beside citewise's marker
     assert "(Brown et al., 2021)" not in payload["answer"]
     assert {entry["key"] for entry in payload["references"]["secondary"]} == {"brown2021"}
+
+
+def test_a_number_in_a_table_is_answered_from_its_row_with_its_header(tmp_path: Path) -> None:
+    tables = Path(__file__).parent.parent / "data" / "tables"
+    result = CliRunner().invoke(
+        app, ["ingest", str(tables / "harvest.pdf"), "--index", str(tmp_path / "idx")]
+    )
+    assert result.exit_code == 0, result.output
+    payload = ask(tmp_path / "idx", "What was the protein content of Copper Crown in the first season?")
+    row = "Variety: Copper Crown; Yield (t/ha): 6.95; Protein (%): 13.1; Days to ripen: 117"
+    assert row in payload["answer"]
+    assert "| --- |" not in payload["answer"]  # a row said with its header, not the table's Markdown
+    (cited,) = [c for c in payload["citations"] if row in c["text"]]
+    (passage,) = [e for e in payload["evidence"] if e["chunk_id"] == cited["chunk_id"]]
+    assert "| Copper Crown | 6.95 | 13.1 | 117 |" in passage["text"]  # the passage is the table itself

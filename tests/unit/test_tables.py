@@ -12,6 +12,8 @@ from pathlib import Path
 import docx
 import pytest
 
+from citewise.app.web.render import passage_html
+from citewise.core.text import sentences
 from citewise.index.chunking import normalize_space, split_sentences
 from citewise.index.loaders import load_path
 from citewise.index.pdf import read_layout
@@ -176,3 +178,23 @@ def test_html_tables_keep_header_caption_and_rows() -> None:
         "| Northern Star | 8.03 | 10.9 | 126 |",
     ]
     assert document.paragraphs[-1].text.startswith("Northern Star gave the largest yield")
+
+
+def test_a_tables_sentences_are_its_caption_and_its_rows_said_with_their_header() -> None:
+    text = Table(FIRST_SEASON, "Table 1: Yield of each variety in the first season.").markdown()
+    assert sentences(text) == [
+        "Table 1: Yield of each variety in the first season.",
+        "Variety: Amber; Yield (t/ha): 7.42; Protein (%): 11.8; Days to ripen: 121.",
+        "Variety: Copper Crown; Yield (t/ha): 6.95; Protein (%): 13.1; Days to ripen: 117.",
+        "Variety: Northern Star; Yield (t/ha): 8.03; Protein (%): 10.9; Days to ripen: 126.",
+    ]
+    assert sentences("One. Two | three.") == ["One.", "Two | three."]  # prose with a bar is prose
+
+
+def test_the_passage_panel_shows_a_table_with_the_quoted_row_marked() -> None:
+    text = Table(FIRST_SEASON, "Table 1: Yields.").markdown()
+    quoted = "Variety: Copper Crown; Yield (t/ha): 6.95; Protein (%): 13.1; Days to ripen: 117."
+    html = passage_html({"marker": 2, "title": "Harvest", "text": text, "lines": [quoted]})
+    assert "<caption>Table 1: Yields.</caption>" in html and "<th>Protein (%)</th>" in html
+    assert '<tr class="cw-support"><td>Copper Crown</td><td>6.95</td>' in html
+    assert html.count("cw-support") == 1  # only that row, and no line shown apart as missing

@@ -88,6 +88,10 @@ CSS = """
 .cw-section { color: #555; }
 .cw-passage-text { line-height: 1.5; margin: 0 0 6px 0; }
 mark.cw-support { background: #fde68a; padding: 0 2px; }
+.cw-table { border-collapse: collapse; margin: 0 0 6px 0; font-size: 0.92em; }
+.cw-table caption { text-align: left; margin-bottom: 4px; }
+.cw-table th, .cw-table td { border: 1px solid #e5e7eb; padding: 2px 6px; }
+.cw-table tr.cw-support td { background: #fde68a; }
 .cw-passage-meta, .cw-note, .cw-file { color: #666; font-size: 0.85em; }
 .cw-empty { color: #777; font-style: italic; padding: 8px; }
 .cw-refs h4 { margin: 6px 0 4px 0; }

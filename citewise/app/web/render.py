@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from citewise.core.evidence import CLOSEST_HEADING, MARKER
+from citewise.core.text import row_sentence
 from citewise.index.citations import soften_source_markers
+from citewise.index.tables import is_markdown_table, read_markdown
 
 CITE_PREFIX = "cite-"
 """A marker link's fragment is `#cite-<turn>-<marker>`; the page's click handler reads it back."""
@@ -141,6 +143,25 @@ def highlight(text: str, lines: list[str]) -> str:
     return "".join(out)
 
 
+def table_html(text: str, lines: list[str]) -> tuple[str, list[str]]:
+    """A table passage as an HTML table, the rows a supporting line quotes marked; the lines it lacks."""
+    caption, rows = read_markdown(text)
+    wanted = {line.strip() for line in lines}
+    head = "".join(f"<th>{escape(cell)}</th>" for cell in rows[0])
+    body, held = [], {caption}
+    for row in rows[1:]:
+        said = row_sentence(rows[0], row)
+        held.add(said)
+        mark = ' class="cw-support"' if said in wanted else ""
+        body.append(f"<tr{mark}>" + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>")
+    title = f"<caption>{escape(caption)}</caption>" if caption else ""
+    missing = [line for line in lines if line.strip() and line.strip() not in held]
+    table = (
+        f'<table class="cw-table">{title}<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    )
+    return table, missing
+
+
 def passage_html(passage: dict[str, Any] | None, cite: str = "") -> str:
     """The passage panel for one marker: document, section, the text with its supporting lines marked.
 
@@ -154,8 +175,11 @@ def passage_html(passage: dict[str, Any] | None, cite: str = "") -> str:
         place += f' <span class="cw-section">› {escape(passage["section"])}</span>'
     text = soften_source_markers(passage["text"])
     lines = [soften_source_markers(line) for line in passage["lines"]]
-    marked = highlight(text, lines)
-    missing = [line for line in lines if line.strip() and line.strip() not in text]
+    if is_markdown_table(text):
+        marked, missing = table_html(text, lines)
+    else:
+        marked = f'<p class="cw-passage-text">{highlight(text, lines)}</p>'
+        missing = [line for line in lines if line.strip() and line.strip() not in text]
     extra = "".join(f'<p class="cw-line"><mark class="cw-support">{escape(x)}</mark></p>' for x in missing)
     meta = []
     if passage.get("file"):
@@ -167,7 +191,7 @@ def passage_html(passage: dict[str, Any] | None, cite: str = "") -> str:
     return (
         f'<div class="cw-passage" data-marker="{int(passage["marker"])}" data-cite="{escape(cite)}">'
         f'<div class="cw-passage-head"><b>[{int(passage["marker"])}]</b> {place}</div>'
-        f'<p class="cw-passage-text">{marked}</p>{extra}'
+        f"{marked}{extra}"
         f'<div class="cw-passage-meta">{" · ".join(meta)}</div></div>'
     )
 
