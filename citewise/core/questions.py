@@ -302,13 +302,17 @@ class Turn:
     asked: str
     """The question as the user wrote it."""
     question: str
-    """The standalone question: what search and scoring read."""
+    """The standalone question: a follow-up with its references resolved ("What is GJ 486b's radius?"), what
+    is shown, scored against and given to a model; never the question before glued to it."""
     earlier: str
     """What a follow-up was read with (the question before it, and the thread's subject); "" if it stands
     alone."""
     topic: str
     """The thread's topic after this turn: the last question that stood alone, naming the thread's subject, or
     the thing an answer named when a follow-up took it up (`answered_thing`), as "(Chemformer)"."""
+    search: str = ""
+    """A follow-up read with the question before it, as written (and the subject it lost): one more search
+    query, since the passages that answered the question before are often the ones this one needs."""
 
 
 PICKS_ONE = re.compile(r"^\s*(?:who|which one|which of them|which of these|which of those)\b", re.I)
@@ -350,17 +354,19 @@ def carry(question: str, before: Turn | None, reply: str = "") -> Turn:
     when that question asked for a thing and the answer named it (`answered_thing`).
     """
     if before is None or not FOLLOW_UP.search(question):
-        return Turn(question, question, "", question)
+        return Turn(question, question, "", question, question)
     own, subject = entities(question), entities(before.topic)
     refers = PRONOUN.search(question) or DEMONSTRATIVE.search(question)
     if own and not refers:
         if SWITCH.match(question) and subject:  # the last question again, about another thing
+            topic = before.topic.replace(subject[0], own[0], 1)
             switched = before.question.replace(subject[0], own[0])
-            if switched == before.question:  # the question before does not name it: ask both
-                switched = f"{before.question} {question}"
-            return Turn(question, switched, before.asked, before.topic.replace(subject[0], own[0], 1))
+            if switched == before.question:  # the question before does not name it: its words, for this
+                return Turn(question, resolved(question, [], before.question), before.asked, topic,
+                            f"{before.question} {question}")  # fmt: skip
+            return Turn(question, switched, before.asked, topic, before.search.replace(subject[0], own[0]))
         if not SWITCH.match(question):
-            return Turn(question, question, "", question)  # names its own subject: stands alone
+            return Turn(question, question, "", question, question)  # names its own subject: stands alone
     earlier = before.asked
     missing = [name for name in subject if name not in earlier and name not in question]
     answered = answered_thing(before.asked, reply) if refers else ""
@@ -371,7 +377,43 @@ def carry(question: str, before: Turn | None, reply: str = "") -> Turn:
     if missing:
         earlier = f"{earlier} ({', '.join(missing)})"
     topic = f"({answered})" if answered else before.topic  # as questions carry it
-    return Turn(question, f"{earlier} {question}", earlier, topic)
+    names = [answered] if answered else [name for name in subject if name not in question]
+    names = names or [name for name in entities(before.question) if name not in question]
+    return Turn(question, resolved(question, names, before.question), earlier, topic, f"{earlier} {question}")
+
+
+REFERENCE_WORDS = (
+    re.compile(r"\b(its|it)\b", re.I),
+    re.compile(r"\b(their|they|them)\b", re.I),
+    re.compile(r"\b(his|her|he|she)\b", re.I),
+)
+"""A thing's pronouns before a group's (most often the authors: "Which molecules did they search for in its
+atmosphere?") before a person's."""
+POSSESSIVE_WORDS = frozenset({"its", "their", "his", "her"})
+
+
+def resolved(question: str, names: Sequence[str], before: str) -> str:
+    """A follow-up made to stand alone, never the question before glued to it.
+
+    Its pronoun is made the subject's name ("its" -> "GJ 486b's"), or an elliptic one ("And the radius?")
+    gets the name in brackets; with no name to give, or a thing the question before spoke of ("that
+    instrument"), the question before's content words, in brackets, say what it is about ("What did that
+    instrument measure? (telescopes observed GJ 486b)").
+    """
+    found = next((m for m in (p.search(question) for p in REFERENCE_WORDS) if m), None)
+    if names and found:
+        name, rest = names[0], [n for n in names[1:] if n not in question]
+        said = f"{name}'s" if found.group(1).lower() in POSSESSIVE_WORDS else name
+        question = question[: found.start()] + said + question[found.end() :]
+        return f"{question} ({', '.join(rest)})" if rest else question
+    if names and not DEMONSTRATIVE.search(question):  # "And the radius?": about the subject
+        return f"{question} ({', '.join(names)})"
+    own = set(content_words(question))
+    words = [
+        w for w in dict.fromkeys(re.findall(r"[\w\-']+", before)) if w.lower() in set(content_words(before))
+    ]
+    words = [w for w in words if w.lower() not in own][:6]
+    return f"{question} ({' '.join(words)})" if words else question
 
 
 SWITCH = re.compile(r"^\s*(?:and|but|also|what about|how about)\b(?:\W+\w+){1,5}\W*$", re.I)
@@ -406,7 +448,7 @@ def own_search(turn: Turn) -> str:
     answer's passages; searched as well in its own words ("Which hash function does it use? DYST"), the
     passage about what is new in it is found.
     """
-    if not turn.earlier or not turn.question.endswith(turn.asked):  # stands alone, or a switch asked anew
+    if not turn.earlier or not turn.search.endswith(turn.asked):  # stands alone, or a switch asked anew
         return ""
     subject = [name for name in entities(turn.topic) if name not in turn.asked]
     return " ".join([turn.asked, *subject[:2]])

@@ -25,8 +25,13 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
     judge, _ = llms.models(runtime.context, "condense")
     turn = new_turn(runtime.context)
     if not history or judge is None:
-        local = read_turn(*user_turns(messages)).question
-        return {"question": local, "mode": _mode(runtime.context), **turn}
+        local = read_turn(*user_turns(messages))
+        return {
+            "question": local.question,
+            "search_question": local.search,
+            "mode": _mode(runtime.context),
+            **turn,
+        }
     conversation = "\n".join(f"{m.type}: {message_text(m)}" for m in messages[-8:-1])
     prompt = render(
         runtime.context.condense_prompt,
@@ -37,14 +42,15 @@ async def condense(state: State, runtime: Runtime[Context]) -> dict:
     rewritten = (await judge.text(as_messages(prompt), stage="condense")).strip()
     if not keeps_the_subject(rewritten, question, history):  # "I'm ready to help. What's your question?"
         reason = "the model's standalone question shares no word with the conversation: joined locally"
-        local = read_turn(*user_turns(messages)).question
+        local = read_turn(*user_turns(messages))
         return {
-            "question": local,
+            "question": local.question,
+            "search_question": local.search,
             "mode": "llm",
             **turn,
             "degraded": Overwrite([degradation("condense", reason, [])]),
         }
-    return {"question": rewritten, "mode": "llm", **turn}
+    return {"question": rewritten, "search_question": rewritten, "mode": "llm", **turn}
 
 
 def keeps_the_subject(rewritten: str, question: str, history: list[str]) -> bool:

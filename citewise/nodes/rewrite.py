@@ -34,7 +34,10 @@ def feedback_terms(texts: list[str], exclude: set[str], count: int = PRF_TERMS) 
 
 
 async def local_rewrite(question: str, state: State, context: Context) -> list[str]:
-    """Keywords plus pseudo-relevance feedback from the top BM25 hits (correcting: the closest evidence)."""
+    """Keywords plus pseudo-relevance feedback from the top BM25 hits (correcting: the closest evidence).
+
+    `question` is what search reads (`search_question`: a follow-up with the question before it).
+    """
     keywords = keyword_query(question)
     asked = set(content_words(question))
     if state.get("attempt", 0) > 0:
@@ -47,7 +50,7 @@ async def local_rewrite(question: str, state: State, context: Context) -> list[s
     expansion = feedback_terms(texts, asked)
     queries = [question if state.get("attempt", 0) == 0 else keywords]
     asked, replies = user_turns(state.get("messages", []))
-    turn = local_follow_up_turn(asked, question, replies)
+    turn = local_follow_up_turn(asked, state.get("question", question), replies)
     if state.get("attempt", 0) == 0 and turn is not None:  # searched in its own words too
         queries.append(own_search(turn))
     if expansion:
@@ -62,7 +65,8 @@ async def rewrite(state: State | EvidenceState, runtime: Runtime[Context]) -> di
     attempt = state.get("attempt", 0)
     judge, _ = llms.models(context, "rewrite")
     if judge is None:
-        return {"queries": await local_rewrite(question, state, context), "attempt": attempt + 1}
+        searched = state.get("search_question") or question
+        return {"queries": await local_rewrite(searched, state, context), "attempt": attempt + 1}
     feedback = ""
     if attempt > 0:
         closest = sorted(state.get("evidence", []), key=lambda r: -r.get("final", 0.0))[:3]

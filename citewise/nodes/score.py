@@ -158,7 +158,10 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     judge, _ = llms.models(context)
     if judge is None:
         similarity, answering = await in_thread(
-            answering_scores, await open_index(context), state["question"], records
+            answering_scores,
+            await open_index(context),
+            state.get("search_question") or state["question"],
+            records,
         )
         # a report request asks for a synthesis no single sentence answers: the threshold alone decides
         synthesis = context.route == "report" or report_form(state["question"]) is not None

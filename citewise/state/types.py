@@ -249,6 +249,10 @@ class OutputState(TypedDict, total=False):
 class State(OutputState, total=False):
     """Everything the nodes share."""
 
+    search_question: str
+    """What search and local scoring read: a follow-up with the question before it as written (its passages
+    are often this one's), the question itself otherwise; `question` is the follow-up made to stand alone."""
+
     queries: list[str]
     """The rewritten query first, then sub-queries."""
     attempt: int
@@ -273,6 +277,8 @@ class EvidenceInput(TypedDict, total=False):
 
     question: str
     """What relevance is judged against (a report section's focus, for a section)."""
+    search_question: str
+    """What local scoring reads instead, when set (a follow-up with the question before it)."""
     queries: list[str]
     """The searches of the first pass."""
     attempt: int

@@ -193,8 +193,10 @@ def test_a_follow_up_is_read_with_the_question_before_it() -> None:
     assert "1132b" in read.key_terms and "486b" not in read.key_terms  # its own words are the point
     assert questions.follow_up("Which telescope observed GJ 486b?", "When was it built?").kind == "date"
     assert questions.standalone(["Which telescope observed GJ 486b?"], "When was it built?") == (
-        "Which telescope observed GJ 486b? When was it built?"
+        "When was GJ 486b built?"  # its reference resolved, never the question before glued to it
     )
+    turn = questions.read_turn(["Which telescope observed GJ 486b?", "When was it built?"])
+    assert turn.search == "Which telescope observed GJ 486b? When was it built?"  # what search reads
     assert questions.standalone(["Which telescope observed GJ 486b?"], "How deep is Lake Baikal?") == (
         "How deep is Lake Baikal?"
     )
@@ -213,10 +215,16 @@ def test_the_thread_s_subject_carries_into_follow_ups_more_than_one_turn_deep() 
         "And that one's mass?",
     ) == [
         "Which telescopes were used to observe the transits of GJ 486b?",
-        "Which telescopes were used to observe the transits of GJ 486b? When was it built?",
-        "When was it built? (GJ 486b) And its radius?",
-        "And its radius? (GJ 486b) And that one's mass?",
+        "When was GJ 486b built?",
+        "And GJ 486b's radius?",
+        "And that one's mass? (GJ 486b's radius)",  # "that one": the question before says what
     ]
+    asked = [
+        "Which telescopes were used to observe the transits of GJ 486b?",
+        "When was it built?",
+        "And its radius?",
+    ]
+    assert questions.read_turn(asked).search == "When was it built? (GJ 486b) And its radius?"
 
 
 def test_a_follow_up_naming_another_thing_asks_the_last_question_about_it() -> None:
@@ -225,16 +233,16 @@ def test_a_follow_up_naming_another_thing_asks_the_last_question_about_it() -> N
     ) == [
         "What is the equilibrium temperature of GJ 486b?",
         "What is the equilibrium temperature of GJ 1132b?",
-        "And GJ 1132b? And its radius?",  # the subject moved
+        "And GJ 1132b's radius?",  # the subject moved
     ]
-    assert conversation(
-        "What resolving power did the IGRINS spectrograph have?",
-        "How many SYSREM iterations were applied to its data?",
-        "What about SPIRou?",
-    )[2] == (
-        "What resolving power did the SPIRou spectrograph have? How many SYSREM iterations were applied to "
-        "its data?"
-    )
+    assert (
+        conversation(
+            "What resolving power did the IGRINS spectrograph have?",
+            "How many SYSREM iterations were applied to its data?",
+            "What about SPIRou?",
+        )[2]
+        == "How many SYSREM iterations were applied to SPIRou's data?"
+    )  # the question before, about it
 
 
 def test_a_pronoun_after_a_question_for_a_thing_means_the_thing_the_answer_named() -> None:
@@ -253,9 +261,14 @@ def test_a_pronoun_after_a_question_for_a_thing_means_the_thing_the_answer_named
     ]
     read = [questions.read_turn(asked[: n + 1], replies) for n in range(len(asked))]
     assert [turn.question for turn in read[2:]] == [
+        "And Chemformer's top-50 accuracy?",
+        "And Chemformer's solvability?",  # it stays the subject
+        "And LocalRetro's solvability?",  # a switch replaces it
+    ]
+    assert [turn.search for turn in read[2:]] == [
         "Which one had the best top-1 accuracy? (Chemformer) And its top-50 accuracy?",
-        "And its top-50 accuracy? (Chemformer) And its solvability?",  # it stays the subject
-        "And its top-50 accuracy? (LocalRetro) And its solvability?",  # a switch replaces it
+        "And its top-50 accuracy? (Chemformer) And its solvability?",
+        "And its top-50 accuracy? (LocalRetro) And its solvability?",
     ]
     assert questions.own_search(read[2]) == "And its top-50 accuracy? Chemformer"
     assert [turn.question for turn in read[:2]] == asked[:2]  # no pronoun: nothing carried
@@ -264,11 +277,14 @@ def test_a_pronoun_after_a_question_for_a_thing_means_the_thing_the_answer_named
 def test_a_pronoun_keeps_the_thing_the_question_named_or_an_honest_no_answer_names_nothing() -> None:
     asked = ["Which telescopes were used to observe the transits of GJ 486b?", "And its temperature?"]
     named = ["The first transit was observed with the IRD instrument on the Subaru telescope [1].", ""]
-    assert questions.read_turn(asked, named).question == " ".join(asked)  # its = GJ 486b, not Subaru
+    assert questions.read_turn(asked, named).question == "And GJ 486b's temperature?"  # not Subaru's
     asked = ["Which one was the best?", "And its accuracy?"]
     honest = [f"{NO_ANSWER} The closest passages are below; they do not answer it.", ""]
-    assert questions.read_turn(asked, honest).question == " ".join(asked)
-    assert questions.read_turn(asked).question == " ".join(asked)  # no replies known: as before
+    assert questions.read_turn(asked, honest).question == "And its accuracy? (one best)"
+    assert (
+        questions.read_turn(asked).question == "And its accuracy? (one best)"
+    )  # no replies known: as before
+    assert questions.read_turn(asked, honest).search == " ".join(asked)
 
 
 def test_the_user_s_turns_pair_each_question_with_its_reply() -> None:
@@ -292,11 +308,11 @@ def test_a_new_subject_mid_thread_and_questions_that_stand_alone() -> None:
     ) == [
         "What is the mass of GJ 486b?",
         "Which code computed the model spectra of petitRADTRANS?",
-        "Which code computed the model spectra of petitRADTRANS? How many layers did it use?",
+        "How many layers did petitRADTRANS use?",
         "How deep is Lake Baikal?",
         "What is the melting point of tungsten?",
-        "What is the melting point of tungsten? And its density?",
-        "And its density? How hard is it?",
+        "And its density? (melting point tungsten)",  # a subject with no name: the words before say it
+        "How hard is it? (density melting point tungsten)",
     ]
     assert questions.entities("Which telescopes observed LHS 3844 b and the J band?") == ["LHS 3844 b"]
 
@@ -351,7 +367,7 @@ def test_the_answer_stage_knows_a_local_follow_up_and_what_was_said_before() -> 
     said = "The first transit was observed with the Subaru telescope [1]."
     state = {
         "messages": [HumanMessage(first), AIMessage(said), HumanMessage(follow)],
-        "question": f"{first} {follow}",
+        "question": "When was GJ 486b built?",  # as condense reads it without a model
     }
     assert local_follow_up(state) == (follow, first, said)
     assert local_follow_up(state | {"question": follow}) is None  # a model made it standalone
