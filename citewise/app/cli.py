@@ -172,6 +172,23 @@ def _run_resources(
     return resources
 
 
+def _check_models(model: str | None, judge: str | None) -> None:
+    """A wrong model name, key or base URL said now, in a second, before the index and embedding model load.
+
+    The options, else CITEWISE_MODEL and CITEWISE_JUDGE_MODEL, as the run's Context reads them.
+    """
+    from citewise.models.preflight import check_models
+
+    try:
+        check_models(
+            [model or os.environ.get("CITEWISE_MODEL"), judge or os.environ.get("CITEWISE_JUDGE_MODEL")]
+        )
+    except Exception as error:  # said as a run says it (kind, cause, what to do); exit 2 for a setting
+        from citewise.nodes.failed import explain
+
+        raise run_failed(explain(error, "start")) from error
+
+
 def _load_model_meanwhile(index: SearchIndex) -> None:
     """Load the index's embedding model in a thread while the graph's modules import (0.2 s of a cold ask).
 
@@ -388,6 +405,7 @@ def ask(
         raise fail(str(error)) from error
     if store and docs:
         raise fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
+    _check_models(model, judge_model)
     resources = _run_resources(index, chroma_url, store, docs, quiet=as_json)
     try:
         context = run_context(
@@ -486,6 +504,7 @@ def chat(
     """Chat with your documents: cited answers, follow-ups that use the conversation, threads kept on disk."""
     from citewise.app.chat import run_chat
 
+    _check_models(model, judge_model)
     resources = _run_resources(index, chroma_url, store)  # every turn's index, models and embedder
     try:
         context = run_context(
@@ -540,6 +559,7 @@ def evaluate_questions(
         judgments = evaluate.read_qrels(qrels) if qrels is not None else None
     except evaluate.EvalInputError as error:
         raise fail(str(error)) from error
+    _check_models(model, judge_model)
     resources = _run_resources(index, chroma_url, store)  # every question's index, models and embedder
     try:
         context = run_context(
@@ -608,6 +628,7 @@ def serve(
     from citewise.context import Context
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry
+    _check_models(model, judge_model)
     resources = Resources()  # every visitor's index, models and embedder
     if store:
         shared.reachable(store)
@@ -653,6 +674,7 @@ def api(
             pass
 
     threads = shared.threads_of(threads, store)
+    _check_models(model, judge_model)
     resources = _run_resources(index, chroma_url, store)  # every request's index, models and embedder
     try:
         context = run_context(

@@ -67,6 +67,36 @@ def parse_model(spec: str) -> tuple[str, str]:
     return provider, name
 
 
+def credentials(spec: str) -> tuple[str, str | None]:
+    """The API key and base URL a model spec is reached with, from the environment.
+
+    OpenAI-compatible servers: OPENAI_BASE_URL, and OPENAI_API_KEY or a placeholder when a base URL is set;
+    Cohere: COHERE_API_KEY (and COHERE_BASE_URL).
+
+    Raises:
+        ModelSetupError: Bad spec, or the key / base URL the provider needs is not set.
+    """
+    provider, _ = parse_model(spec)
+    if provider == "cohere":
+        key = env_setting("COHERE_API_KEY")
+        if not key:
+            raise ModelSetupError(f"{spec} needs the COHERE_API_KEY environment variable")
+        return key, env_setting("COHERE_BASE_URL")
+    base_url = env_setting("OPENAI_BASE_URL")
+    if provider != "openai" and not base_url:
+        raise ModelSetupError(
+            f"{spec} runs on an OpenAI-compatible server: set OPENAI_BASE_URL "
+            f"(e.g. {_EXAMPLE_BASE_URLS[provider]})"
+        )
+    key = env_setting("OPENAI_API_KEY") or (PLACEHOLDER_KEY if base_url else None)
+    if not key:
+        raise ModelSetupError(
+            f"{spec} needs the OPENAI_API_KEY environment variable "
+            "(or OPENAI_BASE_URL for an OpenAI-compatible server)"
+        )
+    return key, base_url
+
+
 def speaks_openai(provider: str) -> bool:
     """True for OpenAI and OpenAI-compatible servers (they take `n`, `response_format` and tools)."""
     return provider == "openai" or provider in OPENAI_COMPATIBLE
@@ -118,29 +148,15 @@ def chat_model(
     from langchain.chat_models import init_chat_model
 
     provider, name = parse_model(spec)
+    key, base_url = credentials(spec)
     options: dict[str, Any] = {"temperature": temperature}
     if cache is not None:
         options["cache"] = cache
     if provider == "cohere":
-        key = env_setting("COHERE_API_KEY")
-        if not key:
-            raise ModelSetupError(f"{spec} needs the COHERE_API_KEY environment variable")
         options.update(model_provider="cohere", cohere_api_key=key, timeout_seconds=timeout)
-        if base_url := env_setting("COHERE_BASE_URL"):
+        if base_url:
             options["base_url"] = base_url
     else:
-        base_url = env_setting("OPENAI_BASE_URL")
-        if provider != "openai" and not base_url:
-            raise ModelSetupError(
-                f"{spec} runs on an OpenAI-compatible server: set OPENAI_BASE_URL "
-                f"(e.g. {_EXAMPLE_BASE_URLS[provider]})"
-            )
-        key = env_setting("OPENAI_API_KEY") or (PLACEHOLDER_KEY if base_url else None)
-        if not key:
-            raise ModelSetupError(
-                f"{spec} needs the OPENAI_API_KEY environment variable "
-                "(or OPENAI_BASE_URL for an OpenAI-compatible server)"
-            )
         options.update(
             model_provider="openai",
             api_key=key,
