@@ -504,10 +504,22 @@ def _footnote_mark(line: list[Piece], main: Piece, piece: Piece) -> bool:
 
 
 def _line_text(pieces: list[Piece]) -> str:
+    """A line's text: pieces apart by a word space, or after a stop, are spaced.
+
+    Text set glyph by glyph (a browser's centred or table text) carries its spaces in its pieces, and a
+    narrow glyph's box stands far from the next ("1" and ":" in "Table 1:"): there only a piece's own space,
+    or a gap of more than a third of an em, is a word space.
+    """
     text = ""
     size = max((p.size for p in pieces), default=10.0)
     for index, piece in enumerate(pieces):
-        if text and (piece.left - pieces[index - 1].right > 0.2 * size or text[-1] in ",;:."):
+        before = pieces[index - 1]
+        gap = piece.left - before.right
+        if len(before.text.strip()) == 1 and len(piece.text.strip()) == 1:  # set glyph by glyph
+            apart = before.text != before.text.rstrip() or gap > 0.35 * size
+        else:
+            apart = gap > 0.2 * size or text[-1:] in (",", ";", ":", ".")
+        if text and apart:
             text += " "
         text += piece.text.strip()
     return " ".join(text.split())

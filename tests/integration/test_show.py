@@ -57,7 +57,7 @@ def test_tables_are_listed_with_their_shape_in_the_file_and_in_the_index(tmp_pat
     result = run("show", "Harvest", "--index", tmp_path / "idx", "--json")
     (reading,) = json.loads(result.output)
     (table,) = reading["tables"]
-    assert table["caption"] == "Table 1 : Yield of each variety in the first season."
+    assert table["caption"] == "Table 1: Yield of each variety in the first season."  # set glyph by glyph
     assert table["header"] == ["Variety", "Yield (t/ha)", "Protein (%)", "Days to ripen"]
     assert table["rows"] == 3
 
