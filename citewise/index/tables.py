@@ -18,7 +18,6 @@ and makes a line of each table.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -396,7 +395,12 @@ def _inside(word: Box, line: TextLine) -> bool:
 
 
 def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[list[str]] | None:
-    """The cell texts of a table's words, row by row; None when they do not stand in columns."""
+    """The cell texts of a table's words, row by row; None when they do not stand in columns.
+
+    Baselines are grouped into rows: in a grid, all between two rules; else consecutive baselines that fill
+    different columns (a header whose wrapped cells sit above and below its one-line ones) make one, and a
+    group filling half the columns or fewer joins the nearest full one between the same two rules.
+    """
     if not pieces:
         return None
     size = sorted(p.size for p in pieces)[len(pieces) // 2]
@@ -410,30 +414,44 @@ def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[li
     bounds = _column_bounds(baselines, walls, size)
     if len(bounds) < 2:
         return None
+    enough = max(2, len(bounds) // 2 + 1)  # more than half its columns: a full row
     filled = [_cells(row, bounds) for row in baselines]
-    full = [sum(bool(cell) for cell in cells) >= max(2, math.ceil(len(bounds) / 2)) for cells in filled]
-    if sum(full) < 2:
-        return None
     centres = [(row[0].top + row[0].bottom) / 2 for row in baselines]
     bands = [sum(split > centre for split in splits) for centre in centres]
-    owner = list(range(len(baselines)))
-    if walls:  # a grid: the rules between its rows bound them, wrapped cells and all
-        owner = [bands.index(band) for band in bands]
-    for n, is_full in enumerate(full):
-        mates = [m for m in range(len(baselines)) if full[m] and bands[m] == bands[n]]
-        if not is_full and mates and not walls:
-            owner[n] = min(mates, key=lambda m: abs(centres[m] - centres[n]))
+    groups: list[list[int]] = []  # baselines by row, top to bottom
+    for n in range(len(baselines)):
+        last = groups[-1] if groups else []
+        taken = {c for m in last for c, cell in enumerate(filled[m]) if cell}
+        mine = {c for c, cell in enumerate(filled[n]) if cell}
+        together = bool(last) and bands[last[-1]] == bands[n]
+        if together and (walls or (not taken & mine and centres[last[-1]] - centres[n] <= 1.6 * size)):
+            last.append(n)
+        else:
+            groups.append([n])
+
+    def width(group: list[int]) -> int:
+        return sum(any(filled[m][c] for m in group) for c in range(len(bounds)))
+
+    if sum(width(group) >= enough for group in groups) < 2:
+        return None
+    if not walls:  # a group short of half the columns joins the nearest full one between the same rules
+        full = [g for g in groups if width(g) >= enough]
+        for group in [g for g in groups if width(g) < enough]:
+            mates = [g for g in full if bands[g[0]] == bands[group[0]]]
+            if mates:
+                nearest = min(
+                    mates, key=lambda g: min(abs(centres[a] - centres[b]) for a in g for b in group)
+                )
+                nearest.extend(group)
+                groups.remove(group)
     rows: list[list[str]] = []
-    for n in sorted(set(owner)):
+    for group in groups:
         parts: list[list[str]] = [[] for _ in bounds]
-        for m in (
-            m for m in range(len(baselines)) if owner[m] == n
-        ):  # top to bottom: a wrapped cell in order
+        for m in sorted(group):  # top to bottom: a wrapped cell's lines in order
             for column, cell in enumerate(filled[m]):
                 if cell:
                     parts[column].append(" ".join(p.text for p in sorted(cell, key=lambda p: p.left)))
         rows.append([re.sub(r"(?<=\w-) (?=\w)", "", " ".join(part)) for part in parts])  # "Speed-" "up"
-    enough = max(2, math.ceil(len(bounds) / 2))
     if sum(sum(bool(cell) for cell in row) >= enough for row in rows) < FULL_ROWS * len(rows):
         return None
     return rows
