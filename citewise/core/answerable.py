@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from citewise.core.evidence import names_title
-from citewise.core.questions import parts
+from citewise.core.questions import focus, parts
 from citewise.core.text import sentences
 from citewise.index import Index
 from citewise.state import EvidenceRecord
@@ -108,9 +108,24 @@ def answering(signals: list[tuple[float, float]], weight: float = WEIGHT) -> flo
     return round(max(weight * cosine + (1 - weight) * covered for cosine, covered in signals), 4)
 
 
+FOCUS_MISSED = 0.5
+"""What a chunk's answering score is multiplied by when none of its sentences says the kind of thing the
+question asks for (`questions.focus`: an age, a duration, a frequency, a price)."""
+
+
 def answering_scores(
     index: Index, question: str, records: Sequence[EvidenceRecord], weight: float = WEIGHT
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """Per chunk: its own text's cosine to the question, and its answering score (see the module)."""
+    """Per chunk: its own text's cosine to the question, and its answering score (see the module).
+
+    A chunk none of whose sentences says what the question asks for (`questions.focus`: "How old ...?" and
+    no age) scores FOCUS_MISSED of it: the sentence on the host star that gives no age does not answer.
+    """
     own, signals = sentence_signals(index, question, records)
-    return own, {chunk_id: answering(values, weight) for chunk_id, values in signals.items()}
+    scores = {chunk_id: answering(values, weight) for chunk_id, values in signals.items()}
+    wanted = focus(question)
+    if wanted is not None:
+        for record in records:
+            if record["chunk_id"] in scores and not wanted.search(record.get("text", "")):
+                scores[record["chunk_id"]] = round(scores[record["chunk_id"]] * FOCUS_MISSED, 4)
+    return own, scores

@@ -476,6 +476,35 @@ def follow_up(earlier: str, question: str) -> Question:
     )
 
 
+_DURATION = (
+    r"\b\d[\d.,]*\s*(?:-\s*)?(?:ms|s|sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?|days?|weeks?|months?|"
+    r"years?|yr|Gyr|Myr|nights?|orbits?)\b|\b(?:long|duration|lasted|lasts)\b|\b\d{4}\s*[-\u2013]\s*\d{2,4}\b"
+)
+FOCUS = (
+    (re.compile(r"^\W*(?:and\s+)?how\s+old\b", re.I),
+     re.compile(r"\b(?:ages?|aged|old|older|young|younger|years?|yr|Gyr|Myr|billion|million|born|birth)\b",
+                re.I)),
+    (re.compile(r"^\W*(?:and\s+)?how\s+long\s+(?:did|does|do|will|would|has|have|had)\b", re.I),
+     re.compile(_DURATION, re.I)),
+    (re.compile(r"^\W*(?:and\s+)?how\s+often\b", re.I),
+     re.compile(r"\b(?:every|daily|weekly|monthly|yearly|annually|hourly|times|per|frequency|frequently|"
+                r"regularly|continuously|once|twice)\b", re.I)),
+    (re.compile(r"^\W*(?:and\s+)?how\s+much\b.*\b(?:cost|costs|price|pay|paid|charge)\b", re.I),
+     re.compile(r"[$\u20ac\u00a3\u00a5]|\b(?:usd|eur|gbp|dollars?|euros?|pounds|costs?|price[sd]?|paid|free|"
+                r"charge[sd]?|fees?)\b", re.I)),
+)  # fmt: skip
+"""Questions whose answer is a kind of thing a sentence must say to answer them (an age, a duration, a
+frequency, a price), with what says it: "How old is the host star?" is not answered by a sentence on the
+host star that gives no age."""
+
+
+def focus(question: str) -> re.Pattern[str] | None:
+    """What a sentence must say to answer the question's last part (`FOCUS`), or None for any question."""
+    last = re.split(r"(?<=\?)\s+", question.strip())[-1]
+    last = re.sub(r"^\([^)]*\)\s*", "", last)  # a follow-up read with the subject the question before named
+    return next((says for asks, says in FOCUS if asks.search(last)), None)
+
+
 def has_kind(sentence: str, question: Question) -> bool:
     """Whether a sentence holds the kind of thing the question asks for (a date, a number, a new name)."""
     if question.kind == "date":

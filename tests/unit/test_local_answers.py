@@ -488,3 +488,19 @@ def test_a_sentence_opening_with_this_or_these_leans_on_the_sentence_before(
     sentence: str, leans: bool
 ) -> None:
     assert (questions.DEMONSTRATIVE_OPENING.match(sentence) is not None) is leans
+
+
+def test_a_question_for_an_age_a_duration_a_frequency_or_a_price_needs_a_sentence_that_says_one() -> None:
+    old = questions.focus("How old is the host star?")
+    assert old is not None and old.search("The host star is about 8 Gyr old.")
+    assert not old.search("55 Cancri e orbits its G8V host star in 17 hours.")  # the star, no age
+    took = questions.focus(
+        "Which planner? (Retro*) How long did its searches take?"
+    )  # a follow-up's last part
+    assert (
+        took is not None and took.search("Retro* needed 18737 sec in total.") and not took.search("It ran.")
+    )
+    assert questions.focus("How often is it updated?").search("The database is updated every 15 minutes.")
+    assert questions.focus("How much did the camera cost?").search("It cost $1,200.")
+    for any_sentence in ("How long is the cable?", "How many layers are there?", "What is its age?"):
+        assert questions.focus(any_sentence) is None  # a length, a count, an age asked otherwise: not judged
