@@ -488,7 +488,10 @@ FOCUS = (
      re.compile(_DURATION, re.I)),
     (re.compile(r"^\W*(?:and\s+)?how\s+often\b", re.I),
      re.compile(r"\b(?:every|daily|weekly|monthly|yearly|annually|hourly|times|per|frequency|frequently|"
-                r"regularly|continuously|once|twice)\b", re.I)),
+                r"regularly|continuously|once|twice|rarely|seldom|often|never|always|usually|sometimes|"
+                r"half|most|majority|fraction|share|proportion|rate)\b|\d\s*%|\bper\s?cent\b|"
+                r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|\d+)\s+(?:\w+\s+)?(?:in|of|out of)\s+"
+                r"(?:every\s+)?(?:two|three|four|five|six|seven|eight|nine|ten|\d+)\b", re.I)),  # 1 in 5
     (re.compile(r"^\W*(?:and\s+)?how\s+much\b.*\b(?:cost|costs|price|pay|paid|charge)\b", re.I),
      re.compile(r"[$\u20ac\u00a3\u00a5]|\b(?:usd|eur|gbp|dollars?|euros?|pounds|costs?|price[sd]?|paid|free|"
                 r"charge[sd]?|fees?)\b", re.I)),

@@ -500,7 +500,10 @@ def test_a_question_for_an_age_a_duration_a_frequency_or_a_price_needs_a_sentenc
     assert (
         took is not None and took.search("Retro* needed 18737 sec in total.") and not took.search("It ran.")
     )
-    assert questions.focus("How often is it updated?").search("The database is updated every 15 minutes.")
+    often = questions.focus("How often did a citation point at the wrong passage?")
+    assert often is not None and not often.search("Citations point at passages.")
+    for said in ("updated every 15 minutes", "one citation in five", "in 3 of 10 answers", "12% of them"):
+        assert often.search(said), said  # a frequency, or a share
     assert questions.focus("How much did the camera cost?").search("It cost $1,200.")
     for any_sentence in ("How long is the cable?", "How many layers are there?", "What is its age?"):
         assert questions.focus(any_sentence) is None  # a length, a count, an age asked otherwise: not judged
