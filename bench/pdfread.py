@@ -44,7 +44,7 @@ from rapidfuzz import fuzz, process
 
 from citewise.index.document import Document
 from citewise.index.loaders import load_path, pdf_document
-from citewise.index.tables import is_markdown_table
+from citewise.index.tables import whole_tables
 
 PageReader = Callable[[Path], tuple[list[str], str]]
 HEAD = "citewise typeset test set"
@@ -185,24 +185,8 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, float]:
 
 
 def read_tables(document: Document) -> list[list[list[str]]]:
-    """The tables of a document's passages (`Table.parts` Markdown), parts of one table joined again."""
-    tables: dict[tuple[str, str], list[list[str]]] = {}
-    for paragraph in document.paragraphs:
-        if not is_markdown_table(paragraph.text):
-            continue
-        lines = paragraph.text.strip().split("\n")
-        caption = "" if lines[0].startswith("|") else lines.pop(0)
-        rows = [
-            [
-                " ".join(cell.replace("\\|", "|").split())
-                for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]
-            ]
-            for line in lines
-            if not re.fullmatch(r"\|(?: --- \|)+", line.strip())
-        ]
-        key = (caption, "|".join(rows[0]))
-        tables.setdefault(key, [rows[0]]).extend(rows[1:])
-    return list(tables.values())
+    """The tables of a document's passages, parts of one table joined again."""
+    return [rows for _, _, rows in whole_tables([p.text for p in document.paragraphs])]
 
 
 def table_cells(document: Document, truths: list[dict[str, Any]]) -> tuple[float, float]:

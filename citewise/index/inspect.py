@@ -15,7 +15,7 @@ from typing import Any
 
 from citewise.index.docstore import DocumentRecord, ParagraphRecord
 from citewise.index.document import Document, LoadError
-from citewise.index.tables import is_markdown_table, read_markdown
+from citewise.index.tables import whole_tables
 
 SHOWN_DROPPED = 12
 """Lines of each kind left out that are listed (the count is always given)."""
@@ -139,14 +139,10 @@ def _reading(
 
 def _tables(paragraphs: list[tuple[str, str]]) -> list[TableRead]:
     """The tables among a document's passages, the parts of a long one counted as one."""
-    tables: dict[tuple[str, str], TableRead] = {}
-    for section, text in paragraphs:
-        if is_markdown_table(text):
-            caption, rows = read_markdown(text)
-            key = (caption, " | ".join(rows[0]))
-            table = tables.setdefault(key, TableRead(caption, section, rows[0], 0))
-            table.rows += len(rows) - 1
-    return list(tables.values())
+    return [
+        TableRead(caption, paragraphs[first][0], rows[0], len(rows) - 1)
+        for first, caption, rows in whole_tables([text for _, text in paragraphs])
+    ]
 
 
 def _sections(sections: Any) -> list[Section]:

@@ -425,11 +425,15 @@ def _html_table(table: Any) -> list[str]:
         if any(cells):
             rows.append(cells)
     caption = table.find("caption")
-    title = _collapse(caption.get_text(" ")) if caption is not None else ""
+    return _table_passages(rows, _collapse(caption.get_text(" ")) if caption is not None else "")
+
+
+def _table_passages(rows: list[list[str]], caption: str) -> list[str]:
+    """A table's passages (`Table.parts`, rows padded to one width); a table of one row is a line of text."""
     if len(rows) < 2:
         return [" | ".join(cell for row in rows for cell in row if cell)] if rows else []
     width = max(len(row) for row in rows)
-    return TextTable([row + [""] * (width - len(row)) for row in rows], title).parts()
+    return TextTable([row + [""] * (width - len(row)) for row in rows], caption).parts()
 
 
 def _numbered_items(ol: Any) -> Iterator[tuple[int, Any]]:
@@ -714,14 +718,12 @@ def _load_docx(path: Path) -> list[Document]:
     for block in blocks:
         if isinstance(block, Table):
             rows = _table_rows(block)
-            if caption is not None and len(rows) >= 2:
+            if caption is not None and len(rows) >= 2:  # the caption goes with its table
                 paragraphs.remove(caption)
-            title_of = caption.text if caption is not None else ""
-            if len(rows) >= 2:
-                table = TextTable(rows, _collapse(title_of))
-                paragraphs.extend(Paragraph(part, sections.current) for part in table.parts())
-            elif rows:
-                paragraphs.append(Paragraph(" | ".join(cell for cell in rows[0] if cell), sections.current))
+                passages = _table_passages(rows, _collapse(caption.text))
+            else:
+                passages = _table_passages(rows, "")
+            paragraphs.extend(Paragraph(part, sections.current) for part in passages)
             caption = None
             continue
         text = block.text.strip()

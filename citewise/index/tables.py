@@ -6,11 +6,12 @@ A table is found in one of two ways:
   boxed grid's lines, which a browser draws cell by cell and `_merged` joins), with text between them;
 - unruled: a caption ("Table 3:", "TABLE III") over rows whose letters leave common empty strips.
 
-Its columns are the strips, at least COLUMN_GAP em wide, that no row's letters cover, and a grid's vertical
-rules. Its rows are baselines; a baseline that fills fewer than half the columns (a cell wrapped onto a
-second line, a header set over two lines, a label centred beside them) joins the nearest full row between
-the same two rules. A table is kept only when most of its rows fill two columns or more: a ruled box of
-prose (an algorithm, a framed abstract) is no table.
+Its columns are the strips, at least COLUMN_GAP em wide, that no row's letters cover, or a grid's vertical
+rules. Its rows are baselines (`_rows`): in a grid, all between two rules; else consecutive baselines that
+fill different columns make one row (a header whose wrapped cells sit above and below its one-line ones),
+and a row filling half the columns or fewer (a label wrapped onto a second line) joins the nearest full row
+between the same two rules. A table is kept only when FULL_ROWS of its rows fill more than half its
+columns: a ruled box of prose (an algorithm, a framed abstract) is no table.
 
 Nothing here reads a PDF's text: `citewise.index.pdf` hands in the page's lines and rules (`page_rules`)
 and makes a line of each table.
@@ -31,7 +32,7 @@ RULE_THICKNESS = 2.5
 MIN_RULE = 20.0
 """Points a horizontal rule is long at least."""
 FULL_ROWS = 0.6
-"""The share of a table's rows that must fill two columns or more."""
+"""The share of a table's rows that must fill more than half its columns (two at least)."""
 PART_CHARS = 480
 """Characters a table's passage holds at most (a chunk holds 500 by default): longer tables are cut."""
 
@@ -111,13 +112,16 @@ class Table:
 
         A passage of a table then always says what its numbers are.
         """
-        head, rows = self._head(), [_markdown_row(row) for row in self.rows[1:]]
-        parts: list[list[str]] = [[]]
+        head = self._head()
         room = max_chars - sum(len(line) + 1 for line in head)
-        for row in rows:
-            if parts[-1] and sum(len(line) + 1 for line in parts[-1]) + len(row) > room:
+        parts: list[list[str]] = [[]]
+        used = 0  # characters of the current part's rows, their line breaks included
+        for row in (_markdown_row(row) for row in self.rows[1:]):
+            if parts[-1] and used + len(row) > room:
                 parts.append([])
+                used = 0
             parts[-1].append(row)
+            used += len(row) + 1
         return ["\n".join(head + part) for part in parts]
 
     def _head(self) -> list[str]:
@@ -142,6 +146,19 @@ def read_markdown(text: str) -> tuple[str, list[list[str]]]:
         if not re.fullmatch(r"\|(?: --- \|)+", line.strip())
     ]
     return caption, rows
+
+
+def whole_tables(texts: Sequence[str]) -> list[tuple[int, str, list[list[str]]]]:
+    """The tables among passages, the parts of a long one (`Table.parts`) joined again.
+
+    Each is (the index of its first passage, its caption, its rows with the header first).
+    """
+    tables: dict[tuple[str, tuple[str, ...]], tuple[int, str, list[list[str]]]] = {}
+    for index, text in enumerate(texts):
+        if is_markdown_table(text):
+            caption, rows = read_markdown(text)
+            tables.setdefault((caption, tuple(rows[0])), (index, caption, [rows[0]]))[2].extend(rows[1:])
+    return list(tables.values())
 
 
 def is_markdown_table(text: str) -> bool:
@@ -386,12 +403,8 @@ def _words_of(lines: list[TextLine], words: Words) -> list[Any]:
         max(x.right for x in lines),
         max(x.top for x in lines),
     )
-    return [w for w in words(*box) if any(_inside(w, line) for line in lines)]
-
-
-def _inside(word: Box, line: TextLine) -> bool:
-    x, y = (word.left + word.right) / 2, (word.top + word.bottom) / 2
-    return line.left - 1 <= x <= line.right + 1 and line.bottom - 1 <= y <= line.top + 1
+    boxes = [(line.left - 1, line.bottom - 1, line.right + 1, line.top + 1) for line in lines]
+    return [w for w in words(*box) if any(centred_in(w, line_box) for line_box in boxes)]
 
 
 def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[list[str]] | None:
