@@ -408,11 +408,8 @@ def resolved(question: str, names: Sequence[str], before: str) -> str:
         return f"{question} ({', '.join(rest)})" if rest else question
     if names and not DEMONSTRATIVE.search(question):  # "And the radius?": about the subject
         return f"{question} ({', '.join(names)})"
-    own = set(content_words(question))
-    words = [
-        w for w in dict.fromkeys(re.findall(r"[\w\-']+", before)) if w.lower() in set(content_words(before))
-    ]
-    words = [w for w in words if w.lower() not in own][:6]
+    own, said = set(content_words(question)), set(content_words(before))
+    words = [w for w in dict.fromkeys(re.findall(r"[\w\-']+", before)) if w.lower() in said - own][:6]
     return f"{question} ({' '.join(words)})" if words else question
 
 

@@ -512,15 +512,14 @@ def _line_text(pieces: list[Piece]) -> str:
     """
     text = ""
     size = max((p.size for p in pieces), default=10.0)
-    for index, piece in enumerate(pieces):
-        before = pieces[index - 1]
-        gap = piece.left - before.right
-        if len(before.text.strip()) == 1 and len(piece.text.strip()) == 1:  # set glyph by glyph
-            apart = before.text != before.text.rstrip() or gap > 0.35 * size
-        else:
-            apart = gap > 0.2 * size or text[-1:] in (",", ";", ":", ".")
-        if text and apart:
-            text += " "
+    for before, piece in zip([None, *pieces], pieces, strict=False):
+        if text and before is not None:
+            gap = piece.left - before.right
+            if len(before.text.strip()) == 1 and len(piece.text.strip()) == 1:  # set glyph by glyph
+                apart = before.text != before.text.rstrip() or gap > 0.35 * size
+            else:
+                apart = gap > 0.2 * size or text[-1] in ",;:."
+            text += " " if apart else ""
         text += piece.text.strip()
     return " ".join(text.split())
 

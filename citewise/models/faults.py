@@ -33,6 +33,13 @@ class ProviderUnreachable(Exception):
     OPENAI_BASE_URL, and should hear so in a second, not after four backoffs.
     """
 
+    @classmethod
+    def at(cls, where: str) -> ProviderUnreachable:
+        """The error for `where` (a base URL or a provider), saying what to do."""
+        return cls(
+            f"nothing answers at {where} (connection refused): start the model server or fix OPENAI_BASE_URL"
+        )
+
 
 class BudgetSpent(Exception):
     """The answer's time budget (Context.budget_seconds) is spent: the stages left fall back locally."""

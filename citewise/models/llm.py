@@ -552,10 +552,7 @@ class LLM:
                             ) from error
                         if connection_refused(error):
                             where = self.facts.url or self.provider
-                            raise ProviderUnreachable(
-                                f"nothing answers at {where} (connection refused): start the model server "
-                                "or fix OPENAI_BASE_URL"
-                            ) from error
+                            raise ProviderUnreachable.at(where) from error
                         overflow = context_overflow(error)
                         if overflow is not None:
                             self.facts.refused_for_length(*overflow, chars=chars)

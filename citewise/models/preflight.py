@@ -76,9 +76,7 @@ def _served(url: str, key: str) -> set[str] | None:
             f"{url}/models", headers={"Authorization": f"Bearer {key}"}, timeout=PREFLIGHT_TIMEOUT
         )
     except httpx.ConnectError as error:
-        raise ProviderUnreachable(
-            f"nothing answers at {url} (connection refused): start the model server or fix OPENAI_BASE_URL"
-        ) from error
+        raise ProviderUnreachable.at(url) from error
     except httpx.HTTPError:
         return None  # slow or odd: the run's own requests will tell
     if reply.status_code in (401, 403):  # the error the run's first request would have met
