@@ -1,0 +1,146 @@
+"""How PDFs nobody here made are read: manuals and samples from Debian's texlive-doc against a hand truth.
+
+`bench/data/manuals.json` names each PDF (installed by Debian's texlive-*-doc packages under
+/usr/share/doc/texlive-doc), the pages its truth covers and, for those pages, written by hand from the page:
+the title, the section headings standing there, every paragraph wholly on them by its first and last words
+(a list item is a paragraph), text that must stay out of every passage (running heads, sidebars, margin line
+numbers, contents lines, footnotes) and some reference entries by their first words. Each document is either
+`tune` (looked at while the reader was changed) or `heldout` (never looked at for that).
+
+Per document, with text compared in lower case, letters and digits only:
+- title: the document's title is the truth's (similarity >= 0.9);
+- sections: share of the truth's headings among the headings the paragraphs are filed under (>= 0.9,
+  numbering left out);
+- paragraphs: share of the truth's paragraphs read whole: one paragraph begins with the first words and ends
+  with the last (a label or mark of up to 12 characters aside at either end), nothing glued before or after;
+- in_section: share of those filed under their own heading;
+- kept_out: share of the text that must stay out of passages that is found in none;
+- refs: share of the truth's reference entries that begin a bibliography entry.
+
+Run: python bench/manuals.py [--split tune|heldout] [--out bench/results/manuals.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from common import RESULTS, machine, print_table
+from rapidfuzz import fuzz
+
+from citewise.index.document import Document
+from citewise.index.loaders import load_path
+
+TRUTH = Path(__file__).parent / "data" / "manuals.json"
+SLACK = 12
+"""Characters a paragraph may carry beyond its truth's first or last words: a list label, a footnote mark."""
+_NUMBER = re.compile(r"^(?:[a-z]?\d{1,2}(?:\.\d{1,2})*|[ivx]{1,5}|[a-z])\s+")
+
+
+def norm(text: str) -> str:
+    """Text as compared: NFKC, lower case, letters and digits only, single spaces."""
+    text = unicodedata.normalize("NFKC", text).replace("\u00ad", "").replace("\ufffe", "").lower()
+    return " ".join(re.findall(r"[^\W_]+", text))
+
+
+def heading(text: str) -> str:
+    """A heading as compared: without its number ("2.1", "IV.", "A.")."""
+    return _NUMBER.sub("", norm(text))
+
+
+def whole(paragraph: str, start: str, end: str) -> bool:
+    """Whether a read paragraph is the truth's: it begins with its first words and ends with its last."""
+    at = paragraph.find(start)
+    return 0 <= at <= SLACK and paragraph.rfind(end) >= len(paragraph) - len(end) - SLACK
+
+
+def score(document: Document, truth: dict[str, Any]) -> dict[str, Any]:
+    """How much of one document's truth the reading keeps (see the module docstring)."""
+    read = [(norm(p.text), [heading(h) for h in p.section.split(" > ") if h]) for p in document.paragraphs]
+    headings = {h for _, path in read for h in path}
+    found = [t for t in truth["sections"] if any(fuzz.ratio(heading(t), h) >= 90 for h in headings)]
+    recovered, filed = 0, 0
+    missed: list[str] = []
+    for paragraph in truth["paragraphs"]:
+        start, end = norm(paragraph["start"]), norm(paragraph["end"])
+        match = next((path for text, path in read if whole(text, start, end)), None)
+        if match is None:
+            missed.append(paragraph["start"])
+            continue
+        recovered += 1
+        want = heading(paragraph["section"])
+        filed += (not match and not want) or bool(match and fuzz.ratio(match[-1], want) >= 90)
+    body = " | ".join(text for text, _ in read) + " | " + " | ".join(headings)
+    leaked = [text for text in truth["absent"] if norm(text) in body]
+    entries = [norm(entry.text) for entry in document.bibliography.values()]
+    refs = truth.get("references", [])
+    refs_found = sum(any(0 <= e.find(norm(r)) <= SLACK for e in entries) for r in refs)
+    return {
+        "title": float(fuzz.ratio(norm(document.title), norm(truth["title"])) >= 90),
+        "sections": len(found) / len(truth["sections"]),
+        "paragraphs": recovered / len(truth["paragraphs"]),
+        "in_section": filed / max(1, recovered),
+        "kept_out": 1 - len(leaked) / max(1, len(truth["absent"])),
+        "refs": refs_found / len(refs) if refs else None,
+        "missed": missed,
+        "leaked": leaked,
+        "sections_missed": [t for t in truth["sections"] if t not in found],
+    }
+
+
+FIGURES = ["title", "sections", "paragraphs", "in_section", "kept_out", "refs"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--split", choices=["tune", "heldout"], help="only this part of the set")
+    parser.add_argument("--show", action="store_true", help="print what each document missed")
+    parser.add_argument("--out", type=Path, default=RESULTS / "manuals.json")
+    args = parser.parse_args()
+    truths = [t for t in json.loads(TRUTH.read_text())["documents"] if args.split in (None, t["split"])]
+    absent = [t["file"] for t in truths if not Path(t["file"]).exists()]
+    if absent:
+        sys.exit(f"not installed: {', '.join(absent)} (apt-get install texlive-publishers-doc "
+                 "texlive-latex-extra-doc texlive-binaries-doc)")  # fmt: skip
+    rows, per_document = [], []
+    for truth in truths:
+        path = Path(truth["file"])
+        start = time.perf_counter()
+        document = load_path(path)[0]
+        took = time.perf_counter() - start
+        pages = int(document.metadata.get("pages") or 1)
+        result = score(document, truth)
+        ms = 1000 * took / pages
+        per_document.append({"file": path.name, "split": truth["split"], "ms/page": ms, **result})
+        if args.show:
+            print(f"{path.name}: missed {result['missed']} leaked {result['leaked']} "
+                  f"sections missed {result['sections_missed']}")  # fmt: skip
+    for split in ("tune", "heldout", "all"):
+        chosen = [r for r in per_document if split in ("all", r["split"])]
+        if not chosen:
+            continue
+        row: dict[str, Any] = {"set": split, "documents": len(chosen)}
+        for name in FIGURES:
+            values = [r[name] for r in chosen if r[name] is not None]
+            row[name] = statistics.fmean(values) if values else None
+        row["ms/page"] = statistics.median(r["ms/page"] for r in chosen)
+        rows.append(row)
+    columns = ["file", "split", *FIGURES, "ms/page"]
+    print_table(per_document, columns)
+    print()
+    print_table(rows, ["set", "documents", *FIGURES, "ms/page"])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    saved = {"machine": machine(), "rows": rows, "per_document": per_document}
+    args.out.write_text(json.dumps(saved, indent=1))
+    print(f"saved {args.out}")
+
+
+if __name__ == "__main__":
+    main()
