@@ -41,7 +41,7 @@ from citewise.index.loaders import load_path
 TRUTH = Path(__file__).parent / "data" / "manuals.json"
 SLACK = 12
 """Characters a paragraph may carry beyond its truth's first or last words: a list label, a footnote mark."""
-_NUMBER = re.compile(r"^(?:[a-z]?\d{1,2}(?:\.\d{1,2})*|[ivx]{1,5}|[a-z])\s+")
+_NUMBER = re.compile(r"^\s*(?:[A-Z]?\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-Za-z]\.)\s+")
 
 
 def norm(text: str) -> str:
@@ -52,7 +52,7 @@ def norm(text: str) -> str:
 
 def heading(text: str) -> str:
     """A heading as compared: without its number ("2.1", "IV.", "A.")."""
-    return _NUMBER.sub("", norm(text))
+    return norm(_NUMBER.sub("", unicodedata.normalize("NFKC", text)))
 
 
 def whole(paragraph: str, start: str, end: str) -> bool:

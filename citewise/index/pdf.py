@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import math
 import re
 import statistics
 from collections import Counter
@@ -57,6 +58,14 @@ EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 HEADING_WORD = re.compile(r"(?:abstract|summary|contents|(?:\d{1,2}|[IVX]{1,4})\.?\s+[A-Z])", re.IGNORECASE)
 NUMBERED = re.compile(r"(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s")
 ENTRY_LABEL = re.compile(r"\[\d{1,3}\]\s")
+MONO_FONT = re.compile(r"(?:cm|lm|ec|t1x|x)tt|mono|courier|typewriter|consol", re.IGNORECASE)
+"""A typewriter face: a line set wholly in one is code (a command shown on its own line)."""
+BULLETS = "\u2022\u25aa\u25cf\u25e6\u2023\u2219\u25b6\u25ba\u27a2"
+BULLET = re.compile(f"[{BULLETS}]\\s")
+"""A bullet: a line starting with one starts a list item, at a page's or column's top too."""
+ITEM_LABEL = re.compile(f"(?:[{BULLETS}*-]|\\(?\\d{{1,2}}[.)]|\\(?[a-z][.)]|\\([ivx]{{1,4}}\\))\\s")
+"""A list item's label: a bullet, "3.", "(2)", "b)"."""
+"""A bullet: a line starting with one starts a list item, at a page's or column's top too."""
 """The label a numbered reference entry starts with."""
 LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"})
 
@@ -159,6 +168,11 @@ class Line:
         return len(letters) >= 3 and all(c.isupper() for c in letters)
 
     @property
+    def code(self) -> bool:
+        """Whether it is set wholly in a typewriter face (code, a command, a file shown on its own)."""
+        return all(MONO_FONT.search(p.font) for p in self.pieces if p.text.strip())
+
+    @property
     def math_share(self) -> float:
         """The share of its characters set in math fonts."""
         chars = sum(len(p.text.strip()) for p in self.pieces) or 1
@@ -209,16 +223,19 @@ def read_layout(path: Path, data: bytes) -> Layout:
         count = len(pdf)
     finally:
         pdf.close()
-    sizes: Counter[float] = Counter()
-    for line in (line for page in pages for line in page):
-        sizes[line.size] += len(line.text)
-    body = sizes.most_common(1)[0][0] if sizes else 10.0
+    faces: Counter[tuple[float, str]] = Counter()
+    for piece in (piece for page in pages for line in page for piece in line.pieces):
+        faces[piece.size, piece.font] += len(piece.text)
+    # the body is one face in one size: a manual's examples set in another font at 10 pt outweigh its
+    # 12 pt text by size alone (elsarticle's documentation)
+    body = faces.most_common(1)[0][0][0] if faces else 10.0
     _mark_furniture(pages)
     ordered = [line for page in pages for line in _reading_order(page)]
     _mark_notes_and_equations(ordered, body)
     _mark_title(ordered, body)
     _mark_headings(ordered, body)
     ordered = _join_wrapped_headings(ordered)
+    _mark_contents(ordered)
     _mark_starts(ordered, body)
     ordered = _split_run_in_headings(ordered)
     return Layout(ordered, count, title, body, ocr_pages, image_pages)
@@ -264,7 +281,8 @@ def page_lines(pdf: object, number: int) -> list[Line]:
             continue
         left, _, right, _ = obj.get_bounds()
         matrix = obj.get_matrix().get()
-        size = obj.get_font_size() * (abs(matrix[0]) or abs(matrix[1]) or 1.0)
+        # the type's height: the matrix's vertical axis (microtype's font expansion widens glyphs, a = 1.02)
+        size = obj.get_font_size() * (math.hypot(matrix[2], matrix[3]) or 1.0)
         # the height of the type, from the baseline, not the glyphs' own box: an "x" or a "." is as tall as
         # the line they stand in, and a subscript's baseline sits just below it
         bottom, top = matrix[5] - 0.25 * size, matrix[5] + 0.75 * size
@@ -494,7 +512,7 @@ def _gap(line: list[Piece], piece: Piece) -> float:
 def _footnote_mark(line: list[Piece], main: Piece, piece: Piece) -> bool:
     """A small raised digit or symbol after text: a footnote mark, not a word of the line."""
     return (
-        piece.size < 0.8 * main.size
+        piece.size < 0.85 * main.size  # MNRAS sets its marks at 7.3 pt in 9 pt text
         and piece.bottom > main.bottom + 0.25 * (main.top - main.bottom)
         and len(piece.text.strip()) <= 3
         and not piece.math
@@ -518,7 +536,9 @@ def _line_text(pieces: list[Piece]) -> str:
             if len(before.text.strip()) == 1 and len(piece.text.strip()) == 1:  # set glyph by glyph
                 apart = before.text != before.text.rstrip() or gap > 0.35 * size
             else:
-                apart = gap > 0.2 * size or text[-1] in ",;:."
+                # a piece's own space (pdfTeX keeps it: "The journal " before an italic "Monthly") or a gap
+                own = before.text[-1:].isspace() or piece.text[:1].isspace()
+                apart = own or gap > 0.2 * size or text[-1] in ",;:."
             text += " " if apart else ""
         text += piece.text.strip()
     return " ".join(text.split())
@@ -584,7 +604,8 @@ def _mark_furniture(pages: list[list[Line]]) -> None:
     """Running heads (top or bottom lines repeated across pages, digits aside) and lone page numbers."""
 
     def shape(line: Line) -> str:
-        return re.sub(r"\d+", "#", line.text.lower())
+        # digits aside, wherever they stand: a page number is a word of its own line on some pages only
+        return " ".join(re.sub(r"\d+", " ", line.text.lower()).split())
 
     ends: list[list[Line]] = []
     one_page = sum(bool(page) for page in pages) == 1
@@ -601,6 +622,7 @@ def _mark_furniture(pages: list[list[Line]]) -> None:
                 foot.kind = "furniture"
     for lines in pages:
         _mark_stamps(lines)
+        _mark_line_numbers(lines)
     counts = Counter(s for end in ends for s in {shape(line) for line in end})
     repeated = max(2, min(3, round(0.4 * len(pages))))  # a chapter's own head repeats on its pages
     first_sizes = [line.size for line in pages[0]] if pages and pages[0] else [0.0]
@@ -612,6 +634,34 @@ def _mark_furniture(pages: list[list[Line]]) -> None:
                 continue
             if page_number or (len(pages) >= 2 and counts[shape(line)] >= repeated):
                 line.kind = "furniture"
+
+    # a sidebar or a footer block: lines standing at the same place with the same words on several pages,
+    # wherever on the page (elsarticle's manual repeats a box of links and a four-line footer on every page)
+    def place(line: Line) -> tuple[str, int, int]:
+        return shape(line), round(line.left), round(line.top)
+
+    placed = Counter(key for lines in pages for key in {place(line) for line in lines})
+    for number, lines in enumerate(pages if len(pages) >= 2 else []):
+        for line in lines:
+            title = number == 0 and line.size > display  # a manual repeats its title in the sidebar
+            if placed[place(line)] >= repeated and line.kind == "text" and not title:
+                line.kind = "furniture"
+
+
+def _mark_line_numbers(lines: list[Line]) -> None:
+    """Numbers in a page's margin beside its lines (AASTeX's and a draft's line numbers): furniture.
+
+    Five or more lines of digits alone standing wholly left or right of every other line's text.
+    """
+    numbers = [line for line in lines if re.fullmatch(r"\d{1,4}", line.text)]
+    text = [line for line in lines if line not in numbers]
+    if len(numbers) < 5 or not text:
+        return
+    left, right = min(line.left for line in text), max(line.right for line in text)
+    margin = [line for line in numbers if line.right < left or line.left > right]
+    if len(margin) >= 5:
+        for line in margin:
+            line.kind = "furniture"
 
 
 STAMP = re.compile(
@@ -717,7 +767,9 @@ def _mark_title(lines: list[Line], body: float) -> None:
         for line in first[above:]:
             if head and (_face(line) != _face(head[-1]) or len(head) == 3):
                 break
-            if not head and not ((line.bold or line.caps) and _centred(line, body)):
+            if not head and not (
+                (line.bold or line.caps) and (_centred(line, body) or _unnumbered(line, first))
+            ):
                 return
             head.append(line)
         if not head or HEADING_WORD.match(head[0].text) or CAPS_HEADING_WORD.match(head[0].text):
@@ -732,6 +784,20 @@ def _mark_title(lines: list[Line], body: float) -> None:
         if HEADING_WORD.match(line.text) or not _centred(line, body) or len(line.text.split()) > 14:
             break
         line.kind = "furniture"
+
+
+def _unnumbered(line: Line, first: list[Line]) -> bool:
+    """Whether a bold line opening the first page is unnumbered where the headings after it are numbered.
+
+    A title set flush left in body-size bold (a TUGboat draft), not a section heading.
+    """
+    later = [x for x in first if x is not line and x.bold and x.size == line.size]
+    return (
+        line is first[0]
+        and not NUMBERED.match(line.text)
+        and len(line.text.split()) <= 14
+        and any(NUMBERED.match(x.text) for x in later[:3])
+    )
 
 
 def _centred(line: Line, body: float) -> bool:
@@ -824,6 +890,41 @@ def _fills_column(line: Line) -> bool:
     return width > 0 and line.right - line.left > 0.9 * width and not NUMBERED.match(line.text)
 
 
+def _entry_text(text: str) -> str:
+    """A contents line or a heading as compared: lower case, without dot leaders and a page number."""
+    text = re.sub(r"(?:\s*\.){2,}\s*\d*\s*$|\s+\d{1,4}\s*$", "", text)
+    return " ".join(text.lower().split())
+
+
+def _mark_contents(lines: list[Line]) -> None:
+    """A table of contents: four or more lines in a row that each repeat a heading of the document.
+
+    A page number and dot leaders aside; the "Contents" heading over them goes too. Kept out of passages: a
+    contents line quoted as an answer names sections and says nothing.
+    """
+    headings = Counter(_entry_text(line.text) for line in lines if line.kind == "heading")
+    run: list[Line] = []
+    for line in lines:
+        entry = _entry_text(line.text) if line.kind in ("text", "heading") else ""
+        # a heading line starts a run only when its heading stands twice: a contents line read as a heading
+        if headings[entry] and (line.kind == "text" or run or headings[entry] >= 2):
+            run.append(line)
+            continue
+        _drop_contents(lines, run)
+        run = []
+    _drop_contents(lines, run)
+
+
+def _drop_contents(lines: list[Line], run: list[Line]) -> None:
+    if len(run) < 4:
+        return
+    for entry in run:
+        entry.kind = "furniture"
+    at = lines.index(run[0])
+    if at and re.fullmatch(r"(?:table of )?contents", _entry_text(lines[at - 1].text)):
+        lines[at - 1].kind = "furniture"
+
+
 def _join_wrapped_headings(lines: list[Line]) -> list[Line]:
     """A heading set on two or more lines (same type, right under each other) as one line."""
     out: list[Line] = []
@@ -856,32 +957,90 @@ def _mark_starts(lines: list[Line], body: float) -> None:
     pitch = statistics.median(pitches) if pitches else 1.2 * body
     previous: Line | None = None
     after_display = False
+    item: float | None = None  # the left edge of the list item the lines go on, by its label
+    faces: Counter[str] = Counter()
+    for piece in (piece for line in text for piece in line.pieces):
+        faces[piece.font] += len(piece.text)
+    face = faces.most_common(1)[0][0] if faces else ""
     for index, line in enumerate(lines):
         if line.kind != "text":
             if line.kind in ("heading", "title"):
-                previous = None
+                previous, item = None, None
             after_display = after_display or line.kind in ("equation", "table")  # a paragraph goes on after
             continue
-        following = lines[index + 1] if index + 1 < len(lines) else None
+        # the next line of text: margin line numbers and other furniture between lines are passed over
+        following = next((x for x in lines[index + 1 : index + 4] if x.kind != "furniture"), None)
         indented = False
         if following is not None and following.kind == "text" and _same_column(following, line):
             # the lines after it start left of it
             indented = 0.6 * body <= line.left - following.left <= 8 * body
         from_edge = 0.6 * body <= line.left - line.edge <= 8 * body
         same_column = previous is not None and _same_column(previous, line)
-        if previous is not None and same_column:
+        # a list item's next lines hang under its text, right of its label: they go on with it
+        hangs = item is not None and line.left > item + 0.3 * body
+        if previous is not None and same_column and not hangs:
             indented = indented or 0.6 * body <= line.left - previous.left <= 8 * body
             # after a short line (the end of a paragraph), a line indented from the edge starts one
-            indented = indented or from_edge and previous.right < line.far_edge - 3 * body
+            # (not where it ends with the lines around it: an abstract justified narrower than its column)
+            around = max(line.right, following.right if following is not None else line.right)
+            short = previous.right < line.far_edge - 3 * body and abs(previous.right - around) > 0.5 * body
+            indented = indented or from_edge and short
         elif not indented:
             indented = from_edge
-        if previous is None:
+        # a full line at its column's edge whose next line hangs right of it: an item of a description list
+        # ("draft  Set up for a draft copy ...") or a reference entry set with a hanging indent
+        # (a hang, not the next paragraph's indent: the item's label is set in a face of its own, or more
+        # than one line hangs)
+        hung = (
+            following is not None
+            and following.kind == "text"
+            and _same_column(following, line)
+            and 0.6 * body <= following.left - line.left <= 3 * body
+            and line.left - line.edge < 0.6 * body
+            and line.right >= line.far_edge - body
+            and (_labelled(line, face) or _hangs_on(lines, index + 1, following))
+        )
+        if previous is None or BULLET.match(line.text) or hangs and ITEM_LABEL.match(line.text):
+            line.starts = True  # a bullet, or a label inside a list: an item of a list nested in it
+        elif hung and not hangs:
             line.starts = True
+        elif hangs and same_column:
+            line.starts = previous.bottom - line.bottom > 1.6 * pitch
         elif same_column and not after_display:
             line.starts = indented or previous.bottom - line.bottom > 1.6 * pitch
         else:
             line.starts = indented  # a paragraph goes on after a display and into the next column
+        if previous is not None and same_column and previous.code != line.code:
+            line.starts = (
+                True  # code shown on its own lines is a block of its own, and so is the text after it
+            )
+        if line.starts or not _same_column(previous or line, line) or not hangs:
+            # an item's lines hang right of its label; a line back at the label's edge ends the list
+            item = line.left if line.starts and (ITEM_LABEL.match(line.text) or hung) else None
         previous, after_display = line, False
+
+
+def _labelled(line: Line, face: str) -> bool:
+    """Whether a line opens with a word or two in a face not the body's, the rest in it: a label."""
+    first, rest = line.pieces[0], line.pieces[1:]
+    short = len(first.text.split()) <= 2 and not first.math
+    return bool(rest) and short and first.font != face == rest[0].font
+
+
+def _hangs_on(lines: list[Line], index: int, hanging: Line) -> bool:
+    """Whether the text line after `lines[index]` stands where `hanging` does: two lines hang, no indent.
+
+    The first hanging line runs to the column's far edge: one that ends short ends its item, and a line
+    after it at the same indent is the next one-line paragraph.
+    """
+    after = next((x for x in lines[index + 1 : index + 4] if x.kind != "furniture"), None)
+    return (
+        hanging.right >= hanging.far_edge - hanging.size
+        and after is not None
+        and after.kind == "text"
+        and _same_column(after, hanging)
+        and abs(after.left - hanging.left) < 0.3 * after.size
+    )
 
 
 def _split_run_in_headings(lines: list[Line]) -> list[Line]:
