@@ -906,8 +906,10 @@ def _mark_contents(lines: list[Line]) -> None:
     run: list[Line] = []
     for line in lines:
         entry = _entry_text(line.text) if line.kind in ("text", "heading") else ""
-        # a heading line starts a run only when its heading stands twice: a contents line read as a heading
-        if headings[entry] and (line.kind == "text" or run or headings[entry] >= 2):
+        # a heading line starts a run only when its heading stands twice: a contents line read as a heading;
+        # a heading already in the run is the document's own, after its contents
+        repeated = any(_entry_text(x.text) == entry for x in run)
+        if headings[entry] and (line.kind == "text" or run or headings[entry] >= 2) and not repeated:
             run.append(line)
             continue
         _drop_contents(lines, run)
@@ -958,6 +960,7 @@ def _mark_starts(lines: list[Line], body: float) -> None:
     previous: Line | None = None
     after_display = False
     item: float | None = None  # the left edge of the list item the lines go on, by its label
+    prior: Line | None = None  # the text line before `previous`
     faces: Counter[str] = Counter()
     for piece in (piece for line in text for piece in line.pieces):
         faces[piece.font] += len(piece.text)
@@ -965,7 +968,7 @@ def _mark_starts(lines: list[Line], body: float) -> None:
     for index, line in enumerate(lines):
         if line.kind != "text":
             if line.kind in ("heading", "title"):
-                previous, item = None, None
+                prior, previous, item = None, None, None
             after_display = after_display or line.kind in ("equation", "table")  # a paragraph goes on after
             continue
         # the next line of text: margin line numbers and other furniture between lines are passed over
@@ -981,9 +984,14 @@ def _mark_starts(lines: list[Line], body: float) -> None:
         if previous is not None and same_column and not hangs:
             indented = indented or 0.6 * body <= line.left - previous.left <= 8 * body
             # after a short line (the end of a paragraph), a line indented from the edge starts one
-            # (not where it ends with the lines around it: an abstract justified narrower than its column)
-            around = max(line.right, following.right if following is not None else line.right)
-            short = previous.right < line.far_edge - 3 * body and abs(previous.right - around) > 0.5 * body
+            # (not where it ends with the lines around it: an abstract or a quotation justified narrower than
+            # its column)
+            around = [line.right, following.right if following is not None else line.right]
+            if prior is not None and _same_column(prior, previous):
+                around.append(prior.right)
+            short = previous.right < line.far_edge - 3 * body and all(
+                abs(previous.right - x) > 0.5 * body for x in (max(around[:2]), *around[2:])
+            )
             indented = indented or from_edge and short
         elif not indented:
             indented = from_edge
@@ -998,9 +1006,21 @@ def _mark_starts(lines: list[Line], body: float) -> None:
             and 0.6 * body <= following.left - line.left <= 3 * body
             and line.left - line.edge < 0.6 * body
             and line.right >= line.far_edge - body
-            and (_labelled(line, face) or _hangs_on(lines, index + 1, following))
+            and (
+                _hangs_on(lines, index + 1, following)
+                # a labelled item of two lines: the hanging one ends it short, where a paragraph's
+                # indented first line (after a line opening with a command in typewriter) runs on
+                or _labelled(line, face)
+                and following.right < following.far_edge - 2 * body
+            )
         )
-        if previous is None or BULLET.match(line.text) or hangs and ITEM_LABEL.match(line.text):
+        # a line left of the list item's label, after a line that ends short, ends the list (on the next
+        # page too, in one column); after a full line it goes on with the item (MNRAS runs an item's lines
+        # back to the margin)
+        flows = previous is not None and (same_column or abs(line.edge - previous.edge) < 1)
+        ended = previous is not None and _word_fits(previous, line)
+        outdented = item is not None and flows and ended and line.left < item - 0.3 * body
+        if previous is None or BULLET.match(line.text) or hangs and ITEM_LABEL.match(line.text) or outdented:
             line.starts = True  # a bullet, or a label inside a list: an item of a list nested in it
         elif hung and not hangs:
             line.starts = True
@@ -1017,7 +1037,18 @@ def _mark_starts(lines: list[Line], body: float) -> None:
         if line.starts or not _same_column(previous or line, line) or not hangs:
             # an item's lines hang right of its label; a line back at the label's edge ends the list
             item = line.left if line.starts and (ITEM_LABEL.match(line.text) or hung) else None
-        previous, after_display = line, False
+        prior, previous, after_display = previous, line, False
+
+
+def _word_fits(previous: Line, line: Line) -> bool:
+    """Whether the first word of `line` would have fit at the end of `previous`.
+
+    Then `previous` ended its paragraph by choice; in ragged text a line also ends short, for want of room
+    for the next word.
+    """
+    word = line.text.split()[0] if line.text.split() else ""
+    width = (line.right - line.left) * (len(word) + 1) / max(1, len(line.text))
+    return previous.far_edge - previous.right > width + 0.5 * line.size
 
 
 def _labelled(line: Line, face: str) -> bool:

@@ -3,7 +3,9 @@ page numbers, footnotes or display equations in the text, words broken over line
 bibliography linked to the citations. The PDFs are made from the sources beside them (tests/data/pdf,
 `make`): by pdflatex, one two-column paper with numbered citations and one single-column with author-year;
 by Chromium from HTML, one justified two-column page with the browser's own header and footer; that page
-scanned (tests/data/scans: 300 dpi, black and white, no text layer) for OCR.
+scanned (tests/data/scans: 300 dpi, black and white, no text layer) for OCR; and a manual as people ship
+them (a contents list, a three-line footer on every page, lists, an option list, code, margin line numbers,
+and more example text in smaller faces than text in its body face).
 """
 
 from __future__ import annotations
@@ -121,6 +123,46 @@ def test_one_column_author_year_citations() -> None:
         "T. Gao, H. Yen, J. Yu, and D. Chen. Enabling large language models to generate text with citations. "
         "In Proceedings of EMNLP, 2023."
     )
+
+
+def test_a_manual_read_into_its_sections_items_and_code() -> None:
+    document = read("manual.pdf")
+    assert document.title == "The Loomwright Weaving Controller"
+    starts = [(p.section, " ".join(p.text.split()[:3])) for p in document.paragraphs]
+    # the contents list is no passage, the body's lines are no headings though smaller faces hold more text
+    assert starts == [
+        ("1 Introduction", "The Loomwright controller"),
+        ("1 Introduction", "1. a tension"),
+        ("1 Introduction", "2. a memory"),
+        ("1 Introduction", "3. a power"),
+        ("1 Introduction", "Any dobby loom"),
+        ("2 Options", "The controller reads"),
+        ("2 Options", "tension The warp"),
+        ("2 Options", "picks The number"),
+        ("2 Options", "lift The order"),
+        ("2 Options", "Options the controller"),
+        ("3 Running a pattern", "A pattern is"),
+        ("3 Running a pattern", "loom run --pattern"),
+        ("3 Running a pattern", "The weaver can"),
+        ("3 Running a pattern", "• The bell"),
+        ("3 Running a pattern", "• A red"),
+        ("4 Tension", "The tension sensor"),
+        ("4 Tension", "The brake is"),
+        ("5 Sample output", "The display shows"),
+        ("5 Sample output", "Pick 25 of"),
+        ("5 Sample output", "Pick 25 of"),
+    ]
+    texts = [p.text for p in document.paragraphs]
+    # an item's lines that hang under its label go on with it; a description's item holds its whole text
+    assert texts[1].endswith("calibrated against a known weight before the first warp is wound;")
+    assert texts[6].endswith("it is checked after every pick and corrected by the brake.")
+    assert texts[11] == "loom run --pattern twill.wif --picks 400"
+    # margin line numbers and the footer block, at the same place on every page, stay out
+    assert texts[15].endswith("a slow drift of the warp is corrected within a few centimetres of cloth.")
+    body = " ".join(texts)
+    assert not re.search(r"\b(?:1[0-9]|[2-9])\s+(?:The|picks|the)\b", texts[15])
+    assert not any(stamp in body for stamp in ("Version: 2.4", "Released: 3 May", "help@widgets.example"))
+    assert "1 Introduction 1" not in body and "Contents" not in body
 
 
 def test_a_damaged_page_is_skipped_with_a_warning(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
