@@ -499,6 +499,96 @@ def run_local(args: argparse.Namespace) -> None:
     )
 
 
+# parts ----------------------------------------------------------------------------------------------------
+
+PARTS = ROOT / "bench" / "data" / "report-parts.jsonl"
+MANUALS = ROOT / "bench" / "data" / "manuals.json"
+MARKER = re.compile(r"\[\d+\]")
+LONG_HEADING = 8
+"""Words a heading a person would write keeps under."""
+
+
+def manuals_index(path: Path) -> Path:
+    """The PDFs of bench/manuals.py (Debian's texlive-doc), indexed once under bench/.cache."""
+    files = [Path(d["file"]) for d in json.loads(MANUALS.read_text())["documents"]]
+    missing = [str(f) for f in files if not f.exists()]
+    if missing:
+        sys.exit(f"not installed: {', '.join(missing)} (apt-get install texlive-publishers-doc ...)")
+    with Index.open(path) as index:
+        if index.stats().documents != len(files):
+            index.ingest(files)
+    return path
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def part_figures(result: dict[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """How a report answers its question's parts (see `run_parts`)."""
+    from citewise.core.report import is_own_text, section_bodies
+
+    answer = result.get("answer", "")
+    bodies = section_bodies(answer)
+    covered, placed = 0, 0
+    for part in parts:
+        expect = [_norm(e) for e in part["expect"]]
+        covered += any(e in _norm(answer) for e in expect)
+        placed += any(
+            any(w.lower() in heading.lower() for w in part["heading"])
+            and any(e in _norm(body) for e in expect)
+            for heading, body in bodies.items()
+        )
+    shown = [
+        p for p in split_answer(answer) if not is_structure(p) and not is_own_text(p, result.get("question"))
+    ]
+    headings = [h for h in bodies if h]
+    return {
+        "parts": len(parts),
+        "covered": covered / len(parts),
+        "in_own_section": placed / len(parts),
+        "unmarked": sum(not MARKER.search(p) for p in shown),
+        "sentences": len(shown),
+        "long_headings": sum(len(h.split()) > LONG_HEADING for h in headings),
+        "headings": headings,
+    }
+
+
+PART_FIGURES = ("covered", "in_own_section", "unmarked", "long_headings", "wall_s")
+
+
+def run_parts(args: argparse.Namespace) -> None:
+    """Local reports on questions of several parts, against what each part's section must say."""
+    asked = [json.loads(line) for line in PARTS.read_text().splitlines() if line.strip()]
+    lines = [line for line in SAMPLE.read_text().splitlines() if line.strip()]
+    indexes = {
+        "sample": build(CACHE / "unarxive-sample", SAMPLE, len(lines)),
+        "manuals": manuals_index(CACHE / "manuals-index"),
+    }
+    rows = []
+    for item in asked:
+        context = Context(
+            index_dir=str(indexes[item["corpus"]]), model=None, judge_model=None, route="report"
+        )
+        result = ask(item["question"], context)
+        figures = part_figures(result, item["parts"])
+        rows.append(
+            {"split": item["split"], "question": item["question"][:60], "wall_s": result["wall_s"], **figures}
+        )
+        print(f"{item['question']}\n  headings: {figures['headings']}")
+    summary = [
+        {
+            "split": split,
+            "question": f"mean of {len(chosen)}",
+            **{k: statistics.fmean(r[k] for r in chosen) for k in PART_FIGURES},
+        }
+        for split in ("tune", "heldout")
+        if (chosen := [r for r in rows if r["split"] == split])
+    ]
+    print_table(rows + summary, ["split", "question", *PART_FIGURES])
+    save(args.out, {"questions": rows, "summary": summary, "machine": machine()})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -527,10 +617,12 @@ def main() -> None:
     local.add_argument("--papers", type=int, default=10)
     local.add_argument("--questions", type=int, default=4)
     local.add_argument("--out", type=Path, default=RESULTS / "report-local.json")
+    multi = parts.add_parser("parts", help="local reports on questions of several parts (bench/data)")
+    multi.add_argument("--out", type=Path, default=RESULTS / "report-parts.json")
     args = parser.parse_args()
     if args.part == "local" and not (args.sample or args.unarxive):
         parser.error("local: give --sample, --unarxive FILE, or both")
-    {"latency": run_latency, "calls": run_calls, "local": run_local}[args.part](args)
+    {"latency": run_latency, "calls": run_calls, "local": run_local, "parts": run_parts}[args.part](args)
 
 
 if __name__ == "__main__":

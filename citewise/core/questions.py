@@ -251,6 +251,76 @@ def parts(question: str) -> list[Question]:
     return [read(p) for p in pieces]
 
 
+REQUEST = re.compile(
+    r"^\s*(?:please\s+)?(?:"
+    r"(?:give|write|provide|prepare|make|draft|produce)(?:\s+me)?\s+(?:an?\s+|the\s+)?(?:short\s+|brief\s+)?"
+    r"(?:overview|report|summary|account|review|survey|comparison)\s+(?:of|on|about)\s+"
+    r"|(?:explain|describe|summari[sz]e|outline|discuss|compare|contrast)\s+)",
+    re.IGNORECASE,
+)
+"""How a request for a report opens ("Give an overview of", "Compare"): no part of what is asked."""
+COMPARED = re.compile(
+    r"\b(?:the\s+)?(?P<a>[\w.+\-]+)\s+(?:and|with|versus|vs\.?)\s+(?:the\s+)?(?P<b>[\w.+\-]+)"
+    r"\s+(?P<noun>[a-z]{2,}[^s\W]s)\b"
+)
+"""Two named things of one kind a comparison sets side by side: "the MNRAS and AIAA guides"."""
+COMPARES = re.compile(r"\s*(?:please\s+)?(?:compare|contrast)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ReportPart:
+    """A part of a report's question that a section of its own answers."""
+
+    heading: str
+    """The section's heading, a phrase a person would write: "How GJ 486b was observed", "The AIAA guide"."""
+    asked: str
+    """What the section searches for and answers: the part with the subject it leaves to the other parts."""
+    name: str = ""
+    """The one thing of a comparison the part is about ("AIAA", "elsarticle"); "" for a part of a question."""
+
+
+def report_parts(question: str) -> list[ReportPart]:
+    """The parts of a report's question, each for a section of its own ([] when it has fewer than two).
+
+    "Give an overview of how GJ 486b was observed and what was found" has two: "How GJ 486b was observed" and
+    "What was found" (asked of GJ 486b); "Compare how the MNRAS and AIAA guides tell authors to submit their
+    papers" has one for each guide. A question of one part is planned from its evidence instead.
+    """
+    body = REQUEST.sub("", question.strip()).strip(" ?.!")
+    pair = COMPARED.search(body) if COMPARES.match(question) else None
+    if pair and pair.group("a") != pair.group("b"):
+        noun = pair.group("noun")  # "guides" -> "guide", "classes" -> "class"
+        one = noun[:-2] if re.search(r"(?:ss|ch|sh|x)es$", noun) else noun[:-1]
+        found = []
+        for name in (pair.group("a"), pair.group("b")):
+            asked = f"{body[: pair.start()]}the {name} {one}{body[pair.end() :]}".strip()
+            found.append(ReportPart(f"The {name} {one}", asked, name))
+        return found
+    sides = re.split(r"\s+(?:and|with|versus|vs\.?|against)\s+", body) if COMPARES.match(question) else []
+    wh = re.compile(r"(?:how|what|why|when|where|which|who)\b", re.IGNORECASE)
+    if len(sides) == 2 and all(sides) and not any(wh.match(side) for side in sides):  # "Compare X and Y"
+        left, right = sides
+        named = entities(right)
+        shared = (
+            re.match(rf"{re.escape(named[0])}\s+((?:on|in|for|at|by|over|across)\b.*)$", right)
+            if named
+            else None
+        )
+        if shared:  # what both are compared on belongs to both
+            right, tail = named[0], shared.group(1)
+            return [ReportPart(side[0].upper() + side[1:], f"{side} {tail}", side) for side in (left, right)]
+        return [ReportPart(side[0].upper() + side[1:], side, side) for side in (left, right)]
+    pieces = [p.strip(" ,;?") for p in PART_BREAK.split(body) if p and p.strip(" ,;?")]
+    if len(pieces) < 2:
+        return []
+    subject = next((e for p in pieces for e in entities(p)), "")
+    found = []
+    for piece in pieces:
+        asked = piece if not subject or entities(piece) else f"{piece} ({subject})"
+        found.append(ReportPart(piece[0].upper() + piece[1:], asked))
+    return found
+
+
 FOLLOW_UP = re.compile(
     r"\b(it|its|it's|they|them|their|theirs|this|that|these|those|he|she|his|her|there|such|same|former|latter)\b"
     r"|^\s*(and|but|also|what about|how about|why|so)\b",

@@ -73,6 +73,7 @@ def edited_outline(
                 "goal": str(item.get("goal", base.get("goal", ""))).strip(),
                 "queries": list(queries),
                 "documents": documents,
+                "asks": str(base.get("asks", "")) if base.get("title") == title else "",
             }
         )
     return result

@@ -198,10 +198,20 @@ def local_report(
     ]
     chosen = answering_sentences(index, question, sources)[0][:INTRO_SENTENCES]  # what is asked, first
     said = [sentence for _, sentence in chosen]
-    seen = index.embedder.embed(said) if said else np.zeros((0, index.embedder.dim), dtype=np.float32)
+    empty = np.zeros((0, index.embedder.dim), dtype=np.float32)
+    seen = index.embedder.embed(said) if said else empty
     intro: list[Cited] = [(sentence, [label]) for label, sentence in chosen]
     written = [cited_sentences(s.get("text", "")) for s in sections]
-    bodies, seen = _deduplicated(index, written, seen)
+    planned = {s["id"]: s for s in state.get("outline", [])}
+    parts = [planned.get(s.get("id", ""), {}).get("asks", "") for s in sections]
+    if any(parts):  # sections answering the question's parts say their own first; the intro adds the rest
+        bodies, seen = _deduplicated(index, written, empty)
+        vectors = index.embedder.embed(said) if said else empty
+        fresh = [n for n in range(len(intro)) if not len(seen) or np.max(seen @ vectors[n]) <= DUPLICATE]
+        intro = [intro[n] for n in fresh]
+        seen = np.vstack([seen, vectors[fresh]]) if fresh else seen
+    else:
+        bodies, seen = _deduplicated(index, written, seen)
     pools = []
     for section in sections:
         by_chunk = {chunk_id: label for label, chunk_id in section.get("labels", {}).items()}
@@ -209,7 +219,7 @@ def local_report(
         pools.append(
             [(by_chunk[c], records[c].get("text", "")) for c in section.get("kept", []) if c in by_chunk]
         )
-    asks = [f"{question} ({s.get('title', '')})" for s in sections]
+    asks = [part or f"{question} ({s.get('title', '')})" for s, part in zip(sections, parts, strict=True)]
     intro, seen = _refilled(index, intro, bodies, written, pools, asks, seen)
     said_in_sections = [sentence for body in bodies for sentence, _ in body]
     pool = [item for items in pools for item in items]

@@ -3,7 +3,10 @@
 The question type is the one its form names (compare, pros and cons, history, how to, overview, why,
 what is), else the library entry nearest to the question by embedding (citewise.core.outlines). With a
 model, the writer adapts that type's instruction, given an overview of the kept evidence, into this
-question's sections (title, goal, sub-queries). In local mode the outline comes from the evidence itself:
+question's sections (title, goal, sub-queries). In local mode a question of several parts ("how X was
+observed and what was found", "compare how the A and B guides ...") gets a section for each part, headed by
+it and searching and choosing its sentences by it (`citewise.core.questions.report_parts`); otherwise the
+outline comes from the evidence itself:
 the kept chunks are clustered by their own vectors (k-means), each cluster becomes a section titled by the
 terms that set it apart from the other clusters, sections are ordered by their best score, and the number of
 clusters is chosen so every section starts with evidence of its own. When the question names what it is
@@ -26,7 +29,7 @@ from citewise.core import llms
 from citewise.core.evidence import overview
 from citewise.core.indexes import in_thread, open_index
 from citewise.core.outlines import OutlineType, load_library, nearest_type
-from citewise.core.questions import FORMS
+from citewise.core.questions import FORMS, ReportPart, report_parts
 from citewise.core.report import in_focus
 from citewise.core.resources import Resources, resources_of
 from citewise.core.text import STOPWORDS, content_words, ordered_unique
@@ -260,6 +263,30 @@ def local_outline(index: Index, question: str, records: list[EvidenceRecord], co
     return sections
 
 
+def part_section(part: ReportPart, question: str, evidence: list[EvidenceRecord]) -> dict:
+    """The section that answers one part of the question: headed by it, searching and choosing by it.
+
+    A part naming what some of the question's candidate documents are about (one guide of two compared) is
+    searched in those documents only.
+    """
+    keywords = " ".join(ordered_unique(content_words(part.asked)))
+    if part.name:  # one side of a comparison: the documents naming it, in their title or the passage
+        named = re.compile(rf"(?<!\w){re.escape(part.name)}(?!\w)", re.IGNORECASE)
+        focus = [r for r in evidence if named.search(f"{r.get('title', '')} {r.get('text', '')}")]
+    else:
+        focus = in_focus(part.asked, evidence)
+    ids = list(dict.fromkeys(r.get("doc_id", "") for r in focus))
+    documents = ids if focus and len(ids) < len({r.get("doc_id", "") for r in evidence}) else []
+    return {
+        "title": part.heading,
+        "goal": f"Answer this part of the question: {part.asked}.",
+        # its own words, and the whole question's (whose evidence the part's is often among)
+        "queries": ordered_unique([part.asked, keywords, question]),
+        "documents": documents,
+        "asks": part.asked,
+    }
+
+
 def numbered(sections: list[dict], question: str) -> list[OutlineSection]:
     """Sections with ids s1, s2, ... in order, unique titles, and at least one query each."""
     seen: Counter[str] = Counter()
@@ -277,6 +304,7 @@ def numbered(sections: list[dict], question: str) -> list[OutlineSection]:
                 "goal": str(section.get("goal", "")).strip(),
                 "queries": queries[:3],
                 "documents": list(section.get("documents", [])),
+                "asks": str(section.get("asks", "")),
             }
         )
     return result
@@ -329,10 +357,15 @@ async def outline(state: State, runtime: Runtime[Context]) -> dict:
         given = planned or []
         evidence = passed(state)
         focus = in_focus(state["question"], evidence)
-        local = await in_thread(local_outline, index, state["question"], focus, context)
+        asked = report_parts(state["question"])
+        if asked and not given:  # a question of several parts: a section answers each
+            candidates = state.get("evidence", [])  # kept or not: a part may name a document none kept
+            local = [part_section(p, state["question"], candidates) for p in asked[: context.max_sections]]
+        else:
+            local = await in_thread(local_outline, index, state["question"], focus, context)
         if len(focus) < len(evidence):  # the question names what the report is about: so do its sections
             documents = list(dict.fromkeys(r.get("doc_id", "") for r in focus))
-            local = [{**section, "documents": documents} for section in local]
+            local = [{**section, "documents": section["documents"] or documents} for section in local]
         if given:  # the model's sections first, filled up from the local clustering
             titles = {str(section.get("title", "")).strip().lower() for section in given}
             extra = [section for section in local if section["title"].strip().lower() not in titles]

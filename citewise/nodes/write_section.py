@@ -54,7 +54,8 @@ async def write_section(state: SectionState, runtime: Runtime[Context]) -> dict:
         candidates = candidate_sentences(
             [(label, r.get("text", "")) for label, r in zip(labels, kept, strict=True)]
         )
-        chosen, _ = await in_thread(select_sentences, index, state["question"], candidates)
+        asked = section.get("asks") or state["question"]  # a part of the question, when it has several
+        chosen, _ = await in_thread(select_sentences, index, asked, candidates)
         text = cite(chosen)
     else:
         first, refine = prompt_pair(

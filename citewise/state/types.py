@@ -127,6 +127,9 @@ class OutlineSection(TypedDict, total=False):
     """The searches that find its evidence."""
     documents: list[str]
     """Document ids pinned to the section: its evidence comes only from them (empty: any document)."""
+    asks: str
+    """The part of the question the section answers, when the question has several ("how GJ 486b was
+    observed"): local mode picks the section's sentences by it ("" or absent: by the whole question)."""
 
 
 class SectionResult(TypedDict, total=False):

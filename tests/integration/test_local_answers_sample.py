@@ -189,3 +189,18 @@ async def test_a_follow_up_answered_in_part_keeps_the_sentence_and_names_the_res
     assert "nor a clear 100% water-vapor atmosphere" in second["answer"]
     assert second["answer"].endswith(f"{PART_UNANSWERED} What about its water content.")
     assert "cloud-free" not in second["answer"]  # the earlier answer is not said again
+
+
+async def test_a_report_of_two_parts_has_a_section_for_each(resources: Resources, sample_index: str) -> None:
+    from citewise.core.report import section_bodies
+
+    result = await graph.ainvoke(
+        {"messages": [HumanMessage("Give an overview of how GJ 486b was observed and what was found")]},
+        context=Context(resources=resources, index_dir=sample_index, route="report"),
+    )
+    bodies = section_bodies(result["answer"])
+    titles = [title for title in bodies if title]
+    assert titles == ["How GJ 486b was observed", "What was found", "Conclusion"]
+    # the findings are under the part that asks for them, each sentence with its checked marker
+    found = bodies["What was found"]
+    assert re.search(r"atmosphere", found) and re.search(r"\[\d+\]", found)
