@@ -207,8 +207,10 @@ def heading(group: list[EvidenceRecord]) -> str:
 
     "" when they gave none, or only headings like "Introduction" that say where, not what.
     """
-    written = Counter(
-        SECTION_NUMBER.sub("", str(r.get("section", ""))).strip(" .:") for r in group if r.get("section")
+    written = Counter(  # the heading itself, not its path ("How to Generate Index Entries > 2.2 The Basics")
+        SECTION_NUMBER.sub("", str(r.get("section", "")).split(" > ")[-1]).strip(" .:")
+        for r in group
+        if r.get("section")
     )
     for text, _ in written.most_common():
         if text and text.lower() not in PLAIN_HEADINGS and len(text) <= 60:

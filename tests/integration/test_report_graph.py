@@ -260,6 +260,29 @@ async def test_a_failing_section_does_not_lose_the_others(corpus_index: str, scr
     assert 1 <= result["usage"]["customize"]["calls"] <= context.max_customize_attempts
 
 
+class Uncited(Writer):
+    """A writer whose "Memory" section cites nothing (a small model's prose without markers)."""
+
+    def __call__(self, request: Request) -> Any:
+        if 'section "Memory"' in request.prompt and not SECTION.findall(request.prompt):
+            return "Memory lasts a long time. It is very important for everyone."
+        return super().__call__(request)
+
+
+async def test_a_model_section_citing_nothing_is_local_mode_s_section_and_listed(
+    corpus_index: str, scripted: Callable
+) -> None:
+    context = Context(index_dir=corpus_index, model="openai/test-model", n_samples=1)
+    scripted(context, Uncited())
+    result = await ask(OVERVIEW, context)
+
+    memory = next(s for s in result["sections"].values() if s["title"] == "Memory")
+    assert memory["status"] == "written" and "important for everyone" not in memory["text"]
+    assert re.search(r"\[S3E\d+\]", memory["text"])  # the evidence's own sentences, cited
+    (listed,) = [d for d in result["degraded"] if d["stage"] == "write_section"]
+    assert "'Memory' cites none of its evidence: local mode's section is shown" in listed["reason"]
+
+
 class NoOutline(Writer):
     """A writer whose outline has no sections."""
 
