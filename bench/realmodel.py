@@ -181,6 +181,71 @@ def profiles(args: argparse.Namespace) -> None:
     save(args.out, {"machine": machine(), "single_request_seconds": unit, "summary": summary, "rows": rows})
 
 
+def reports(args: argparse.Namespace) -> None:
+    """Reports with SmolLM2 (lean, full) beside local mode on the same questions: never worse, never slow.
+
+    The questions of bench/report.py `parts` on the bundled sample. Worse than local mode: fewer parts of the
+    question answered (covered, or under their own heading), fewer sections written, or a sentence shown
+    without a checked marker. Slow: over 3x local mode's wall time plus the model's requests' own time.
+    """
+    import json
+
+    from report import PARTS, part_figures
+
+    asked = [json.loads(line) for line in PARTS.read_text().splitlines() if line.strip()]
+    asked = [item for item in asked if item["corpus"] == "sample"]
+    rows = []
+    with tempfile.TemporaryDirectory() as folder, llama_server(Path(folder)) as url:
+        os.environ["OPENAI_BASE_URL"] = url
+        index_dir = Path(folder) / "index"
+        with Index.open(index_dir) as index:
+            index.ingest([SAMPLE])
+        warm = Context(model=MODEL, index_dir=str(index_dir), profile="lean", route="direct")
+        asyncio.run(one(QUESTIONS[0], warm))  # the server's dialect is learnt once per process: not timed
+        for item in asked:
+            local: dict[str, Any] = {}
+            for setting in ("local", "lean", "full"):
+                model = None if setting == "local" else MODEL
+                profile = "lean" if setting == "local" else setting
+                context = Context(model=model, index_dir=str(index_dir), profile=profile, route="report")
+                result = asyncio.run(one(item["question"], context))
+                figures = part_figures(
+                    {"answer": result["answer"], "question": item["question"]}, item["parts"]
+                )
+                row = {
+                    "split": item["split"],
+                    "question": item["question"][:50],
+                    "setting": setting,
+                    "seconds": result["seconds"],
+                    "request_seconds": result["request_seconds"],
+                    "requests": result["requests"],
+                    "sections": result["answer"].count("\n## ") - ("## Conclusion" in result["answer"]),
+                    "covered": figures["covered"],
+                    "in_own_section": figures["in_own_section"],
+                    "unmarked": figures["unmarked"],
+                    "degraded": result["degraded"],
+                    "error": result["error"],
+                    "answer": result["answer"],
+                }
+                if setting == "local":
+                    local = row
+                else:
+                    row["worse"] = (
+                        row["covered"] < local["covered"]
+                        or row["in_own_section"] < local["in_own_section"]
+                        or row["sections"] < local["sections"]
+                        or row["unmarked"] > 0
+                        or bool(row["error"])
+                    )
+                    row["slow"] = row["seconds"] > 3 * local["seconds"] + row["request_seconds"]
+                rows.append(row)
+                print({k: row.get(k) for k in ("setting", "seconds", "covered", "in_own_section", "worse", "degraded")})
+    columns = ["question", "setting", "seconds", "request_seconds", "requests", "sections", "covered",
+               "in_own_section", "unmarked", "degraded", "worse", "slow"]  # fmt: skip
+    print_table(rows, columns)
+    save(args.out, {"machine": machine(), "rows": rows})
+
+
 def abstain(args: argparse.Namespace) -> None:
     from abstain import build, claim_rows, keys_of, measure
 
@@ -346,6 +411,8 @@ def main() -> None:
     one_ = commands.add_parser("profiles")
     one_.add_argument("--questions", type=int, default=4)
     one_.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "realmodel-profiles.json")
+    four = commands.add_parser("reports")
+    four.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "realmodel-reports.json")
     two = commands.add_parser("abstain")
     two.add_argument("--scifact", type=Path, required=True)
     two.add_argument("--index", type=Path, default=Path("bench/.cache/realmodel-abstain"))
@@ -369,7 +436,7 @@ def main() -> None:
     three.add_argument("--seed", type=int, default=11)
     three.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "realmodel-window.json")
     args = parser.parse_args()
-    {"profiles": profiles, "abstain": abstain, "window": window}[args.command](args)
+    {"profiles": profiles, "reports": reports, "abstain": abstain, "window": window}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -1008,10 +1008,11 @@ def _mark_starts(lines: list[Line], body: float) -> None:
             and line.right >= line.far_edge - body
             and (
                 _hangs_on(lines, index + 1, following)
-                # a labelled item of two lines: the hanging one ends it short, where a paragraph's
-                # indented first line (after a line opening with a command in typewriter) runs on
+                # a labelled item of two lines: the hanging one ends it short or the next item follows,
+                # where a paragraph's indented first line (after a line opening with a command in
+                # typewriter) runs on into its next line
                 or _labelled(line, face)
-                and following.right < following.far_edge - 2 * body
+                and (following.right < following.far_edge - 2 * body or _next_labelled(lines, index, face))
             )
         )
         # a line left of the list item's label, after a line that ends short, ends the list (on the next
@@ -1056,6 +1057,12 @@ def _labelled(line: Line, face: str) -> bool:
     first, rest = line.pieces[0], line.pieces[1:]
     short = len(first.text.split()) <= 2 and not first.math
     return bool(rest) and short and first.font != face == rest[0].font
+
+
+def _next_labelled(lines: list[Line], index: int, face: str) -> bool:
+    """Whether the second text line after `lines[index]` opens with a label: the next description item."""
+    after = [x for x in lines[index + 1 : index + 6] if x.kind != "furniture"][1:2]
+    return bool(after) and after[0].kind == "text" and _labelled(after[0], face)
 
 
 def _hangs_on(lines: list[Line], index: int, hanging: Line) -> bool:

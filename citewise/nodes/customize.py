@@ -4,7 +4,9 @@ With a model, the writer merges the sections in outline order under their headin
 section already says, adds an introduction and a conclusion, condenses to the length budget and follows the
 style of exemplar answers (shipped defaults, or Context `style_exemplars`). Every draft is then validated
 (citewise.core.report.validate); the graph sends a failed draft back here with its problems as feedback, at
-most `max_customize_attempts` times, and the best draft goes on with its remaining problems listed.
+most `max_customize_attempts` times, and the best draft goes on with its remaining problems listed, unless
+local mode's merge of the same sections passes more checks: then that merge goes on (never worse than no
+model), and `degraded` says so.
 
 In local mode the merge is deterministic: sections in outline order, a sentence dropped when an earlier one
 of the report says the same (cosine > 0.9), an extractive introduction (the question's own best evidence)
@@ -15,6 +17,7 @@ the same.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
@@ -44,11 +47,14 @@ from citewise.core.writing import (
 )
 from citewise.index import Index
 from citewise.index.fusion import drop_redundant
+from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, SectionResult, State, Validation
 
 INTRO_SENTENCES = 2
 CONCLUSION_SENTENCES = 2
+logger = logging.getLogger(__name__)
+
 INTRO_PREFIX = "S0"
 """Labels of the introduction's evidence (the question's own pass): S0E1, S0E2, ..."""
 
@@ -284,9 +290,24 @@ async def customize(state: State, runtime: Runtime[Context]) -> dict:
         labels |= extra
     else:
         draft = await _llm_report(writer, state, sections, context) or state.get("draft", "")
-    problems = validate(draft, state.get("outline", []), labels, context.report_words)
+    outline = state.get("outline", [])
+    problems = validate(draft, outline, labels, context.report_words)
     better = not previous.get("history") or len(problems) < len(previous.get("problems", []))
-    update: dict[str, Any] = {"validation": _validation(previous, problems, better), "evidence": evidence}
+    update: dict[str, Any] = {"evidence": evidence}
+    last = len(previous.get("history", [])) + 1 >= context.max_customize_attempts
+    if writer is not None and problems and last:  # never worse than no model: local mode's merge
+        merged, extra = await in_thread(local_report, index, state, sections, context.report_words)
+        left = validate(merged, outline, labels | extra, context.report_words)
+        best = previous.get("problems", problems) if previous.get("history") and not better else problems
+        if len(left) < len(best):
+            reason = (
+                f"the model's merged report failed its checks after {len(previous.get('history', [])) + 1} "
+                f"draft(s) ({best[0]}): local mode's merge of the sections is shown"
+            )
+            logger.warning("customize: %s", reason)
+            draft, labels, problems, better = merged, labels | extra, left, True
+            update["degraded"] = [degradation("customize", reason, [])]
+    update["validation"] = _validation(previous, problems, better)
     if better:
         update |= {"draft": draft, "labels": labels}
     return update

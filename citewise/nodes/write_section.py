@@ -4,9 +4,10 @@ The section writer sees only the evidence its own searches kept (never another s
 E1..En; its text is then relabelled S<position>E<n> so that every label of the whole report names exactly one
 chunk. With a model the section is synthesised iteratively within the context budget; in local mode it is
 the kept evidence's sentences closest to the section's focus (the part of the question it answers), each
-cited. A model's section that says nothing, cites none of its evidence or repeats itself is replaced by local
-mode's section from the same evidence, and the run's `degraded` says so. A section whose searches kept
-nothing says so in its place instead of inventing content.
+cited. A model's section that says nothing, cites none of its evidence, repeats itself, or none of whose
+sentences shares enough of its words with the evidence it cites (verify would withhold it whole) is replaced
+by local mode's section from the same evidence, and the run's `degraded` says so. A section whose searches
+kept nothing says so in its place instead of inventing content.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from citewise.context import Context
 from citewise.core import llms
 from citewise.core.evidence import NO_SECTION_EVIDENCE, evidence_blocks, kept_records
 from citewise.core.indexes import in_thread, open_index
-from citewise.core.text import content_words, sentences
+from citewise.core.text import content_words, overlap, sentences
 from citewise.core.writing import candidate_sentences, cite, prompt_pair, select_sentences, synthesize
 from citewise.models import degradation
 from citewise.prompts.common import quote
@@ -71,7 +72,10 @@ async def write_section(state: SectionState, runtime: Runtime[Context]) -> dict:
         )
         blocks = evidence_blocks(kept, state.get("summaries", {}))
         text = await synthesize(writer, blocks, context.context_tokens, first, refine, stage="write_section")
-        problem = malformed(relabel(text, "", set(labels)))
+        sources = {label: r.get("text", "") for label, r in zip(labels, kept, strict=True)}
+        problem = malformed(relabel(text, "", set(labels))) or unsupported(
+            text, sources, context.local_support
+        )
         if problem:  # never worse than no model: local mode's section from the same evidence
             text = await _extractive(context, asked, labels, kept)
             reason = f"the model's section {section['title']!r} {problem}: local mode's section is shown"
@@ -96,6 +100,20 @@ async def _extractive(
     candidates = candidate_sentences(pairs)
     chosen, _ = await in_thread(select_sentences, index, asked, candidates)
     return cite(chosen)
+
+
+def unsupported(text: str, sources: dict[str, str], minimum: float) -> str:
+    """What is wrong when no sentence of a model's section says what its cited evidence says ("" otherwise).
+
+    Says: shares `minimum` of its content words with a passage it cites. A section with no such sentence
+    would be withheld whole by verify; local mode's section from the same evidence says something checked.
+    """
+    for sentence in sentences(text):
+        cited = [sources[label] for label in WRITER_LABEL.findall(sentence) if label in sources]
+        claim = WRITER_LABEL.sub("", sentence)
+        if cited and content_words(claim) and max(overlap(claim, source) for source in cited) >= minimum:
+            return ""
+    return "says nothing its evidence says"
 
 
 def malformed(text: str) -> str:

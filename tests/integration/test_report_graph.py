@@ -283,6 +283,31 @@ async def test_a_model_section_citing_nothing_is_local_mode_s_section_and_listed
     assert "'Memory' cites none of its evidence: local mode's section is shown" in listed["reason"]
 
 
+class BadMerge(Writer):
+    """A writer whose merged report loses the sections (a small model repeating a heading)."""
+
+    def __call__(self, request: Request) -> Any:
+        if SECTION.findall(request.prompt):
+            return "## Conclusion\n\nThe end.\n\n## Conclusion\n\nThe end."
+        return super().__call__(request)
+
+
+async def test_a_merged_report_worse_than_local_mode_s_merge_is_replaced_and_listed(
+    corpus_index: str, scripted: Callable, embedder: Embedder
+) -> None:
+    context = Context(index_dir=corpus_index, model="openai/test-model", n_samples=1)
+    _, writer = scripted(context, BadMerge())
+    result = await ask(OVERVIEW, context)
+
+    assert len([r for r in writer.calls if SECTION.findall(r.prompt)]) == context.max_customize_attempts
+    assert section_titles(result) == ["Vaccines", "Antibodies", "Memory"]  # the sections, merged locally
+    assert "The end." not in result["answer"]
+    assert not any("section missing" in p for p in result["validation"]["problems"])
+    (listed,) = [d for d in result["degraded"] if d["stage"] == "customize"]
+    assert "local mode's merge of the sections is shown" in listed["reason"]
+    assert_markers_resolve(result, corpus_index, embedder)
+
+
 class NoOutline(Writer):
     """A writer whose outline has no sections."""
 
@@ -299,7 +324,7 @@ async def test_an_unusable_model_outline_is_planned_from_the_evidence_and_listed
 
     assert result["route"] == "report" and len(result["outline"]) >= 2  # the local planner's sections
     assert all(s["status"] == "written" for s in result["sections"].values())
-    (listed,) = result["degraded"]
+    (listed,) = [d for d in result["degraded"] if d["stage"] == "outline"]
     assert listed["stage"] == "outline" and "planned from the evidence" in listed["reason"]
 
 
