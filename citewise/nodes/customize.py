@@ -260,8 +260,11 @@ async def _llm_report(writer, state: State, sections: list[SectionResult], conte
     return (await writer.text(as_messages(prompt), stage="customize", stream=True)).strip()
 
 
-def _validation(previous: dict[str, Any], problems: list[str], better: bool) -> Validation:
-    history = [*previous.get("history", []), problems]
+def _validation(
+    previous: dict[str, Any], problems: list[str], better: bool, drafted: list[str] | None = None
+) -> Validation:
+    """The checks so far: each draft's problems (`drafted`, else `problems`), and the best draft's."""
+    history = [*previous.get("history", []), problems if drafted is None else drafted]
     best = problems if better else previous.get("problems", [])
     return {"attempts": len(history), "problems": best, "passed": not best, "history": history}
 
@@ -295,6 +298,7 @@ async def customize(state: State, runtime: Runtime[Context]) -> dict:
     better = not previous.get("history") or len(problems) < len(previous.get("problems", []))
     update: dict[str, Any] = {"evidence": evidence}
     last = len(previous.get("history", [])) + 1 >= context.max_customize_attempts
+    drafted = problems
     if writer is not None and problems and last:  # never worse than no model: local mode's merge
         merged, extra = await in_thread(local_report, index, state, sections, context.report_words)
         left = validate(merged, outline, labels | extra, context.report_words)
@@ -307,7 +311,7 @@ async def customize(state: State, runtime: Runtime[Context]) -> dict:
             logger.warning("customize: %s", reason)
             draft, labels, problems, better = merged, labels | extra, left, True
             update["degraded"] = [degradation("customize", reason, [])]
-    update["validation"] = _validation(previous, problems, better)
+    update["validation"] = _validation(previous, problems, better, drafted)
     if better:
         update |= {"draft": draft, "labels": labels}
     return update
