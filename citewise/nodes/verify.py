@@ -189,13 +189,30 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     """Decide which answer sentences stand, which source lines support them, and the final markers.
 
     Never worse than no model: when none of a model's sentences can be verified but evidence was kept, the
-    answer is local mode's extractive one from the same evidence (verified locally), listed in `degraded`.
+    answer is local mode's extractive one from the same evidence (verified locally); a report keeps its own
+    sentences, checked by word overlap as local mode checks them. Both listed in `degraded`.
     """
     context = runtime.context
     judge, _ = llms.models(context)
     result = await _verified(state, context, state.get("draft", ""), state.get("labels", {}), judge)
     kept = kept_records(state)
-    if judge is None or result["answer"] != UNVERIFIED or not kept or state.get("outline"):
+    if judge is None:
+        return result
+    if state.get("outline"):  # a report: its own sentences, checked by word overlap as local mode checks them
+        if result["support"]:  # some sentence stands: the model verified the report
+            return result
+        local = await _verified(state, context, state.get("draft", ""), state.get("labels", {}), None)
+        if not local["support"]:
+            return result
+        reason = "the model verified none of the report's sentences: they were checked by word overlap"
+        logger.warning("verify: %s", reason)
+        entry = degradation("verify", reason, list(dict.fromkeys(state.get("labels", {}).values())))
+        return {
+            **local,
+            "unsupported": result["unsupported"],
+            "degraded": [*result.get("degraded", []), *local.get("degraded", []), entry],
+        }
+    if result["answer"] != UNVERIFIED or not kept:
         return result
     index = await open_index(context)
     draft, labels = await in_thread(extractive_answer, index, state["question"], kept)

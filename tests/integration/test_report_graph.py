@@ -308,6 +308,33 @@ async def test_a_merged_report_worse_than_local_mode_s_merge_is_replaced_and_lis
     assert_markers_resolve(result, corpus_index, embedder)
 
 
+class Vetoing(Routing):
+    """A routing judge that finds no sentence supported (a small model's verify step)."""
+
+    def __call__(self, request: Request) -> Any:
+        if request.schema == "SupportMap":
+            none = [{"sentence": n, "sources": [], "supported": False} for n in request.sentences]
+            return {"sentences": none}
+        return super().__call__(request)
+
+
+async def test_a_report_the_model_verifies_none_of_keeps_its_sentences_checked_locally(
+    corpus_index: str, embedder: Embedder
+) -> None:
+    context = Context(index_dir=corpus_index, model="openai/test-model", n_samples=1)
+    judge_model = ScriptedChatModel(responder=Vetoing(support=0.3))
+    writer_model = ScriptedChatModel(responder=Writer())
+    pair = (scripted_llm(judge_model, context), scripted_llm(writer_model, context))
+    context.resources = Resources(models=pair)
+    result = await ask(OVERVIEW, context)
+
+    assert not result["answer"].startswith(NO_ANSWER)  # not withheld whole
+    assert section_titles(result) == ["Vaccines", "Antibodies", "Memory"]
+    assert_markers_resolve(result, corpus_index, embedder)
+    (listed,) = [d for d in result["degraded"] if d["stage"] == "verify"]
+    assert "checked by word overlap" in listed["reason"]
+
+
 class NoOutline(Writer):
     """A writer whose outline has no sections."""
 
