@@ -22,7 +22,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("pdfs") / "idx"
     result = CliRunner().invoke(app, ["ingest", str(PAPERS), "--index", str(root)])
     assert result.exit_code == 0, result.output
-    assert "4 ingested" in result.stdout  # three PDFs and the browser page's HTML source (.tex is skipped)
+    assert "5 ingested" in result.stdout  # four PDFs and the browser page's HTML source (.tex is skipped)
     return root
 
 
