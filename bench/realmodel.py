@@ -239,7 +239,8 @@ def reports(args: argparse.Namespace) -> None:
                     )
                     row["slow"] = row["seconds"] > 3 * local["seconds"] + row["request_seconds"]
                 rows.append(row)
-                print({k: row.get(k) for k in ("setting", "seconds", "covered", "in_own_section", "worse", "degraded")})
+                shown = ("setting", "seconds", "covered", "in_own_section", "worse", "degraded")
+                print({k: row.get(k) for k in shown})
     columns = ["question", "setting", "seconds", "request_seconds", "requests", "sections", "covered",
                "in_own_section", "unmarked", "degraded", "worse", "slow"]  # fmt: skip
     print_table(rows, columns)
