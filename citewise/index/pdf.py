@@ -58,6 +58,7 @@ EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 HEADING_WORD = re.compile(r"(?:abstract|summary|contents|(?:\d{1,2}|[IVX]{1,4})\.?\s+[A-Z])", re.IGNORECASE)
 NUMBERED = re.compile(r"(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s")
 ENTRY_LABEL = re.compile(r"\[\d{1,3}\]\s")
+"""The label a numbered reference entry starts with."""
 MONO_FONT = re.compile(r"(?:cm|lm|ec|t1x|x)tt|mono|courier|typewriter|consol", re.IGNORECASE)
 """A typewriter face: a line set wholly in one is code (a command shown on its own line)."""
 BULLETS = "\u2022\u25aa\u25cf\u25e6\u2023\u2219\u25b6\u25ba\u27a2"
@@ -65,8 +66,6 @@ BULLET = re.compile(f"[{BULLETS}]\\s")
 """A bullet: a line starting with one starts a list item, at a page's or column's top too."""
 ITEM_LABEL = re.compile(f"(?:[{BULLETS}*-]|\\(?\\d{{1,2}}[.)]|\\(?[a-z][.)]|\\([ivx]{{1,4}}\\))\\s")
 """A list item's label: a bullet, "3.", "(2)", "b)"."""
-"""A bullet: a line starting with one starts a list item, at a page's or column's top too."""
-"""The label a numbered reference entry starts with."""
 LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"})
 
 
@@ -971,8 +970,8 @@ def _mark_starts(lines: list[Line], body: float) -> None:
                 prior, previous, item = None, None, None
             after_display = after_display or line.kind in ("equation", "table")  # a paragraph goes on after
             continue
-        # the next line of text: margin line numbers and other furniture between lines are passed over
-        following = next((x for x in lines[index + 1 : index + 4] if x.kind != "furniture"), None)
+        # the next lines: margin line numbers and other furniture between lines are passed over
+        following, after = _next_lines(lines, index)
         indented = False
         if following is not None and following.kind == "text" and _same_column(following, line):
             # the lines after it start left of it
@@ -1007,12 +1006,12 @@ def _mark_starts(lines: list[Line], body: float) -> None:
             and line.left - line.edge < 0.6 * body
             and line.right >= line.far_edge - body
             and (
-                _hangs_on(lines, index + 1, following)
+                _hangs_on(following, after)
                 # a labelled item of two lines: the hanging one ends it short or the next item follows,
                 # where a paragraph's indented first line (after a line opening with a command in
                 # typewriter) runs on into its next line
                 or _labelled(line, face)
-                and (following.right < following.far_edge - 2 * body or _next_labelled(lines, index, face))
+                and (following.right < following.far_edge - 2 * body or _labelled_text(after, face))
             )
         )
         # a line left of the list item's label, after a line that ends short, ends the list (on the next
@@ -1032,9 +1031,8 @@ def _mark_starts(lines: list[Line], body: float) -> None:
         else:
             line.starts = indented  # a paragraph goes on after a display and into the next column
         if previous is not None and same_column and previous.code != line.code:
-            line.starts = (
-                True  # code shown on its own lines is a block of its own, and so is the text after it
-            )
+            # code shown on its own lines is a block of its own, and so is the text after it
+            line.starts = True
         if line.starts or not _same_column(previous or line, line) or not hangs:
             # an item's lines hang right of its label; a line back at the label's edge ends the list
             item = line.left if line.starts and (ITEM_LABEL.match(line.text) or hung) else None
@@ -1059,19 +1057,24 @@ def _labelled(line: Line, face: str) -> bool:
     return bool(rest) and short and first.font != face == rest[0].font
 
 
-def _next_labelled(lines: list[Line], index: int, face: str) -> bool:
-    """Whether the second text line after `lines[index]` opens with a label: the next description item."""
-    after = [x for x in lines[index + 1 : index + 6] if x.kind != "furniture"][1:2]
-    return bool(after) and after[0].kind == "text" and _labelled(after[0], face)
+def _next_lines(lines: list[Line], index: int) -> tuple[Line | None, Line | None]:
+    """The two lines after `lines[index]` that are not furniture (None where there are none)."""
+    found: list[Line | None] = [x for x in lines[index + 1 : index + 7] if x.kind != "furniture"][:2]
+    found += [None] * (2 - len(found))
+    return found[0], found[1]
 
 
-def _hangs_on(lines: list[Line], index: int, hanging: Line) -> bool:
-    """Whether the text line after `lines[index]` stands where `hanging` does: two lines hang, no indent.
+def _labelled_text(line: Line | None, face: str) -> bool:
+    """Whether a text line opens with a label: the next item of a description list."""
+    return line is not None and line.kind == "text" and _labelled(line, face)
+
+
+def _hangs_on(hanging: Line, after: Line | None) -> bool:
+    """Whether the text line `after` the `hanging` one stands where it does: two lines hang, no indent.
 
     The first hanging line runs to the column's far edge: one that ends short ends its item, and a line
     after it at the same indent is the next one-line paragraph.
     """
-    after = next((x for x in lines[index + 1 : index + 4] if x.kind != "furniture"), None)
     return (
         hanging.right >= hanging.far_edge - hanging.size
         and after is not None
