@@ -227,7 +227,7 @@ def read_layout(path: Path, data: bytes) -> Layout:
         faces[piece.size, piece.font] += len(piece.text)
     # the body is one face in one size: a manual's examples set in another font at 10 pt outweigh its
     # 12 pt text by size alone (elsarticle's documentation)
-    body = faces.most_common(1)[0][0][0] if faces else 10.0
+    body, face = faces.most_common(1)[0][0] if faces else (10.0, "")
     _mark_furniture(pages)
     ordered = [line for page in pages for line in _reading_order(page)]
     _mark_notes_and_equations(ordered, body)
@@ -235,7 +235,7 @@ def read_layout(path: Path, data: bytes) -> Layout:
     _mark_headings(ordered, body)
     ordered = _join_wrapped_headings(ordered)
     _mark_contents(ordered)
-    _mark_starts(ordered, body)
+    _mark_starts(ordered, body, face)
     ordered = _split_run_in_headings(ordered)
     return Layout(ordered, count, title, body, ocr_pages, image_pages)
 
@@ -947,8 +947,11 @@ def _join_wrapped_headings(lines: list[Line]) -> list[Line]:
     return out
 
 
-def _mark_starts(lines: list[Line], body: float) -> None:
-    """Which text lines start a paragraph: indented, or after a gap, a heading or a display."""
+def _mark_starts(lines: list[Line], body: float, face: str) -> None:
+    """Which text lines start a paragraph: indented, or after a gap, a heading or a display.
+
+    `face` is the body's font: a description's label is set in another.
+    """
     text = [line for line in lines if line.kind == "text"]
     pitches = [
         a.bottom - b.bottom
@@ -960,10 +963,6 @@ def _mark_starts(lines: list[Line], body: float) -> None:
     after_display = False
     item: float | None = None  # the left edge of the list item the lines go on, by its label
     prior: Line | None = None  # the text line before `previous`
-    faces: Counter[str] = Counter()
-    for piece in (piece for line in text for piece in line.pieces):
-        faces[piece.font] += len(piece.text)
-    face = faces.most_common(1)[0][0] if faces else ""
     for index, line in enumerate(lines):
         if line.kind != "text":
             if line.kind in ("heading", "title"):
