@@ -51,10 +51,10 @@ from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, SectionResult, State, Validation
 
-INTRO_SENTENCES = 2
-CONCLUSION_SENTENCES = 2
 logger = logging.getLogger(__name__)
 
+INTRO_SENTENCES = 2
+CONCLUSION_SENTENCES = 2
 INTRO_PREFIX = "S0"
 """Labels of the introduction's evidence (the question's own pass): S0E1, S0E2, ..."""
 
@@ -205,19 +205,18 @@ def local_report(
     chosen = answering_sentences(index, question, sources)[0][:INTRO_SENTENCES]  # what is asked, first
     said = [sentence for _, sentence in chosen]
     empty = np.zeros((0, index.embedder.dim), dtype=np.float32)
-    seen = index.embedder.embed(said) if said else empty
+    vectors = index.embedder.embed(said) if said else empty
     intro: list[Cited] = [(sentence, [label]) for label, sentence in chosen]
     written = [cited_sentences(s.get("text", "")) for s in sections]
     planned = {s["id"]: s for s in state.get("outline", [])}
     parts = [planned.get(s.get("id", ""), {}).get("asks", "") for s in sections]
     if any(parts):  # sections answering the question's parts say their own first; the intro adds the rest
         bodies, seen = _deduplicated(index, written, empty)
-        vectors = index.embedder.embed(said) if said else empty
         fresh = [n for n in range(len(intro)) if not len(seen) or np.max(seen @ vectors[n]) <= DUPLICATE]
         intro = [intro[n] for n in fresh]
         seen = np.vstack([seen, vectors[fresh]]) if fresh else seen
     else:
-        bodies, seen = _deduplicated(index, written, seen)
+        bodies, seen = _deduplicated(index, written, vectors)
     pools = []
     for section in sections:
         by_chunk = {chunk_id: label for label, chunk_id in section.get("labels", {}).items()}
@@ -296,22 +295,21 @@ async def customize(state: State, runtime: Runtime[Context]) -> dict:
     outline = state.get("outline", [])
     problems = validate(draft, outline, labels, context.report_words)
     better = not previous.get("history") or len(problems) < len(previous.get("problems", []))
-    update: dict[str, Any] = {"evidence": evidence}
-    last = len(previous.get("history", [])) + 1 >= context.max_customize_attempts
-    drafted = problems
-    if writer is not None and problems and last:  # never worse than no model: local mode's merge
+    update: dict[str, Any] = {"evidence": evidence, "validation": _validation(previous, problems, better)}
+    checked = update["validation"]
+    last = checked["attempts"] >= context.max_customize_attempts
+    if writer is not None and checked["problems"] and last:  # never worse than no model: local mode's merge
         merged, extra = await in_thread(local_report, index, state, sections, context.report_words)
         left = validate(merged, outline, labels | extra, context.report_words)
-        best = previous.get("problems", problems) if previous.get("history") and not better else problems
-        if len(left) < len(best):
+        if len(left) < len(checked["problems"]):
             reason = (
-                f"the model's merged report failed its checks after {len(previous.get('history', [])) + 1} "
-                f"draft(s) ({best[0]}): local mode's merge of the sections is shown"
+                f"the model's merged report failed its checks after {checked['attempts']} draft(s) "
+                f"({checked['problems'][0]}): local mode's merge of the sections is shown"
             )
             logger.warning("customize: %s", reason)
-            draft, labels, problems, better = merged, labels | extra, left, True
+            draft, labels, better = merged, labels | extra, True
+            update["validation"] = _validation(previous, left, better, drafted=problems)
             update["degraded"] = [degradation("customize", reason, [])]
-    update["validation"] = _validation(previous, problems, better, drafted)
     if better:
         update |= {"draft": draft, "labels": labels}
     return update
