@@ -265,6 +265,7 @@ COMPARED = re.compile(
 )
 """Two named things of one kind a comparison sets side by side: "the MNRAS and AIAA guides"."""
 COMPARES = re.compile(r"\s*(?:please\s+)?(?:compare|contrast)\b", re.IGNORECASE)
+WH = re.compile(r"(?:how|what|why|when|where|which|who)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -287,7 +288,8 @@ def report_parts(question: str) -> list[ReportPart]:
     papers" has one for each guide. A question of one part is planned from its evidence instead.
     """
     body = REQUEST.sub("", question.strip()).strip(" ?.!")
-    pair = COMPARED.search(body) if COMPARES.match(question) else None
+    compares = COMPARES.match(question) is not None
+    pair = COMPARED.search(body) if compares else None
     if pair and pair.group("a") != pair.group("b"):
         noun = pair.group("noun")  # "guides" -> "guide", "classes" -> "class"
         one = noun[:-2] if re.search(r"(?:ss|ch|sh|x)es$", noun) else noun[:-1]
@@ -296,9 +298,8 @@ def report_parts(question: str) -> list[ReportPart]:
             asked = f"{body[: pair.start()]}the {name} {one}{body[pair.end() :]}".strip()
             found.append(ReportPart(f"The {name} {one}", asked, name))
         return found
-    sides = re.split(r"\s+(?:and|with|versus|vs\.?|against)\s+", body) if COMPARES.match(question) else []
-    wh = re.compile(r"(?:how|what|why|when|where|which|who)\b", re.IGNORECASE)
-    if len(sides) == 2 and all(sides) and not any(wh.match(side) for side in sides):  # "Compare X and Y"
+    sides = re.split(r"\s+(?:and|with|versus|vs\.?|against)\s+", body) if compares else []
+    if len(sides) == 2 and all(sides) and not any(WH.match(side) for side in sides):  # "Compare X and Y"
         left, right = sides
         named = entities(right)
         shared = (
