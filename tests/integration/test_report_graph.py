@@ -229,10 +229,12 @@ class Routing(Judge):
 
 @pytest.fixture
 def scripted() -> Callable[..., tuple[ScriptedChatModel, ScriptedChatModel]]:
-    """Give a context resources whose models are scripted (a routing judge and the given writer)."""
+    """Give a context resources whose models are scripted (a routing judge, or the one given; the writer)."""
 
-    def install(context: Context, writer: Writer) -> tuple[ScriptedChatModel, ScriptedChatModel]:
-        judge_model = ScriptedChatModel(responder=Routing(support=0.3))
+    def install(
+        context: Context, writer: Writer, judge: Routing | None = None
+    ) -> tuple[ScriptedChatModel, ScriptedChatModel]:
+        judge_model = ScriptedChatModel(responder=judge or Routing(support=0.3))
         writer_model = ScriptedChatModel(responder=writer)
         pair = (scripted_llm(judge_model, context), scripted_llm(writer_model, context))
         context.resources = Resources(models=pair)
@@ -319,13 +321,10 @@ class Vetoing(Routing):
 
 
 async def test_a_report_the_model_verifies_none_of_keeps_its_sentences_checked_locally(
-    corpus_index: str, embedder: Embedder
+    corpus_index: str, scripted: Callable, embedder: Embedder
 ) -> None:
     context = Context(index_dir=corpus_index, model="openai/test-model", n_samples=1)
-    judge_model = ScriptedChatModel(responder=Vetoing(support=0.3))
-    writer_model = ScriptedChatModel(responder=Writer())
-    pair = (scripted_llm(judge_model, context), scripted_llm(writer_model, context))
-    context.resources = Resources(models=pair)
+    scripted(context, Writer(), judge=Vetoing(support=0.3))
     result = await ask(OVERVIEW, context)
 
     assert not result["answer"].startswith(NO_ANSWER)  # not withheld whole
