@@ -4,12 +4,13 @@
     python bench/conversations.py --model smollm2 --set unarxive --limit 6    # the model path, served here
     python bench/conversations.py --model openai/gpt-4o-mini                  # with a key or a base URL
 
-Two sets of short conversations (two to four turns; pronouns, ellipsis, "the planet", a switch to another
+Three sets of short conversations (two to four turns; pronouns, ellipsis, "the planet", a switch to another
 named thing, a new subject mid-thread; a few turns the papers do not answer), each turn with the answering
 sentence expected (tests/support/conversations.py says how a turn is scored):
 - `tests/data/conversations-sample.jsonl`: 23 conversations over the bundled sample (also a test);
 - `bench/data/conversations-unarxive.jsonl`: 22 conversations over 10 other unarXive papers, written for
-  this check and never used to tune anything (needs ../shared).
+  this check and never used to tune anything (needs ../shared);
+- `bench/data/conversations-unarxive2.jsonl`: 24 conversations over 10 more papers, from text only, held out.
 Each set is ingested into an index of its own and asked with direct answers, one thread per conversation;
 the table gives turn accuracy, first turns and follow-ups apart. Turn accuracy asks for the answering
 sentence's words, which local mode quotes and a model may not: "answering passage cited" (the answer cites
@@ -45,6 +46,7 @@ SAMPLE = ROOT / "citewise" / "samples" / "unarxive_sample.jsonl"
 SETS = {
     "sample": ROOT / "tests" / "data" / "conversations-sample.jsonl",
     "unarxive (untuned)": ROOT / "bench" / "data" / "conversations-unarxive.jsonl",
+    "unarxive-2 (untuned)": ROOT / "bench" / "data" / "conversations-unarxive2.jsonl",
 }
 
 
@@ -98,7 +100,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "conversations.json")
     parser.add_argument("--model", help=f"a model ({MODEL_ALIAS}: served here); local mode without one")
     parser.add_argument("--profile", choices=["full", "lean"], default="lean", help="with --model")
-    parser.add_argument("--set", choices=["sample", "unarxive"], help="one set only")
+    parser.add_argument("--set", choices=["sample", "unarxive", "unarxive-2"], help="one set only")
     parser.add_argument("--limit", type=int, default=0, help="the first N conversations of each set")
     args = parser.parse_args()
     with ExitStack() as stack:
@@ -118,13 +120,14 @@ def run_sets(args: argparse.Namespace, model: str | None) -> tuple[list[dict], d
     """Each chosen set asked through the graph: its table row, and every turn as asked."""
     rows, turns = [], {}
     for name, path in SETS.items():
-        if args.set and not name.startswith(args.set):
+        if args.set and name.split()[0] != args.set:
             continue
         chosen = conversations.load(path)[: args.limit or None]
         if name == "sample":
             corpus = SAMPLE
         elif args.unarxive.exists():
-            corpus = corpus_for(args.unarxive, chosen, args.cache / "conversations-unarxive-corpus.jsonl")
+            out = args.cache / f"conversations-{name.split()[0]}-corpus.jsonl"
+            corpus = corpus_for(args.unarxive, chosen, out)
         else:
             print(f"skipped {name}: {args.unarxive} not found")
             continue
