@@ -15,13 +15,18 @@ HotpotQA questions the chunk's own text raised the gold answer's presence in the
 Never worse than no model: a weak judge must not make citewise worse than local mode. Under the lean profile
 (the one for small local models, Context.profile) local mode's answering score decides, as in local mode,
 whether the documents answer at all (the judge can narrow what is kept, never answer what local mode would
-not); and when the judge is unreliable on this question (a sample was malformed or missed a chunk, its
-scores run against the local relevance of the same chunks, or it gives every chunk about the same score)
-each chunk's relevance is its local relevance (the judge's samples stay on the record); when only its
-samples disagree widely with each other, the judge's mean and the local relevance are averaged. Either way
-the chunks are flagged and `degraded` says so. The lean profile also asks one sample per batch, with the
-self-check of the reflection step folded into its prompt. Under the full profile (hosted models) the judge
-is trusted, chunk by chunk as before.
+not); and when the judge is unreliable on this question each chunk's relevance is its local relevance (the
+judge's samples stay on the record); when only its samples disagree widely with each other, the judge's mean
+and the local relevance are averaged. Either way the chunks are flagged and `degraded` says so. A judge is
+told reliable or not by what it gets right, never by agreement with the embedding: disagreeing with cosine
+similarity is what a judge is for (for "What kind of approach is Chemformer?" similarity ranks "...
+Chemformer, a sequence-to-sequence approach ..." third, and a judge overruled for ranking otherwise left the
+question unanswered). Unreliable is a sample malformed or missing a chunk, every chunk about the same score,
+or a control passage scored as relevant: every lean batch carries one, a passage about something unrelated
+to any document (the one of two further from the question) under a label like the real passages', and a
+judge that scores it CONTROL_CEILING or more is not reading them. The lean profile also asks one sample per
+batch, with the self-check of the reflection step folded into its prompt. Under the full profile (hosted
+models) the judge is trusted, chunk by chunk as before.
 
 A chunk the judge could not score (a transient provider fault after the retries, or no sample scored it)
 gets the same local score, flagged with the reason and listed in the run's `degraded` output; never the
@@ -61,10 +66,19 @@ WIDE_SPREAD = 30.0
 """Mean spread of a chunk's samples above which the judge's mean is averaged with the local relevance."""
 FLAT = 5.0
 """Standard deviation of the judge's scores over a question's chunks below which they say nothing."""
-CONTRARY = -0.1
-"""Rank correlation of the judge's scores with the local relevance below which they contradict it."""
+CONTROL_CEILING = 40.0
+"""A control passage's score from which the judge is taken not to be reading the passages."""
+CONTROLS = (
+    "The recipe says to whisk two eggs with the sugar until pale, fold in the flour and bake the sponge for "
+    "twenty-five minutes.",
+    "The ferry timetable lists departures every forty minutes in summer and every hour in winter, the last "
+    "boat leaving at ten.",
+)
+"""Control passages, unrelated to any document; a batch carries the one less similar to the question."""
+CONTROL_ID = "control"
+"""The chunk id a batch's control passage goes under (never a stored chunk's id: those are hashes)."""
 MIN_COMPARED = 5
-"""Chunks needed before the judge's scores are compared with the local relevance."""
+"""Chunks needed before the judge's scores are taken to be flat."""
 LEAN_CHECK = """
 
 Score each passage once, carefully: before you give a score, read the passage again and check that the
@@ -109,11 +123,30 @@ async def fallbacks(
     return {r["chunk_id"]: fallback(r, similarity[r["chunk_id"]], context, why) for r in records}
 
 
+async def control_passage(question: str, context: Context) -> str:
+    """The control passage further from the question (a question about baking gets the ferry timetable)."""
+    index = await open_index(context)
+    vectors = await in_thread(index.embedder.embed, [question, *CONTROLS])
+    similarity = (vectors[1:] @ vectors[0]).tolist()
+    return CONTROLS[similarity.index(min(similarity))]
+
+
+def with_control(batch: list[EvidenceRecord], control: str) -> list[EvidenceRecord]:
+    """The batch with the control passage among its passages (third, or last in a shorter batch)."""
+    record: EvidenceRecord = {"chunk_id": CONTROL_ID, "text": control, "title": "Notes"}
+    at = min(2, len(batch))
+    return [*batch[:at], record, *batch[at:]]
+
+
 async def _score_batch(
-    judge, batch: list[EvidenceRecord], question: str, context: Context
+    judge, batch: list[EvidenceRecord], question: str, context: Context, control: str | None = None
 ) -> tuple[dict[str, EvidenceRecord], list[Degraded]]:
-    """The batch's score updates, and the fallback taken for chunks the judge did not score (if any)."""
-    labels, evidence = labelled(batch)
+    """The batch's score updates, and the fallback taken for chunks the judge did not score (if any).
+
+    With a `control` passage, its scores come back under CONTROL_ID (an update with only
+    `relevance_samples`), missing when the judge left it out.
+    """
+    labels, evidence = labelled(with_control(batch, control) if control else batch)
     prompt = render(
         context.score_prompt,
         labels=", ".join(labels),
@@ -129,13 +162,14 @@ async def _score_batch(
     if verdicts.error:  # the provider failed: every chunk scored locally
         updates = await fallbacks(batch, question, context, f"judge failed ({verdicts.error})")
         return updates, fell_back("score", verdicts.failure, FALLBACK, list(by_id))
-    values: dict[str, list[float]] = {cid: [] for cid in by_id}
+    values: dict[str, list[float]] = {cid: [] for cid in [*by_id, CONTROL_ID]}
     for sample in verdicts.samples:  # a chunk listed twice in a sample counts once
         for chunk_id, item in by_label(sample.scores, labels, lambda item: item.id).items():
             values[chunk_id].append(float(item.score))
+    controlled = values.pop(CONTROL_ID)
     missed = [record for chunk_id, record in by_id.items() if not values[chunk_id]]
     fallen = await fallbacks(missed, question, context, "judge output malformed")
-    updates: dict[str, EvidenceRecord] = {}
+    updates: dict[str, EvidenceRecord] = {CONTROL_ID: {"relevance_samples": controlled}} if controlled else {}
     for chunk_id, got in values.items():
         if not got:
             updates[chunk_id] = fallen[chunk_id]
@@ -175,56 +209,47 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
             for chunk_id, value in similarity.items()
         }
         return {"candidates": updates}
+    control = await control_passage(state["question"], context) if context.lean else None
+    chunked = batches(records, context.score_batch_size)
     results = await asyncio.gather(
-        *(
-            _score_batch(judge, batch, state["question"], context)
-            for batch in batches(records, context.score_batch_size)
-        )
+        *(_score_batch(judge, batch, state["question"], context, control) for batch in chunked)
     )
+    controls = [result.pop(CONTROL_ID, {}).get("relevance_samples") for result, _ in results]
     updates = {k: v for result, _ in results for k, v in result.items()}
     degraded = [entry for _, entries in results for entry in entries]
-    if context.lean:  # small local models: checked against the local relevance; hosted judges are trusted
-        degraded += await _check_judge(records, updates, bool(degraded), state["question"], context)
+    if context.lean:  # small local models: checked by what they get right; hosted judges are trusted
+        controls_seen = [statistics.fmean(c) for c in controls if c]
+        malformed = bool(degraded) or len(controls_seen) < len(chunked)  # a control left out is malformed
+        degraded += await _check_judge(records, updates, malformed, controls_seen, state["question"], context)
     result = {"candidates": updates}
     return {**result, "degraded": degraded} if degraded else result
 
 
 def judge_problem(
-    judged: dict[str, float], local: dict[str, float], spreads: list[float], malformed: bool
+    judged: dict[str, float], controls: list[float], spreads: list[float], malformed: bool
 ) -> str:
-    """Why the judge's scores cannot be trusted on this question ("" when they can)."""
+    """Why the judge's scores cannot be trusted on this question ("" when they can).
+
+    `controls`: what it gave each batch's control passage, unrelated to the question.
+    """
     if malformed:
-        return "some of its output was malformed or missed a chunk"
+        return "some of its output was malformed or missed a passage"
+    if controls and max(controls) >= CONTROL_CEILING:
+        return f"it scored a passage unrelated to the question {max(controls):.0f}"
     if len(judged) >= MIN_COMPARED:
         values = list(judged.values())
         if statistics.pstdev(values) < FLAT:
             return f"it gave every passage about the same score ({statistics.fmean(values):.0f})"
-        ids = list(judged)
-        try:
-            agreement = statistics.correlation(
-                _ranks([judged[i] for i in ids]), _ranks([local[i] for i in ids])
-            )
-        except statistics.StatisticsError:  # every local score equal: nothing to compare with
-            agreement = 0.0
-        if agreement < CONTRARY:
-            return f"its scores run against the passages' similarity to the question (rank {agreement:.2f})"
     if spreads and statistics.fmean(spreads) > WIDE_SPREAD:
         return f"its samples disagree widely (mean spread {statistics.fmean(spreads):.0f})"
     return ""
-
-
-def _ranks(values: list[float]) -> list[float]:
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    for rank, i in enumerate(order):
-        ranks[i] = float(rank)
-    return ranks
 
 
 async def _check_judge(
     records: list[EvidenceRecord],
     updates: dict[str, EvidenceRecord],
     malformed: bool,
+    controls: list[float],
     question: str,
     context: Context,
 ) -> list[Degraded]:
@@ -242,7 +267,7 @@ async def _check_judge(
     for chunk_id, update in updates.items():  # whether the documents answer at all: local mode's rule decides
         if not synthesis:
             update["answering"] = answering[chunk_id]
-    problem = judge_problem(judged, local, spreads, malformed)
+    problem = judge_problem(judged, controls, spreads, malformed)
     if not problem:
         return []
     averaged = problem.startswith("its samples disagree")

@@ -8,7 +8,11 @@ line sharing the largest part of its content words, if the share reaches Context
 or flagged when Context.drop_unsupported is off. Only citewise's own sentences about missing evidence
 (`citewise.core.report.is_own_text`) stand unverified; a writer's sentence about the documents is checked like
 any other. When the model cannot map the sentences (a transient provider fault after the retries, or output
-malformed after repairs) word overlap decides, and the run's `degraded` output says so.
+malformed after repairs) word overlap decides, and the run's `degraded` output says so. Under the lean
+profile (small local models) word overlap decides and the judge may veto a sentence; it may also verify a
+paraphrase (a sentence it supports by lines sharing PLAUSIBLE of its words, too few for word overlap) when
+it got the control right: a sentence no document supports, verified with the answer's (CONTROL), which a
+judge that is not reading the lines calls supported or leaves out.
 
 A supported sentence is re-cited to its supporting lines: it keeps a marker only for evidence one of its
 supporting lines comes from, and gains a marker for supporting evidence it does not cite yet (after its
@@ -57,6 +61,12 @@ BREAK = ""
 """A paragraph break among the parts of a draft."""
 OVERLAP = "sentences verified by word overlap"
 """What decided support when the model could not (recorded in `degraded`)."""
+CONTROL = "The lighthouse keeper painted the harbour wall green in the spring of 1911."
+"""A sentence no document supports, verified with a lean judge's sentences: a judge that calls it supported
+(or leaves it out) is not reading the source lines, and may only veto."""
+PLAUSIBLE = 0.15
+"""Content-word overlap with a source line a trusted lean judge's supported paraphrase must still reach (a
+paraphrase keeps the names it is about; a line sharing none of its words is a mapping at random)."""
 
 
 def asks(part: str) -> bool:
@@ -252,14 +262,14 @@ async def _verified(
         support = {claims[n]: keys for n, keys in found.items()}
         if fallback:
             degraded = [degradation("verify", f"{fallback}: {OVERLAP}", list(dict.fromkeys(labels.values())))]
-        elif context.lean:  # a small judge maps sentences to lines at random: it may veto, never add
-            vetoed = {claims[n] for n in found.rejected}
-            for i in claims:
-                support[i] = (
-                    []
-                    if i in vetoed
-                    else local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)
-                )
+        elif context.lean:  # a small judge may map sentences to lines at random: it may veto, and add only
+            vetoed = {claims[n] for n in found.rejected}  # when it got the control right
+            for n, i in enumerate(claims):
+                cited = cited_chunks(parts[i], labels)
+                lexical = [] if i in vetoed else local_support(parts[i], cited, lines, context.local_support)
+                if not lexical and found.trusted and found.get(n):  # a paraphrase the judge checked
+                    lexical = [key for key in found[n] if overlap(parts[i], lines[key][1]) >= PLAUSIBLE]
+                support[i] = lexical
     else:
         for i in claims:
             support[i] = local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)
@@ -399,7 +409,8 @@ async def _llm_support(
     rebatched = False
     while pending:
         batch, keys = _support_batch(judge, parts, pending, labels, lines, context)
-        prompt = _support_prompt(context, [parts[i] for i in batch], [(key, lines[key][1]) for key in keys])
+        shown = _with_control(context, [parts[i] for i in batch])
+        prompt = _support_prompt(context, shown, [(key, lines[key][1]) for key in keys])
         verdicts = await judge_ask(judge, SupportMap, prompt, stage="verify")
         if verdicts.error == "PromptTooLong" and not rebatched and judge.context_window():
             rebatched = True  # the refusal taught the window: batch what is left to it
@@ -412,6 +423,9 @@ async def _llm_support(
                 cited = cited_chunks(parts[i], labels)
                 support[i] = local_support(parts[i], cited, lines, context.local_support)
             continue
+        if len(shown) > len(batch):  # the control, last: supported or left out, the judge is not reading
+            control = [item for item in result.sentences if item.sentence == len(shown)]
+            support.trusted = support.trusted and bool(control) and not control[0].supported
         for item in result.sentences:
             if not 1 <= item.sentence <= len(batch):
                 continue
@@ -421,6 +435,11 @@ async def _llm_support(
             else:
                 support.rejected.add(i)
     return support, failures[0] if failures else ""
+
+
+def _with_control(context: Context, sentences: list[str]) -> list[str]:
+    """The sentences to verify, with the control sentence last under the lean profile."""
+    return [*sentences, CONTROL] if context.lean else sentences
 
 
 def _support_prompt(context: Context, sentences: list[str], evidence_lines: list[tuple[str, str]]) -> str:
@@ -452,7 +471,8 @@ def _support_batch(
     """
 
     def prompt_of(batch: list[int], keys: list[str]) -> str:
-        return _support_prompt(context, [parts[i] for i in batch], [(key, lines[key][1]) for key in keys])
+        shown = _with_control(context, [parts[i] for i in batch])
+        return _support_prompt(context, shown, [(key, lines[key][1]) for key in keys])
 
     everything = list(lines)
     if judge.fits(prompt_of(pending, everything), "verify"):
@@ -471,8 +491,12 @@ def _support_batch(
 
 
 class Support(dict[int, list[str]]):
-    """Supporting line labels per sentence (by position), and the sentences the judge said are unsupported."""
+    """Supporting line labels per sentence (by position), and what the judge said beside them.
+
+    `rejected`: the sentences it called unsupported; `trusted`: whether it got every control sentence right.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.rejected: set[int] = set()
+        self.trusted = True

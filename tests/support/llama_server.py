@@ -50,12 +50,16 @@ def missing() -> str | None:
 
 
 @contextmanager
-def llama_server(log_dir: Path, *, threads: int = 2) -> Iterator[str]:
-    """Serve SmolLM2 on a free loopback port; yield the OpenAI base URL (http://127.0.0.1:PORT/v1)."""
+def llama_server(
+    log_dir: Path, *, threads: int = 2, model: Path | None = None, alias: str = MODEL_ALIAS
+) -> Iterator[str]:
+    """Serve SmolLM2 (or another GGUF, `model`, as `alias`) on a free loopback port; yield the OpenAI base
+    URL (http://127.0.0.1:PORT/v1)."""
     port = free_port()
     log_path = log_dir / "llama-server.log"
     command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", MODEL_ALIAS,
+        sys.executable, "-m", "llama_cpp.server", "--model", str(model or gguf_path()),
+        "--model_alias", alias,
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(CONTEXT_WINDOW),
         "--n_threads", str(threads),
     ]  # fmt: skip
@@ -76,11 +80,13 @@ PROMPT_WORDS = (
 )
 
 
-def single_request_seconds(url: str, prompt_tokens: int = 1000, max_tokens: int = 32) -> float:
+def single_request_seconds(
+    url: str, prompt_tokens: int = 1000, max_tokens: int = 32, alias: str = MODEL_ALIAS
+) -> float:
     """Seconds one request with a `prompt_tokens`-token prompt takes on the server (the median of three)."""
     repeats = max(1, prompt_tokens // 16)  # the sentence above is about 16 tokens
     body = {
-        "model": MODEL_ALIAS,
+        "model": alias,
         "messages": [{"role": "user", "content": PROMPT_WORDS * repeats + "\nSummarise this in one line."}],
         "max_tokens": max_tokens,
         "temperature": 0.0,

@@ -593,6 +593,51 @@ async def test_under_lean_a_small_judge_may_veto_a_sentence_but_never_choose_its
     assert result["unsupported"] == ["B cells produce antibodies and memory cells remain for years."]
 
 
+PARAPHRASE = "Vaccines teach the body's defences to spot a pathogen [E1]."
+"""Too few of its words in the vaccine line for the lexical check; a capable judge finds the line says it."""
+
+
+def reads_lines(control_supported: bool) -> Callable[[Request], dict[str, Any]]:
+    """A verifying judge that supports the paraphrase by the vaccine line, and says `control_supported` of
+    the last sentence (the control citewise adds under lean)."""
+
+    def reply(request: Request) -> dict[str, Any]:
+        last = max(request.sentences)
+        items = [{"sentence": 1, "sources": ["E1.1"], "supported": True}]
+        items.append(
+            {
+                "sentence": last,
+                "sources": ["E2.1"] if control_supported else [],
+                "supported": control_supported,
+            }
+        )
+        return {"sentences": items}
+
+    return reply
+
+
+@pytest.mark.parametrize("control_supported", [False, True])
+async def test_under_lean_a_judge_that_gets_the_control_right_may_verify_a_paraphrase(
+    index_dir: str, install: Callable, control_supported: bool
+) -> None:
+    from citewise.core.text import overlap as word_overlap
+    from citewise.nodes.verify import CONTROL
+
+    assert word_overlap(PARAPHRASE, VACCINES) < Context().local_support  # the lexical check alone drops it
+    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
+    judge = ScriptedChatModel(responder=reads_lines(control_supported))
+    install(context, judge=judge)
+    result = await llms.metered(verify)(verify_state(PARAPHRASE), run(context))
+
+    assert judge.calls[0].sentences[2] == CONTROL  # the control, after the answer's one sentence
+    if control_supported:  # not reading the lines: it may veto, never add
+        assert result["unsupported"] == ["Vaccines teach the body's defences to spot a pathogen."]
+    else:
+        assert result["answer"] == "Vaccines teach the body's defences to spot a pathogen [1]."
+        assert [c["chunk_id"] for c in result["citations"]] == ["c-vaccines"]
+        assert CONTROL not in result["answer"]
+
+
 async def test_echoed_prompt_tags_and_fragments_never_stand_as_answer_sentences(index_dir: str) -> None:
     draft = (
         '<evidence id="E1" title="How vaccines work"> 1 [E2]. Vaccines train the immune system to recognise '
@@ -952,18 +997,61 @@ async def test_the_gullible_judge_is_fooled_when_evidence_is_not_escaped(
 # the judge checked against the local relevance (issue #24: never worse than no model) ---------------------
 
 
-def test_a_judge_is_trusted_only_where_it_agrees_with_the_passages() -> None:
+def test_a_judge_is_told_unreliable_by_what_it_gets_wrong_not_by_disagreeing_with_similarity() -> None:
     from citewise.nodes.score import judge_problem
 
-    local = {f"c{n}": float(10 * n) for n in range(8)}
-    agreeing = {f"c{n}": float(12 * n + 5) for n in range(8)}
-    assert judge_problem(agreeing, local, [5.0, 8.0], malformed=False) == ""
-    assert "malformed" in judge_problem(agreeing, local, [], malformed=True)
-    assert "same score" in judge_problem({c: 80.0 for c in local}, local, [], malformed=False)
-    contrary = {f"c{n}": float(100 - 12 * n) for n in range(8)}
-    assert "run against" in judge_problem(contrary, local, [], malformed=False)
-    assert "disagree widely" in judge_problem(agreeing, local, [45.0, 40.0], malformed=False)
-    assert judge_problem({"c1": 90.0, "c2": 10.0}, local, [], malformed=False) == ""  # too few to compare
+    varied = {f"c{n}": float(12 * n + 5) for n in range(8)}
+    assert judge_problem(varied, [0.0], [5.0, 8.0], malformed=False) == ""
+    assert "malformed" in judge_problem(varied, [0.0], [], malformed=True)
+    assert "same score" in judge_problem({c: 80.0 for c in varied}, [0.0], [], malformed=False)
+    assert "unrelated to the question 75" in judge_problem(varied, [0.0, 75.0], [], malformed=False)
+    assert "disagree widely" in judge_problem(varied, [10.0], [45.0, 40.0], malformed=False)
+    assert judge_problem({"c1": 90.0, "c2": 90.0}, [], [], malformed=False) == ""  # too few to call flat
+
+
+QUESTION = "What kind of approach is Chemformer?"
+PASSAGES = {
+    "c-tools": "Chemformer and LocalRetro are tools for retrosynthesis models in chemistry.",
+    "c-kind": "We use Chemformer, a sequence-to-sequence approach, as the single-step model.",
+    "c-speed": "The Chemformer searches took longer than the LocalRetro searches in all runs.",
+    "c-data": "The retrosynthesis models were trained on reactions from the patent literature.",
+    "c-route": "Routes were found for most targets by both single-step models.",
+}
+
+
+def contrarian(control_score: int) -> Callable[[str, str, Request], int]:
+    """A judge that ranks the passages against their similarity to the question and scores the control."""
+
+    def scorer(label: str, text: str, request: Request) -> int:
+        if "recipe" in text or "ferry" in text:
+            return control_score
+        return 95 if "sequence-to-sequence" in text else round(100 * (1 - overlap(request.question, text)))
+
+    return scorer
+
+
+@pytest.mark.parametrize("control_score", [0, 80])
+async def test_under_lean_a_judge_that_disagrees_with_similarity_is_trusted_unless_it_fails_the_control(
+    index_dir: str, install: Callable, control_score: int
+) -> None:
+    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
+    judge = ScriptedChatModel(responder=Judge(contrarian(control_score)))
+    install(context, judge=judge)
+    state = scoring_state(*(record(cid, text) for cid, text in PASSAGES.items()), question=QUESTION)
+    result = await score(state, run(context))
+
+    prompt = judge.calls[0].prompt
+    assert prompt.count("<evidence ") == len(PASSAGES) + 1
+    assert ("ferry timetable" in prompt) != ("whisk two eggs" in prompt)  # one control, the further one
+    assert "control" not in result["candidates"]  # the control is no candidate
+    relevance = {cid: r["relevance_mean"] for cid, r in result["candidates"].items()}
+    if control_score == 0:
+        assert "degraded" not in result
+        assert relevance["c-kind"] == 95.0  # the judge's own ranking stands
+    else:
+        assert "unrelated to the question 80" in result["degraded"][-1]["reason"]
+        assert relevance["c-kind"] < 95.0  # replaced by the local relevance
+        assert all("judge unreliable" in " ".join(r["flags"]) for r in result["candidates"].values())
 
 
 def test_a_question_echoed_as_the_answer_is_never_verified() -> None:
