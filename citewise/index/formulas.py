@@ -35,6 +35,8 @@ def _converter() -> Any:
     context = latex2text.get_default_latex_context_db()
     # text set in math keeps its words: \texttt{generation} -> "generation", not ""
     keep = [latex2text.MacroTextSpec(name, simplify_repl="%(1)s") for name in ("texttt", "text", "textsf")]
+    # pylatexenc knows \neq but not its short form \ne, which it dropped: "p_A \ne p_B" read "p_Ap_B"
+    keep.append(latex2text.MacroTextSpec("ne", simplify_repl="≠"))
     context.add_context_category("citewise-keep", macros=keep, prepend=True)
     return latex2text.LatexNodes2Text(math_mode="text", latex_context=context)
 

@@ -21,6 +21,7 @@ from citewise.index.loaders import load_path
         ("\\mu _c(\\cdot )", "μ_c(·)"),
         ("\\mathcal {W} = \\lbrace \\texttt {Text}, \\texttt {generation}\\rbrace", "𝒲 = {Text, generation}"),
         ("\\frac{a}{b}", "a/b"),
+        ("p_A\\ne p_B", "p_A≠p_B"),  # \ne, which pylatexenc does not know, once dropped: "p_Ap_B"
         ("\\begin{@align*}{1}{-1}P_n(z)=(z-X_1)\\ldots (z-X_n)(z-X_{n+1})\\end{@align*}", PLACEHOLDER),
         ("", PLACEHOLDER),
         ("\\frac{", PLACEHOLDER),  # malformed
