@@ -18,6 +18,14 @@ PROVIDER_VARIABLES = (
     "CITEWISE_JUDGE_MODEL",
     "CITEWISE_CHROMA_URL",
     "CITEWISE_INDEX",
+    "CITEWISE_STORE",  # a shared store or a served deployment set in the shell must not reach a test
+    "CITEWISE_SERVED",
+    "CITEWISE_THREADS",
+    "CITEWISE_DATA_ROOT",
+    "CITEWISE_LLM_CACHE",
+    "CITEWISE_EMBEDDING_PRECISION",
+    "CITEWISE_OUTLINE_LIBRARY",
+    "CITEWISE_STYLE_EXEMPLARS",
 )
 
 
