@@ -15,8 +15,9 @@ Each set is ingested into an index of its own and asked with direct answers, one
 the table gives turn accuracy, first turns and follow-ups apart. Turn accuracy asks for the answering
 sentence's words, which local mode quotes and a model may not: "answering passage cited" (the answer cites
 a paragraph holding the expected sentence, not "not in your documents") compares the two paths fairly.
-`--model smollm2` serves SmolLM2-135M-Instruct on 127.0.0.1 (the real-model tests' server and GGUF);
-any other model name is used as the product uses it (its key or OPENAI_BASE_URL from the environment).
+`--model smollm2` serves SmolLM2-135M-Instruct on 127.0.0.1 (the real-model tests' server and GGUF),
+`--model qwen` Qwen2.5-Coder-1.5B-Instruct (bench/qwen.py: benches only, from pinned wheels); any other
+model name is used as the product uses it (its key or OPENAI_BASE_URL from the environment).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
+import qwen  # noqa: E402
 from common import machine, print_table, save  # noqa: E402
 from support import conversations  # noqa: E402
 from support.llama_server import MODEL_ALIAS, llama_server  # noqa: E402
@@ -98,17 +100,20 @@ def main() -> None:
     )
     parser.add_argument("--cache", type=Path, default=ROOT / "bench" / ".cache")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "conversations.json")
-    parser.add_argument("--model", help=f"a model ({MODEL_ALIAS}: served here); local mode without one")
+    parser.add_argument(
+        "--model", help=f"a model ({MODEL_ALIAS} or {qwen.ALIAS}: served here); local mode without one"
+    )
     parser.add_argument("--profile", choices=["full", "lean"], default="lean", help="with --model")
     parser.add_argument("--set", choices=["sample", "unarxive", "unarxive-2"], help="one set only")
     parser.add_argument("--limit", type=int, default=0, help="the first N conversations of each set")
     args = parser.parse_args()
     with ExitStack() as stack:
         model = args.model
-        if model == MODEL_ALIAS:
+        if model in (MODEL_ALIAS, qwen.ALIAS):
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-            os.environ["OPENAI_BASE_URL"] = stack.enter_context(llama_server(folder))
-            model = f"openai/{MODEL_ALIAS}"
+            gguf = qwen.gguf() if model == qwen.ALIAS else None
+            os.environ["OPENAI_BASE_URL"] = stack.enter_context(llama_server(folder, model=gguf, alias=model))
+            model = f"openai/{model}"
         rows, turns = run_sets(args, model)
     mode = f"{args.model}, {args.profile} profile" if args.model else "Local mode"
     print(f"{mode}, direct answers, one thread per conversation")
