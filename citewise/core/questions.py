@@ -135,7 +135,8 @@ class Question:
     """The stems of its identifiers: capitalised words and words with digits (GJ 1132b, Baikal, 1999)."""
     asked: str = ""
     """A "which X" / "what X" question's X, by stem ("Which telescopes were used" -> "telesc"): an answer
-    names one ("the 8.2 meter Subaru telescope"), a sentence about X in general does not."""
+    names one ("the 8.2 meter Subaru telescope"), a sentence about X in general does not. A "how many X" /
+    "how large is the X" question's X (`COUNTED`): an answer gives a number next to it."""
     superlative: bool = False
     """It asks for the most or least of something ("the hardest to detect"): answered by a sentence that
     says which is most or least, in whatever words ("the most inaccurate", "the weakest")."""
@@ -155,6 +156,12 @@ IDENTIFIER = re.compile(r"\b(?:[A-Z][\w\-']*|\w*\d\w*)\b")
 def stem(word: str) -> str:
     """A crude stem: the first six letters (atmosphere / atmospheric, closed / closing)."""
     return word.lower()[:6]
+
+
+def noun_stem(word: str) -> str:
+    """A noun's stem without its plural -s ("epochs" and "epoch" alike; six letters keep "epochs")."""
+    word = word.lower().strip(".,;:")
+    return stem(word[:-1] if word.endswith("s") and not word.endswith("ss") else word)
 
 
 def stems(text: str) -> set[str]:
@@ -181,6 +188,19 @@ ASKED = re.compile(
 """The noun phrase a "which" / "what" question asks for, up to its verb: "which mutation operators were"."""
 SUBJECT_ASKED = re.compile(r"^\s*(?i:which|what)\s+([a-z][\w\-]*\s+)(?=[a-z]+(?:ed|s)\b)")
 """A question whose asked thing is its subject, its verb right after it: "Which instruments observed ..."."""
+COUNTED = re.compile(
+    r"\bhow\s+(?:many|much)\s+((?:[\w\-]+\s+){0,3}?)"
+    r"(?=(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|of|in|for|to|per|on|at)\b)"
+    r"|\bhow\s+(?:large|long|far|big|wide|deep|high|tall|heavy|fast|strong)\s+"
+    r"(?:(?:an?\s+)((?:[\w\-]+\s+){0,2}?)(?=(?:did|does|do|was|were|is|are|will|would)\b)"
+    r"|(?:is|are|was|were)\s+(?:the|its|their|his|her)\s+((?:[\w\-+]+\s+){0,2}[\w\-+]+))",
+    re.I,
+)
+"""What a "how many" / "how large" question measures: "How many companies did ...", "How large are the
+Zeeman splittings ...", "How long an observation did ...": an answer gives the number with it ("3,343
+companies", "Zeeman splittings of up to 120 MHz"), not another number of the passage."""
+MEASURED_NEAR = 4
+"""Words between a number and the thing measured for the number to be its value."""
 SUPERLATIVE = re.compile(
     r"\b(most|least|best|worst|\w{2,}iest|(?:high|low|larg|small|great|hard|weak|strong|fast|slow|long|short"
     r"|old|young|new|clos|near|far|tall|deep|wid|bigg|cheap|rich|poor|dens|hott|cold|bright|faint|dark|light"
@@ -232,6 +252,15 @@ def read(question: str) -> Question:
     phrase = (ASKED.match(question) or SUBJECT_ASKED.match(question)) if kind == "named" else None
     head = [w for w in phrase.group(1).split() if w.lower() not in STOPWORDS] if phrase else []
     asked = stem(head[-1]) if head and not head[-1][0].isupper() else ""
+    counted = COUNTED.search(question) if kind == "number" else None
+    if counted:  # the thing measured, by stem (not a name: "How many transits of GJ 486b")
+        many, *others = counted.groups()
+        phrase = many or next((g for g in others if g), "")
+        words = [w for w in phrase.split() if w.lower() not in STOPWORDS]
+        words = [w for w in words if not w[0].isupper()]  # "How many SYSREM iterations": the iterations
+        plural = [w for w in words if w.endswith("s") and not w.endswith("ss")]  # "people live": people
+        head = ((plural or words)[:1] if many else words[-1:]) or [""]  # "the orbital period": period
+        asked = noun_stem(head[0]) if head[0] else ""
     return Question(
         question,
         kind if asked or kind != "named" else "description",
@@ -581,7 +610,7 @@ def has_kind(sentence: str, question: Question) -> bool:
     if question.kind == "date":
         return bool(YEAR.search(sentence) or MONTH.search(sentence))
     if question.kind == "number":
-        return bool(NUMBER.search(sentence))
+        return _measured(sentence, question.asked) if question.asked else bool(NUMBER.search(sentence))
     if question.kind in ("person", "place", "choice"):
         return bool(names(sentence) - question.names)
     if question.kind == "finding":
@@ -609,6 +638,14 @@ def new_numbers(sentence: str, question: str) -> bool:
     """
     asked = {m.group(0).lower() for m in NUMBER.finditer(POINTER.sub(" ", question))}
     return any(m.group(0).lower() not in asked for m in NUMBER.finditer(POINTER.sub(" ", sentence)))
+
+
+def _measured(sentence: str, measured: str) -> bool:
+    """Whether a sentence gives a number within MEASURED_NEAR words of the thing measured (by stem)."""
+    words = re.findall(r"[\w\-.,%]+", POINTER.sub(" ", sentence))
+    at = [n for n, w in enumerate(words) if noun_stem(w) == measured]
+    numbers = [n for n, w in enumerate(words) if NUMBER.fullmatch(w.strip(".,"))]
+    return any(abs(a - n) <= MEASURED_NEAR for a in at for n in numbers)
 
 
 def _identifiers(sentence: str, question: Question) -> bool:

@@ -449,6 +449,41 @@ def test_a_which_question_whose_subject_is_the_asked_thing_wants_one_named(quest
         assert questions.has_kind("The first transit was observed with the IRD instrument on Subaru.", read)
 
 
+@pytest.mark.parametrize(
+    ("question", "measured", "answer", "elsewhere"),
+    [
+        (
+            "How many companies did they get ratings for?",
+            "compan",
+            "We retrieved ratings for all US companies rated for 2018-2020, in total for 3,343 companies.",
+            "All three ratings have values between 0 to 100 (the higher, the better the company).",
+        ),
+        (
+            "How large are the Zeeman splittings the ion sees?",
+            "splitt",
+            "The ion samples field strengths that cause Zeeman splittings of up to 120 MHz.",
+            "Zeeman splittings across the whole ion trajectory and misalignments of the two trap centres.",
+        ),
+        (
+            "How many epochs were used?",  # "epochs" and "epoch" alike
+            "epoch",
+            "Each model was trained for one epoch.",
+            "We trained 4 models and kept the epochs short.",
+        ),
+        ("How many SYSREM iterations were applied?", "iterat", "We applied 5 SYSREM iterations.", ""),
+        ("How much does it cost?", "", "It costs 5 dollars.", ""),  # no thing named: any number answers
+    ],
+)
+def test_a_how_many_question_wants_the_number_of_the_thing_it_measures(
+    question: str, measured: str, answer: str, elsewhere: str
+) -> None:
+    read = questions.read(question)
+    assert read.kind == "number" and read.asked == measured
+    assert questions.has_kind(answer, read)
+    if elsewhere:  # a number, but not of the thing measured
+        assert not questions.has_kind(elsewhere, read)
+
+
 def test_a_follow_up_is_searched_in_its_own_words_with_the_thread_s_subject() -> None:
     asked = ["What does the DYST covert channel send as its signal?", "Which hash function does it use?"]
     assert questions.own_search(questions.read_turn(asked)) == "Which hash function does it use? DYST"
