@@ -22,11 +22,13 @@ told reliable or not by what it gets right, never by agreement with the embeddin
 similarity is what a judge is for (for "What kind of approach is Chemformer?" similarity ranks "...
 Chemformer, a sequence-to-sequence approach ..." third, and a judge overruled for ranking otherwise left the
 question unanswered). Unreliable is a sample malformed or missing a chunk, every chunk about the same score,
-or a control passage scored as relevant: every lean batch carries one, a passage about something unrelated
+or a control passage scored as relevant: the lean batch carries one, a passage about something unrelated
 to any document (the one of two further from the question) under a label like the real passages', and a
-judge that scores it CONTROL_CEILING or more is not reading them. The lean profile also asks one sample per
-batch, with the self-check of the reflection step folded into its prompt. Under the full profile (hosted
-models) the judge is trusted, chunk by chunk as before.
+judge that scores it CONTROL_CEILING or more is not reading them. The lean profile judges one batch only,
+the `score_batch_size` passages local answering ranks first, in one request with one sample and the
+reflection step's self-check folded into its prompt; the rest keep their local relevance (on a CPU the
+prompt is most of the wait). Under the full profile (hosted models) every candidate is judged, n samples
+each, and the judge is trusted, chunk by chunk as before.
 
 A chunk the judge could not score (a transient provider fault after the retries, or no sample scored it)
 gets the same local score, flagged with the reason and listed in the run's `degraded` output; never the
@@ -209,18 +211,44 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
             for chunk_id, value in similarity.items()
         }
         return {"candidates": updates}
-    control = await control_passage(state["question"], context) if context.lean else None
-    chunked = batches(records, context.score_batch_size)
+    if context.lean:
+        return await _lean_score(judge, records, state["question"], context)
     results = await asyncio.gather(
-        *(_score_batch(judge, batch, state["question"], context, control) for batch in chunked)
+        *(
+            _score_batch(judge, batch, state["question"], context)
+            for batch in batches(records, context.score_batch_size)
+        )
     )
-    controls = [result.pop(CONTROL_ID, {}).get("relevance_samples") for result, _ in results]
     updates = {k: v for result, _ in results for k, v in result.items()}
     degraded = [entry for _, entries in results for entry in entries]
-    if context.lean:  # small local models: checked by what they get right; hosted judges are trusted
-        controls_seen = [statistics.fmean(c) for c in controls if c]
-        malformed = bool(degraded) or len(controls_seen) < len(chunked)  # a control left out is malformed
-        degraded += await _check_judge(records, updates, malformed, controls_seen, state["question"], context)
+    result = {"candidates": updates}
+    return {**result, "degraded": degraded} if degraded else result
+
+
+async def _lean_score(judge, records: list[EvidenceRecord], question: str, context: Context) -> dict:
+    """Small local models: one batch judged, the passages local answering ranks first, with a control.
+
+    The rest keep their local relevance: on a CPU the prompt is most of the wait, and a passage local
+    answering ranks below the first batch seldom answers (the judge may still reorder the batch, which is
+    where similarity misses the answer). The judge is checked by what it gets right (`judge_problem`).
+    """
+    index = await open_index(context)
+    similarity, answering = await in_thread(answering_scores, index, question, records)
+    ranked = sorted(records, key=lambda r: (-answering[r["chunk_id"]], r["chunk_id"]))
+    judged, rest = ranked[: context.score_batch_size], ranked[context.score_batch_size :]
+    control = await control_passage(question, context)
+    updates, degraded = await _score_batch(judge, judged, question, context, control)
+    controls = updates.pop(CONTROL_ID, {}).get("relevance_samples")
+    for record in rest:
+        updates[record["chunk_id"]] = {
+            "relevance_mean": local_relevance(similarity[record["chunk_id"]], context),
+            "relevance_spread": 0.0,
+            "relevance_samples": [],
+            "flags": [*record.get("flags", []), f"not judged (lean: {len(judged)} judged): {FALLBACK}"],
+        }
+    malformed = bool(degraded) or not controls  # a control left out is malformed
+    controls_seen = [statistics.fmean(controls)] if controls else []
+    degraded += _check_judge(updates, malformed, controls_seen, similarity, answering, question, context)
     result = {"candidates": updates}
     return {**result, "degraded": degraded} if degraded else result
 
@@ -245,11 +273,12 @@ def judge_problem(
     return ""
 
 
-async def _check_judge(
-    records: list[EvidenceRecord],
+def _check_judge(
     updates: dict[str, EvidenceRecord],
     malformed: bool,
     controls: list[float],
+    similarity: dict[str, float],
+    answering: dict[str, float],
     question: str,
     context: Context,
 ) -> list[Degraded]:
@@ -257,9 +286,6 @@ async def _check_judge(
 
     The local relevance is averaged in, or taken instead, where the judge is unreliable on this question.
     """
-    if not records:
-        return []
-    similarity, answering = await in_thread(answering_scores, await open_index(context), question, records)
     local = {cid: local_relevance(value, context) for cid, value in similarity.items()}
     judged = {cid: u["relevance_mean"] for cid, u in updates.items() if u.get("relevance_samples")}
     spreads = [u["relevance_spread"] for u in updates.values() if len(u.get("relevance_samples") or []) > 1]

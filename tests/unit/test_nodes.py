@@ -1054,6 +1054,27 @@ async def test_under_lean_a_judge_that_disagrees_with_similarity_is_trusted_unle
         assert all("judge unreliable" in " ".join(r["flags"]) for r in result["candidates"].values())
 
 
+async def test_under_lean_one_batch_is_judged_the_passages_local_answering_ranks_first(
+    index_dir: str, install: Callable
+) -> None:
+    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
+    judge = ScriptedChatModel(responder=Judge())
+    install(context, judge=judge)
+    others = {f"c-other{n}": f"Bread dough number {n} rises overnight in a cold kitchen." for n in range(12)}
+    state = scoring_state(
+        *(record(cid, text) for cid, text in {**PASSAGES, **others}.items()), question=QUESTION
+    )
+    result = await score(state, run(context))
+
+    assert len(judge.calls) == 1  # 17 candidates, one request
+    assert judge.calls[0].prompt.count("<evidence ") == context.score_batch_size + 1  # and the control
+    assert "Chemformer, a sequence-to-sequence approach" in judge.calls[0].prompt  # ranked in, not the bread
+    unjudged = [r for r in result["candidates"].values() if not r["relevance_samples"]]
+    assert len(unjudged) == 17 - context.score_batch_size
+    assert all("not judged" in " ".join(r["flags"]) for r in unjudged)
+    assert all("answering" in r for r in result["candidates"].values())  # local abstention reads them all
+
+
 def test_a_question_echoed_as_the_answer_is_never_verified() -> None:
     from citewise.nodes.verify import asks
 
