@@ -354,6 +354,25 @@ async def test_an_unusable_model_outline_is_planned_from_the_evidence_and_listed
     assert listed["stage"] == "outline" and "planned from the evidence" in listed["reason"]
 
 
+@pytest.mark.parametrize("profile", ["lean", "full"])
+async def test_under_lean_a_question_of_parts_is_planned_a_section_per_part_without_asking(
+    corpus_index: str, scripted: Callable, profile: str
+) -> None:
+    context = Context(index_dir=corpus_index, model="openai/test-model", n_samples=1, profile=profile)
+    _, writer = scripted(context, Writer())
+    result = await ask("Give an overview of how vaccines train immunity and what memory cells do", context)
+
+    asked = len(writer.requests_for("PlannedOutline"))
+    if profile == "lean":  # a small model's outline lost the question's parts
+        assert asked == 0
+        assert [s["title"] for s in result["outline"]] == [
+            "How vaccines train immunity",
+            "What memory cells do",
+        ]
+    else:
+        assert asked == 1
+
+
 class OneSection(Writer):
     """A writer whose outline has one section, however often it is asked."""
 
