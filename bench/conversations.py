@@ -9,8 +9,9 @@ named thing, a new subject mid-thread; a few turns the papers do not answer), ea
 sentence expected (tests/support/conversations.py says how a turn is scored):
 - `tests/data/conversations-sample.jsonl`: 23 conversations over the bundled sample (also a test);
 - `bench/data/conversations-unarxive.jsonl`: 22 conversations over 10 other unarXive papers, written for
-  this check and never used to tune anything (needs ../shared);
-- `bench/data/conversations-unarxive2.jsonl`: 24 conversations over 10 more papers, from text only, held out.
+  this check; untuned until 2026-11-27, when its wrong turns were read to find levers (needs ../shared);
+- `bench/data/conversations-unarxive2.jsonl`: 24 conversations over 10 more papers, written from their text
+  only and held out: only its totals are looked at.
 Each set is ingested into an index of its own and asked with direct answers, one thread per conversation;
 the table gives turn accuracy, first turns and follow-ups apart. Turn accuracy asks for the answering
 sentence's words, which local mode quotes and a model may not: "answering passage cited" (the answer cites
@@ -47,7 +48,7 @@ from citewise.index import Index  # noqa: E402
 SAMPLE = ROOT / "citewise" / "samples" / "unarxive_sample.jsonl"
 SETS = {
     "sample": ROOT / "tests" / "data" / "conversations-sample.jsonl",
-    "unarxive (untuned)": ROOT / "bench" / "data" / "conversations-unarxive.jsonl",
+    "unarxive (looked at)": ROOT / "bench" / "data" / "conversations-unarxive.jsonl",
     "unarxive-2 (untuned)": ROOT / "bench" / "data" / "conversations-unarxive2.jsonl",
 }
 

@@ -204,7 +204,7 @@ def reports(args: argparse.Namespace) -> None:
         asyncio.run(one(QUESTIONS[0], warm))  # the server's dialect is learnt once per process: not timed
         for item in asked:
             local: dict[str, Any] = {}
-            for setting in ("local", "lean", "full"):
+            for setting in ("local", *args.settings.split(",")):
                 model = None if setting == "local" else MODEL
                 profile = "lean" if setting == "local" else setting
                 context = Context(model=model, index_dir=str(index_dir), profile=profile, route="report")
@@ -414,6 +414,7 @@ def main() -> None:
     one_.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "realmodel-profiles.json")
     four = commands.add_parser("reports")
     four.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "realmodel-reports.json")
+    four.add_argument("--settings", default="lean,full", help="profiles beside local mode (lean, full)")
     two = commands.add_parser("abstain")
     two.add_argument("--scifact", type=Path, required=True)
     two.add_argument("--index", type=Path, default=Path("bench/.cache/realmodel-abstain"))
