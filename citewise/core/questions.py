@@ -598,10 +598,16 @@ frequency, a price), with what says it: "How old is the host star?" is not answe
 host star that gives no age."""
 
 
+def last_part(question: str) -> str:
+    """The last part of a question, without the subject a follow-up was read with ("(GJ 486b)")."""
+    question = re.sub(r"\s*\([^)]*\)\s*$", "", question.strip())  # "How long did that training take? (...)"
+    last = re.split(r"(?<=\?)\s+", question)[-1]
+    return re.sub(r"^\([^)]*\)\s*", "", last)
+
+
 def focus(question: str) -> re.Pattern[str] | None:
     """What a sentence must say to answer the question's last part (`FOCUS`), or None for any question."""
-    last = re.split(r"(?<=\?)\s+", question.strip())[-1]
-    last = re.sub(r"^\([^)]*\)\s*", "", last)  # a follow-up read with the subject the question before named
+    last = last_part(question)
     return next((says for asks, says in FOCUS if asks.search(last)), None)
 
 
@@ -610,7 +616,7 @@ def has_kind(sentence: str, question: Question) -> bool:
     if question.kind == "date":
         return bool(YEAR.search(sentence) or MONTH.search(sentence))
     if question.kind == "number":
-        return _measured(sentence, question.asked) if question.asked else bool(NUMBER.search(sentence))
+        return measures(sentence, question.asked) if question.asked else bool(NUMBER.search(sentence))
     if question.kind in ("person", "place", "choice"):
         return bool(names(sentence) - question.names)
     if question.kind == "finding":
@@ -640,7 +646,7 @@ def new_numbers(sentence: str, question: str) -> bool:
     return any(m.group(0).lower() not in asked for m in NUMBER.finditer(POINTER.sub(" ", sentence)))
 
 
-def _measured(sentence: str, measured: str) -> bool:
+def measures(sentence: str, measured: str) -> bool:
     """Whether a sentence gives a number within MEASURED_NEAR words of the thing measured (by stem)."""
     words = re.findall(r"[\w\-.,%]+", POINTER.sub(" ", sentence))
     at = [n for n, w in enumerate(words) if noun_stem(w) == measured]

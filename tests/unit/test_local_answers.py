@@ -535,6 +535,8 @@ def test_a_question_for_an_age_a_duration_a_frequency_or_a_price_needs_a_sentenc
     assert (
         took is not None and took.search("Retro* needed 18737 sec in total.") and not took.search("It ran.")
     )
+    glued = questions.focus("How long did that training take? (overall accuracy mutation detector)")
+    assert glued is not None and glued.search("Each epoch took 13 hours.")  # the subject after it, too
     often = questions.focus("How often did a citation point at the wrong passage?")
     assert often is not None and not often.search("Citations point at passages.")
     for said in ("updated every 15 minutes", "one citation in five", "in 3 of 10 answers", "12% of them"):
