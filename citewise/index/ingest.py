@@ -7,7 +7,6 @@ rebuilds BM25 once at the end (also after an interrupt), so that what was commit
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -18,16 +17,14 @@ import numpy as np
 
 from citewise.index.chunking import ChunkingConfig, chunk_documents
 from citewise.index.docstore import DocStore
-from citewise.index.document import Document, LoadError
+from citewise.index.document import Document
 from citewise.index.embeddings import Embedder, embedded
-from citewise.index.loaders import SUPPORTED_SUFFIXES, iter_files, load_path, unsupported_files
+from citewise.index.loaders import SUPPORTED_SUFFIXES, iter_files, unsupported_files
+from citewise.index.policy import NOTHING_WITHIN_LIMIT, decide
 from citewise.index.records import IngestReport, ProgressFactory
 
 if TYPE_CHECKING:
     from citewise.index.vectors import VectorIndex
-
-MAX_DOCUMENT_CHARS = 5_000_000
-"""The most text one document may hold (about 2,500 pages); a longer one is skipped with the reason."""
 
 
 class Writing:
@@ -92,54 +89,21 @@ class Writing:
     def _ingest_file(
         self, file: Path, report: IngestReport, batch: int, bars: _Bars, stop: Callable[[], bool] | None
     ) -> bool:
-        """Ingest one file; whether its documents are stored (ingested now or unchanged)."""
-        name = str(file.resolve())
-        try:
-            data = file.read_bytes()
-        except OSError as error:
-            report.skipped.append((str(file), f"unreadable: {error.strerror or error}"))
-            return False
-        sha = hashlib.sha256(data).hexdigest()
-        if self.docstore.file_sha(name) == sha:
+        """Ingest one file as `citewise.index.policy` decides; whether its documents are stored."""
+        decision = decide(file, self.docstore)
+        report.skipped.extend(decision.skipped)
+        if decision.action == "unchanged":
             report.unchanged_files += 1
             return True
-        twin = self.docstore.file_with_sha(sha, name)
-        if twin is not None and Path(twin).exists():  # a copy: its documents would be stored twice
-            report.skipped.append((str(file), f"the same bytes as {twin}, already in the index"))
+        if decision.action == "skip":
+            if decision.reason != NOTHING_WITHIN_LIMIT or not decision.skipped:  # else said per document
+                report.skipped.append((str(file), decision.reason))
             return False
-        try:
-            documents = load_path(file)
-        except LoadError as error:
-            report.skipped.append((str(file), str(error)))
-            return False
-        unique: dict[str, Document] = {}
-        for document in documents:
-            size = sum(len(paragraph.text) for paragraph in document.paragraphs)
-            if size > MAX_DOCUMENT_CHARS:  # one document of thousands of pages: hours of embedding
-                where = f"{file}#{document.key}" if document.key else str(file)
-                report.skipped.append(
-                    (
-                        where,
-                        f"{size:,} characters of text in one document, over {MAX_DOCUMENT_CHARS:,}: split it",
-                    )
-                )
-                continue
-            unique.setdefault(document.id, document)
-        if not unique:  # every document too long: the file is not recorded as ingested
-            return False
-        owners = self.docstore.document_files(unique)
-        fresh = []
-        for doc_id, document in unique.items():
-            owner = owners.get(doc_id)
-            if owner is None:
-                fresh.append(document)
-            elif owner != name:
-                report.skipped.append((f"{file}#{document.key or document.title}", f"duplicate of {owner}"))
-        for i in range(0, len(fresh), batch):
+        for i in range(0, len(decision.fresh), batch):
             if stop is not None and stop():
                 raise KeyboardInterrupt
-            self._add(fresh[i : i + batch], name, report, bars)
-        stale = self.docstore.document_ids(name) - set(unique)
+            self._add(decision.fresh[i : i + batch], decision.name, report, bars)
+        stale = self.docstore.document_ids(decision.name) - set(decision.documents)
         if stale:
             with self._mirroring():
                 removed = self.docstore.delete_documents(stale)
@@ -147,7 +111,7 @@ class Writing:
             report.documents_removed += len(stale)
             report.chunks_removed += len(removed)
         with self._mirroring():
-            self.docstore.mark_file(name, sha, len(data))
+            self.docstore.mark_file(decision.name, decision.sha, decision.size)
         report.ingested_files += 1
         return True
 

@@ -51,7 +51,6 @@ writes and reads (and one for claims): one thread uses it at a time.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -72,12 +71,12 @@ from psycopg.types.json import Jsonb
 from citewise.index.chromavectors import PGVECTOR, ChromaVectors, VectorTable, chroma_client
 from citewise.index.chunking import ChunkedDocument, ChunkingConfig, chunk_documents, chunk_input
 from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord, paragraph_id
-from citewise.index.document import Document, LoadError
+from citewise.index.document import Document
 from citewise.index.embeddings import Embedder
-from citewise.index.ingest import MAX_DOCUMENT_CHARS
-from citewise.index.loaders import iter_files, load_path
+from citewise.index.loaders import iter_files
 from citewise.index.pglexical import PgLexical
 from citewise.index.pgvectors import PgVectors
+from citewise.index.policy import UNCHANGED, decide, where
 from citewise.index.records import IndexOpenError, IndexStats, IngestReport
 
 logger = logging.getLogger(__name__)
@@ -85,8 +84,6 @@ logger = logging.getLogger(__name__)
 DEFAULT_PREFIX = "citewise"
 REWEIGHT_TOLERANCE = 0.01
 """BM25 weights written under an average chunk length more than 1% off today's are rewritten (`reweight`)."""
-UNCHANGED = "unchanged since it was ingested"
-"""The reason an outcome skips a file whose bytes are those ingested before."""
 MAX_ATTEMPTS = 3
 """Claims of one queued file that may end without an outcome (a worker killed, or an exception) before it is
 recorded failed instead of tried again."""
@@ -645,45 +642,20 @@ class PgStore:
     ) -> Outcome:
         """Read, chunk and embed a claimed file, then write it all, with its outcome, in one transaction."""
         outcome = Outcome(item.id, item.path, "done", worker=worker)
-        path = Path(item.path)
-        try:
-            data = path.read_bytes()
-        except OSError as error:
-            return self._failed(outcome, f"unreadable: {error.strerror or error}", before_commit)
-        sha = hashlib.sha256(data).hexdigest()
-        if self.file_sha(item.path) == sha:
+        decision = decide(Path(item.path), self)
+        outcome.skipped.extend(decision.skipped)
+        if decision.action == "unchanged":
             outcome.skipped.append((item.path, UNCHANGED))
             return self._finish(outcome, before_commit)
-        try:
-            documents = load_path(path)
-        except LoadError as error:
-            return self._failed(outcome, str(error), before_commit)
-        except Exception as error:  # noqa: BLE001 - a loader's bug fails its file, not the worker
-            return self._failed(outcome, f"the loader failed: {type(error).__name__}: {error}", before_commit)
-        unique: dict[str, Document] = {}
-        for document in documents:
-            size = sum(len(paragraph.text) for paragraph in document.paragraphs)
-            if size > MAX_DOCUMENT_CHARS:
-                reason = f"{size:,} characters of text in one document, over {MAX_DOCUMENT_CHARS:,}: split it"
-                outcome.skipped.append((_where(item.path, document), reason))
-                continue
-            unique.setdefault(document.id, document)
-        if not unique:
-            return self._failed(outcome, "no document within the size limit", before_commit)
-        owners = self.document_files(unique)
-        fresh = []
-        for doc_id, document in unique.items():
-            owner = owners.get(doc_id)
-            if owner is None:
-                fresh.append(document)
-            elif owner != item.path:
-                outcome.skipped.append((_where(item.path, document), f"duplicate of {owner}"))
+        if decision.action == "skip":
+            return self._failed(outcome, decision.reason, before_commit)
+        unique, fresh = decision.documents, decision.fresh
         chunked = []
         for one in chunk_documents(fresh, embedder, chunking) if fresh else []:
             if one.chunks:
                 chunked.append(one)
             else:
-                outcome.skipped.append((_where(item.path, one.document), "no text"))
+                outcome.skipped.append((where(item.path, one.document), "no text"))
         # in id order: two files holding the same documents, ingested at once, wait for each other (the
         # second skips them) but never deadlock
         ordered = sorted(chunked, key=lambda one: one.document.id)
@@ -706,7 +678,7 @@ class PgStore:
                     """INSERT INTO {files} VALUES (%s, %s, %s, %s) ON CONFLICT (path) DO UPDATE
                     SET sha256 = excluded.sha256, size = excluded.size, documents = excluded.documents"""
                 ),
-                [item.path, sha, len(data), int(count[0]) if count else 0],
+                [item.path, decision.sha, decision.size, int(count[0]) if count else 0],
             )
             self._record(cur, outcome)
             if before_commit is not None:
@@ -754,9 +726,7 @@ class PgStore:
                 [doc.id, outcome.path, doc.key, doc.title, Jsonb(doc.metadata)],
             )
             if cur.fetchone() is None:  # another worker stored it a moment ago, from another file
-                outcome.skipped.append(
-                    (_where(outcome.path, doc), "duplicate of a document stored meanwhile")
-                )
+                outcome.skipped.append((where(outcome.path, doc), "duplicate of a document stored meanwhile"))
             else:
                 inserted.add(doc.id)
         kept = [rows for doc, rows in documents if doc.id in inserted]
@@ -898,6 +868,14 @@ class PgStore:
             return {r[0] for r in self.conn.execute(self._sql("SELECT id FROM {documents}"))}
         statement = self._sql("SELECT id FROM {documents} WHERE file = %s")
         return {r[0] for r in self.conn.execute(statement, [file])}
+
+    def file_with_sha(self, sha256: str, other_than: str) -> str | None:
+        """Another file recorded with this content hash (the same bytes under another name), or None."""
+        statement = self._sql(
+            "SELECT path FROM {files} WHERE sha256 = %s AND path <> %s ORDER BY path LIMIT 1"
+        )
+        row = self.conn.execute(statement, [sha256, other_than]).fetchone()
+        return str(row[0]) if row else None
 
     def document_files(self, ids: Iterable[str]) -> dict[str, str]:
         """The file each of the given stored document ids came from."""
@@ -1130,8 +1108,3 @@ def _document_rows(one: ChunkedDocument, chunking: ChunkingConfig, lexical: PgLe
     rows.chunk_tokens = lexical.tokenize(rows.chunk_texts)
     rows.paragraph_tokens = lexical.tokenize(rows.paragraph_texts)
     return rows
-
-
-def _where(path: str, document: Document) -> str:
-    """A document's place for a report: its file, and its key or title within it."""
-    return f"{path}#{document.key or document.title}"

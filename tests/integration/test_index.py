@@ -298,6 +298,20 @@ def test_bm25_finds_nothing_for_words_outside_the_corpus(searchable: Index) -> N
 
 
 # changes ---------------------------------------------------------------------------------------------------
+def test_a_loader_s_bug_skips_its_file_and_the_ingest_goes_on(
+    index: Index, small_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from citewise.index import policy
+
+    buggy = tmp_path / "buggy.md"
+    buggy.write_text("# A note\n\nNothing wrong with it but the loader.\n", encoding="utf-8")
+    real = policy.load_path
+    monkeypatch.setattr(policy, "load_path", lambda path: 1 / 0 if path.name == "buggy.md" else real(path))
+    report = index.ingest([buggy, small_corpus])
+    assert (str(buggy), "the loader failed: ZeroDivisionError: division by zero") in report.skipped
+    assert report.ingested_files == 1 and index.stats().documents > 0  # the shared tier does the same
+
+
 def test_reingest_of_an_unchanged_file_is_a_no_op(filled: Index, small_corpus: Path) -> None:
     before_ids = assert_stores_agree(filled)
     before = filled.stats()

@@ -408,9 +408,9 @@ import os
 import signal
 import sys
 
-from citewise.index import pgstore, pgworker
+from citewise.index import pgstore, pgworker, policy
 
-real_load, real_chunk = pgstore.load_path, pgstore.chunk_documents
+real_load, real_chunk = policy.load_path, pgstore.chunk_documents
 
 
 def load_path(path):
@@ -427,7 +427,7 @@ def chunk_documents(documents, *args, **kwargs):
     return real_chunk(documents, *args, **kwargs)
 
 
-pgstore.load_path, pgstore.chunk_documents = load_path, chunk_documents
+policy.load_path, pgstore.chunk_documents = load_path, chunk_documents
 sys.exit(pgworker.main(sys.argv[1:]))
 """
 """A real worker process (`pgworker.main`) whose loader kills it on files named *crash*, raises on *buggy*,
@@ -503,6 +503,21 @@ def test_a_file_that_kills_its_worker_is_failed_after_three_claims_and_requeue_r
     assert _claims(store, later) == 1
     assert store.requeue() == [str(later.resolve())]
     assert _claims(store, later) == 0 and store.queued() == 1
+
+
+def test_the_same_bytes_under_another_name_are_not_stored_twice(
+    store: PgStore, embedder: Embedder, tmp_path: Path, small_corpus_records: list[dict[str, str]]
+) -> None:
+    (first,) = _files(tmp_path / "files", small_corpus_records[:1])
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(first.read_bytes())
+    store.enqueue([first])
+    run(store, embedder)
+    store.enqueue([copy])
+    (outcome,) = run(store, embedder)
+    assert outcome.state == "failed"
+    assert outcome.error == f"the same bytes as {first.resolve()}, already in the index"  # as the local tier
+    assert _in_step(store)["documents"] == 1
 
 
 def test_an_exception_fails_its_file_alone_and_the_worker_goes_on(
