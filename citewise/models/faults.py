@@ -118,6 +118,14 @@ def connection_refused(error: BaseException) -> bool:
     return False
 
 
+def timed_out(error: BaseException) -> bool:
+    """Whether a request failed by running out of time (the client's timeout), not by an answer."""
+    import openai
+
+    transport = tuple(e for e in TRANSPORT_ERRORS if e.__name__ == "TimeoutException")
+    return isinstance(error, (openai.APITimeoutError, TimeoutError, *transport))
+
+
 def is_retryable(error: BaseException) -> bool:
     """True for errors a later try may not meet: rate limits, 5xx (not 501), timeouts, connection errors.
 

@@ -35,6 +35,7 @@ from citewise.models.faults import (
     rejects_method,
     retrying,
     scrub,
+    timed_out,
 )
 from citewise.models.records import StageUsage
 from citewise.models.server import CHARS_PER_TOKEN, TOKEN_MARGIN, ServerFacts, Servers
@@ -87,6 +88,8 @@ MAX_TOKENS = {
 context window): a weak model that loops stops there, and its cut reply is repaired or given up."""
 DEFAULT_MAX_TOKENS = 1000
 """The cap of a stage not in MAX_TOKENS."""
+MAX_TIMEOUT_GROWTH = 8
+"""The most a request's timeout grows after its tries ran out of time (doubling each time)."""
 MIN_REPLY_TOKENS = 128
 """A reply cut shorter to fit the context window keeps at least this many tokens (or a quarter of the stage's
 cap, the larger); a prompt that leaves less is not sent (PromptTooLong)."""
@@ -445,9 +448,15 @@ class LLM:
         )
 
     def _request_options(
-        self, stage: str, messages: list[BaseMessage], max_tokens: int | None, chars: int
+        self, stage: str, messages: list[BaseMessage], max_tokens: int | None, chars: int, timeouts: int = 0
     ) -> dict[str, Any]:
-        """max_tokens for the stage (cut to fit the context window) and the timeout it needs."""
+        """max_tokens for the stage (cut to fit the context window) and the timeout it needs.
+
+        After `timeouts` tries of this request ran out of time the timeout doubles each (up to
+        MAX_TIMEOUT_GROWTH times): a slow server that serves one request at a time still works on the one
+        the client gave up, so the same timeout again would run out behind it (Qwen2.5-1.5B on 2 busy cores
+        timed out twice on its first 1,300-token judging request at 60 s).
+        """
         cap = self._fitted_cap(
             stage, chars, len(messages), max_tokens or MAX_TOKENS.get(stage, DEFAULT_MAX_TOKENS)
         )
@@ -459,6 +468,7 @@ class LLM:
             {"extra_body": {"max_tokens": cap}} if self.facts.url else {"max_tokens": cap}
         )
         timeout = self.facts.timeout(self.context.timeout_seconds, cap, chars)
+        timeout *= min(2**timeouts, MAX_TIMEOUT_GROWTH)
         left = budget_left()
         if left is not None:
             timeout = min(timeout, max(1.0, left))
@@ -529,13 +539,14 @@ class LLM:
         callbacks = _with_handler(config.get("callbacks"), self.usage_callback)
         metadata = {**(config.get("metadata") or {}), STAGE_KEY: stage}
         await self.probe()
+        timeouts = 0  # a serial server still works on a request that timed out: the retry waits longer
         async for attempt in retrying(self.context.max_retries, self.backoff):
             with attempt:
                 async with self.shared.limit.slot(self.facts.limit(self.shared.limit.limit)):
                     left = budget_left()
                     if left is not None and left <= 0:
                         raise BudgetSpent(f"{stage} was not asked: the answer's time budget is spent")
-                    options = self._request_options(stage, messages, max_tokens, chars)
+                    options = self._request_options(stage, messages, max_tokens, chars, timeouts)
                     ticket = self.facts.started()
                     ok = False
                     try:
@@ -545,6 +556,7 @@ class LLM:
                         )  # fmt: skip
                         ok = True
                     except Exception as error:
+                        timeouts += timed_out(error)
                         scrub(error)  # before the retry log or any caller sees its message
                         if isinstance(error, json.JSONDecodeError):  # a body cut off or not JSON
                             raise UnreadableResponse(

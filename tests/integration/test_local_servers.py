@@ -76,6 +76,19 @@ async def test_a_serial_server_is_found_and_then_sent_one_request_at_a_time(
     assert other.facts.serial is True
 
 
+async def test_a_request_that_timed_out_is_retried_with_a_longer_timeout(
+    serve: Callable[..., FakeOpenAI],
+) -> None:
+    """A serial server still works on the request the client gave up: the same timeout again runs out
+    behind it, every time; doubling it lets the retry through."""
+    server = serve(serial=True, delay=0.8)
+    context = Context(model=MODEL, timeout_seconds=0.5, max_retries=3)
+    llm = LLM(MODEL, context, backoff=(0.0, 0.0))
+    result = await llm.structured(RelevanceScores, SCORE_MESSAGES, stage="score")
+    assert result  # answered on a later try
+    assert 2 <= len(server.chat_requests) <= 4
+
+
 async def test_a_parallel_server_keeps_its_requests_in_flight(serve: Callable[..., FakeOpenAI]) -> None:
     server = serve(delay=0.3)
     llm = LLM(MODEL, Context(model=MODEL, max_concurrency=4), backoff=(0.0, 0.0))
