@@ -139,15 +139,16 @@ def profiles(args: argparse.Namespace) -> None:
         rows = []
         warm = Context(model=MODEL, index_dir=str(index_dir), profile="lean", route="direct")
         asyncio.run(one(QUESTIONS[0], warm))  # the server's dialect is learnt once per process: not timed
+        chosen = args.profiles.split(",")
         for question in QUESTIONS[: args.questions]:
-            for profile in ("full", "lean"):
+            for profile in chosen:
                 context = Context(model=MODEL, index_dir=str(index_dir), profile=profile, route="direct")
                 rows.append(asyncio.run(one(question, context)) | {"kind": "direct"})
                 print(
                     {k: rows[-1][k] for k in ("profile", "seconds", "requests", "abstained", "error")},
                     flush=True,
                 )
-        for profile in ("full", "lean"):
+        for profile in chosen:
             context = Context(model=MODEL, index_dir=str(index_dir), profile=profile, route="report")
             rows.append(asyncio.run(one(REPORT, context)) | {"kind": "report"})
             print({k: rows[-1][k] for k in ("profile", "seconds", "requests", "error")}, flush=True)
@@ -411,6 +412,7 @@ def main() -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     one_ = commands.add_parser("profiles")
     one_.add_argument("--questions", type=int, default=4)
+    one_.add_argument("--profiles", default="full,lean", help="full, lean or both (in that order)")
     one_.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "realmodel-profiles.json")
     four = commands.add_parser("reports")
     four.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "realmodel-reports.json")
