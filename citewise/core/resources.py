@@ -167,6 +167,23 @@ class Resources:
             key = (context.store, "store") if context.store else (context.index_dir, context.chroma_url)
             self._indexes.pop(key, None)
 
+    def close(self) -> None:
+        """Close the indexes these resources opened (their SQLite, PostgreSQL and Chroma connections).
+
+        An index given at construction is its owner's to close. Models and embedders hold no connection
+        that outlives a request. Resources used after closing open their indexes afresh.
+        """
+        with self._opening:
+            opened, self._indexes = list(self._indexes.values()), {}
+        for index in opened:
+            index.close()
+
+    def __enter__(self) -> Resources:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # the models ------------------------------------------------------------------------------------------
     def models(self, context: Context) -> tuple[Any, Any]:
         """(judge, writer) for the context's model settings on the running event loop, built once."""

@@ -121,6 +121,25 @@ async def test_the_index_is_opened_once_with_the_resources_embedder_and_forgotte
     assert again is not index and again.embedder is embedder
 
 
+async def test_closing_the_resources_closes_the_indexes_they_opened(
+    tmp_path: Path, embedder: Embedder, small_corpus_records: list[dict[str, str]]
+) -> None:
+    import sqlite3
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in small_corpus_records[:2]), encoding="utf-8")
+    with Index.open(tmp_path / "index", embedder=embedder) as built:
+        built.ingest([corpus])
+    with Resources(embedder=embedder) as resources:
+        context = Context(index_dir=str(tmp_path / "index"), resources=resources)
+        index = await open_index(context)
+    with pytest.raises(sqlite3.ProgrammingError):  # its connection is closed
+        index.docstore.db.execute("SELECT 1")
+    reopened = await open_index(context)  # used again: opened afresh
+    assert reopened is not index and reopened.stats().documents == 2
+    resources.close()
+
+
 async def test_a_node_reads_the_resources_from_its_runtime() -> None:
     from citewise.nodes.rerank import rerank
 
