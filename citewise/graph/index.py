@@ -1,4 +1,4 @@
-"""The index graph: ingest files into the index named by the Context (for Studio and the SDK)."""
+"""The index graph: ingest files into the index the Context names, local or shared (Studio and the SDK)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing_extensions import TypedDict
 from citewise.context import Context
 from citewise.core.resources import Resources, resources_of
 from citewise.deployment import DeploymentError, allowed_paths, check_settings, data_root, escapes_root
-from citewise.index import Index
 from citewise.index.loaders import iter_files
+from citewise.index.writer import open_writer
 
 
 class IndexInput(TypedDict):
@@ -48,7 +48,12 @@ def _run(paths: list[str], remove: bool, context: Context, resources: Resources)
         found = [(f, escapes_root(f)) for f in iter_files(allowed)]
         files = [f for f, escapes in found if not escapes]
         escaping = [f for f, escapes in found if escapes]
-    with Index.open(context.index_dir, chroma_url=context.chroma_url, embedders=resources.embedder) as index:
+    with open_writer(
+        index_dir=context.index_dir,
+        store=context.store,
+        chroma_url=context.chroma_url,
+        embedders=resources.embedder,
+    ) as index:  # the shared store when the run names one: where the query graph reads
         report = index.remove(files) if remove else index.ingest(files)
         report.skipped.extend((str(f), "a symlink leading outside the data root") for f in escaping)
         return {

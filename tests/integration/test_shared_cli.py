@@ -129,6 +129,33 @@ def test_remove_deletes_a_file_from_the_shared_store(store: str, tmp_path: Path)
     assert "Traceback" not in again.stderr
 
 
+def test_the_index_graph_writes_to_the_shared_store_the_query_graph_reads(store: str, tmp_path: Path) -> None:
+    import asyncio
+
+    from citewise.context import Context
+    from citewise.graph.index import graph as index_graph
+    from citewise.graph.query import graph as query_graph
+
+    note = tmp_path / "lichen.md"
+    note.write_text(
+        "# Lichen on the Moonrise glacier\n\nThe orange lichen Xanthoria moonrisensis grows 2 mm a year "
+        "on the glacier's northern moraine.\n",
+        encoding="utf-8",
+    )
+    context = Context(store=store, index_dir=str(tmp_path / "never-written"))
+    added = asyncio.run(index_graph.ainvoke({"paths": [str(note)]}, context=context))
+    assert added["error"] is None and added["report"]["documents_added"] == 1
+    assert not (tmp_path / "never-written").exists()  # not the local folder
+    asked = asyncio.run(
+        query_graph.ainvoke(
+            {"messages": [("user", "How fast does Xanthoria moonrisensis grow?")]}, context=context
+        )
+    )
+    assert "2 mm a year" in asked["answer"]
+    removed = asyncio.run(index_graph.ainvoke({"paths": [str(note)], "remove": True}, context=context))
+    assert removed["report"]["documents_removed"] == 1
+
+
 def test_requeue_ingests_a_failed_file_once_it_is_fixed(store: str, tmp_path: Path) -> None:
     notes = tmp_path / "notes.md"
     notes.write_text("   \n", encoding="utf-8")

@@ -8,7 +8,7 @@ live in the store `memory.open_checkpointer` opens, so they survive a reload and
 remembers which one was open.
 
 With a shared store (`Context.store`, `citewise serve --store postgresql://...`) the page answers from it,
-and uploads are queued in it and ingested by the page's process as one worker of any (`pgworker.ingest`).
+and uploads are queued in it and ingested by the page's process as one worker of any (`index.writer`).
 
 Everything runs on the page's own server: no fonts, scripts or analytics from elsewhere.
 """
@@ -40,9 +40,10 @@ from citewise.core.evidence import is_abstention, threshold_text
 from citewise.core.indexes import open_index
 from citewise.core.resources import resources_of
 from citewise.core.text import message_text
-from citewise.index import Index, IndexOpenError
+from citewise.index import IndexOpenError
 from citewise.index.loaders import SUPPORTED_SUFFIXES
 from citewise.index.reading import SearchIndex
+from citewise.index.writer import open_writer
 
 logger = logging.getLogger(__name__)
 
@@ -507,29 +508,15 @@ class ChatPage:
             def close(self) -> None:
                 pass
 
-        if self.context.store:
-            return self._ingest_shared(paths, state)
         embedders = resources_of(self.context).embedder  # the model the questions embed with, loaded once
-        with Index.open(
-            self.context.index_dir, chroma_url=self.context.chroma_url, embedders=embedders
+        with open_writer(
+            index_dir=self.context.index_dir,
+            store=self.context.store,  # queued in the shared store, worked here as one worker of any
+            chroma_url=self.context.chroma_url,
+            embedders=embedders,
         ) as index:
             report = index.ingest(paths, progress=Bar)
             return report, index.stats()
-
-    def _ingest_shared(self, paths: list[Path], state: dict[str, int]) -> tuple[Any, Any]:
-        """Queue `paths` in the shared store and work its queue as one worker, counting into `state`."""
-        from citewise.index.pgstore import PgStore
-        from citewise.index.pgworker import ingest, summary
-
-        def count(outcome: Any) -> None:
-            if outcome.state != "retry":
-                state["files"] = state.get("files", 0) + 1
-                state["chunks"] = state.get("chunks", 0) + outcome.chunks
-
-        assert self.context.store is not None
-        _, outcomes = ingest(self.context.store, paths, report=count)
-        with PgStore(self.context.store) as store:
-            return summary(outcomes), store.stats()
 
 
 def thread_label(title: str, turns: int, updated: str, thread_id: str) -> str:
