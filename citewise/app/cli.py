@@ -272,9 +272,8 @@ def ingest(
             typer.secho(f"skipped {path}: no such file or directory", err=True, fg=typer.colors.YELLOW)
         raise fail("nothing was ingested", code=1)
     if store:
-        if tag:
-            shared.local_only("--tag", store)
-        shared.ingest_shared(store, paths, chunking, quiet, vectors=vectors)
+        tags = [t.strip() for t in tag or [] if t.strip()]
+        shared.ingest_shared(store, paths, chunking, quiet, vectors=vectors, tags=tags)
         return
     if vectors:
         raise fail("--vectors is for a shared store (--store); a local index takes --chroma-url")

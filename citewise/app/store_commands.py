@@ -65,12 +65,6 @@ def threads_of(threads: str | None, store: str | None) -> str | None:
     return threads or (store if store and store.startswith(POSTGRES) else None)
 
 
-def local_only(command: str, store: str | None) -> None:
-    """Refuse an option of the local tier with --store (exit 2), in one line."""
-    if store:
-        raise fail(f"{command} applies to a local index, not to the shared store (--store)")
-
-
 def ingest_shared(
     store: str,
     paths: list[Path],
@@ -80,6 +74,7 @@ def ingest_shared(
     vectors: str | None = None,
     requeue: bool = False,
     verb: str = "ingest",
+    tags: list[str] | None = None,
 ) -> None:
     """Queue the files in the shared store (or queue failed ones again) and ingest here, as one worker of any.
 
@@ -91,6 +86,7 @@ def ingest_shared(
     from citewise.index import IndexOpenError
     from citewise.index.chromavectors import vector_choice
     from citewise.index.pgworker import ingest as ingest_here
+    from citewise.index.writer import tag_files
 
     try:
         choice = vector_choice(vectors)
@@ -99,6 +95,10 @@ def ingest_shared(
         raise store_failed(error) from error
     final = [o for o in outcomes if o.state != "retry"]
     failed = [o for o in final if o.state == "failed"]
+    try:
+        tagged = tag_files(store, [o.path for o in final if o.state == "done"], tags or [])
+    except psycopg.Error as error:
+        raise store_failed(error) from error
     for outcome in failed:
         typer.secho(f"skipped {outcome.path}: {outcome.error}", err=True, fg=typer.colors.YELLOW)
     if not quiet:
@@ -110,6 +110,8 @@ def ingest_shared(
             f"({len(failed)} failed{retried}); documents +{documents}; chunks +{chunks}",
             err=True,
         )
+        if tagged:
+            typer.echo(f"documents tagged: {tagged}", err=True)
     if final and len(failed) == len(final):
         raise fail("nothing was ingested", code=1)
 

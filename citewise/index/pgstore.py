@@ -882,6 +882,26 @@ class PgStore:
         statement = self._sql("SELECT id, file FROM {documents} WHERE id = ANY(%s)")
         return dict(self.conn.execute(statement, [list(ids)]).fetchall())
 
+    def tag_documents(self, file: str, tags: Iterable[str]) -> int:
+        """Add tags to every document of a file (its metadata's `tags` list); return how many were tagged.
+
+        As the local tier keeps them (`DocStore.tag_documents`): tags change no chunk, so nothing else moves.
+        """
+        added = sorted({tag for tag in tags if tag})
+        if not added:
+            return 0
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            rows = cur.execute(
+                self._sql("SELECT id, metadata FROM {documents} WHERE file = %s FOR UPDATE"), [file]
+            ).fetchall()
+            for doc_id, metadata in rows:
+                kept = metadata.get("tags") if isinstance(metadata.get("tags"), list) else []
+                metadata["tags"] = sorted({str(tag) for tag in kept} | set(added))
+                cur.execute(
+                    self._sql("UPDATE {documents} SET metadata = %s WHERE id = %s"), [Jsonb(metadata), doc_id]
+                )
+        return len(rows)
+
     def document(self, doc_id: str) -> DocumentRecord | None:
         """One stored document, or None."""
         row = self.conn.execute(

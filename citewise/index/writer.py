@@ -16,8 +16,6 @@ from typing import Any, Protocol
 
 from citewise.index.records import IndexStats, IngestReport, ProgressFactory
 
-TAGS_ON_SHARED = "tags are kept by the local index only; the shared store does not keep them yet"
-
 
 class IndexWriter(Protocol):
     """What writing to an index needs, on either tier."""
@@ -65,8 +63,6 @@ class SharedWriter:
         """Queue the files and work the queue here; `progress` gets a files bar and a chunks bar."""
         from citewise.index.pgworker import ingest, summary
 
-        if tags:
-            raise ValueError(TAGS_ON_SHARED)
         files_bar = progress(desc="files", unit="file", position=0) if progress else None
         chunks_bar = progress(desc="chunks", unit="chunk", position=1) if progress else None
 
@@ -84,7 +80,9 @@ class SharedWriter:
             for bar in (files_bar, chunks_bar):
                 if bar is not None:
                     bar.close()
-        return summary(outcomes)
+        report = summary(outcomes)
+        report.documents_tagged = tag_files(self.store, [o.path for o in outcomes if o.state == "done"], tags)
+        return report
 
     def remove(self, paths: Iterable[str | Path]) -> IngestReport:
         """Each file's documents go in one transaction."""
@@ -108,6 +106,17 @@ class SharedWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def tag_files(store: str, files: Sequence[str], tags: Sequence[str]) -> int:
+    """Tag every document of `files` in the shared store; how many documents were tagged."""
+    tags = [t for t in tags if t]
+    if not tags or not files:
+        return 0
+    from citewise.index.pgstore import PgStore
+
+    with PgStore(store) as shared:
+        return sum(shared.tag_documents(file, tags) for file in files)
 
 
 def open_writer(

@@ -156,6 +156,21 @@ def test_the_index_graph_writes_to_the_shared_store_the_query_graph_reads(store:
     assert removed["report"]["documents_removed"] == 1
 
 
+def test_ingest_tags_documents_in_the_shared_store_as_on_the_local_tier(store: str, tmp_path: Path) -> None:
+    note = tmp_path / "tagged.md"
+    note.write_text("# Tagged note\n\nThe kiln fires at 1,280 degrees.\n", encoding="utf-8")
+    done = citewise("ingest", str(note), "--store", store, "--tag", "trusted", "--tag", "lab")
+    assert done.returncode == 0, done.stderr
+    assert "documents tagged: 1" in done.stderr
+    again = citewise("ingest", str(note), "--store", store, "--tag", "reviewed")  # unchanged: tags added
+    assert again.returncode == 0 and "documents tagged: 1" in again.stderr
+    with PgStore(store) as shared:
+        (doc_id,) = shared.document_ids(str(note.resolve()))
+        record = shared.document(doc_id)
+    assert record is not None and record.metadata["tags"] == ["lab", "reviewed", "trusted"]
+    assert citewise("remove", str(note), "--store", store).returncode == 0
+
+
 def test_requeue_ingests_a_failed_file_once_it_is_fixed(store: str, tmp_path: Path) -> None:
     notes = tmp_path / "notes.md"
     notes.write_text("   \n", encoding="utf-8")
