@@ -8,6 +8,7 @@ web page compile the query graph with the saver this opens and run each turn und
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -48,7 +49,7 @@ async def open_checkpointer(setting: str | None = None) -> AsyncIterator[BaseChe
             )
             try:
                 saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(target))
-                await saver.setup()  # on a standby whose tables are there already, this only reads
+                await _set_up_alone(saver, target)
                 async with saver._cursor() as cursor:  # the saver's own connection
                     await cursor.execute("SHOW transaction_read_only")
                     row = await cursor.fetchone()
@@ -72,6 +73,43 @@ async def open_checkpointer(setting: str | None = None) -> AsyncIterator[BaseChe
     async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
         await saver.setup()
         yield saver
+
+
+SETUP_LOCK = "citewise.threads.setup"
+"""The advisory lock the thread store's set-up holds (one process at a time sets it up)."""
+SETUP_POLL = 0.1
+SETUP_TRIES = 1200
+"""How often, and how many times, a process tries to take the set-up lock (two minutes in all)."""
+
+
+async def _set_up_alone(saver: Any, target: str) -> None:
+    """The saver's set-up (its tables and migrations), one process at a time.
+
+    Replicas started together on a fresh database each ran it at once: one crashed on a duplicate key in the
+    migrations table, or on a deadlock between two CREATE INDEX CONCURRENTLY (5 of 6 in the test). A
+    session-level advisory lock, taken on a connection of its own, serialises it; on a standby whose tables
+    are there already the set-up only reads, and advisory locks work there too.
+    """
+    from psycopg import AsyncConnection
+
+    async with await AsyncConnection.connect(target, autocommit=True) as lock:
+        # tried, not waited for: a statement waiting on the lock keeps a snapshot open, and the holder's
+        # CREATE INDEX CONCURRENTLY waits for every open snapshot (each would wait for the other)
+        for _ in range(SETUP_TRIES):
+            row = await (
+                await lock.execute("SELECT pg_try_advisory_lock(hashtext(%s))", [SETUP_LOCK])
+            ).fetchone()
+            if row and row[0]:
+                break
+            await asyncio.sleep(SETUP_POLL)
+        else:
+            raise TimeoutError(
+                f"another process held the thread store's set-up for {SETUP_TRIES * SETUP_POLL:g} s"
+            )
+        try:
+            await saver.setup()
+        finally:
+            await lock.execute("SELECT pg_advisory_unlock(hashtext(%s))", [SETUP_LOCK])
 
 
 def shown_setting(setting: str | None = None) -> str:

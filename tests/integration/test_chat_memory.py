@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -219,6 +220,28 @@ async def test_a_thread_kept_in_postgresql_survives_closing_the_store(
     assert (summary.thread_id, summary.title, summary.turns) == ("pg-thread", FIRST, 2)
     assert [m.type for m in messages] == ["human", "ai", "human", "ai"]
     assert [m.content for m in messages[::2]] == [FIRST, FOLLOW_UP]
+
+
+async def test_replicas_opening_a_fresh_postgresql_thread_store_at_the_same_instant_all_start(
+    postgres_url: str,
+) -> None:
+    """Several `citewise api` replicas started together on a fresh database each set the thread store up:
+    unserialised, one crashed on a duplicate key in the migrations table or a deadlock between two
+    CREATE INDEX CONCURRENTLY."""
+    import psycopg
+
+    name = f"threads_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = postgres_url.rsplit("/", 1)[0] + f"/{name}"
+
+    async def start() -> None:
+        async with open_checkpointer(url):
+            pass
+
+    for _ in range(2):  # the first round on a fresh database, the second on one already set up
+        results = await asyncio.gather(*(start() for _ in range(6)), return_exceptions=True)
+        assert [r for r in results if r is not None] == []
 
 
 def test_an_unreachable_postgresql_store_is_a_clear_error(sample_index: Path) -> None:
