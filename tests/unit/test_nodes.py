@@ -638,6 +638,24 @@ async def test_under_lean_a_judge_that_gets_the_control_right_may_verify_a_parap
         assert CONTROL not in result["answer"]
 
 
+@pytest.mark.parametrize("profile", ["lean", "full"])
+async def test_under_lean_a_model_that_only_says_the_documents_do_not_answer_gives_way_to_local_mode(
+    index_dir: str, install: Callable, profile: str
+) -> None:
+    context = Context(index_dir=index_dir, model=MODEL, profile=profile)
+    install(context, judge=ScriptedChatModel(responder=Judge()))
+    draft = "Your documents do not answer this part of the question: How do vaccines work."
+    state = {**verify_state(draft), "kept": ["c-vaccines", "c-memory"]}
+    result = await llms.metered(verify)(state, run(context))
+
+    if profile == "lean":  # evidence that answers was kept: local mode's answer from it
+        assert result["answer"].startswith("Vaccines train the immune system") and result["citations"]
+        (entry,) = [d for d in result["degraded"] if d["stage"] == "verify"]
+        assert "the model said the documents do not answer" in entry["reason"]
+    else:  # a hosted model's word stands
+        assert result["answer"] == draft and not result["citations"]
+
+
 async def test_echoed_prompt_tags_and_fragments_never_stand_as_answer_sentences(index_dir: str) -> None:
     draft = (
         '<evidence id="E1" title="How vaccines work"> 1 [E2]. Vaccines train the immune system to recognise '
