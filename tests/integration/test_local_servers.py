@@ -58,7 +58,7 @@ async def test_a_refused_connection_fails_at_once_naming_the_url(
 async def test_a_serial_server_is_found_and_then_sent_one_request_at_a_time(
     serve: Callable[..., FakeOpenAI],
 ) -> None:
-    server = serve(serial=True, delay=0.3)
+    server = serve(serial=True, delay=0.8)  # long enough for the first four to overlap on a busy machine
     servers = Servers()  # what the way in keeps across runs
     llm = LLM(MODEL, Context(model=MODEL, max_concurrency=4), backoff=(0.0, 0.0), servers=servers)
     await asyncio.gather(
