@@ -273,11 +273,12 @@ async def _verified(
         if fallback:
             degraded = [degradation("verify", f"{fallback}: {OVERLAP}", list(dict.fromkeys(labels.values())))]
         elif context.lean:  # a small judge may map sentences to lines at random: it may veto, and add only
-            vetoed = {claims[n] for n in found.rejected}  # when it got the control right
+            vetoed = {claims[n] for n in found.rejected}  # when it got the control right here and was
+            trusted = found.trusted and not _judge_unreliable(state)  # reliable when it scored the passages
             for n, i in enumerate(claims):
                 cited = cited_chunks(parts[i], labels)
                 lexical = [] if i in vetoed else local_support(parts[i], cited, lines, context.local_support)
-                if not lexical and found.trusted and found.get(n):  # a paraphrase the judge checked
+                if not lexical and trusted and found.get(n):  # a paraphrase the judge checked
                     lexical = [key for key in found[n] if overlap(parts[i], lines[key][1]) >= PLAUSIBLE]
                 support[i] = lexical
     else:
@@ -318,6 +319,16 @@ async def _verified(
     if degraded:
         result["degraded"] = degraded
     return result
+
+
+def _judge_unreliable(state: State) -> bool:
+    """Whether scoring took the judge as unreliable on this question (its flag on a kept passage).
+
+    A judge not reading the passages there is not trusted to say a paraphrase is supported here either.
+    """
+    return any(
+        "judge unreliable" in flag for record in kept_records(state) for flag in record.get("flags", [])
+    )
 
 
 def noted_empty_sections(parts: list[str]) -> list[str]:

@@ -616,9 +616,11 @@ def reads_lines(control_supported: bool) -> Callable[[Request], dict[str, Any]]:
     return reply
 
 
-@pytest.mark.parametrize("control_supported", [False, True])
+@pytest.mark.parametrize(
+    ("control_supported", "scored_unreliable"), [(False, False), (True, False), (False, True)]
+)
 async def test_under_lean_a_judge_that_gets_the_control_right_may_verify_a_paraphrase(
-    index_dir: str, install: Callable, control_supported: bool
+    index_dir: str, install: Callable, control_supported: bool, scored_unreliable: bool
 ) -> None:
     from citewise.core.text import overlap as word_overlap
     from citewise.nodes.verify import CONTROL
@@ -627,10 +629,14 @@ async def test_under_lean_a_judge_that_gets_the_control_right_may_verify_a_parap
     context = Context(index_dir=index_dir, model=MODEL, profile="lean")
     judge = ScriptedChatModel(responder=reads_lines(control_supported))
     install(context, judge=judge)
-    result = await llms.metered(verify)(verify_state(PARAPHRASE), run(context))
+    state = verify_state(PARAPHRASE)
+    if scored_unreliable:  # scoring found the judge not reading the passages on this question
+        flagged = {**EVIDENCE[0], "flags": ["judge unreliable on this question: used question similarity"]}
+        state = {**state, "evidence": [flagged, *EVIDENCE[1:]], "kept": ["c-vaccines"]}
+    result = await llms.metered(verify)(state, run(context))
 
     assert judge.calls[0].sentences[2] == CONTROL  # the control, after the answer's one sentence
-    if control_supported:  # not reading the lines: it may veto, never add
+    if control_supported or scored_unreliable:  # not reading the lines: it may veto, never add
         assert result["unsupported"] == ["Vaccines teach the body's defences to spot a pathogen."]
     else:
         assert result["answer"] == "Vaccines teach the body's defences to spot a pathogen [1]."
