@@ -26,6 +26,9 @@ Item = TypeVar("Item")
 
 MALFORMED = "model output malformed after repairs"
 """The failure of a request whose every sample stayed malformed."""
+UNRELIABLE = "judge unreliable on this question"
+"""How scoring flags the passages of a question on which the judge was not reading them (verification reads
+the flag: such a judge may not vouch for a paraphrase either)."""
 
 
 @dataclass(frozen=True)

@@ -52,8 +52,8 @@ from citewise.core import llms
 from citewise.core.answerable import answering_scores
 from citewise.core.evidence import batches, labelled
 from citewise.core.indexes import in_thread, open_index
+from citewise.core.judge import UNRELIABLE, by_label, fell_back
 from citewise.core.judge import ask as judge_ask
-from citewise.core.judge import by_label, fell_back
 from citewise.core.questions import report_form
 from citewise.index import Index
 from citewise.models import degradation
@@ -302,6 +302,6 @@ def _check_judge(
         if chunk_id in judged:
             value = round((judged[chunk_id] + local[chunk_id]) / 2, 1) if averaged else local[chunk_id]
             update["relevance_mean"] = value
-            update["flags"] = [*update.get("flags", []), f"judge unreliable on this question: {how}"]
+            update["flags"] = [*update.get("flags", []), f"{UNRELIABLE}: {how}"]
     logger.warning("the judge is unreliable on this question (%s): %s", problem, how)
-    return [degradation("score", f"judge unreliable on this question ({problem}): {how}", list(judged))]
+    return [degradation("score", f"{UNRELIABLE} ({problem}): {how}", list(judged))]

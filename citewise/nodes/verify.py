@@ -34,6 +34,7 @@ from citewise.context import Context
 from citewise.core import llms
 from citewise.core.evidence import NO_ANSWER, kept_records, paragraph_texts
 from citewise.core.indexes import in_thread, open_index
+from citewise.core.judge import UNRELIABLE
 from citewise.core.judge import ask as judge_ask
 from citewise.core.report import LABEL, is_own_text
 from citewise.core.text import content_words, overlap, sentences
@@ -327,7 +328,7 @@ def _judge_unreliable(state: State) -> bool:
     A judge not reading the passages there is not trusted to say a paraphrase is supported here either.
     """
     return any(
-        "judge unreliable" in flag for record in kept_records(state) for flag in record.get("flags", [])
+        flag.startswith(UNRELIABLE) for record in kept_records(state) for flag in record.get("flags", [])
     )
 
 
