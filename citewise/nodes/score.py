@@ -232,6 +232,8 @@ async def _lean_score(judge, records: list[EvidenceRecord], question: str, conte
     answering ranks below the first batch seldom answers (the judge may still reorder the batch, which is
     where similarity misses the answer). The judge is checked by what it gets right (`judge_problem`).
     """
+    if not records:  # nothing to judge: no request (the control alone would be one)
+        return {"candidates": {}}
     index = await open_index(context)
     similarity, answering = await in_thread(answering_scores, index, question, records)
     ranked = sorted(records, key=lambda r: (-answering[r["chunk_id"]], r["chunk_id"]))

@@ -1078,6 +1078,14 @@ async def test_under_lean_a_judge_that_disagrees_with_similarity_is_trusted_unle
         assert all("judge unreliable" in " ".join(r["flags"]) for r in result["candidates"].values())
 
 
+async def test_under_lean_no_candidates_send_no_judging_request(index_dir: str, install: Callable) -> None:
+    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
+    judge = ScriptedChatModel(responder=Judge())
+    install(context, judge=judge)
+    result = await score(scoring_state(question=QUESTION), run(context))
+    assert result == {"candidates": {}} and judge.calls == []
+
+
 async def test_under_lean_one_batch_is_judged_the_passages_local_answering_ranks_first(
     index_dir: str, install: Callable
 ) -> None:
