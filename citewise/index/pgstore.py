@@ -70,7 +70,7 @@ from psycopg.types.json import Jsonb
 
 from citewise.index.chromavectors import PGVECTOR, ChromaVectors, VectorTable, chroma_client
 from citewise.index.chunking import ChunkedDocument, ChunkingConfig, chunk_documents, chunk_input
-from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord, paragraph_id
+from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord, document_tags, paragraph_id
 from citewise.index.document import Document
 from citewise.index.embeddings import Embedder
 from citewise.index.loaders import iter_files
@@ -895,8 +895,7 @@ class PgStore:
                 self._sql("SELECT id, metadata FROM {documents} WHERE file = %s FOR UPDATE"), [file]
             ).fetchall()
             for doc_id, metadata in rows:
-                kept = metadata.get("tags") if isinstance(metadata.get("tags"), list) else []
-                metadata["tags"] = sorted({str(tag) for tag in kept} | set(added))
+                metadata["tags"] = sorted(set(document_tags(metadata)) | set(added))
                 cur.execute(
                     self._sql("UPDATE {documents} SET metadata = %s WHERE id = %s"), [Jsonb(metadata), doc_id]
                 )
