@@ -103,9 +103,8 @@ async def _set_up_alone(saver: Any, target: str) -> None:
                 break
             await asyncio.sleep(SETUP_POLL)
         else:
-            raise TimeoutError(
-                f"another process held the thread store's set-up for {SETUP_TRIES * SETUP_POLL:g} s"
-            )
+            waited = SETUP_TRIES * SETUP_POLL  # a ValueError, as open_checkpointer says: one line
+            raise ValueError(f"another process held the thread store's set-up for {waited:g} s; try again")
         try:
             await saver.setup()
         finally:
