@@ -103,15 +103,21 @@ async def test_a_given_index_and_reranker_are_handed_out() -> None:
     assert resources.reranker(context) is None
 
 
-async def test_the_index_is_opened_once_with_the_resources_embedder_and_forgotten_on_request(
-    tmp_path: Path, embedder: Embedder, small_corpus_records: list[dict[str, str]]
-) -> None:
+@pytest.fixture
+def two_document_index(tmp_path: Path, embedder: Embedder, small_corpus_records: list[dict[str, str]]) -> str:
+    """An index of the small corpus's first two documents, built with the session's embedder."""
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(r) + "\n" for r in small_corpus_records[:2]), encoding="utf-8")
     with Index.open(tmp_path / "index", embedder=embedder) as built:
         built.ingest([corpus])
+    return str(tmp_path / "index")
+
+
+async def test_the_index_is_opened_once_with_the_resources_embedder_and_forgotten_on_request(
+    two_document_index: str, embedder: Embedder
+) -> None:
     resources = Resources(embedder=embedder)
-    context = Context(index_dir=str(tmp_path / "index"), resources=resources)
+    context = Context(index_dir=two_document_index, resources=resources)
     index = await open_index(context)
     assert index.embedder is embedder  # the model the resources hold, not a second copy
     assert await open_index(dataclasses.replace(context, k=3)) is index
@@ -122,16 +128,12 @@ async def test_the_index_is_opened_once_with_the_resources_embedder_and_forgotte
 
 
 async def test_closing_the_resources_closes_the_indexes_they_opened(
-    tmp_path: Path, embedder: Embedder, small_corpus_records: list[dict[str, str]]
+    two_document_index: str, embedder: Embedder
 ) -> None:
     import sqlite3
 
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps(r) + "\n" for r in small_corpus_records[:2]), encoding="utf-8")
-    with Index.open(tmp_path / "index", embedder=embedder) as built:
-        built.ingest([corpus])
     with Resources(embedder=embedder) as resources:
-        context = Context(index_dir=str(tmp_path / "index"), resources=resources)
+        context = Context(index_dir=two_document_index, resources=resources)
         index = await open_index(context)
     with pytest.raises(sqlite3.ProgrammingError):  # its connection is closed
         index.docstore.db.execute("SELECT 1")
