@@ -745,6 +745,13 @@ def main() -> int:
     parser.add_argument(
         "--skip", type=int, default=0, help="leave out the first N eligible papers (a held-out set)"
     )
+    parser.add_argument(
+        "--rotate",
+        type=int,
+        default=0,
+        help="give the N-th next class or layout to each paper (the same papers set anew: a held-out set "
+        "once the eligible papers run out)",
+    )
     parser.add_argument("--font", choices=("lmodern", "times"), default="lmodern")
     parser.add_argument("--tables", action="store_true", help="put three results tables in each paper")
     parser.add_argument(
@@ -776,7 +783,10 @@ def main() -> int:
         make = produce_html
     else:
         combos, make = COMBOS, produce
-    todo = [(candidates.popleft(), combos[i % len(combos)]) for i in range(min(args.count, len(candidates)))]
+    todo = [
+        (candidates.popleft(), combos[(i + args.rotate) % len(combos)])
+        for i in range(min(args.count, len(candidates)))
+    ]
     rows: list[dict[str, Any]] = []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         while todo:

@@ -396,13 +396,21 @@ def _numbered_entries(blob: str) -> dict[str, BibEntry]:
 
 
 def _numbered_starts(blob: str, *, mid_line: bool) -> list[tuple[int, int, str]]:
-    """(marker start, text start, key) of each entry start; numbers only ever go up."""
+    """(marker start, text start, key) of each entry start.
+
+    Numbers only ever go up, and labels keep the first one's form: after "[19]", a line opening "29. Curran
+    Associates" is that entry's volume, not entry 29.
+    """
     starts: list[tuple[int, int, str]] = []
+    bracketed = True
     for match in _NUMBERED_START.finditer(blob):
         number = int(match.group(1) or match.group(2))
         if not starts:
             if match.start() == 0:
                 starts.append((match.start(), match.end(), str(number)))
+                bracketed = match.group(1) is not None
+            continue
+        if (match.group(1) is not None) != bracketed:
             continue
         last = int(starts[-1][2])
         at_line_start = blob[match.start() - 1] == "\n"

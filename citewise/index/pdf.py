@@ -5,8 +5,9 @@ put one line of a column in one object, split where the font changes. From those
 
 - lines: objects on one baseline and next to each other (a two-column page has two lines at each height);
   a small raised object after a word (a footnote mark) is left out;
-- reading order: per page, bands between lines that span both columns, each band's left column before its
-  right column;
+- reading order: per page, bands between lines that span both columns (or a rule drawn across the gutter
+  between them: APS closes its balanced columns so before the reference list), each band's left column
+  before its right column;
 - page furniture: the top and bottom lines that repeat across pages once their digits are ignored (running
   heads), and lone page numbers;
 - footnotes: the run of smaller-type lines that closes a column, and display equations (lines set mostly in
@@ -66,6 +67,10 @@ BULLET = re.compile(f"[{BULLETS}]\\s")
 """A bullet: a line starting with one starts a list item, at a page's or column's top too."""
 ITEM_LABEL = re.compile(f"(?:[{BULLETS}*-]|\\(?\\d{{1,2}}[.)]|\\(?[a-z][.)]|\\([ivx]{{1,4}}\\))\\s")
 """A list item's label: a bullet, "3.", "(2)", "b)"."""
+LABEL = re.compile(rf"\[\d{{1,3}}\]\s|{ITEM_LABEL.pattern}")
+"""A label a list's items open with: ITEM_LABEL's or a reference entry's "[12]"."""
+SENTENCE_END = re.compile(r"(?:[a-z]{2}|[\])])[.!?](?:\s|$)")
+"""A sentence's end: a word's (not a numeral's: "II. METHOD") or a citation's ("[3]."), stop."""
 LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"})
 
 
@@ -110,6 +115,7 @@ class Line:
     edge: float = 0.0  # the left edge of its column on its page
     far_edge: float = 0.0  # the right edge of its column on its page
     table: Table | None = None  # a table's rows and caption; its text is then the table in Markdown
+    band: int = 0  # how many rules across the page's middle stand above it (each closes the columns)
     text: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
@@ -289,7 +295,36 @@ def page_lines(pdf: object, number: int) -> list[Line]:
         name = font.get_base_name() or ""
         bold = bool(BOLD_FONT.search(name)) or font.get_weight() >= 600
         pieces.append(Piece(left, bottom, right, top, text, round(size, 1), name, bold))
-    return _with_tables(_group_lines(pieces, number), page_rules(page), textpage, number)
+    rules = page_rules(page)
+    lines = _with_tables(_group_lines(pieces, number), rules, textpage, number)
+    _mark_bands(lines, rules)
+    return lines
+
+
+def _mark_bands(lines: list[Line], rules: list[Rule]) -> None:
+    """Number the stretches of a page between horizontal rules drawn across its middle, in gaps of the text.
+
+    Two columns balanced above such a rule end there: what follows is read after both (revtex's rule over
+    its reference list, a rule under a title block). A footnote rule stays in its column and counts not.
+    """
+    text = [line for line in lines if line.kind != "table"]
+    if not text:
+        return
+    left_edge, right_edge = min(line.left for line in text), max(line.right for line in text)
+    middle, width = (left_edge + right_edge) / 2, right_edge - left_edge
+    across = sorted(
+        (
+            rule.top
+            for rule in rules
+            if rule.horizontal
+            and rule.left < middle - 0.1 * width
+            and rule.right > middle + 0.1 * width
+            and not any(line.bottom < rule.top and rule.bottom < line.top for line in text)
+        ),
+        reverse=True,
+    )
+    for line in lines:
+        line.band = sum(1 for top in across if top > line.top - 0.1 * line.size)
 
 
 def _with_tables(lines: list[Line], rules: list[Rule], textpage: object, page: int) -> list[Line]:
@@ -558,6 +593,19 @@ def _reading_order(lines: list[Line]) -> list[Line]:
             line.column = "left"
         elif line.left > middle - slack:
             line.column = "right"
+    # the short last line of a paragraph set across both columns (an abstract) goes on across them
+    previous = None
+    for line in sorted(body, key=lambda line: -line.top):
+        if (
+            previous is not None
+            and previous.column == "full"
+            and line.column != "full"
+            and abs(line.left - previous.left) < 1
+            and 0 <= previous.bottom - line.top < 0.6 * line.size
+            and line.right - line.left < 0.4 * (right_edge - left_edge)  # shorter than a column's line
+        ):
+            line.column = "full"
+        previous = line
     # two columns when most lines of some length sit in one half or the other (display fragments and the
     # short last lines of paragraphs do not make a column)
     long = [line for line in body if line.right - line.left >= 0.35 * (right_edge - left_edge)]
@@ -568,12 +616,15 @@ def _reading_order(lines: list[Line]) -> list[Line]:
             line.column = "full"
     ordered: list[Line] = []
     band: list[Line] = []
-    for line in sorted(lines, key=lambda line: -line.top):
+    for line in sorted(lines, key=lambda line: (line.band, -line.top)):
         if two_columns and line.column == "full" and line.kind != "furniture":
             ordered.extend(_band(band))
             band = []
             ordered.append(line)
         else:
+            if band and line.band != band[-1].band and line.kind != "furniture":
+                ordered.extend(_band(band) if two_columns else band)
+                band = []
             band.append(line)
     ordered.extend(_band(band) if two_columns else band)
     for column in ("left", "right", "full"):
@@ -586,9 +637,12 @@ def _reading_order(lines: list[Line]) -> list[Line]:
         )
         shared = [x for x, count in starts.items() if count >= 2]
         edge = float(min(shared)) if shared else min((line.left for line in lines_of_column), default=0.0)
+        far_edge = max(rights, default=0.0)
+        if two_columns and column == "full":  # a line across both columns stands in the whole text block
+            edge, far_edge = left_edge, right_edge
         for line in ordered:
             if line.column == column:
-                line.edge, line.far_edge = edge, max(rights, default=line.right)
+                line.edge, line.far_edge = edge, far_edge or line.right
     return ordered
 
 
@@ -813,10 +867,12 @@ def _mark_headings(lines: list[Line], body: float) -> None:
     capitals, Elsevier's italic subsections, AASTeX's capitals); or a heading word in capitals
     ("REFERENCES"). Levels follow the type: larger first, then capitals, bold, italic.
     """
+    running = _running_text(lines)
     candidates = [
         line
         for line in lines
         if line.kind == "text"
+        and id(line) not in running
         and (line.bold or line.size >= 1.1 * body or _set_apart(line))
         and line.heading_size >= 0.85 * body
         and len(line.text.split()) <= 14
@@ -855,6 +911,27 @@ def _mark_headings(lines: list[Line], body: float) -> None:
     for line in candidates:
         line.kind = "heading"
         line.level = styles.index(_style(line)) + 1
+
+
+def _running_text(lines: list[Line]) -> set[int]:
+    """Lines (by id) that run on as text: three or more in a face, two filling their column, a sentence ended.
+
+    A letter whose reference list, in smaller type, holds more characters than its body has the body's
+    face "larger than the body"; a heading wrapped over three lines of a narrow column ends no sentence.
+    """
+    found: set[int] = set()
+    run: list[Line] = []
+    for line in [*lines, None]:
+        if line is not None and run and line.kind == "text" and _face(line) == _face(run[-1]):
+            # on into the next column or page too, where a paragraph runs on
+            if _same_column(line, run[-1]) or run[-1].column != "full" != line.column:
+                run.append(line)
+                continue
+        full = sum(1 for x in run if x.right - x.left > 0.9 * (x.far_edge - x.edge))
+        if len(run) >= 3 and full >= 2 and SENTENCE_END.search(" ".join(x.text for x in run)):
+            found.update(id(x) for x in run)
+        run = [line] if line is not None and line.kind == "text" else []
+    return found
 
 
 def _style(line: Line) -> tuple[float, bool, bool, bool]:
@@ -962,6 +1039,7 @@ def _mark_starts(lines: list[Line], body: float, face: str) -> None:
     previous: Line | None = None
     after_display = False
     item: float | None = None  # the left edge of the list item the lines go on, by its label
+    label: str | None = None  # the form of that item's label ("[0]", "0.", a bullet): the next one's too
     prior: Line | None = None  # the text line before `previous`
     for index, line in enumerate(lines):
         if line.kind != "text":
@@ -977,8 +1055,14 @@ def _mark_starts(lines: list[Line], body: float, face: str) -> None:
             indented = 0.6 * body <= line.left - following.left <= 8 * body
         from_edge = 0.6 * body <= line.left - line.edge <= 8 * body
         same_column = previous is not None and _same_column(previous, line)
-        # a list item's next lines hang under its text, right of its label: they go on with it
-        hangs = item is not None and line.left > item + 0.3 * body
+        flows = previous is not None and (same_column or abs(line.edge - previous.edge) < 1)
+        # a list item's next lines hang under its text, right of its label: they go on with it (an x in
+        # another column says nothing)
+        hangs = item is not None and flows and line.left > item + 0.3 * body
+        # at the item's edge, a label of the item's own form opens the next item ("[12]" after "[11]", whose
+        # last line hung)
+        sibling = item is not None and flows and label is not None and abs(line.left - item) <= 0.3 * body
+        sibling = sibling and _label_form(line.text) == label
         if previous is not None and same_column and not hangs:
             indented = indented or 0.6 * body <= line.left - previous.left <= 8 * body
             # after a short line (the end of a paragraph), a line indented from the edge starts one
@@ -1016,11 +1100,15 @@ def _mark_starts(lines: list[Line], body: float, face: str) -> None:
         # a line left of the list item's label, after a line that ends short, ends the list (on the next
         # page too, in one column); after a full line it goes on with the item (MNRAS runs an item's lines
         # back to the margin)
-        flows = previous is not None and (same_column or abs(line.edge - previous.edge) < 1)
         ended = previous is not None and _word_fits(previous, line)
         outdented = item is not None and flows and ended and line.left < item - 0.3 * body
-        if previous is None or BULLET.match(line.text) or hangs and ITEM_LABEL.match(line.text) or outdented:
-            line.starts = True  # a bullet, or a label inside a list: an item of a list nested in it
+        # a label inside a list starts an item of a list nested in it; a reference entry nests none ("29.
+        # Curran Associates" is its volume)
+        nested = hangs and ITEM_LABEL.match(line.text) and label != "[0]"
+        if previous is None or BULLET.match(line.text) or nested or outdented:
+            line.starts = True  # a bullet, a nested item, or a line back left of the list's labels
+        elif sibling:
+            line.starts = True
         elif hung and not hangs:
             line.starts = True
         elif hangs and same_column:
@@ -1034,8 +1122,15 @@ def _mark_starts(lines: list[Line], body: float, face: str) -> None:
             line.starts = True
         if line.starts or not _same_column(previous or line, line) or not hangs:
             # an item's lines hang right of its label; a line back at the label's edge ends the list
-            item = line.left if line.starts and (ITEM_LABEL.match(line.text) or hung) else None
+            item = line.left if line.starts and (ITEM_LABEL.match(line.text) or hung or sibling) else None
+            label = _label_form(line.text) if item is not None else None
         prior, previous, after_display = previous, line, False
+
+
+def _label_form(text: str) -> str | None:
+    """The form of the label a line opens with, numbers as 0 and letters as a ("[0]", "(a)"), or None."""
+    found = LABEL.match(text)
+    return re.sub(r"[a-z]", "a", re.sub(r"\d+", "0", found.group().strip())) if found else None
 
 
 def _word_fits(previous: Line, line: Line) -> bool:
@@ -1111,10 +1206,24 @@ def _split_run_in_headings(lines: list[Line]) -> list[Line]:
             and len(phrase.split()) <= 10
         ):
             heading = Line(
-                bold, line.page, line.column, "heading", level, edge=line.edge, far_edge=line.far_edge
+                bold,
+                line.page,
+                line.column,
+                "heading",
+                level,
+                edge=line.edge,
+                far_edge=line.far_edge,
+                band=line.band,
             )
             body = Line(
-                rest, line.page, line.column, "text", starts=True, edge=line.edge, far_edge=line.far_edge
+                rest,
+                line.page,
+                line.column,
+                "text",
+                starts=True,
+                edge=line.edge,
+                far_edge=line.far_edge,
+                band=line.band,
             )
             out.extend([heading, body])
         else:

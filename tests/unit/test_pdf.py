@@ -5,7 +5,9 @@ bibliography linked to the citations. The PDFs are made from the sources beside 
 by Chromium from HTML, one justified two-column page with the browser's own header and footer; that page
 scanned (tests/data/scans: 300 dpi, black and white, no text layer) for OCR; and a manual as people ship
 them (a contents list, a three-line footer on every page, lists, an option list, code, margin line numbers,
-and more example text in smaller faces than text in its body face).
+and more example text in smaller faces than text in its body face); and a letter set by revtex as APS
+journals set it (two columns balanced above a rule, the reference list below it in two columns of its own,
+with no heading, in smaller type that outweighs the short body).
 """
 
 from __future__ import annotations
@@ -163,6 +165,27 @@ def test_a_manual_read_into_its_sections_items_and_code() -> None:
     assert not re.search(r"\b(?:1[0-9]|[2-9])\s+(?:The|picks|the)\b", texts[15])
     assert not any(stamp in body for stamp in ("Version: 2.4", "Released: 3 May", "help@widgets.example"))
     assert "1 Introduction 1" not in body and "Contents" not in body
+
+
+def test_a_reference_list_under_balanced_columns_is_read_after_them() -> None:
+    document = read("aps.pdf")
+    sections = [(p.section, p.text.split()[0]) for p in document.paragraphs]
+    assert sections == [
+        ("", "We"),  # the abstract, its short last line across both columns too
+        ("I. INTRODUCTION", "Long"),
+        ("I. INTRODUCTION", "Earlier"),
+        ("II. METHOD", "We"),
+        ("II. METHOD", "The"),
+        ("III. RESULTS", "After"),
+        ("III. RESULTS", "Cooling"),
+    ]
+    # the right column above the rule comes before the list below it, not after the list's left column
+    assert document.paragraphs[3].text.endswith("with a contrast of 0.99 [10].")
+    assert sorted(document.bibliography, key=int) == [str(n) for n in range(1, 15)]
+    # an entry whose second line opens "29." keeps it: a volume, not entry 29
+    assert document.bibliography["9"].text.endswith("vol. 29. Curran Associates (2016).")
+    assert document.bibliography["8"].text.startswith("L. Feng")  # the first entry of the list's right column
+    assert [p.citations for p in document.paragraphs[5:]] == [("12", "13"), ("14",)]
 
 
 def test_a_damaged_page_is_skipped_with_a_warning(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
