@@ -58,6 +58,9 @@ RUN_IN_WORD = re.compile(r"(abstract|index terms|keywords)[.:\u2014\u2013]?$", r
 EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 HEADING_WORD = re.compile(r"(?:abstract|summary|contents|(?:\d{1,2}|[IVX]{1,4})\.?\s+[A-Z])", re.IGNORECASE)
 NUMBERED = re.compile(r"(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s")
+SUBSECTION = re.compile(r"\d{1,2}(?:\.\d{1,2})+\.?\s")
+"""A subsection's number ("2.2."): a line it opens is a title even when it ends in a stop (Elsevier's
+"2.3. Renormalisation.")."""
 ENTRY_LABEL = re.compile(r"\[\d{1,3}\]\s")
 """The label a numbered reference entry starts with."""
 MONO_FONT = re.compile(r"(?:cm|lm|ec|t1x|x)tt|mono|courier|typewriter|consol", re.IGNORECASE)
@@ -168,8 +171,8 @@ class Line:
 
     @property
     def caps(self) -> bool:
-        """Whether its letters are all capitals (small capitals read so too), three at least."""
-        letters = [c for c in self.text if c.isalpha()]
+        """Whether its letters are all capitals (small capitals read so too), three at least, maths aside."""
+        letters = [c for p in self.pieces if not p.math for c in p.text if c.isalpha()]
         return len(letters) >= 3 and all(c.isupper() for c in letters)
 
     @property
@@ -879,7 +882,10 @@ def _mark_headings(lines: list[Line], body: float) -> None:
         and re.search(r"[^\W\d_]", line.text)
         and not line.text.endswith((",", ";"))
         # a bold sentence, or a bold line filling its column, is emphasis in a paragraph
-        and not (line.size < 1.1 * body and (line.text.endswith(".") or _fills_column(line)))
+        and not (
+            line.size < 1.1 * body
+            and (line.text.endswith(".") and not _subsection_title(line) or _fills_column(line))
+        )
     ]
     considered, chosen = {id(line) for line in candidates}, set()
     for index, line in enumerate(lines):
@@ -950,7 +956,8 @@ def _face(line: Line) -> tuple[float, bool, bool, bool]:
 def _set_apart(line: Line) -> bool:
     """A short line in body-size type that italics or capitals set apart as a heading (see _mark_headings)."""
     words = line.text.split()
-    if len(words) > 10 or line.text.endswith((".", ":")) and not NUMBERED.fullmatch(line.text + " "):
+    stop = line.text.endswith((".", ":")) and not NUMBERED.fullmatch(line.text + " ")
+    if len(words) > 10 or stop and not _subsection_title(line):
         return False
     numbered = bool(NUMBERED.match(line.text)) and len(words) >= 2
     if not re.search(r"[^\W\d_]{3}", line.text):  # initials and numbers ("P. M., 2020, 642"): no title
@@ -958,6 +965,11 @@ def _set_apart(line: Line) -> bool:
     if line.caps:
         return numbered or bool(CAPS_HEADING_WORD.match(re.sub(r"\s+", "", line.text)))
     return line.italic and numbered
+
+
+def _subsection_title(line: Line) -> bool:
+    """Whether a line is a numbered subsection's short title, stop and all ("2.3. Renormalisation.")."""
+    return bool(SUBSECTION.match(line.text)) and 2 <= len(line.text.split()) <= 8
 
 
 def _fills_column(line: Line) -> bool:
