@@ -289,8 +289,9 @@ def _first_author_words(entry: str) -> set[str]:
 
 _FIRST_ENTRY = re.compile(r"(?:^|(?<=[.)\]]\s))\[1\]\s+(?=\S)")
 """Where a numbered list's first entry starts: a paragraph's start, or after a sentence it runs on from."""
-_ENTRY_START = re.compile(r"(?:^|(?<=[.)\]]\s))\[(\d{1,3})\]\s+(?=\S)")
-"""An entry's label where an entry may start: a paragraph's start, or after the end of the entry before."""
+_ENTRY_START = re.compile(r"(?:^|(?<=[.)\]\d]\s))\[(\d{1,3})\]\s+(?=\S)")
+"""An entry's label where an entry may start: a paragraph's start, or after the end of the entry before
+(a stop, a bracket, or a number: physics entries end on their DOI, "doi:10.1103/PhysRevD.32.189")."""
 UNHEADED_ENTRIES = 3
 """Entries a numbered list with no heading must have, in order, to be taken for the reference list."""
 ENTRY_CHARS = 400

@@ -589,7 +589,8 @@ def _reading_order(lines: list[Line]) -> list[Line]:
     body = [line for line in lines if line.kind != "furniture"]
     if not body:
         return lines
-    left_edge, right_edge = min(line.left for line in body), max(line.right for line in body)
+    left_edge = -_shared_extreme([-line.left for line in body])
+    right_edge = _shared_extreme([line.right for line in body])
     middle, slack = (left_edge + right_edge) / 2, 0.02 * (right_edge - left_edge)
     for line in body:
         if line.right < middle + slack:
@@ -647,6 +648,16 @@ def _reading_order(lines: list[Line]) -> list[Line]:
             if line.column == column:
                 line.edge, line.far_edge = edge, far_edge or line.right
     return ordered
+
+
+def _shared_extreme(values: list[float]) -> float:
+    """The largest value another is within 2 points of: where the text block ends.
+
+    Not a URL that overhangs its column's edge: it moved the page's middle past the right column's
+    reference labels, which were then read as lines across both columns.
+    """
+    ordered = sorted(values, reverse=True)
+    return next((a for a, b in zip(ordered, ordered[1:], strict=False) if a - b <= 2.0), ordered[0])
 
 
 def _band(lines: list[Line]) -> list[Line]:

@@ -20,6 +20,7 @@ and makes a line of each table.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -33,6 +34,8 @@ MIN_RULE = 20.0
 """Points a horizontal rule is long at least."""
 FULL_ROWS = 0.6
 """The share of a table's rows that must fill more than half its columns (two at least)."""
+ALIGNED = 0.6
+"""The share of a table's rows whose words must end or start at one x for a narrow strip to part columns."""
 PART_CHARS = 480
 """Characters a table's passage holds at most (a chunk holds 500 by default): longer tables are cut."""
 
@@ -477,12 +480,44 @@ def _column_bounds(rows: list[list[Any]], walls: list[float], size: float) -> li
     empty = [(low, high)]
     for spans in covers:
         empty = minus(empty, spans)
-    cuts = [(a + b) / 2 for a, b in empty if b - a >= COLUMN_GAP * size and low < a and b < high]
+    cuts = [
+        (a + b) / 2
+        for a, b in empty
+        if low < a
+        and b < high
+        and (b - a >= COLUMN_GAP * size or len(rows) >= 3 and _aligned_at(rows, (a + b) / 2, size))
+    ]
     inner = [wall for wall in walls if low < wall < high]
     if inner:  # a grid: its rules are the columns (a header wrapped in a narrow cell leaves false gaps)
         cuts = inner
     edges = [low, *sorted(cuts), high]
     return list(zip(edges, edges[1:], strict=False))
+
+
+def _aligned_at(rows: list[list[Any]], x: float, size: float) -> bool:
+    """Whether a narrow strip at x that no row covers is a column gap: the words beside it line up.
+
+    A tight table (llncs sets its columns 1.4 pt apart) leaves less than COLUMN_GAP between columns; its
+    columns still end (right-aligned numbers) or start (left-aligned labels) at one x in most rows, the
+    rows that make the strip narrow among them. A space inside one row's cell ("Memory (GB)" over a column
+    of numbers that start at one x) lines up with nothing.
+    """
+    ends = [max((p.right for p in row if p.right <= x), default=None) for row in rows]
+    starts = [min((p.left for p in row if p.left >= x), default=None) for row in rows]
+    tight = [
+        (a, b)
+        for a, b in zip(ends, starts, strict=True)
+        if a is not None and b is not None and b - a < COLUMN_GAP * size
+    ]
+
+    def lined_up(edges: list[float | None], of_tight: list[float]) -> bool:
+        found = Counter(round(edge) for edge in edges if edge is not None)
+        if not found:
+            return False
+        at, count = found.most_common(1)[0]
+        return count >= max(3, ALIGNED * len(rows)) and all(abs(edge - at) <= 1.0 for edge in of_tight)
+
+    return lined_up(ends, [a for a, _ in tight]) or lined_up(starts, [b for _, b in tight])
 
 
 def cover(pieces: Sequence[Box]) -> list[tuple[float, float]]:

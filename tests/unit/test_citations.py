@@ -312,6 +312,29 @@ def test_a_numbered_list_with_no_heading_is_found_and_body_text_set_after_it_sta
     ]
 
 
+def test_an_unheaded_list_whose_entries_end_on_their_doi() -> None:
+    # physics entries often end on a DOI, with no stop: a label after one still goes on with the list (else
+    # the entries after it were taken for body text)
+    entries = [
+        Paragraph(f"[{n}] A. Author{n} et al., Phys. Rev. D {n} (1985), 189-231 doi:10.1103/PhysRevD.{n}.189")
+        for n in range(3, 9)
+    ]
+    paragraphs = [
+        Paragraph(
+            "The charmed mesons were found long ago [1, 2] and modelled since [3, 4].", "I. INTRODUCTION"
+        ),
+        Paragraph(
+            "[1] J. E. Augustin et al., Phys. Rev. Lett. 33 (1974), 1406 doi:10.1103/PhysRevLett.33.1406 "
+            "[2] J. J. Aubert et al., Phys. Rev. Lett. 33 (1974), 1404 doi:10.1103/PhysRevLett.33.1404"
+        ),
+        *entries,
+    ]
+    body, bibliography = split_references(paragraphs)
+    assert sorted(bibliography, key=int) == [str(n) for n in range(1, 9)]
+    assert bibliography["2"].text.endswith("doi:10.1103/PhysRevLett.33.1404")
+    assert len(body) == 1
+
+
 def test_a_lone_bracketed_number_in_the_body_is_no_reference_list() -> None:
     paragraphs = [Paragraph("As shown in [1], the bound holds."), Paragraph("[1] is the usual form.")]
     body, bibliography = split_references(paragraphs)

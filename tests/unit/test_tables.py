@@ -156,6 +156,10 @@ def test_a_box_of_prose_between_rules_or_under_a_caption_is_no_table(ruled: bool
     if not ruled:
         lines.insert(0, TextLine([Word(50, 312, 90, 322, "Table"), Word(93, 312, 99, 322, "4:")]))
     rules = [Rule(45, 324, 400, 325), Rule(45, 245, 400, 246)] if ruled else []
+    assert find_tables(lines, rules, words_inside(lines)) == []
+
+
+def words_inside(lines: list[TextLine]):
     words = [w for line in lines for w in line.pieces]
 
     def inside(left: float, bottom: float, right: float, top: float) -> list[Word]:
@@ -163,7 +167,43 @@ def test_a_box_of_prose_between_rules_or_under_a_caption_is_no_table(ruled: bool
             w for w in words if left <= w.right and w.left <= right and bottom <= w.top and w.bottom <= top
         ]
 
-    assert find_tables(lines, rules, inside) == []
+    return inside
+
+
+def tight_row(y: float, cells: list[tuple[str, float, float]]) -> TextLine:
+    """A row of words at (left, right) x ranges: columns set as tight as llncs sets them."""
+    return TextLine([Word(left, y, right, y + 10, text) for text, left, right in cells])
+
+
+def test_a_tight_table_parts_columns_where_its_words_line_up_not_at_a_space_in_one_cell() -> None:
+    # llncs: 1.4 pt between columns, less than a word space in places ("Loss Recall"); the numbers end at
+    # one x (right-aligned); the header "Mean (ms)" has a space over a column whose numbers start at one x
+    caption = TextLine(
+        [Word(100, 330, 125, 340, "Table"), Word(128, 330, 140, 340, "1."), Word(143, 330, 200, 340, "Loss")]
+    )
+    rows = [
+        tight_row(
+            310,
+            [
+                ("Model", 100, 125),
+                ("Mean", 150, 170),
+                ("(ms)", 173, 190),
+                ("Loss", 200, 218),
+                ("Recall", 222, 246),
+            ],
+        ),
+        tight_row(298, [("Replies", 100, 129), ("12%", 175, 190), ("79.7%", 196, 218), ("0.231", 225, 246)]),
+        tight_row(286, [("Virtual", 100, 129), ("31%", 175, 190), ("48.7%", 196, 218), ("0.629", 225, 246)]),
+        tight_row(274, [("Implying", 100, 135), ("7%", 179, 190), ("36.5%", 196, 218), ("0.977", 225, 246)]),
+        tight_row(
+            262, [("Decoupled", 100, 143), ("64%", 175, 190), ("96.3%", 196, 218), ("0.798", 225, 246)]
+        ),
+    ]
+    lines = [caption, *rows]
+    rules = [Rule(98, 322, 248, 323), Rule(98, 306, 248, 307), Rule(98, 258, 248, 259)]
+    (table,) = find_tables(lines, rules, words_inside(lines))
+    assert table.rows[0] == ["Model", "Mean (ms)", "Loss", "Recall"]
+    assert table.rows[4] == ["Decoupled", "64%", "96.3%", "0.798"]
 
 
 def test_html_tables_keep_header_caption_and_rows() -> None:
