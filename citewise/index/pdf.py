@@ -72,6 +72,8 @@ ITEM_LABEL = re.compile(f"(?:[{BULLETS}*-]|\\(?\\d{{1,2}}[.)]|\\(?[a-z][.)]|\\([
 """A list item's label: a bullet, "3.", "(2)", "b)"."""
 LABEL = re.compile(rf"\[\d{{1,3}}\]\s|{ITEM_LABEL.pattern}")
 """A label a list's items open with: ITEM_LABEL's or a reference entry's "[12]"."""
+OVERHANG = 5.0
+"""Points a line's end must stand beyond every other line's to be passed over as overhanging."""
 SENTENCE_END = re.compile(r"(?:[a-z]{2}|[\])])[.!?](?:\s|$)")
 """A sentence's end: a word's (not a numeral's: "II. METHOD") or a citation's ("[3]."), stop."""
 LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"})
@@ -238,7 +240,7 @@ def read_layout(path: Path, data: bytes) -> Layout:
     # 12 pt text by size alone (elsarticle's documentation)
     body, face = faces.most_common(1)[0][0] if faces else (10.0, "")
     _mark_furniture(pages)
-    ordered = [line for page in pages for line in _reading_order(page)]
+    ordered = _join_split_tables([line for page in pages for line in _reading_order(page)])
     _mark_notes_and_equations(ordered, body)
     _mark_title(ordered, body)
     _mark_headings(ordered, body)
@@ -650,14 +652,46 @@ def _reading_order(lines: list[Line]) -> list[Line]:
     return ordered
 
 
-def _shared_extreme(values: list[float]) -> float:
-    """The largest value another is within 2 points of: where the text block ends.
+def _join_split_tables(lines: list[Line]) -> list[Line]:
+    """A table's rows carried over to the next page (no caption, as many columns) joined to the table.
 
-    Not a URL that overhangs its column's edge: it moved the page's middle past the right column's
-    reference labels, which were then read as lines across both columns.
+    Word and LibreOffice move the rows that do not fit to the next page; the part there, read alone, had no
+    caption and no header. A header repeated over the carried rows is dropped.
+    """
+    out: list[Line] = []
+    last: Line | None = None  # the last line that is not page furniture
+    for line in lines:
+        table = line.table
+        before = last.table if last is not None else None
+        if (
+            table is not None
+            and before is not None
+            and not table.caption
+            and last is not None
+            and line.page == last.page + 1
+            and len(table.rows[0]) == len(before.rows[0])
+        ):
+            before.rows.extend(table.rows[1:] if table.rows[0] == before.rows[0] else table.rows)
+            last.text = before.markdown()
+            continue
+        out.append(line)
+        if line.kind != "furniture":
+            last = line
+    return out
+
+
+def _shared_extreme(values: list[float]) -> float:
+    """The largest value, passing over one or two that stand OVERHANG points or more beyond the rest.
+
+    Where the text block ends, not a URL that overhangs its column's edge: it moved the page's middle past
+    the right column's reference labels, which were then read as lines across both columns. Ragged lines end
+    close to one another and are all kept.
     """
     ordered = sorted(values, reverse=True)
-    return next((a for a, b in zip(ordered, ordered[1:], strict=False) if a - b <= 2.0), ordered[0])
+    at = 0
+    while at < min(2, len(ordered) - 1) and ordered[at] - ordered[at + 1] >= OVERHANG:
+        at += 1
+    return ordered[at]
 
 
 def _band(lines: list[Line]) -> list[Line]:

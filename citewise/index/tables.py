@@ -374,6 +374,8 @@ def _unruled_table(
             gap = bottom - line.top
             if gap > (2.5 * size if not gaps else 2 * sorted(gaps)[len(gaps) // 2] + 0.3 * size):
                 break
+            if gaps and _crosses_columns(body, line, words, size):
+                break  # prose under the table, set close: its words run across the rows' columns
             gaps.append(gap)
         body.append(line)
         bottom = min(bottom, line.bottom) if line.top >= bottom else line.bottom
@@ -388,6 +390,20 @@ def _unruled_table(
         max(x.top for x in body),
     )
     return Table(rows, text_of_lines(heading), [*heading, *body], box, cells)
+
+
+def _crosses_columns(rows: list[TextLine], line: TextLine, words: Words, size: float) -> bool:
+    """Whether a line's words cover every column gap the lines above leave (two rows of them at least)."""
+    above = _words_of(rows, words)
+    if not above:
+        return False
+    low, high = min(w.left for w in above), max(w.right for w in above)
+    empty = [(low, high)]
+    for spans in [cover(_words_of([row], words)) for row in rows]:
+        empty = minus(empty, spans)
+    gaps = [(a, b) for a, b in empty if b - a >= COLUMN_GAP * size and low < a and b < high]
+    left = minus(gaps, cover(_words_of([line], words)))  # a word space leaves a sliver, no column gap
+    return bool(gaps) and not any(b - a >= 0.3 * size for a, b in left)
 
 
 def _spaced(line: TextLine, words: Words) -> bool:
@@ -444,6 +460,15 @@ def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[li
             last.append(n)
         else:
             groups.append([n])
+
+    if (
+        len(groups) > 2
+        and not filled[groups[1][0]][0]
+        and centres[groups[0][-1]] - centres[groups[1][0]] <= 1.6 * size
+    ):
+        # the header's cells wrapped onto a second line ("Error" over "(%)"), its first cell on one line: a
+        # row of data always fills its first column
+        groups[0].extend(groups.pop(1))
 
     def width(group: list[int]) -> int:
         return sum(any(filled[m][c] for m in group) for c in range(len(bounds)))

@@ -55,6 +55,14 @@ def test_a_browser_grid_with_cells_wrapped_over_two_lines() -> None:
     assert table.rows == FIRST_SEASON  # "Days to / ripen", "Northern / Star" each one cell
 
 
+def test_a_table_carried_over_to_the_next_page_is_one_table() -> None:
+    (table,) = tables_of("ledger.pdf")  # LibreOffice carries rows over, the header repeated above them
+    assert table.caption == "Table 1: Monthly rainfall at each station."
+    assert table.rows[0] == ["Station and month", "Rain (mm)", "Dry days"]
+    assert len(table.rows) == 41 and table.rows.count(table.rows[0]) == 1
+    assert table.rows[-1] == ["Dundee 5", "43.9", "7"]
+
+
 def test_a_table_is_one_passage_and_the_text_around_it_runs_on() -> None:
     (document,) = load_path(PAPERS / "harvest.pdf")
     tables = [p for p in document.paragraphs if is_markdown_table(p.text)]
@@ -204,6 +212,32 @@ def test_a_tight_table_parts_columns_where_its_words_line_up_not_at_a_space_in_o
     (table,) = find_tables(lines, rules, words_inside(lines))
     assert table.rows[0] == ["Model", "Mean (ms)", "Loss", "Recall"]
     assert table.rows[4] == ["Decoupled", "64%", "96.3%", "0.798"]
+
+
+def test_an_unruled_table_ends_at_prose_set_close_under_it_and_keeps_a_wrapped_header() -> None:
+    # a browser's unruled table: the header's "Error" over "(%)" on two lines, and the next paragraph's
+    # short last line as close under the last row as the rows are to each other
+    caption = TextLine(
+        [Word(100, 352, 125, 362, "Table"), Word(128, 352, 140, 362, "3:"), Word(143, 352, 190, 362, "Rain")]
+    )
+    lines = [
+        caption,
+        tight_row(338, [("Station", 100, 135), ("Error", 200, 225), ("Days", 260, 282)]),
+        tight_row(326, [("(%)", 206, 222)]),
+        tight_row(312, [("Aberdeen", 100, 140), ("0.53", 206, 225), ("12", 270, 282)]),
+        tight_row(298, [("Cork", 100, 122), ("0.48", 206, 225), ("9", 276, 282)]),
+        tight_row(284, [("Hull", 100, 120), ("0.61", 206, 225), ("15", 270, 282)]),
+        tight_row(
+            270, [(word, 100 + 30 * n, 126 + 30 * n) for n, word in enumerate("and so the rain fell on all".split())]
+        ),
+    ]
+    (table,) = find_tables(lines, [], words_inside(lines))
+    assert table.rows == [
+        ["Station", "Error (%)", "Days"],
+        ["Aberdeen", "0.53", "12"],
+        ["Cork", "0.48", "9"],
+        ["Hull", "0.61", "15"],
+    ]
 
 
 def test_html_tables_keep_header_caption_and_rows() -> None:
