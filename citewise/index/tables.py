@@ -524,16 +524,16 @@ def _aligned_at(rows: list[list[Any]], x: float, size: float) -> bool:
 
     A tight table (llncs sets its columns 1.4 pt apart) leaves less than COLUMN_GAP between columns; its
     columns still end (right-aligned numbers) or start (left-aligned labels) at one x in most rows, the
-    rows that make the strip narrow among them. A space inside one row's cell ("Memory (GB)" over a column
-    of numbers that start at one x) lines up with nothing.
+    rows that make the strip narrow among them, and most rows have words on both sides of it. A space inside
+    one row's cell ("Memory (GB)" over a column of numbers that start at one x) lines up with nothing; the
+    margin beside prose whose headings hang their numbers there has words on one side only.
     """
     ends = [max((p.right for p in row if p.right <= x), default=None) for row in rows]
     starts = [min((p.left for p in row if p.left >= x), default=None) for row in rows]
-    tight = [
-        (a, b)
-        for a, b in zip(ends, starts, strict=True)
-        if a is not None and b is not None and b - a < COLUMN_GAP * size
-    ]
+    flanked = [(a, b) for a, b in zip(ends, starts, strict=True) if a is not None and b is not None]
+    if len(flanked) < ALIGNED * len(rows):  # a margin beside prose (hanging section numbers), no column
+        return False
+    tight = [(a, b) for a, b in flanked if b - a < COLUMN_GAP * size]
 
     def lined_up(edges: list[float | None], of_tight: list[float]) -> bool:
         found = Counter(round(edge) for edge in edges if edge is not None)

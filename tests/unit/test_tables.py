@@ -214,6 +214,29 @@ def test_a_tight_table_parts_columns_where_its_words_line_up_not_at_a_space_in_o
     assert table.rows[4] == ["Decoupled", "64%", "96.3%", "0.798"]
 
 
+def test_prose_in_a_frame_whose_headings_hang_their_numbers_in_the_margin_is_no_table() -> None:
+    # a manual's framed text: "3." a word space before its heading, every line starting at one x after it
+    text = [
+        "3. Installation",
+        "the package is found on every node of the archive",
+        "and in the resources page of the publisher where",
+        "4. Usage",
+        "authors may also read the notes on each release",
+        "of the class which say what changed and why so",
+        "that nobody has to guess at what the options do",
+    ]
+    lines = []
+    for n, line in enumerate(text):
+        number, _, rest = line.partition(". ")
+        x, words = 111.0, [(f"{number}.", 100, 106)] if rest else []
+        for word in (rest or line).split():
+            words.append((word, x, x + 6 * len(word)))
+            x += 6 * len(word) + 3
+        lines.append(tight_row(300 - 12 * n, words))
+    rules = [Rule(95, 314, 420, 315), Rule(95, 200, 420, 201)]
+    assert find_tables(lines, rules, words_inside(lines)) == []
+
+
 def test_an_unruled_table_ends_at_prose_set_close_under_it_and_keeps_a_wrapped_header() -> None:
     # a browser's unruled table: the header's "Error" over "(%)" on two lines, and the next paragraph's
     # short last line as close under the last row as the rows are to each other
@@ -228,7 +251,11 @@ def test_an_unruled_table_ends_at_prose_set_close_under_it_and_keeps_a_wrapped_h
         tight_row(298, [("Cork", 100, 122), ("0.48", 206, 225), ("9", 276, 282)]),
         tight_row(284, [("Hull", 100, 120), ("0.61", 206, 225), ("15", 270, 282)]),
         tight_row(
-            270, [(word, 100 + 30 * n, 126 + 30 * n) for n, word in enumerate("and so the rain fell on all".split())]
+            270,
+            [
+                (word, 100 + 30 * n, 126 + 30 * n)
+                for n, word in enumerate("and so the rain fell on all".split())
+            ],
         ),
     ]
     (table,) = find_tables(lines, [], words_inside(lines))
