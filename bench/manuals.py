@@ -1,11 +1,14 @@
 """How PDFs nobody here made are read: manuals and samples from Debian's texlive-doc against a hand truth.
 
-`bench/data/manuals.json` names each PDF (installed by Debian's texlive-*-doc packages under
-/usr/share/doc/texlive-doc), the pages its truth covers and, for those pages, written by hand from the page:
-the title, the section headings standing there, every paragraph wholly on them by its first and last words
-(a list item is a paragraph), text that must stay out of every passage (running heads, sidebars, margin line
-numbers, contents lines, footnotes) and some reference entries by their first words. Each document is either
-`tune` (looked at while the reader was changed) or `heldout` (never looked at for that).
+`bench/data/manuals.json` names each PDF (installed under /usr/share/doc/texlive-doc by Debian's
+texlive-*-doc packages and texlive-plain-generic), the pages its truth covers and, for those pages, written
+by hand from the page: the title, the section headings standing there, every paragraph wholly on them by its
+first and last words (a list item is a paragraph), text that must stay out of every passage (running heads,
+sidebars, margin line numbers, contents lines, footnotes) and some reference entries by their first words.
+Each document is `tune` (looked at while the reader was changed), `heldout` (never looked at for that) or
+`fresh` (added later, from other producers: Acrobat Distiller, dvipdfm, Ghostscript, Quartz, LuaTeX; its
+truth written from the rendered pages without running the reader, and never looked at while the reader was
+changed).
 
 Per document, with text compared in lower case, letters and digits only:
 - title: the document's title is the truth's (similarity >= 0.9);
@@ -17,7 +20,7 @@ Per document, with text compared in lower case, letters and digits only:
 - kept_out: share of the text that must stay out of passages that is found in none;
 - refs: share of the truth's reference entries that begin a bibliography entry.
 
-Run: python bench/manuals.py [--split tune|heldout] [--out bench/results/manuals.json]
+Run: python bench/manuals.py [--split tune|heldout|fresh] [--out bench/results/manuals.json]
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ FIGURES = ["title", "sections", "paragraphs", "in_section", "kept_out", "refs"]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", choices=["tune", "heldout"], help="only this part of the set")
+    parser.add_argument("--split", choices=["tune", "heldout", "fresh"], help="only this part of the set")
     parser.add_argument("--show", action="store_true", help="print what each document missed")
     parser.add_argument("--out", type=Path, default=RESULTS / "manuals.json")
     args = parser.parse_args()
@@ -108,7 +111,7 @@ def main() -> None:
     absent = [t["file"] for t in truths if not Path(t["file"]).exists()]
     if absent:
         sys.exit(f"not installed: {', '.join(absent)} (apt-get install texlive-publishers-doc "
-                 "texlive-latex-extra-doc texlive-binaries-doc)")  # fmt: skip
+                 "texlive-latex-extra-doc texlive-binaries-doc texlive-plain-generic)")  # fmt: skip
     rows, per_document = [], []
     for truth in truths:
         path = Path(truth["file"])
@@ -122,7 +125,7 @@ def main() -> None:
         if args.show:
             print(f"{path.name}: missed {result['missed']} leaked {result['leaked']} "
                   f"sections missed {result['sections_missed']}")  # fmt: skip
-    for split in ("tune", "heldout", "all"):
+    for split in ("tune", "heldout", "fresh", "all"):
         chosen = [r for r in per_document if split in ("all", r["split"])]
         if not chosen:
             continue
