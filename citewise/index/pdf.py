@@ -394,8 +394,9 @@ def _group_lines(pieces: list[Piece], page: int) -> list[Line]:
         return []
     lines: list[list[Piece]] = []
     buckets: dict[int, list[list[Piece]]] = {}
+    bounds: dict[int, list[float]] = {}
     for piece in sorted(pieces, key=lambda p: p.left):  # left to right: a line grows at its right end
-        _place(lines, buckets, piece)
+        _place(lines, buckets, bounds, piece)
     lines = _join_spaced_words(lines)
     out = []
     for pieces_of_line in lines:
@@ -405,26 +406,41 @@ def _group_lines(pieces: list[Piece], page: int) -> list[Line]:
     return [line for line in out if line.text.strip()]
 
 
-def _place(lines: list[list[Piece]], buckets: dict[int, list[list[Piece]]], piece: Piece) -> None:
-    """Add a piece to the line it overlaps most, or start a line when none is on its baseline beside it."""
+def _place(
+    lines: list[list[Piece]],
+    buckets: dict[int, list[list[Piece]]],
+    bounds: dict[int, list[float]],
+    piece: Piece,
+) -> None:
+    """Add a piece to the line it overlaps most, or start a line when none is on its baseline beside it.
+
+    `bounds` keeps each line's top, bottom, left, right and largest size as it grows (a browser's line is
+    made of a piece per glyph: measuring its pieces again for each new one cost most of a page's reading).
+    """
     best, most = None, 0.0
     centre = int((piece.top + piece.bottom) / 2 // 4)
     for line in (line for key in range(centre - 3, centre + 4) for line in buckets.get(key, ())):
-        overlap = min(_top(line), piece.top) - max(_bottom(line), piece.bottom)
-        size = min(piece.size, max(p.size for p in line))
+        top, bottom, left, right, largest = bounds[id(line)]
+        overlap = min(top, piece.top) - max(bottom, piece.bottom)
+        size = min(piece.size, largest)
         # a heading's number, or a reference entry's label, stands a quad (1 em) before its words;
         # elsewhere a gap of 0.8 em is a gutter
         label = line[0].text.strip() + " "
         reach = 1.5 if len(line) == 1 and (NUMBERED.fullmatch(label) or ENTRY_LABEL.fullmatch(label)) else 0.8
-        if overlap >= 0.5 * min(_height(line), piece.top - piece.bottom) and _gap(line, piece) < reach * size:
+        gap = max(piece.left - right, left - piece.right)  # as `_gap` measures it
+        if overlap >= 0.5 * min(top - bottom, piece.top - piece.bottom) and gap < reach * size:
             if overlap > most:
                 best, most = line, overlap
     if best is None:
         best = [piece]
         lines.append(best)
         buckets.setdefault(centre, []).append(best)
+        bounds[id(best)] = [piece.top, piece.bottom, piece.left, piece.right, piece.size]
     else:
         best.append(piece)
+        box = bounds[id(best)]
+        box[0], box[1] = max(box[0], piece.top), min(box[1], piece.bottom)
+        box[2], box[3], box[4] = min(box[2], piece.left), max(box[3], piece.right), max(box[4], piece.size)
 
 
 SPACED_WORDS = 4.0
@@ -538,14 +554,6 @@ def _bottom(line: list[Piece]) -> float:
 
 def _height(line: list[Piece]) -> float:
     return _top(line) - _bottom(line)
-
-
-def _gap(line: list[Piece], piece: Piece) -> float:
-    """Horizontal distance between a line and a piece (negative when they overlap).
-
-    A column gutter is wider than a word space, so a gap under 0.8 em keeps a line within its column.
-    """
-    return max(piece.left - max(p.right for p in line), min(p.left for p in line) - piece.right)
 
 
 def _footnote_mark(line: list[Piece], main: Piece, piece: Piece) -> bool:
@@ -972,8 +980,9 @@ def _running_text(lines: list[Line]) -> set[int]:
     """
     found: set[int] = set()
     run: list[Line] = []
+    faces = {id(line): _face(line) for line in lines if line.kind == "text"}
     for line in [*lines, None]:
-        if line is not None and run and line.kind == "text" and _face(line) == _face(run[-1]):
+        if line is not None and run and line.kind == "text" and faces[id(line)] == faces[id(run[-1])]:
             # on into the next column or page too, where a paragraph runs on
             if _same_column(line, run[-1]) or run[-1].column != "full" != line.column:
                 run.append(line)
