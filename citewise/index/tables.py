@@ -374,8 +374,8 @@ def _unruled_table(
             gap = bottom - line.top
             if gap > (2.5 * size if not gaps else 2 * sorted(gaps)[len(gaps) // 2] + 0.3 * size):
                 break
-            if gaps and _crosses_columns(body, line, words, size):
-                break  # prose under the table, set close: its words run across the rows' columns
+            if gaps and not _spaced(line, words) and _crosses_columns(body, line, words, size):
+                break  # prose under the table, set close: its words, a word space apart, cross its columns
             gaps.append(gap)
         body.append(line)
         bottom = min(bottom, line.bottom) if line.top >= bottom else line.bottom
