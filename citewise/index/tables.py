@@ -486,16 +486,35 @@ def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[li
                 nearest.extend(group)
                 groups.remove(group)
     rows: list[list[str]] = []
+    widest = [
+        max((max(p.right for p in row[c]) for row in filled if row[c]), default=0.0)
+        for c in range(len(bounds))
+    ]
     for group in groups:
-        parts: list[list[str]] = [[] for _ in bounds]
+        parts: list[list[tuple[str, bool]]] = [[] for _ in bounds]
         for m in sorted(group):  # top to bottom: a wrapped cell's lines in order
             for column, cell in enumerate(filled[m]):
                 if cell:
-                    parts[column].append(" ".join(p.text for p in sorted(cell, key=lambda p: p.left)))
-        rows.append([re.sub(r"(?<=\w-) (?=\w)", "", " ".join(part)) for part in parts])  # "Speed-" "up"
+                    text = " ".join(p.text for p in sorted(cell, key=lambda p: p.left))
+                    parts[column].append((text, max(p.right for p in cell) >= widest[column] - 0.5 * size))
+        rows.append([_cell_text(part) for part in parts])
     if sum(sum(bool(cell) for cell in row) >= enough for row in rows) < FULL_ROWS * len(rows):
         return None
     return rows
+
+
+def _cell_text(lines: list[tuple[str, bool]]) -> str:
+    """A cell's lines (each with whether it fills the column) as one text, broken words whole again.
+
+    "Speed-" "up" is "Speed-up"; a word a narrow cell broke with no hyphen, its first part filling the cell
+    ("degenerac" "y": LibreOffice carries the letters that do not fit), is joined too.
+    """
+    text, full = "", False
+    for line, fills in lines:
+        broken = full and re.search(r"[^\W\d_]{4}$", text) and re.match(r"[a-z](?:\s|$)", line)
+        text = f"{text}{line}" if broken or not text else f"{text} {line}"
+        full = fills
+    return re.sub(r"(?<=\w-) (?=\w)", "", text)
 
 
 def _column_bounds(rows: list[list[Any]], walls: list[float], size: float) -> list[tuple[float, float]]:

@@ -214,6 +214,22 @@ def test_a_tight_table_parts_columns_where_its_words_line_up_not_at_a_space_in_o
     assert table.rows[4] == ["Decoupled", "64%", "96.3%", "0.798"]
 
 
+def test_a_word_a_narrow_cell_broke_without_a_hyphen_is_whole_again() -> None:
+    # LibreOffice carries the letters that do not fit a narrow cell to its next line, with no hyphen
+    lines = [
+        tight_row(310, [("Method", 100, 130), ("Loss", 170, 190)]),
+        tight_row(296, [("degenerac", 100, 140), ("0.53", 170, 190)]),
+        tight_row(286, [("y", 100, 105)]),
+        tight_row(272, [("Speed-", 100, 130), ("0.48", 170, 190)]),
+        tight_row(262, [("up", 100, 110)]),
+        tight_row(248, [("Type", 100, 120), ("0.61", 170, 190)]),
+        tight_row(238, [("a", 100, 105)]),
+    ]
+    rules = [Rule(98, 322, 192, 323), Rule(98, 306, 192, 307), Rule(98, 234, 192, 235)]
+    (table,) = find_tables(lines, rules, words_inside(lines))
+    assert [row[0] for row in table.rows] == ["Method", "degeneracy", "Speed-up", "Type a"]
+
+
 def test_prose_in_a_frame_whose_headings_hang_their_numbers_in_the_margin_is_no_table() -> None:
     # a manual's framed text: "3." a word space before its heading, every line starting at one x after it
     text = [
