@@ -7,7 +7,9 @@ scanned (tests/data/scans: 300 dpi, black and white, no text layer) for OCR; and
 them (a contents list, a three-line footer on every page, lists, an option list, code, margin line numbers,
 and more example text in smaller faces than text in its body face); and a letter set by revtex as APS
 journals set it (two columns balanced above a rule, the reference list below it in two columns of its own,
-with no heading, in smaller type that outweighs the short body).
+with no heading, in smaller type that outweighs the short body); and a conference paper set by IEEEtran
+(small-capital section heads, italic subsections, a run-in "Abstract", the references in small type after
+the last column's text).
 """
 
 from __future__ import annotations
@@ -186,6 +188,18 @@ def test_a_reference_list_under_balanced_columns_is_read_after_them() -> None:
     assert document.bibliography["9"].text.endswith("vol. 29. Curran Associates (2016).")
     assert document.bibliography["8"].text.startswith("L. Feng")  # the first entry of the list's right column
     assert [p.citations for p in document.paragraphs[5:]] == [("12", "13"), ("14",)]
+
+
+def test_an_ieee_conference_paper() -> None:
+    document = read("ieee.pdf")
+    assert document.title == "Scheduling irrigation from soil moisture forecasts"
+    sections = [p.section for p in document.paragraphs]
+    assert sections[0] == "Abstract" and sections[1] == "I. INTRODUCTION"
+    assert "II. FORECASTING SOIL MOISTURE > B. Weather inputs" in sections
+    assert sections[-1] == "V. CONCLUSION" and len(document.paragraphs) == 12
+    assert sorted(document.bibliography, key=int) == [str(n) for n in range(1, 11)]
+    assert document.bibliography["10"].text.startswith("J. Kim, “Low-cost soil sensors,”")
+    assert document.paragraphs[-1].citations == ("9", "10")
 
 
 def test_a_damaged_page_is_skipped_with_a_warning(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
