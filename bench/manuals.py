@@ -13,6 +13,7 @@ changed).
 Per document, with text compared in lower case, letters and digits only:
 - title: the document's title is the truth's (similarity >= 0.9);
 - sections: share of the truth's headings among the headings the paragraphs are filed under (>= 0.9,
+  a reference list's heading counted as found when the document's bibliography holds entries;
   numbering left out);
 - paragraphs: share of the truth's paragraphs read whole: one paragraph begins with the first words and ends
   with the last (a label or mark of up to 12 characters aside at either end), nothing glued before or after;
@@ -38,6 +39,7 @@ from typing import Any
 from common import RESULTS, machine, print_table
 from rapidfuzz import fuzz
 
+from citewise.index.citations import is_reference_heading
 from citewise.index.document import Document
 from citewise.index.loaders import load_path
 
@@ -68,7 +70,13 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, Any]:
     """How much of one document's truth the reading keeps (see the module docstring)."""
     read = [(norm(p.text), [heading(h) for h in p.section.split(" > ") if h]) for p in document.paragraphs]
     headings = {h for _, path in read for h in path}
-    found = [t for t in truth["sections"] if any(fuzz.ratio(heading(t), h) >= 90 for h in headings)]
+    found = [
+        t
+        for t in truth["sections"]
+        if any(fuzz.ratio(heading(t), h) >= 90 for h in headings)
+        # a reference list's heading files no paragraph: its entries are the bibliography
+        or is_reference_heading(t) and document.bibliography
+    ]
     recovered, filed = 0, 0
     missed: list[str] = []
     for paragraph in truth["paragraphs"]:

@@ -63,6 +63,8 @@ SUBSECTION = re.compile(r"\d{1,2}(?:\.\d{1,2})+\.?\s")
 "2.3. Renormalisation.")."""
 ENTRY_LABEL = re.compile(r"\[\d{1,3}\]\s")
 """The label a numbered reference entry starts with."""
+SMALL_CAPS_FONT = re.compile(r"CMCSC|\b(?:SF|EC)CC|SmallCap|[-_]SC$|Caps$", re.IGNORECASE)
+"""A small-capitals face: its lower-case letters print as capitals (TeX's cmcsc: "Finer Objectives")."""
 MONO_FONT = re.compile(r"(?:cm|lm|ec|t1x|x)tt|mono|courier|typewriter|consol", re.IGNORECASE)
 """A typewriter face: a line set wholly in one is code (a command shown on its own line)."""
 BULLETS = "\u2022\u25aa\u25cf\u25e6\u2023\u2219\u25b6\u25ba\u27a2"
@@ -72,6 +74,8 @@ ITEM_LABEL = re.compile(f"(?:[{BULLETS}*-]|\\(?\\d{{1,2}}[.)]|\\(?[a-z][.)]|\\([
 """A list item's label: a bullet, "3.", "(2)", "b)"."""
 LABEL = re.compile(rf"\[\d{{1,3}}\]\s|{ITEM_LABEL.pattern}")
 """A label a list's items open with: ITEM_LABEL's or a reference entry's "[12]"."""
+DROP_CAPITAL = 2.5
+"""Times the page's usual type size an initial letter set over several lines is at least."""
 OVERHANG = 5.0
 """Points a line's end must stand beyond every other line's to be passed over as overhanging."""
 SENTENCE_END = re.compile(r"(?:[a-z]{2}|[\])])[.!?](?:\s|$)")
@@ -174,7 +178,13 @@ class Line:
     @property
     def caps(self) -> bool:
         """Whether its letters are all capitals (small capitals read so too), three at least, maths aside."""
-        letters = [c for p in self.pieces if not p.math for c in p.text if c.isalpha()]
+        letters = [
+            c.upper() if SMALL_CAPS_FONT.search(p.font) else c
+            for p in self.pieces
+            if not p.math
+            for c in p.text
+            if c.isalpha()
+        ]
         return len(letters) >= 3 and all(c.isupper() for c in letters)
 
     @property
@@ -395,15 +405,44 @@ def _group_lines(pieces: list[Piece], page: int) -> list[Line]:
     lines: list[list[Piece]] = []
     buckets: dict[int, list[list[Piece]]] = {}
     bounds: dict[int, list[float]] = {}
+    caps = _drop_capitals(pieces)
     for piece in sorted(pieces, key=lambda p: p.left):  # left to right: a line grows at its right end
-        _place(lines, buckets, bounds, piece)
+        if piece not in caps:
+            _place(lines, buckets, bounds, piece)
     lines = _join_spaced_words(lines)
+    for cap in caps:  # the letter goes before the first line it stands beside
+        beside = [
+            line
+            for line in lines
+            if 0 <= min(p.left for p in line) - cap.right < 3 * line[0].size
+            and cap.bottom < _bottom(line) < cap.top
+        ]
+        if beside:
+            first = max(beside, key=_top)
+            for line in beside:  # the lines beside it stand at the column's edge, which the letter holds
+                line.sort(key=lambda p: p.left)
+                text = cap.text.strip() + line[0].text.lstrip() if line is first else line[0].text
+                line[0] = dataclasses.replace(line[0], text=text, left=cap.left)
+        else:
+            lines.append([cap])
     out = []
     for pieces_of_line in lines:
         main = max(pieces_of_line, key=lambda p: len(p.text))
         kept = [p for p in pieces_of_line if p is main or not _footnote_mark(pieces_of_line, main, p)]
         out.append(Line(sorted(kept, key=lambda p: p.left), page))
     return [line for line in out if line.text.strip()]
+
+
+def _drop_capitals(pieces: list[Piece]) -> list[Piece]:
+    """Initial letters set in large type over several lines at a paragraph's start ("T" of "This")."""
+    if not pieces:
+        return []
+    usual = statistics.median(p.size for p in pieces)
+    return [
+        p
+        for p in pieces
+        if len(p.text.strip()) == 1 and p.text.strip().isupper() and p.size >= DROP_CAPITAL * usual
+    ]
 
 
 def _place(
@@ -1016,8 +1055,9 @@ def _set_apart(line: Line) -> bool:
     numbered = bool(NUMBERED.match(line.text)) and len(words) >= 2
     if not re.search(r"[^\W\d_]{3}", line.text):  # initials and numbers ("P. M., 2020, 642"): no title
         return False
-    if line.caps:
-        return numbered or bool(CAPS_HEADING_WORD.match(re.sub(r"\s+", "", line.text)))
+    small_caps = all(SMALL_CAPS_FONT.search(p.font) for p in line.pieces if not p.math and p.text.strip())
+    if line.caps:  # a line wholly in a small-capitals face is set apart by it (text in capitals is not)
+        return small_caps or numbered or bool(CAPS_HEADING_WORD.match(re.sub(r"\s+", "", line.text)))
     return line.italic and numbered
 
 
@@ -1106,6 +1146,7 @@ def _mark_starts(lines: list[Line], body: float, face: str) -> None:
     after_display = False
     item: float | None = None  # the left edge of the list item the lines go on, by its label
     label: str | None = None  # the form of that item's label ("[0]", "0.", a bullet): the next one's too
+    hang: float | None = None  # where the item's later lines hang
     prior: Line | None = None  # the text line before `previous`
     for index, line in enumerate(lines):
         if line.kind != "text":
@@ -1173,12 +1214,14 @@ def _mark_starts(lines: list[Line], body: float, face: str) -> None:
         nested = hangs and ITEM_LABEL.match(line.text) and label != "[0]"
         if previous is None or BULLET.match(line.text) or nested or outdented:
             line.starts = True  # a bullet, a nested item, or a line back left of the list's labels
-        elif sibling:
-            line.starts = True
+        elif sibling or ended and same_column and _label_ends(line, face):
+            line.starts = True  # the next item; or a bold label after a line that ended by choice
         elif hung and not hangs:
             line.starts = True
         elif hangs and same_column:
-            line.starts = previous.bottom - line.bottom > 1.6 * pitch
+            # a paragraph's indented first line after an item that ended short stands left of its hang
+            back = hang is not None and line.left < hang - 0.3 * body and ended
+            line.starts = back or previous.bottom - line.bottom > 1.6 * pitch
         elif same_column and not after_display:
             line.starts = indented or previous.bottom - line.bottom > 1.6 * pitch
         else:
@@ -1190,6 +1233,9 @@ def _mark_starts(lines: list[Line], body: float, face: str) -> None:
             # an item's lines hang right of its label; a line back at the label's edge ends the list
             item = line.left if line.starts and (ITEM_LABEL.match(line.text) or hung or sibling) else None
             label = _label_form(line.text) if item is not None else None
+            hang = None
+        elif hangs and hang is None:
+            hang = line.left
         prior, previous, after_display = previous, line, False
 
 
@@ -1250,9 +1296,18 @@ def _split_run_in_headings(lines: list[Line]) -> list[Line]:
     The heading is of the lowest level, under every heading set on a line of its own.
     """
     level = 1 + max((line.level for line in lines if line.kind == "heading"), default=0)
+    starts = [line for line in lines if line.kind == "text" and line.starts]
+    labelled = [_bold_label(line).endswith(":") for line in starts]
+    # two paragraphs in a row opening with a bold label and a colon are items of a description list
+    # ("asaetr.sty: LaTeX style", "asaetr.bst: BibTeX style"), not run-in headings
+    items = {
+        id(line)
+        for n, line in enumerate(starts)
+        if labelled[n] and (n > 0 and labelled[n - 1] or n + 1 < len(starts) and labelled[n + 1])
+    }
     out: list[Line] = []
     for line in lines:
-        if line.kind != "text" or not line.starts:
+        if line.kind != "text" or not line.starts or id(line) in items:
             out.append(line)
             continue
         bold = list(itertools.takewhile(lambda p: p.bold and not p.math, line.pieces))
@@ -1295,6 +1350,21 @@ def _split_run_in_headings(lines: list[Line]) -> list[Line]:
         else:
             out.append(line)
     return out
+
+
+def _label_ends(line: Line, face: str) -> bool:
+    """Whether a line opens with a label in bold or a face of its own, ending in a colon or a stop.
+
+    "asaetr.sty:" before its description, "Keywords." in small capitals under an abstract.
+    """
+    label = _bold_label(line) or (line.pieces[0].text.strip() if _labelled(line, face) else "")
+    return label.endswith((":", "."))
+
+
+def _bold_label(line: Line) -> str:
+    """The bold words a line opens with, when other words follow them ("" when none)."""
+    bold = list(itertools.takewhile(lambda p: p.bold and not p.math, line.pieces))
+    return _line_text(bold) if bold and len(bold) < len(line.pieces) else ""
 
 
 def _same_column(one: Line, other: Line) -> bool:
