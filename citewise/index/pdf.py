@@ -63,6 +63,8 @@ SUBSECTION = re.compile(r"\d{1,2}(?:\.\d{1,2})+\.?\s")
 "2.3. Renormalisation.")."""
 ENTRY_LABEL = re.compile(r"\[\d{1,3}\]\s")
 """The label a numbered reference entry starts with."""
+TEX_FONT = re.compile(r"(?:[A-Z]{6}\+)?(?:CM|EC|TC|SF|LM|MS[AB])[A-Z]*\d+$")
+"""A TeX font by its name (Computer Modern, the EC, cm-super and Latin Modern fonts, AMS symbols)."""
 SMALL_CAPS_FONT = re.compile(r"CMCSC|\b(?:SF|EC)CC|SmallCap|[-_]SC$|Caps$", re.IGNORECASE)
 """A small-capitals face: its lower-case letters print as capitals (TeX's cmcsc: "Finer Objectives")."""
 MONO_FONT = re.compile(r"(?:cm|lm|ec|t1x|x)tt|mono|courier|typewriter|consol", re.IGNORECASE)
@@ -308,7 +310,9 @@ def page_lines(pdf: object, number: int) -> list[Line]:
         bottom, top = matrix[5] - 0.25 * size, matrix[5] + 0.75 * size
         font = obj.get_font()
         name = font.get_base_name() or ""
-        bold = bool(BOLD_FONT.search(name)) or font.get_weight() >= 600
+        # TeX's own fonts say their weight in their name (CMBX bold, CMR not); the weight PDFium reports
+        # for them (dvips and Ghostscript: CMR12 732) says nothing
+        bold = bool(BOLD_FONT.search(name)) or font.get_weight() >= 600 and not TEX_FONT.match(name)
         pieces.append(Piece(left, bottom, right, top, text, round(size, 1), name, bold))
     rules = page_rules(page)
     lines = _with_tables(_group_lines(pieces, number), rules, textpage, number)
@@ -913,7 +917,10 @@ def _mark_title(lines: list[Line], body: float) -> None:
         head.append(line)
     if not head:  # a title in body-size type (AASTeX): bold or capitals, centred, over the abstract
         for line in first[above:]:
-            if head and (_face(line) != _face(head[-1]) or len(head) == 3):
+            # a wrapped title's lines run wide; after a short one, a line in its type is a subtitle or a
+            # version ("TrIO: Transparent file I/O" over "Version of 2022-04-30")
+            short = bool(head) and head[-1].right - head[-1].left < 0.6 * (head[-1].far_edge - head[-1].edge)
+            if head and (_face(line) != _face(head[-1]) or len(head) == 3 or short):
                 break
             if not head and not (
                 (line.bold or line.caps) and (_centred(line, body) or _unnumbered(line, first))
@@ -979,6 +986,10 @@ def _mark_headings(lines: list[Line], body: float) -> None:
             and (line.text.endswith(".") and not _subsection_title(line) or _fills_column(line))
         )
     ]
+    spaced = {id(line) for line in _spaced_headings(lines, body)}
+    candidates += [
+        line for line in lines if id(line) in spaced and id(line) not in {id(c) for c in candidates}
+    ]
     considered, chosen = {id(line) for line in candidates}, set()
     for index, line in enumerate(lines):
         if id(line) not in considered:
@@ -988,12 +999,13 @@ def _mark_headings(lines: list[Line], body: float) -> None:
         goes_on = (
             above is not None and id(above) in chosen and (above.size, above.bold) == (line.size, line.bold)
         )
-        if not line.text[:1].islower() or goes_on:
+        if not line.text[:1].islower() or goes_on or ITEM_LABEL.match(line.text):  # "a) Rules"
             chosen.add(id(line))
     for index, line in enumerate(lines[1:], start=1):  # a heading's second line in its type: "RESULTS"
         above = lines[index - 1]
         if (
             id(above) in chosen
+            and id(above) not in spaced  # one set in the body's type heads the body's next line
             and line.kind == "text"
             and id(line) not in chosen
             and _face(line) == _face(above)
@@ -1009,6 +1021,40 @@ def _mark_headings(lines: list[Line], body: float) -> None:
     for line in candidates:
         line.kind = "heading"
         line.level = styles.index(_style(line)) + 1
+
+
+def _spaced_headings(lines: list[Line], body: float) -> list[Line]:
+    """Headings set in the body's type, told by space alone ("a) Meaning of 'transparent'").
+
+    A short line ending no sentence, with more room above it than below, where the text it heads goes on
+    close under it.
+    """
+    # neighbours as read, page furniture (margin line numbers) passed over: a table or a display between
+    # the line and the text above it is what made the room
+    read = [line for line in lines if line.kind != "furniture"]
+    pitch = _pitch(lines, body)
+    found = []
+    for above, line, below in zip(read, read[1:], read[2:], strict=False):
+        if not above.kind == line.kind == below.kind == "text":
+            continue
+        words = line.text.split()
+        if (
+            line.code
+            or not 1 <= len(words) <= 8
+            or not re.search(r"[^\W\d_]{3}", line.text)
+            or line.text.rstrip().endswith((".", ":", ";", ",", "!"))
+            or not (_same_column(above, line) and _same_column(line, below))
+            or line.right - line.left > 0.6 * (line.far_edge - line.edge)
+            or abs(line.size - below.size) > 0.5
+            # the text above ended its sentence; a heading opens with a capital or a label ("a) Rules")
+            or not above.text.rstrip().endswith((".", "!", "?", ":", ")"))
+            or not (line.text[:1].isupper() or line.text[:1].isdigit() or ITEM_LABEL.match(line.text))
+        ):
+            continue
+        room_above, room_below = above.bottom - line.bottom, line.bottom - below.bottom
+        if room_above >= 1.6 * pitch and room_below <= 1.4 * pitch and room_above >= room_below + 0.4 * pitch:
+            found.append(line)
+    return found
 
 
 def _running_text(lines: list[Line]) -> set[int]:
@@ -1135,13 +1181,7 @@ def _mark_starts(lines: list[Line], body: float, face: str) -> None:
 
     `face` is the body's font: a description's label is set in another.
     """
-    text = [line for line in lines if line.kind == "text"]
-    pitches = [
-        a.bottom - b.bottom
-        for a, b in zip(text, text[1:], strict=False)
-        if a.page == b.page and a.column == b.column and 0 < a.bottom - b.bottom < 3 * body
-    ]
-    pitch = statistics.median(pitches) if pitches else 1.2 * body
+    pitch = _pitch(lines, body)
     previous: Line | None = None
     after_display = False
     item: float | None = None  # the left edge of the list item the lines go on, by its label
@@ -1214,7 +1254,7 @@ def _mark_starts(lines: list[Line], body: float, face: str) -> None:
         nested = hangs and ITEM_LABEL.match(line.text) and label != "[0]"
         if previous is None or BULLET.match(line.text) or nested or outdented:
             line.starts = True  # a bullet, a nested item, or a line back left of the list's labels
-        elif sibling or ended and same_column and _label_ends(line, face):
+        elif sibling or ended and same_column and (_label_ends(line, face) or ITEM_LABEL.match(line.text)):
             line.starts = True  # the next item; or a bold label after a line that ended by choice
         elif hung and not hangs:
             line.starts = True
@@ -1243,6 +1283,17 @@ def _label_form(text: str) -> str | None:
     """The form of the label a line opens with, numbers as 0 and letters as a ("[0]", "(a)"), or None."""
     found = LABEL.match(text)
     return re.sub(r"[a-z]", "a", re.sub(r"\d+", "0", found.group().strip())) if found else None
+
+
+def _pitch(lines: list[Line], body: float) -> float:
+    """The usual distance between the baselines of consecutive text lines in a column."""
+    text = [line for line in lines if line.kind == "text"]
+    pitches = [
+        a.bottom - b.bottom
+        for a, b in zip(text, text[1:], strict=False)
+        if a.page == b.page and a.column == b.column and 0 < a.bottom - b.bottom < 3 * body
+    ]
+    return statistics.median(pitches) if pitches else 1.2 * body
 
 
 def _word_fits(previous: Line, line: Line) -> bool:
