@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -170,15 +170,21 @@ def split_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], 
     Returns:
         The body paragraphs (everything but the reference list) and the bibliography by key.
     """
-    span = _reference_span(paragraphs)
-    if span is None:
+    chosen: tuple[int, int, dict[str, BibEntry]] | None = None
+    found = False
+    for start, end, skip_first in _reference_spans(paragraphs):
+        found = True
+        bibliography = _parse_entries([p.text for p in paragraphs[start + skip_first : end]])
+        if len(bibliography) >= 2 or bibliography and chosen is None:
+            chosen = (start, end, bibliography)
+        if len(bibliography) >= 2:  # a list, not an appendix's "References" section of advice
+            break
+    if not found:
         return _unheaded_references(paragraphs)
-    start, end, skip_first = span
-    entries = paragraphs[start + skip_first : end]
-    bibliography = _parse_entries([p.text for p in entries])
-    if not bibliography:
+    if chosen is None:
         logger.debug("a references section was found but no entry in it could be parsed")
         return list(paragraphs), {}
+    start, end, bibliography = chosen
     return [*paragraphs[:start], *paragraphs[end:]], bibliography
 
 
@@ -341,18 +347,24 @@ def _unheaded_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragrap
     return body, bibliography
 
 
-def _reference_span(paragraphs: Sequence[Paragraph]) -> tuple[int, int, int] | None:
-    """(start, end, 1 if the first paragraph is the heading itself else 0) of the last reference list."""
-    for index in range(len(paragraphs) - 1, -1, -1):
+def _reference_spans(paragraphs: Sequence[Paragraph]) -> Iterator[tuple[int, int, int]]:
+    """(start, end, 1 if the first paragraph is the heading itself else 0) of each reference list, last first.
+
+    The last that holds two entries or more is the document's: JACoW's template has an annex section
+    "References" of advice on how to write them after its own list.
+    """
+    index = len(paragraphs) - 1
+    while index >= 0:
         paragraph = paragraphs[index]
         if is_reference_heading(paragraph.text):
-            return index, _section_end(paragraphs, index), 1
-        if _is_reference_section(paragraph.section):
+            yield index, _section_end(paragraphs, index), 1
+        elif _is_reference_section(paragraph.section):
             start = index
             while start > 0 and paragraphs[start - 1].section == paragraph.section:
                 start -= 1
-            return start, _section_end(paragraphs, start), 0
-    return None
+            yield start, _section_end(paragraphs, start), 0
+            index = start
+        index -= 1
 
 
 def _is_reference_section(section: str) -> bool:

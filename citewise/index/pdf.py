@@ -33,7 +33,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from citewise.index.citations import is_reference_heading
-from citewise.index.tables import Rule, Table, centred_in, cover, find_tables, minus, page_rules
+from citewise.index.tables import (
+    Rule,
+    Table,
+    centred_in,
+    cover,
+    find_tables,
+    in_page,
+    minus,
+    page_box,
+    page_rules,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -301,13 +311,17 @@ def page_lines(pdf: object, number: int) -> list[Line]:
         text = obj.extract().translate(LIGATURES).replace("\x02", "-")  # PDFium marks a line-end hyphen
         if not text.strip():
             continue
-        left, _, right, _ = obj.get_bounds()
+        left, _, right, _ = page_box(obj)
         matrix = obj.get_matrix().get()
         # the type's height: the matrix's vertical axis (microtype's font expansion widens glyphs, a = 1.02)
         size = obj.get_font_size() * (math.hypot(matrix[2], matrix[3]) or 1.0)
+        baseline = matrix[5]
+        if obj.container is not None:  # in a form: its matrices scale and move the type too
+            (x0, y0), (x1, y1) = in_page(obj, matrix[4], matrix[5]), in_page(obj, matrix[4], matrix[5] + 1.0)
+            size, baseline = size * (math.hypot(x1 - x0, y1 - y0) or 1.0), y0
         # the height of the type, from the baseline, not the glyphs' own box: an "x" or a "." is as tall as
         # the line they stand in, and a subscript's baseline sits just below it
-        bottom, top = matrix[5] - 0.25 * size, matrix[5] + 0.75 * size
+        bottom, top = baseline - 0.25 * size, baseline + 0.75 * size
         font = obj.get_font()
         name = font.get_base_name() or ""
         # TeX's own fonts say their weight in their name (CMBX bold, CMR not); the weight PDFium reports
@@ -1254,7 +1268,7 @@ def _mark_starts(lines: list[Line], body: float, face: str) -> None:
         nested = hangs and ITEM_LABEL.match(line.text) and label != "[0]"
         if previous is None or BULLET.match(line.text) or nested or outdented:
             line.starts = True  # a bullet, a nested item, or a line back left of the list's labels
-        elif sibling or ended and same_column and (_label_ends(line, face) or ITEM_LABEL.match(line.text)):
+        elif sibling or ended and same_column and (_label_ends(line, face) or LABEL.match(line.text)):
             line.starts = True  # the next item; or a bold label after a line that ended by choice
         elif hung and not hangs:
             line.starts = True
@@ -1271,7 +1285,7 @@ def _mark_starts(lines: list[Line], body: float, face: str) -> None:
             line.starts = True
         if line.starts or not _same_column(previous or line, line) or not hangs:
             # an item's lines hang right of its label; a line back at the label's edge ends the list
-            item = line.left if line.starts and (ITEM_LABEL.match(line.text) or hung or sibling) else None
+            item = line.left if line.starts and (LABEL.match(line.text) or hung or sibling) else None
             label = _label_form(line.text) if item is not None else None
             hang = None
         elif hangs and hang is None:

@@ -171,13 +171,37 @@ def is_markdown_table(text: str) -> bool:
     return len(rows) >= 2 and all(MARKDOWN_ROW.match(line.strip()) for line in rows)
 
 
+def in_page(obj: Any, x: float, y: float) -> tuple[float, float]:
+    """A point of a pypdfium2 page object in page space.
+
+    PDFium gives an object inside a Form XObject (a figure LaTeX included, a page a tool wrapped) in the
+    form's space: each form's matrix, innermost first, takes it to the page.
+    """
+    form = obj.container
+    while form is not None:
+        a, b, c, d, e, f = form.get_matrix().get()
+        x, y = a * x + c * y + e, b * x + d * y + f
+        form = form.container
+    return x, y
+
+
+def page_box(obj: Any) -> tuple[float, float, float, float]:
+    """A pypdfium2 page object's bounds (left, bottom, right, top) in page space (see `in_page`)."""
+    left, bottom, right, top = obj.get_bounds()
+    if obj.container is None:
+        return left, bottom, right, top
+    corners = [in_page(obj, x, y) for x in (left, right) for y in (bottom, top)]
+    xs, ys = [x for x, _ in corners], [y for _, y in corners]
+    return min(xs), min(ys), max(xs), max(ys)
+
+
 def page_rules(page: Any) -> list[Rule]:
     """The thin paths of a pypdfium2 page (rules and cell borders), joined where they continue each other."""
     import pypdfium2.raw as raw
 
     found = []
     for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH]):
-        left, bottom, right, top = obj.get_bounds()
+        left, bottom, right, top = page_box(obj)
         width, height = right - left, top - bottom
         if min(width, height) <= RULE_THICKNESS and max(width, height) >= 4.0:
             found.append(Rule(left, bottom, right, top))
