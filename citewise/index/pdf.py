@@ -75,7 +75,7 @@ ENTRY_LABEL = re.compile(r"\[\d{1,3}\]\s")
 """The label a numbered reference entry starts with."""
 TEX_FONT = re.compile(r"(?:[A-Z]{6}\+)?(?:CM|EC|TC|SF|LM|MS[AB])[A-Z]*\d+$")
 """A TeX font by its name (Computer Modern, the EC, cm-super and Latin Modern fonts, AMS symbols)."""
-SMALL_CAPS_FONT = re.compile(r"CMCSC|\b(?:SF|EC)CC|SmallCap|[-_]SC$|Caps$", re.IGNORECASE)
+SMALL_CAPS_FONT = re.compile(r"CMCSC|\b(?:SF|EC)CC|SmallCap|[-_]SC$|Caps\d*(?:-|$)", re.IGNORECASE)
 """A small-capitals face: its lower-case letters print as capitals (TeX's cmcsc: "Finer Objectives")."""
 MONO_FONT = re.compile(r"(?:cm|lm|ec|t1x|x)tt|mono|courier|typewriter|consol", re.IGNORECASE)
 """A typewriter face: a line set wholly in one is code (a command shown on its own line)."""
@@ -928,6 +928,8 @@ def _mark_title(lines: list[Line], body: float) -> None:
             continue
         if line.size <= 1.05 * body or HEADING_WORD.match(line.text):
             break
+        if head and _centred(head[0], body) and not _centred(line, body):
+            break  # a heading flush at its column's edge under a centred title block ("Introduction")
         head.append(line)
     if not head:  # a title in body-size type (AASTeX): bold or capitals, centred, over the abstract
         for line in first[above:]:
@@ -1066,7 +1068,11 @@ def _spaced_headings(lines: list[Line], body: float) -> list[Line]:
         ):
             continue
         room_above, room_below = above.bottom - line.bottom, line.bottom - below.bottom
-        if room_above >= 1.6 * pitch and room_below <= 1.4 * pitch and room_above >= room_below + 0.4 * pitch:
+        if (
+            room_above >= 1.45 * pitch
+            and room_below <= 1.4 * pitch
+            and room_above >= room_below + 0.35 * pitch
+        ):
             found.append(line)
     return found
 
@@ -1268,7 +1274,7 @@ def _mark_starts(lines: list[Line], body: float, face: str) -> None:
         nested = hangs and ITEM_LABEL.match(line.text) and label != "[0]"
         if previous is None or BULLET.match(line.text) or nested or outdented:
             line.starts = True  # a bullet, a nested item, or a line back left of the list's labels
-        elif sibling or ended and same_column and (_label_ends(line, face) or LABEL.match(line.text)):
+        elif sibling or ended and (_label_ends(line, face) or LABEL.match(line.text)):
             line.starts = True  # the next item; or a bold label after a line that ended by choice
         elif hung and not hangs:
             line.starts = True

@@ -9,7 +9,9 @@ and more example text in smaller faces than text in its body face); and a letter
 journals set it (two columns balanced above a rule, the reference list below it in two columns of its own,
 with no heading, in smaller type that outweighs the short body); and a conference paper set by IEEEtran
 (small-capital section heads, italic subsections, a run-in "Abstract", the references in small type after
-the last column's text).
+the last column's text); and a guide as small projects set theirs (a drop capital, headings in small capitals
+and headings told by space alone, a description list, a figure included from another PDF, and an annex
+"References" of advice after the reference list).
 """
 
 from __future__ import annotations
@@ -200,6 +202,27 @@ def test_an_ieee_conference_paper() -> None:
     assert sorted(document.bibliography, key=int) == [str(n) for n in range(1, 11)]
     assert document.bibliography["10"].text.startswith("J. Kim, “Low-cost soil sensors,”")
     assert document.paragraphs[-1].citations == ("9", "10")
+
+
+def test_a_guide_with_a_drop_capital_small_capitals_spaced_headings_and_an_included_figure() -> None:
+    document = read("guide.pdf")
+    sections = [(p.section, p.text.split()[0]) for p in document.paragraphs]
+    assert sections[:9] == [
+        ("Introduction", "This"),  # the drop capital "T" before "his", the heading not taken for the title's
+        ("Introduction", "The"),
+        ("Introduction > Finer points", "A"),  # small capitals
+        ("Introduction > Finer points > a) Timing the inlet", "Open"),  # told by the space above it alone
+        ("Introduction > Finer points > b) Timing the outlet", "Open"),
+        ("Files in the kit", "The"),
+        ("Files in the kit", "timing.csv:"),  # items of a description list, not run-in headings
+        ("Files in the kit", "flow.csv:"),
+        ("Files in the kit", "README.txt:"),  # at the top of the next column
+    ]
+    # the figure is a Form XObject: its labels stand where it is printed, in no paragraph of the text
+    assert [p.text for p in document.paragraphs if "outlet 40 mm" in p.text] == ["outlet 40 mm"]
+    # the reference list, not the annex "References" of advice after it
+    assert sorted(document.bibliography) == ["1", "2", "3"]
+    assert document.paragraphs[-1].section == "Appendix > References"
 
 
 def test_a_damaged_page_is_skipped_with_a_warning(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
