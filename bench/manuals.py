@@ -1,7 +1,7 @@
 """How PDFs nobody here made are read: manuals and samples from Debian's texlive-doc against a hand truth.
 
-`bench/data/manuals.json` names each PDF (installed under /usr/share/doc/texlive-doc by Debian's
-texlive-*-doc packages and texlive-plain-generic), the pages its truth covers and, for those pages, written
+`bench/data/manuals.json` names each PDF (installed under /usr/share/doc/texlive-doc by Debian's texlive-*-doc
+packages, texlive-plain-generic and texlive-base), the pages its truth covers and, for those pages, written
 by hand from the page: the title, the section headings standing there, every paragraph wholly on them by its
 first and last words (a list item is a paragraph), text that must stay out of every passage (running heads,
 sidebars, margin line numbers, contents lines, footnotes) and some reference entries by their first words.
@@ -119,7 +119,8 @@ def main() -> None:
     absent = [t["file"] for t in truths if not Path(t["file"]).exists()]
     if absent:
         sys.exit(f"not installed: {', '.join(absent)} (apt-get install texlive-publishers-doc "
-                 "texlive-latex-extra-doc texlive-binaries-doc texlive-plain-generic)")  # fmt: skip
+                 "texlive-latex-extra-doc texlive-binaries-doc texlive-plain-generic "
+                 "texlive-base)")  # fmt: skip
     rows, per_document = [], []
     for truth in truths:
         path = Path(truth["file"])
