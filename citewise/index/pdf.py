@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from citewise.index.citations import is_reference_heading
 from citewise.index.tables import (
@@ -306,10 +307,12 @@ def page_lines(pdf: object, number: int) -> list[Line]:
 
     page = pdf[number]  # type: ignore[index]
     textpage = page.get_textpage()
+    width, height = page.get_size()
+    figures: dict[int, tuple[Any, bool]] = {}  # outermost form -> whether it is a figure
     pieces = []
     for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_TEXT], textpage=textpage):
         text = obj.extract().translate(LIGATURES).replace("\x02", "-")  # PDFium marks a line-end hyphen
-        if not text.strip():
+        if not text.strip() or obj.container is not None and _in_figure(obj, figures, (width, height)):
             continue
         left, _, right, _ = page_box(obj)
         matrix = obj.get_matrix().get()
@@ -331,7 +334,50 @@ def page_lines(pdf: object, number: int) -> list[Line]:
     rules = page_rules(page)
     lines = _with_tables(_group_lines(pieces, number), rules, textpage, number)
     _mark_bands(lines, rules)
+    _mark_ruled_notes(lines, rules)
     return lines
+
+
+def _mark_ruled_notes(lines: list[Line], rules: list[Rule]) -> None:
+    """Footnotes under a footnote rule: a short rule at a column's left, the lines under it smaller.
+
+    SPIE sets its 9 pt notes under 10 pt text, too close in size to tell them by type alone.
+    """
+    text = [line for line in lines if line.kind == "text"]
+    if len(text) < 4:
+        return
+    usual = statistics.median(line.size for line in text)
+    for rule in rules:
+        if not rule.horizontal or not 20 <= rule.right - rule.left <= 0.45 * (
+            max(x.right for x in text) - min(x.left for x in text)
+        ):
+            continue
+        under = [x for x in text if x.top < rule.bottom and x.left >= rule.left - 2 and x.left < rule.right]
+        above = [x for x in text if x.bottom > rule.top and x.left < rule.right and x.right > rule.left]
+        close = under and min(abs(rule.bottom - x.top) for x in under) < 2 * usual
+        at_left = any(abs(x.left - rule.left) < 3 for x in [*under, *above])
+        if close and at_left and above and all(x.size < 0.97 * usual for x in under):
+            for line in under:
+                line.kind = "note"
+
+
+def _in_figure(obj: Any, figures: dict[int, tuple[Any, bool]], page: tuple[float, float]) -> bool:
+    """Whether a text object stands in a figure: a Form XObject printed smaller than half the page.
+
+    A figure's labels ("inlet valve", the text of a specimen page shown shrunk) are no passage of the text
+    and, placed where they print, run into the lines beside them. A form as large as the page (a page a tool
+    wrapped whole) holds the text itself.
+    """
+    form = obj.container
+    while form.container is not None:
+        form = form.container
+    if id(form) not in figures:  # the form is kept with its answer, so its id is not reused meanwhile
+        left, bottom, right, top = page_box(form)
+        width, height = page
+        # what of it lies on the page (a specimen page shown shrunk and cut declares its whole box)
+        seen = max(0.0, min(right, width) - max(left, 0.0)) * max(0.0, min(top, height) - max(bottom, 0.0))
+        figures[id(form)] = (form, seen < 0.5 * width * height)
+    return figures[id(form)][1]
 
 
 def _mark_bands(lines: list[Line], rules: list[Rule]) -> None:
@@ -812,6 +858,25 @@ def _mark_furniture(pages: list[list[Line]]) -> None:
             title = number == 0 and line.size > display  # a manual repeats its title in the sidebar
             if placed[place(line)] >= repeated and line.kind == "text" and not title:
                 line.kind = "furniture"
+    # a line at a page's top, standing where the other pages' running heads stand, in their type, is one
+    # too, whatever it says ("Typeset with jpsj2.cls" where later pages say "J. Phys. Soc. Jpn.")
+    for side in (1,):  # the foot is left alone: a last page's last line may stand where others' feet do
+        edges = []
+        for lines in (lines for lines in pages if lines):
+            extreme = max(side * line.top for line in lines)
+            edges.append([line for line in lines if side * line.top > extreme - 1.0])
+        for number, edge in enumerate(edges):
+            others = [
+                x for n, other in enumerate(edges) if n != number for x in other if x.kind == "furniture"
+            ]
+            for line in edge:
+                alike = [
+                    x
+                    for x in others
+                    if abs(x.top - line.top) < 1.5 and abs(x.size - line.size) < 0.15 * x.size
+                ]
+                if line.kind == "text" and len(alike) >= max(2, repeated - 1) and line.size <= display:
+                    line.kind = "furniture"
 
 
 def _mark_line_numbers(lines: list[Line]) -> None:
@@ -1429,7 +1494,7 @@ def _label_ends(line: Line, face: str) -> bool:
     "asaetr.sty:" before its description, "Keywords." in small capitals under an abstract.
     """
     label = _bold_label(line) or (line.pieces[0].text.strip() if _labelled(line, face) else "")
-    return label.endswith((":", "."))
+    return label.endswith((":", ".", "]", ")"))  # "[letter] for letter papers": an option's name
 
 
 def _bold_label(line: Line) -> str:
