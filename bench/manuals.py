@@ -46,7 +46,7 @@ from citewise.index.loaders import load_path
 TRUTH = Path(__file__).parent / "data" / "manuals.json"
 SLACK = 12
 """Characters a paragraph may carry beyond its truth's first or last words: a list label, a footnote mark."""
-_NUMBER = re.compile(r"^\s*(?:[A-Z]?\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-Za-z]\.)\s+")
+_NUMBER = re.compile(r"^\s*(?:(?:[A-Z]\.?)?\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-Za-z]\.)\s+")  # "B.2 "
 
 
 def norm(text: str) -> str:
