@@ -138,6 +138,7 @@ class Line:
     far_edge: float = 0.0  # the right edge of its column on its page
     table: Table | None = None  # a table's rows and caption; its text is then the table in Markdown
     band: int = 0  # how many rules across the page's middle stand above it (each closes the columns)
+    cut: bool = False  # what is left of a line a table took pieces of
     text: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
@@ -429,7 +430,7 @@ def _with_tables(lines: list[Line], rules: list[Rule], textpage: object, page: i
         if len(pieces) == len(line.pieces):
             kept.append(line)
         elif pieces:  # a line that ran into a table (a justified column beside a wide one)
-            kept.append(Line(pieces, page))
+            kept.append(Line(pieces, page, cut=True))
     return kept + [Line(table.words, page, kind="table", table=table) for table in tables]
 
 
@@ -1132,6 +1133,15 @@ def _spaced_headings(lines: list[Line], body: float) -> list[Line]:
             or not (line.text[:1].isupper() or line.text[:1].isdigit() or ITEM_LABEL.match(line.text))
         ):
             continue
+        if (
+            line.cut
+            or not _word_fits(line, below)
+            or any(
+                x is not line and _same_column(x, line) and abs(x.bottom - line.bottom) < 0.3 * line.size
+                for x in read
+            )
+        ):
+            continue  # a piece of a line split at a wide gap or by a table, or ragged text that wrapped
         room_above, room_below = above.bottom - line.bottom, line.bottom - below.bottom
         if (
             room_above >= 1.45 * pitch

@@ -36,6 +36,8 @@ FULL_ROWS = 0.6
 """The share of a table's rows that must fill more than half its columns (two at least)."""
 ALIGNED = 0.6
 """The share of a table's rows whose words must end or start at one x for a narrow strip to part columns."""
+CELL_WORDS = 6
+"""Words a table's middle cell holds at most: more is prose set in columns, not a table."""
 PART_CHARS = 480
 """Characters a table's passage holds at most (a chunk holds 500 by default): longer tables are cut."""
 
@@ -524,6 +526,9 @@ def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[li
         rows.append([_cell_text(part) for part in parts])
     if sum(sum(bool(cell) for cell in row) >= enough for row in rows) < FULL_ROWS * len(rows):
         return None
+    words = sorted(len(cell.split()) for row in rows for cell in row if cell)
+    if words and words[len(words) // 2] > CELL_WORDS:
+        return None  # columns of prose (a page of two columns between a boxed head and a boxed foot)
     return rows
 
 
