@@ -214,6 +214,38 @@ def test_a_tight_table_parts_columns_where_its_words_line_up_not_at_a_space_in_o
     assert table.rows[4] == ["Decoupled", "64%", "96.3%", "0.798"]
 
 
+def test_two_columns_of_prose_between_a_boxed_head_and_a_boxed_foot_are_no_table() -> None:
+    # a newsletter: the rules of the boxes at the page's top and foot span the page, the text between them
+    # stands in two columns with a gutter no line crosses
+    left = (
+        "the issue has been delayed because my family moved again this time from far away once more".split()
+    )
+    right = (
+        "since renewals have been lower than we hoped the next issue will be the last one we print".split()
+    )
+
+    def laid_out(words: list[str], x: float) -> list[tuple[str, float, float]]:
+        out = []
+        for word in words:
+            out.append((word, x, x + 4 * len(word)))
+            x += 4 * len(word) + 3
+        return out
+
+    lines = [
+        tight_row(
+            600 - 12 * n, [*laid_out((left * 2)[n : n + 8], 40), *laid_out((right * 2)[n : n + 8], 290)]
+        )
+        for n in range(8)
+    ]
+    rules = [
+        Rule(45, 640, 520, 641),
+        Rule(45, 620, 520, 621),
+        Rule(45, 480, 520, 481),
+        Rule(45, 420, 520, 421),
+    ]
+    assert find_tables(lines, rules, words_inside(lines)) == []
+
+
 def test_a_word_a_narrow_cell_broke_without_a_hyphen_is_whole_again() -> None:
     # LibreOffice carries the letters that do not fit a narrow cell to its next line, with no hyphen
     lines = [
