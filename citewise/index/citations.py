@@ -181,6 +181,11 @@ def split_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], 
             break
     if not found:
         return _unheaded_references(paragraphs)
+    # a numbered list with no heading that holds more entries than a section so headed is the list (APS's
+    # sample: its "[1]" ... "[44]" under no heading, a short section of notes headed like references earlier)
+    unheaded = _unheaded_references(paragraphs)
+    if len(unheaded[1]) > max(len(chosen[2]) if chosen else 0, 2):
+        return unheaded
     if chosen is None:
         logger.debug("a references section was found but no entry in it could be parsed")
         return list(paragraphs), {}
