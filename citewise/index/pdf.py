@@ -35,6 +35,8 @@ from typing import Any
 
 from citewise.index.citations import is_reference_heading
 from citewise.index.tables import (
+    CAPTION,
+    CarriedCaption,
     Rule,
     Table,
     centred_in,
@@ -244,9 +246,15 @@ def read_layout(path: Path, data: bytes) -> Layout:
     try:
         title = str(pdf.get_metadata_dict().get("Title") or "")
         pages, ocr_pages, image_pages = [], [], []
+        carried: CarriedCaption | None = None  # a caption a page ended with, its table not under it
         for number in range(len(pdf)):
             try:
-                lines = page_lines(pdf, number)
+                lines = page_lines(pdf, number, carried)
+                if carried is not None and any(x.table and x.table.caption == carried.text for x in lines):
+                    for line in pages[-1]:  # the caption is the table's now, on the next page
+                        if id(line) in carried.source:
+                            line.kind = "furniture"
+                carried = _caption_at_foot(lines)
                 if not lines and _has_image(pdf, number):
                     lines = _ocr_lines(pdf, number, path)
                     (ocr_pages if lines else image_pages).append(number)
@@ -254,6 +262,7 @@ def read_layout(path: Path, data: bytes) -> Layout:
             except (pdfium.PdfiumError, ValueError, OSError) as error:
                 logger.warning("%s: page %d skipped: %s", path, number + 1, error)
                 pages.append([])
+                carried = None
         count = len(pdf)
     finally:
         pdf.close()
@@ -302,8 +311,11 @@ def _ocr_lines(pdf: object, number: int, path: Path) -> list[Line]:
 # --- pages into lines ----------------------------------------------------------------------------------
 
 
-def page_lines(pdf: object, number: int) -> list[Line]:
-    """The text lines of one page (0-based `number`) of an open pypdfium2 document: box, font, size."""
+def page_lines(pdf: object, number: int, carried: CarriedCaption | None = None) -> list[Line]:
+    """The text lines of one page (0-based `number`) of an open pypdfium2 document: box, font, size.
+
+    `carried`: a caption the page before ended with (`_caption_at_foot`), whose table may open this page.
+    """
     import pypdfium2.raw as raw
 
     page = pdf[number]  # type: ignore[index]
@@ -333,7 +345,7 @@ def page_lines(pdf: object, number: int) -> list[Line]:
         bold = bool(BOLD_FONT.search(name)) or font.get_weight() >= 600 and not TEX_FONT.match(name)
         pieces.append(Piece(left, bottom, right, top, text, round(size, 1), name, bold))
     rules = page_rules(page)
-    lines = _with_tables(_group_lines(pieces, number), rules, textpage, number)
+    lines = _with_tables(_group_lines(pieces, number), rules, textpage, number, carried)
     _mark_bands(lines, rules)
     _mark_ruled_notes(lines, rules)
     return lines
@@ -407,7 +419,24 @@ def _mark_bands(lines: list[Line], rules: list[Rule]) -> None:
         line.band = sum(1 for top in across if top > line.top - 0.1 * line.size)
 
 
-def _with_tables(lines: list[Line], rules: list[Rule], textpage: object, page: int) -> list[Line]:
+def _caption_at_foot(lines: list[Line]) -> CarriedCaption | None:
+    """A table's caption the page ends with (its lines the lowest of their column), or None."""
+    text = [x for x in lines if x.kind == "text" and x.text.strip() and not x.text.strip().isdigit()]
+    for line in sorted(text, key=lambda x: x.top)[:3]:  # the three lowest lines
+        if CAPTION.match(line.text):
+            below = [x for x in text if x.top < line.bottom and x.right > line.left and x.left < line.right]
+            rest = sorted(below, key=lambda x: -x.top)
+            if len(rest) <= 2 and all(abs(x.left - line.left) < 2 * line.size for x in rest):
+                parts = [line, *rest]
+                return CarriedCaption(
+                    " ".join(x.text for x in parts), line.size, source={id(x) for x in parts}
+                )
+    return None
+
+
+def _with_tables(
+    lines: list[Line], rules: list[Rule], textpage: object, page: int, carried: CarriedCaption | None = None
+) -> list[Line]:
     """A page's lines with each table on it (`citewise.index.tables`) made one line of kind "table"."""
     words: list[Piece] | None = None
 
@@ -418,7 +447,7 @@ def _with_tables(lines: list[Line], rules: list[Rule], textpage: object, page: i
             w for w in words if left <= w.right and w.left <= right and bottom <= w.top and w.bottom <= top
         ]
 
-    tables = find_tables(lines, rules, words_in)
+    tables = find_tables(lines, rules, words_in, carried)
     if not tables:
         return lines
     taken = {id(line) for table in tables for line in table.lines}

@@ -244,11 +244,33 @@ Words = Callable[[float, float, float, float], list[Any]]
 """The words (`Box`es, one word each) of a page inside a rectangle: left, bottom, right, top."""
 
 
-def find_tables(lines: Sequence[TextLine], rules: Sequence[Rule], words: Words) -> list[Table]:
+@dataclass
+class CarriedCaption:
+    """A caption left at the foot of the page before, its table moved whole to this page (LibreOffice).
+
+    Set over this page's first row that stands in columns, it reads the rows under it as `_unruled_table`
+    reads those under a caption on their own page.
+    """
+
+    text: str
+    size: float
+    left: float = 0.0
+    right: float = 0.0
+    top: float = 0.0
+    bottom: float = 0.0
+    pieces: list[Any] = field(default_factory=list)
+    source: set[int] = field(default_factory=set)
+    """The ids of the caption's lines on the page before (taken out of its text when the table is found)."""
+
+
+def find_tables(
+    lines: Sequence[TextLine], rules: Sequence[Rule], words: Words, carried: CarriedCaption | None = None
+) -> list[Table]:
     """The tables on one page (see the module docstring).
 
     `lines` say where text stands; cells are made of `words`, since a typesetter may set a whole row of
-    a table as one text object.
+    a table as one text object. `carried`: a caption the page before ended with, whose table may open
+    this page.
     """
     tables: list[Table] = []
     used: set[int] = set()
@@ -274,6 +296,18 @@ def find_tables(lines: Sequence[TextLine], rules: Sequence[Rule], words: Words) 
             if table:
                 tables.append(table)
                 used.update(id(line) for line in table.lines)
+    if carried is not None:  # the first lines of the page, past its running head, standing in columns
+        first = next(
+            (x for x in sorted(lines, key=lambda x: -x.top)[:8] if _cells_of_row(x, lines, words)), None
+        )
+        if first is not None and id(first) not in used:
+            row = _cells_of_row(first, lines, words)
+            carried.left, carried.right = min(x.left for x in row), max(x.right for x in row)
+            # far enough above the row that it is read as the table's first row, not the caption's last line
+            carried.bottom, carried.top = first.top + 0.8 * carried.size, first.top + 1.8 * carried.size
+            table = _unruled_table(lines, carried, used, words)
+            if table:
+                tables.append(table)
     return tables
 
 
@@ -430,6 +464,22 @@ def _crosses_columns(rows: list[TextLine], line: TextLine, words: Words, size: f
     gaps = [(a, b) for a, b in empty if b - a >= COLUMN_GAP * size and low < a and b < high]
     left = minus(gaps, cover(_words_of([line], words)))  # a word space leaves a sliver, no column gap
     return bool(gaps) and not any(b - a >= 0.3 * size for a, b in left)
+
+
+def _cells_of_row(line: TextLine, lines: Sequence[TextLine], words: Words) -> list[TextLine]:
+    """The lines that make a table's row with `line`: cells on its baseline, each a few ems from the last.
+
+    [] when it stands alone and has no column gap of its own.
+    """
+    row = [line]
+    for other in sorted(lines, key=lambda x: x.left):
+        near = (
+            abs(other.bottom - line.bottom) < 0.3 * line.size
+            and 0 < other.left - row[-1].right < 6 * line.size
+        )
+        if other is not line and near:
+            row.append(other)
+    return row if len(row) > 1 or _spaced(line, words) else []
 
 
 def _spaced(line: TextLine, words: Words) -> bool:

@@ -230,10 +230,10 @@ def test_a_guide_with_a_drop_capital_small_capitals_spaced_headings_and_an_inclu
 def test_a_damaged_page_is_skipped_with_a_warning(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
     read_page = pdf.page_lines
 
-    def damaged(document: object, number: int) -> list[pdf.Line]:
+    def damaged(document: object, number: int, carried: object = None) -> list[pdf.Line]:
         if number == 1:
             raise ValueError("broken content stream")
-        return read_page(document, number)
+        return read_page(document, number, carried)
 
     monkeypatch.setattr(pdf, "page_lines", damaged)
     with caplog.at_level(logging.WARNING):
