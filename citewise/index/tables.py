@@ -467,7 +467,7 @@ def _crosses_columns(rows: list[TextLine], line: TextLine, words: Words, size: f
 
 
 def _cells_of_row(line: TextLine, lines: Sequence[TextLine], words: Words) -> list[TextLine]:
-    """The lines that make a table's row with `line`: cells on its baseline, each a few ems from the last.
+    """The lines that make a table's row with `line`: short cells on its baseline, each near the last.
 
     [] when it stands alone and has no column gap of its own.
     """
@@ -475,7 +475,8 @@ def _cells_of_row(line: TextLine, lines: Sequence[TextLine], words: Words) -> li
     for other in sorted(lines, key=lambda x: x.left):
         near = (
             abs(other.bottom - line.bottom) < 0.3 * line.size
-            and 0 < other.left - row[-1].right < 6 * line.size
+            and 0 < other.left - row[-1].right < 20 * line.size
+            and len(other.text.split()) <= 5  # a cell, not the next column's text
         )
         if other is not line and near:
             row.append(other)

@@ -1,7 +1,9 @@
 """Tables read as tables: from PDFs (pdfTeX and Chromium), from Word, and kept whole through chunking.
 
 The PDFs are tests/data/tables/harvest.tex (booktabs, a boxed grid across both columns, an unruled table under
-its caption) and harvest.html printed by Chromium (a grid whose header and first column wrap in their cells).
+its caption), harvest.html printed by Chromium (a grid whose header and first column wrap in their cells), and
+two DOCX converted by LibreOffice: ledger.py's (a table carried over to the next page) and shelf.py's (a
+caption at a page's foot, its unruled table moved whole to the next page).
 """
 
 from __future__ import annotations
@@ -61,6 +63,20 @@ def test_a_table_carried_over_to_the_next_page_is_one_table() -> None:
     assert table.rows[0] == ["Station and month", "Rain (mm)", "Dry days"]
     assert len(table.rows) == 41 and table.rows.count(table.rows[0]) == 1
     assert table.rows[-1] == ["Dundee 5", "43.9", "7"]
+
+
+def test_a_caption_at_a_pages_foot_finds_its_table_moved_to_the_next_page() -> None:
+    (table,) = tables_of("shelf.pdf")
+    assert table.caption == "Table 1: Months of storage by grain and store."
+    assert table.rows == [
+        ["Grain", "Cool store", "Barn"],
+        ["Barley", "48", "20"],
+        ["Oats", "40", "18"],
+        ["Rye", "52", "26"],
+        ["Wheat", "60", "30"],
+    ]
+    (document,) = load_path(PAPERS / "shelf.pdf")  # the caption is the table's, not a line of the text
+    assert sum("Months of storage" in p.text for p in document.paragraphs) == 1
 
 
 def test_a_table_is_one_passage_and_the_text_around_it_runs_on() -> None:
