@@ -75,7 +75,7 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, Any]:
         for t in truth["sections"]
         if any(fuzz.ratio(heading(t), h) >= 90 for h in headings)
         # a reference list's heading files no paragraph: its entries are the bibliography
-        or is_reference_heading(t) and document.bibliography
+        or (is_reference_heading(t) and bool(document.bibliography))
     ]
     recovered, filed = 0, 0
     missed: list[str] = []

@@ -170,17 +170,16 @@ def split_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], 
     Returns:
         The body paragraphs (everything but the reference list) and the bibliography by key.
     """
+    spans = list(_reference_spans(paragraphs))
+    if not spans:
+        return _unheaded_references(paragraphs)
     chosen: tuple[int, int, dict[str, BibEntry]] | None = None
-    found = False
-    for start, end, skip_first in _reference_spans(paragraphs):
-        found = True
+    for start, end, skip_first in spans:
         bibliography = _parse_entries([p.text for p in paragraphs[start + skip_first : end]])
         if len(bibliography) >= 2 or bibliography and chosen is None:
             chosen = (start, end, bibliography)
         if len(bibliography) >= 2:  # a list, not an appendix's "References" section of advice
             break
-    if not found:
-        return _unheaded_references(paragraphs)
     # a numbered list with no heading that holds more entries than a section so headed is the list (APS's
     # sample: its "[1]" ... "[44]" under no heading, a short section of notes headed like references earlier)
     unheaded = _unheaded_references(paragraphs)

@@ -560,7 +560,7 @@ def _place(
         # elsewhere a gap of 0.8 em is a gutter
         label = line[0].text.strip() + " "
         reach = 1.5 if len(line) == 1 and (NUMBERED.fullmatch(label) or ENTRY_LABEL.fullmatch(label)) else 0.8
-        gap = max(piece.left - right, left - piece.right)  # as `_gap` measures it
+        gap = max(piece.left - right, left - piece.right)  # negative where they overlap
         if overlap >= 0.5 * min(top - bottom, piece.top - piece.bottom) and gap < reach * size:
             if overlap > most:
                 best, most = line, overlap
@@ -802,13 +802,12 @@ def _join_split_tables(lines: list[Line]) -> list[Line]:
     out: list[Line] = []
     last: Line | None = None  # the last line that is not page furniture
     for line in lines:
-        table = line.table
-        before = last.table if last is not None else None
+        table, before = line.table, last.table if last is not None else None
         if (
-            table is not None
+            last is not None
+            and table is not None
             and before is not None
             and not table.caption
-            and last is not None
             and line.page == last.page + 1
             and len(table.rows[0]) == len(before.rows[0])
         ):
@@ -890,23 +889,19 @@ def _mark_furniture(pages: list[list[Line]]) -> None:
                 line.kind = "furniture"
     # a line at a page's top, standing where the other pages' running heads stand, in their type, is one
     # too, whatever it says ("Typeset with jpsj2.cls" where later pages say "J. Phys. Soc. Jpn.")
-    for side in (1,):  # the foot is left alone: a last page's last line may stand where others' feet do
-        edges = []
-        for lines in (lines for lines in pages if lines):
-            extreme = max(side * line.top for line in lines)
-            edges.append([line for line in lines if side * line.top > extreme - 1.0])
-        for number, edge in enumerate(edges):
-            others = [
-                x for n, other in enumerate(edges) if n != number for x in other if x.kind == "furniture"
+    # (the foot is left alone: a last page's last line may stand where others' feet do)
+    tops = []
+    for lines in (lines for lines in pages if lines):
+        highest = max(line.top for line in lines)
+        tops.append([line for line in lines if line.top > highest - 1.0])
+    for number, top in enumerate(tops):
+        others = [x for n, other in enumerate(tops) if n != number for x in other if x.kind == "furniture"]
+        for line in top:
+            alike = [
+                x for x in others if abs(x.top - line.top) < 1.5 and abs(x.size - line.size) < 0.15 * x.size
             ]
-            for line in edge:
-                alike = [
-                    x
-                    for x in others
-                    if abs(x.top - line.top) < 1.5 and abs(x.size - line.size) < 0.15 * x.size
-                ]
-                if line.kind == "text" and len(alike) >= max(2, repeated - 1) and line.size <= display:
-                    line.kind = "furniture"
+            if line.kind == "text" and len(alike) >= max(2, repeated - 1) and line.size <= display:
+                line.kind = "furniture"
 
 
 def _mark_line_numbers(lines: list[Line]) -> None:
@@ -1485,7 +1480,7 @@ def _split_run_in_headings(lines: list[Line]) -> list[Line]:
         if line.kind != "text" or not line.starts or id(line) in items:
             out.append(line)
             continue
-        bold = list(itertools.takewhile(lambda p: p.bold and not p.math, line.pieces))
+        bold = _bold_lead(line)
         rest = line.pieces[len(bold) :]
         phrase = _line_text(bold)
         word = RUN_IN_WORD.match(line.pieces[0].text.strip())
@@ -1536,9 +1531,14 @@ def _label_ends(line: Line, face: str) -> bool:
     return label.endswith((":", ".", "]", ")"))  # "[letter] for letter papers": an option's name
 
 
+def _bold_lead(line: Line) -> list[Piece]:
+    """The bold pieces a line opens with (maths aside)."""
+    return list(itertools.takewhile(lambda p: p.bold and not p.math, line.pieces))
+
+
 def _bold_label(line: Line) -> str:
     """The bold words a line opens with, when other words follow them ("" when none)."""
-    bold = list(itertools.takewhile(lambda p: p.bold and not p.math, line.pieces))
+    bold = _bold_lead(line)
     return _line_text(bold) if bold and len(bold) < len(line.pieces) else ""
 
 

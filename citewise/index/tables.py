@@ -297,11 +297,10 @@ def find_tables(
                 tables.append(table)
                 used.update(id(line) for line in table.lines)
     if carried is not None:  # the first lines of the page, past its running head, standing in columns
-        first = next(
-            (x for x in sorted(lines, key=lambda x: -x.top)[:8] if _cells_of_row(x, lines, words)), None
-        )
+        rows = (_cells_of_row(x, lines, words) for x in sorted(lines, key=lambda x: -x.top)[:8])
+        row = next((row for row in rows if row), [])
+        first = row[0] if row else None
         if first is not None and id(first) not in used:
-            row = _cells_of_row(first, lines, words)
             carried.left, carried.right = min(x.left for x in row), max(x.right for x in row)
             # far enough above the row that it is read as the table's first row, not the caption's last line
             carried.bottom, carried.top = first.top + 0.8 * carried.size, first.top + 1.8 * carried.size
