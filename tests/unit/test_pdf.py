@@ -25,6 +25,9 @@ import pytest
 from citewise.index import pdf
 from citewise.index.loaders import LoadError, load_path
 from citewise.index.ocr import available as ocr_available
+from citewise.index.pdf.furniture import _mark_stamps
+from citewise.index.pdf.headings import _set_apart
+from citewise.index.pdf.lines import BOLD_FONT, Line, Piece
 
 PAPERS = Path(__file__).parent.parent / "data" / "pdf"
 SCANS = Path(__file__).parent.parent / "data" / "scans"
@@ -230,7 +233,7 @@ def test_a_guide_with_a_drop_capital_small_capitals_spaced_headings_and_an_inclu
 def test_a_damaged_page_is_skipped_with_a_warning(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
     read_page = pdf.page_lines
 
-    def damaged(document: object, number: int, carried: object = None) -> list[pdf.Line]:
+    def damaged(document: object, number: int, carried: object = None) -> list[Line]:
         if number == 1:
             raise ValueError("broken content stream")
         return read_page(document, number, carried)
@@ -251,8 +254,8 @@ def test_not_a_pdf_and_a_pdf_without_text(tmp_path: Path) -> None:
         load_path(fake)
 
 
-def _line(text: str, font: str = "SFRM1000", size: float = 10.0) -> pdf.Line:
-    return pdf.Line([pdf.Piece(50, 100, 50 + 5 * len(text), 110, text, size, font, False)], page=0)
+def _line(text: str, font: str = "SFRM1000", size: float = 10.0) -> Line:
+    return Line([Piece(50, 100, 50 + 5 * len(text), 110, text, size, font, False)], page=0)
 
 
 @pytest.mark.parametrize(
@@ -267,12 +270,12 @@ def _line(text: str, font: str = "SFRM1000", size: float = 10.0) -> pdf.Line:
     ],
 )
 def test_headings_set_apart_by_capitals_or_italics(text: str, font: str, heading: bool) -> None:
-    assert pdf._set_apart(_line(text, font)) is heading
+    assert _set_apart(_line(text, font)) is heading
 
 
 def test_bold_is_known_by_the_face_name_where_the_weight_says_nothing() -> None:
-    assert pdf.BOLD_FONT.search("SFBX1200") and pdf.BOLD_FONT.search("NimbusRomNo9L-Medi")
-    assert not pdf.BOLD_FONT.search("SFRM1000") and not pdf.BOLD_FONT.search("NimbusRomNo9L-Regu")
+    assert BOLD_FONT.search("SFBX1200") and BOLD_FONT.search("NimbusRomNo9L-Medi")
+    assert not BOLD_FONT.search("SFRM1000") and not BOLD_FONT.search("NimbusRomNo9L-Regu")
 
 
 def test_tesseract_words_are_read_in_page_points_with_a_size_per_line() -> None:
@@ -320,13 +323,13 @@ def test_without_an_ocr_engine_a_scan_is_refused_with_what_to_install(
 
 
 def test_margin_stamps_are_furniture_and_a_reference_with_a_url_is_not() -> None:
-    def line(text: str, bottom: float, size: float) -> pdf.Line:
-        return pdf.Line([pdf.Piece(50, bottom, 300, bottom + size, text, size, "SFRM1000", False)], page=0)
+    def line(text: str, bottom: float, size: float) -> Line:
+        return Line([Piece(50, bottom, 300, bottom + size, text, size, "SFRM1000", False)], page=0)
 
     body = [line(f"Body line {n} of the page.", 700 - 20 * n, 10.0) for n in range(5)]
     entry = line("[16] A. Author. A paper. Available at https://arxiv.org/abs/2101.00001", 40, 8.0)
-    pdf._mark_stamps([*body, entry])
+    _mark_stamps([*body, entry])
     assert entry.kind == "text"  # the last line of a reference list in small type stays in the list
     stamp = line("file:///home/user/paper.html", 20, 8.0)
-    pdf._mark_stamps([*body, stamp])
+    _mark_stamps([*body, stamp])
     assert stamp.kind == "furniture" and all(b.kind == "text" for b in body)

@@ -1,0 +1,128 @@
+"""A PDF's layout read into the lines a reader follows: columns in order, furniture and notes left out.
+
+PDFium (through pypdfium2) gives every text object of a page with its box, font and size; typeset papers
+put one line of a column in one object, split where the font changes. From those this module rebuilds:
+
+- lines: objects on one baseline and next to each other (a two-column page has two lines at each height);
+  a small raised object after a word (a footnote mark) is left out;
+- reading order: per page, bands between lines that span both columns (or a rule drawn across the gutter
+  between them: APS closes its balanced columns so before the reference list), each band's left column
+  before its right column;
+- page furniture: the top and bottom lines that repeat across pages once their digits are ignored (running
+  heads), and lone page numbers;
+- footnotes: the run of smaller-type lines that closes a column, and display equations (lines set mostly in
+  math fonts, and their "(3)" numbers);
+- what each line is: the title (the largest type at the top of the first page), a heading (bold or larger
+  type, short, no final stop; its level from its type size), the first line of a paragraph (indented, or
+  after a gap), or a reference entry's first line (flush left where the others hang).
+
+`citewise.index.loaders` turns the lines into paragraphs and sections; nothing here knows about documents.
+
+The package, by job: `lines` (text objects into lines: what a line is), `pages` (one page's lines, its
+tables, figures and rules; OCR for a page with no text layer), `order` (columns and bands into reading
+order), `furniture` (running heads, line numbers, stamps, notes, equations, contents), `headings` (the
+title, headings, run-in heads) and `starts` (where paragraphs and reference entries begin).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from citewise.index.pdf.furniture import mark_contents, mark_furniture, mark_notes_and_equations
+from citewise.index.pdf.headings import (
+    join_wrapped_headings,
+    mark_headings,
+    mark_title,
+    split_run_in_headings,
+)
+from citewise.index.pdf.lines import Line
+from citewise.index.pdf.order import join_split_tables, reading_order
+from citewise.index.pdf.pages import caption_at_foot, has_image, ocr_lines, page_lines
+from citewise.index.pdf.starts import mark_starts
+from citewise.index.tables import CarriedCaption
+
+__all__ = ["Layout", "Line", "PdfReadError", "iter_text", "read_layout"]
+
+logger = logging.getLogger(__name__)
+
+
+class PdfReadError(Exception):
+    """The PDF cannot be read at all; the message says why."""
+
+
+@dataclass
+class Layout:
+    """A PDF read as lines in reading order, with its page count, metadata title and body type size."""
+
+    lines: list[Line]
+    pages: int
+    metadata_title: str
+    body_size: float
+    ocr_pages: list[int] = field(default_factory=list)
+    """Pages (0-based) read by OCR: they had an image and no text layer."""
+    image_pages: list[int] = field(default_factory=list)
+    """Pages (0-based) with an image and no text layer that were not read (no OCR engine, or it failed)."""
+
+
+def read_layout(path: Path, data: bytes) -> Layout:
+    """Read a PDF's lines in reading order (see the module docstring).
+
+    Raises:
+        PdfReadError: the file is not a PDF PDFium can open, or it needs a password.
+    """
+    import pypdfium2 as pdfium
+
+    try:
+        pdf = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as error:
+        if "password" in str(error).lower():
+            raise PdfReadError("encrypted PDF (needs a password)") from error
+        raise PdfReadError(f"corrupt or unreadable PDF ({error})") from error
+    try:
+        title = str(pdf.get_metadata_dict().get("Title") or "")
+        pages, ocr_pages, image_pages = [], [], []
+        carried: CarriedCaption | None = None  # a caption a page ended with, its table not under it
+        for number in range(len(pdf)):
+            try:
+                lines = page_lines(pdf, number, carried)
+                if carried is not None and any(x.table and x.table.caption == carried.text for x in lines):
+                    for line in pages[-1]:  # the caption is the table's now, on the next page
+                        if id(line) in carried.source:
+                            line.kind = "furniture"
+                carried = caption_at_foot(lines)
+                if not lines and has_image(pdf, number):
+                    lines = ocr_lines(pdf, number, path)
+                    (ocr_pages if lines else image_pages).append(number)
+                pages.append(lines)
+            except (pdfium.PdfiumError, ValueError, OSError) as error:
+                logger.warning("%s: page %d skipped: %s", path, number + 1, error)
+                pages.append([])
+                carried = None
+        count = len(pdf)
+    finally:
+        pdf.close()
+    faces: Counter[tuple[float, str]] = Counter()
+    for piece in (piece for page in pages for line in page for piece in line.pieces):
+        faces[piece.size, piece.font] += len(piece.text)
+    # the body is one face in one size: a manual's examples set in another font at 10 pt outweigh its
+    # 12 pt text by size alone (elsarticle's documentation)
+    body, face = faces.most_common(1)[0][0] if faces else (10.0, "")
+    mark_furniture(pages)
+    ordered = join_split_tables([line for page in pages for line in reading_order(page)])
+    mark_notes_and_equations(ordered, body)
+    mark_title(ordered, body)
+    mark_headings(ordered, body)
+    ordered = join_wrapped_headings(ordered)
+    mark_contents(ordered)
+    mark_starts(ordered, body, face)
+    ordered = split_run_in_headings(ordered)
+    return Layout(ordered, count, title, body, ocr_pages, image_pages)
+
+
+def iter_text(lines: list[Line]) -> Iterator[Line]:
+    """The lines that carry the body's words and tables (not furniture, notes or equations)."""
+    return (line for line in lines if line.kind in ("text", "heading", "title", "table"))

@@ -1,0 +1,218 @@
+"""What is no passage of the text.
+
+Running heads and page numbers found by repetition, margin line numbers,
+copyright and conference stamps, footnotes, display equations and their numbers, and contents lines.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+from collections import Counter
+
+from citewise.index.citations import is_reference_heading
+from citewise.index.pdf.lines import ENTRY_LABEL, Line, same_column
+
+EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
+
+
+def mark_furniture(pages: list[list[Line]]) -> None:
+    """Running heads (top or bottom lines repeated across pages, digits aside) and lone page numbers."""
+
+    def shape(line: Line) -> str:
+        # digits aside, wherever they stand: a page number is a word of its own line on some pages only
+        return " ".join(re.sub(r"\d+", " ", line.text.lower()).split())
+
+    ends: list[list[Line]] = []
+    one_page = sum(bool(page) for page in pages) == 1
+    for lines in pages:
+        by_height = sorted(lines, key=lambda line: -line.top)
+        ends.append([*by_height[:2], *by_height[-2:]] if len(by_height) > 4 else by_height)
+        if one_page and len(by_height) > 4:
+            # nothing repeats on one page: a line set apart by a margin's gap, in body type or smaller
+            head, foot = by_height[0], by_height[-1]
+            size = statistics.median(line.size for line in by_height)
+            if head.bottom - by_height[1].top > 2.5 * size and head.size <= 1.05 * size:
+                head.kind = "furniture"
+            if by_height[-2].bottom - foot.top > 2.5 * size and len(foot.text.split()) <= 8:
+                foot.kind = "furniture"
+    for lines in pages:
+        _mark_stamps(lines)
+        _mark_line_numbers(lines)
+    counts = Counter(s for end in ends for s in {shape(line) for line in end})
+    repeated = max(2, min(3, round(0.4 * len(pages))))  # a chapter's own head repeats on its pages
+    first_sizes = [line.size for line in pages[0]] if pages and pages[0] else [0.0]
+    display = 1.2 * statistics.median(first_sizes)
+    for number, end in enumerate(ends):
+        for line in end:
+            page_number = re.fullmatch(r"(?:page\s*)?[\divxlc]{1,5}(?:\s*(?:of|/)\s*\d+)?", line.text, re.I)
+            if number == 0 and line.size > display:  # the title, which later pages repeat as their head
+                continue
+            if page_number or (len(pages) >= 2 and counts[shape(line)] >= repeated):
+                line.kind = "furniture"
+
+    # a sidebar or a footer block: lines standing at the same place with the same words on several pages,
+    # wherever on the page (elsarticle's manual repeats a box of links and a four-line footer on every page)
+    def place(line: Line) -> tuple[str, int, int]:
+        return shape(line), round(line.left), round(line.top)
+
+    placed = Counter(key for lines in pages for key in {place(line) for line in lines})
+    for number, lines in enumerate(pages if len(pages) >= 2 else []):
+        for line in lines:
+            title = number == 0 and line.size > display  # a manual repeats its title in the sidebar
+            if placed[place(line)] >= repeated and line.kind == "text" and not title:
+                line.kind = "furniture"
+    # a line at a page's top, standing where the other pages' running heads stand, in their type, is one
+    # too, whatever it says ("Typeset with jpsj2.cls" where later pages say "J. Phys. Soc. Jpn.")
+    # (the foot is left alone: a last page's last line may stand where others' feet do)
+    tops = []
+    for lines in (lines for lines in pages if lines):
+        highest = max(line.top for line in lines)
+        tops.append([line for line in lines if line.top > highest - 1.0])
+    for number, top in enumerate(tops):
+        others = [x for n, other in enumerate(tops) if n != number for x in other if x.kind == "furniture"]
+        for line in top:
+            alike = [
+                x for x in others if abs(x.top - line.top) < 1.5 and abs(x.size - line.size) < 0.15 * x.size
+            ]
+            if line.kind == "text" and len(alike) >= max(2, repeated - 1) and line.size <= display:
+                line.kind = "furniture"
+
+
+def _mark_line_numbers(lines: list[Line]) -> None:
+    """Numbers in a page's margin beside its lines (AASTeX's and a draft's line numbers): furniture.
+
+    Five or more lines of digits alone standing wholly left or right of every other line's text.
+    """
+    numbers = [line for line in lines if re.fullmatch(r"\d{1,4}", line.text)]
+    text = [line for line in lines if line not in numbers]
+    if len(numbers) < 5 or not text:
+        return
+    left, right = min(line.left for line in text), max(line.right for line in text)
+    margin = [line for line in numbers if line.right < left or line.left > right]
+    if len(margin) >= 5:
+        for line in margin:
+            line.kind = "furniture"
+
+
+STAMP = re.compile(
+    r"[a-z][a-z+.-]{1,9}://\S+|\d{1,2}/\d{1,2}/\d{2,4},?(?:\d{1,2}:\d{2}(?:[AP]M)?)?|\d{1,4}/\d{1,4}",
+    re.IGNORECASE,
+)
+"""What a browser or office program stamps in a page's margin, as a whole line (spaces aside): a URL, a
+date (and time), a page counter "3/7". A reference entry's "Available at https://..." is no stamp."""
+
+
+def _mark_stamps(lines: list[Line]) -> None:
+    """The topmost and bottommost rows of a page, in small type, that hold a URL, a date or "n/m": furniture.
+
+    Chromium prints the date and the page's title at the top of every page and the file's URL and "1/3" at
+    its foot; on a one-page document nothing repeats to give them away.
+    """
+    text = [line for line in lines if line.kind == "text"]
+    if len(text) < 4:
+        return
+    size = statistics.median(line.size for line in text)
+    highest, lowest = max(line.top for line in text), min(line.bottom for line in text)
+    for row in (
+        [line for line in text if line.top >= highest - 1],
+        [line for line in text if line.bottom <= lowest + 1],
+    ):
+        stamped = any(STAMP.fullmatch(re.sub(r"\s", "", x.text)) for x in row)
+        if row and stamped and all(line.size <= 0.9 * size for line in row):
+            for line in row:
+                line.kind = "furniture"
+
+
+def mark_notes_and_equations(lines: list[Line], body: float) -> None:
+    """Display equations and their numbers, then footnotes."""
+    numbers = []
+    for line in lines:
+        if line.kind != "text":
+            continue
+        words = re.findall(r"[^\W\d_]{3,}", "".join(p.text for p in line.pieces if not p.math))
+        if EQUATION_NUMBER.match(line.text):
+            line.kind = "equation"
+            numbers.append(line)
+        elif line.math_share >= 0.3 and len(words) <= 2 or not re.search(r"\w", line.text):
+            line.kind = "equation"
+        elif line.size < 0.8 * body and len(line.text) <= 3:
+            line.kind = "equation"  # a sub- or superscript of a display standing on its own
+    # a numbered display set in text fonts: the lines beside its number, and centred lines stacked on them
+    for number in numbers:
+        for index, line in enumerate(lines):
+            beside = same_column(line, number) and min(line.top, number.top) > max(line.bottom, number.bottom)
+            if line.kind == "text" and beside:
+                line.kind = "equation"
+                _stacked(lines, index, body)
+    _mark_notes(lines, body)
+
+
+def _mark_notes(lines: list[Line], body: float) -> None:
+    """Footnotes: the run of smaller-type lines, set off by a gap, that closes a column.
+
+    Not a run under a reference-list heading, nor one whose lines start entries ("[3] ..."): a reference list
+    set small at the end of a column.
+    """
+    for _, column in itertools.groupby(lines, key=lambda line: (line.page, line.column)):
+        segment = [line for line in column if line.kind == "text"]
+        run = len(segment)
+        while run > 0 and segment[run - 1].size < 0.9 * body:
+            run -= 1
+        if 0 < run < len(segment) and segment[run - 1].bottom - segment[run].top > 0.3 * body:
+            entries = sum(bool(ENTRY_LABEL.match(line.text)) for line in segment[run:])
+            if is_reference_heading(segment[run - 1].text) or entries >= 2:
+                continue  # a reference list in small type (IEEE, a browser's print), not footnotes
+            for line in segment[run:]:
+                line.kind = "note"
+
+
+def _stacked(lines: list[Line], index: int, body: float) -> None:
+    """Mark centred lines right above and below an equation line (fraction parts) as equation lines."""
+    for step in (-1, 1):
+        at, near = index + step, lines[index]
+        while 0 <= at < len(lines):
+            line = lines[at]
+            close = line.page == near.page and abs(line.bottom - near.bottom) < 1.6 * body
+            centred = line.left - line.edge > 2 * body and line.far_edge - line.right > 2 * body
+            if line.kind not in ("text", "equation") or not close or line.kind == "text" and not centred:
+                break
+            line.kind, near, at = "equation", line, at + step
+
+
+def _entry_text(text: str) -> str:
+    """A contents line or a heading as compared: lower case, without dot leaders and a page number."""
+    text = re.sub(r"(?:\s*\.){2,}\s*\d*\s*$|\s+\d{1,4}\s*$", "", text)
+    return " ".join(text.lower().split())
+
+
+def mark_contents(lines: list[Line]) -> None:
+    """A table of contents: four or more lines in a row that each repeat a heading of the document.
+
+    A page number and dot leaders aside; the "Contents" heading over them goes too. Kept out of passages: a
+    contents line quoted as an answer names sections and says nothing.
+    """
+    headings = Counter(_entry_text(line.text) for line in lines if line.kind == "heading")
+    run: list[Line] = []
+    for line in lines:
+        entry = _entry_text(line.text) if line.kind in ("text", "heading") else ""
+        # a heading line starts a run only when its heading stands twice: a contents line read as a heading;
+        # a heading already in the run is the document's own, after its contents
+        repeated = any(_entry_text(x.text) == entry for x in run)
+        if headings[entry] and (line.kind == "text" or run or headings[entry] >= 2) and not repeated:
+            run.append(line)
+            continue
+        _drop_contents(lines, run)
+        run = []
+    _drop_contents(lines, run)
+
+
+def _drop_contents(lines: list[Line], run: list[Line]) -> None:
+    if len(run) < 4:
+        return
+    for entry in run:
+        entry.kind = "furniture"
+    at = lines.index(run[0])
+    if at and re.fullmatch(r"(?:table of )?contents", _entry_text(lines[at - 1].text)):
+        lines[at - 1].kind = "furniture"

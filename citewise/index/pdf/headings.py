@@ -1,0 +1,360 @@
+"""The title and the headings.
+
+The title from the first page's typography, a heading by any difference of
+type from the body (size, bold, italic, small capitals, numbering, space around it), never a line that
+continues a sentence; headings wrapped over two lines joined, run-in heads split from their paragraph.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from citewise.index.pdf.lines import (
+    NUMBERED,
+    SMALL_CAPS_FONT,
+    Line,
+    bold_label,
+    bold_lead,
+    line_pitch,
+    line_text,
+    same_column,
+    word_fits,
+)
+from citewise.index.pdf.starts import ITEM_LABEL
+
+CAPS_HEADING_WORD = re.compile(
+    r"(?:abstract|references|bibliography|acknowledge?ments?|appendix|introduction|conclusions?|summary"
+    r"|discussion|results|methods?)\.?$",
+    re.IGNORECASE,
+)
+"""Headings an unnumbered line in capitals may be."""
+
+
+RUN_IN_WORD = re.compile(r"(abstract|index terms|keywords)[.:\u2014\u2013]?$", re.IGNORECASE)
+"""A heading word a paragraph may open with in its own face ("Abstract—", IEEE)."""
+
+
+HEADING_WORD = re.compile(r"(?:abstract|summary|contents|(?:\d{1,2}|[IVX]{1,4})\.?\s+[A-Z])", re.IGNORECASE)
+
+
+SUBSECTION = re.compile(r"\d{1,2}(?:\.\d{1,2})+\.?\s")
+"""A subsection's number ("2.2."): a line it opens is a title even when it ends in a stop (Elsevier's
+"2.3. Renormalisation.")."""
+
+
+SENTENCE_END = re.compile(r"(?:[a-z]{2}|[\])])[.!?](?:\s|$)")
+"""A sentence's end: a word's (not a numeral's: "II. METHOD") or a citation's ("[3]."), stop."""
+
+
+def mark_title(lines: list[Line], body: float) -> None:
+    """The largest type at the top of the first page, before any body text; what else stands there."""
+    first = [line for line in lines if line.page == lines[0].page and line.kind == "text"] if lines else []
+    head: list[Line] = []
+    above = 0  # small lines over the title (a journal's name, an arXiv stamp): passed over, then furniture
+    for line in first:
+        if not head and above < 3 and line.size < 0.95 * body and not HEADING_WORD.match(line.text):
+            above += 1
+            continue
+        if line.size <= 1.05 * body or HEADING_WORD.match(line.text):
+            break
+        if head and _centred(head[0], body) and not _centred(line, body):
+            break  # a heading flush at its column's edge under a centred title block ("Introduction")
+        head.append(line)
+    if not head:  # a title in body-size type (AASTeX): bold or capitals, centred, over the abstract
+        for line in first[above:]:
+            # a wrapped title's lines run wide; after a short one, a line in its type is a subtitle or a
+            # version ("TrIO: Transparent file I/O" over "Version of 2022-04-30")
+            short = bool(head) and head[-1].right - head[-1].left < 0.6 * (head[-1].far_edge - head[-1].edge)
+            if head and (_face(line) != _face(head[-1]) or len(head) == 3 or short):
+                break
+            if not head and not (
+                (line.bold or line.caps) and (_centred(line, body) or _unnumbered(line, first))
+            ):
+                return
+            head.append(line)
+        if not head or HEADING_WORD.match(head[0].text) or CAPS_HEADING_WORD.match(head[0].text):
+            return
+    for line in first[:above]:
+        line.kind = "furniture"
+    largest = max(line.size for line in head)
+    for line in head:
+        line.kind = "title" if line.size == largest else "furniture"  # authors, dates: not the body
+    # centred short lines under the title, before the first heading or paragraph: authors, affiliations
+    for line in first[above + len(head) :]:
+        if HEADING_WORD.match(line.text) or not _centred(line, body) or len(line.text.split()) > 14:
+            break
+        line.kind = "furniture"
+
+
+def _unnumbered(line: Line, first: list[Line]) -> bool:
+    """Whether a bold line opening the first page is unnumbered where the headings after it are numbered.
+
+    A title set flush left in body-size bold (a TUGboat draft), not a section heading.
+    """
+    later = [x for x in first if x is not line and x.bold and x.size == line.size]
+    return (
+        line is first[0]
+        and not NUMBERED.match(line.text)
+        and len(line.text.split()) <= 14
+        and any(NUMBERED.match(x.text) for x in later[:3])
+    )
+
+
+def _centred(line: Line, body: float) -> bool:
+    """Whether a line stands clear of both edges of its column (by an em and a twentieth of the width)."""
+    width = line.far_edge - line.edge
+    margin = min(line.left - line.edge, line.far_edge - line.right)
+    return width > 0 and margin > max(body, 0.05 * width)
+
+
+def mark_headings(lines: list[Line], body: float) -> None:
+    """Headings: short lines set apart from body text that read like a title; levels by their type.
+
+    Set apart: bold or larger type; or numbered ("2.1", "IV.", "B.") in italic or capitals (IEEE's small
+    capitals, Elsevier's italic subsections, AASTeX's capitals); or a heading word in capitals
+    ("REFERENCES"). Levels follow the type: larger first, then capitals, bold, italic.
+    """
+    running = _running_text(lines)
+    candidates = [
+        line
+        for line in lines
+        if line.kind == "text"
+        and id(line) not in running
+        and (line.bold or line.size >= 1.1 * body or _set_apart(line))
+        and line.heading_size >= 0.85 * body
+        and len(line.text.split()) <= 14
+        and re.search(r"[^\W\d_]", line.text)
+        and not line.text.endswith((",", ";"))
+        # a bold sentence, or a bold line filling its column, is emphasis in a paragraph
+        and not (
+            line.size < 1.1 * body
+            and (line.text.endswith(".") and not _subsection_title(line) or _fills_column(line))
+        )
+    ]
+    spaced = {id(line) for line in _spaced_headings(lines, body)}
+    candidates += [
+        line for line in lines if id(line) in spaced and id(line) not in {id(c) for c in candidates}
+    ]
+    considered, chosen = {id(line) for line in candidates}, set()
+    for index, line in enumerate(lines):
+        if id(line) not in considered:
+            continue
+        above = lines[index - 1] if index else None
+        # a line starting in lower case only goes on from a heading right above it, in the same type
+        goes_on = (
+            above is not None and id(above) in chosen and (above.size, above.bold) == (line.size, line.bold)
+        )
+        if not line.text[:1].islower() or goes_on or ITEM_LABEL.match(line.text):  # "a) Rules"
+            chosen.add(id(line))
+    for index, line in enumerate(lines[1:], start=1):  # a heading's second line in its type: "RESULTS"
+        above = lines[index - 1]
+        if (
+            id(above) in chosen
+            and id(above) not in spaced  # one set in the body's type heads the body's next line
+            and line.kind == "text"
+            and id(line) not in chosen
+            and _face(line) == _face(above)
+            and same_column(line, above)
+            and 0 <= above.bottom - line.top < 0.6 * line.heading_size
+            and len(above.text.split()) + len(line.text.split()) <= 24
+            and not line.text.endswith((",", ";"))
+        ):
+            chosen.add(id(line))
+            candidates.append(line)
+    candidates = [line for line in candidates if id(line) in chosen]
+    styles = sorted({_style(line) for line in candidates})
+    for line in candidates:
+        line.kind = "heading"
+        line.level = styles.index(_style(line)) + 1
+
+
+def _spaced_headings(lines: list[Line], body: float) -> list[Line]:
+    """Headings set in the body's type, told by space alone ("a) Meaning of 'transparent'").
+
+    A short line ending no sentence, with more room above it than below, where the text it heads goes on
+    close under it.
+    """
+    # neighbours as read, page furniture (margin line numbers) passed over: a table or a display between
+    # the line and the text above it is what made the room
+    read = [line for line in lines if line.kind != "furniture"]
+    pitch = line_pitch(lines, body)
+    found = []
+    for above, line, below in zip(read, read[1:], read[2:], strict=False):
+        if not above.kind == line.kind == below.kind == "text":
+            continue
+        words = line.text.split()
+        if (
+            line.code
+            or not 1 <= len(words) <= 8
+            or not re.search(r"[^\W\d_]{3}", line.text)
+            or line.text.rstrip().endswith((".", ":", ";", ",", "!"))
+            or not (same_column(above, line) and same_column(line, below))
+            or line.right - line.left > 0.6 * (line.far_edge - line.edge)
+            or abs(line.size - below.size) > 0.5
+            # the text above ended its sentence; a heading opens with a capital or a label ("a) Rules")
+            or not above.text.rstrip().endswith((".", "!", "?", ":", ")"))
+            or not (line.text[:1].isupper() or line.text[:1].isdigit() or ITEM_LABEL.match(line.text))
+        ):
+            continue
+        if (
+            line.cut
+            or not word_fits(line, below)
+            or any(
+                x is not line and same_column(x, line) and abs(x.bottom - line.bottom) < 0.3 * line.size
+                for x in read
+            )
+        ):
+            continue  # a piece of a line split at a wide gap or by a table, or ragged text that wrapped
+        room_above, room_below = above.bottom - line.bottom, line.bottom - below.bottom
+        if (
+            room_above >= 1.45 * pitch
+            and room_below <= 1.4 * pitch
+            and room_above >= room_below + 0.35 * pitch
+        ):
+            found.append(line)
+    return found
+
+
+def _running_text(lines: list[Line]) -> set[int]:
+    """Lines (by id) that run on as text: three or more in a face, two filling their column, a sentence ended.
+
+    A letter whose reference list, in smaller type, holds more characters than its body has the body's
+    face "larger than the body"; a heading wrapped over three lines of a narrow column ends no sentence.
+    """
+    found: set[int] = set()
+    run: list[Line] = []
+    faces = {id(line): _face(line) for line in lines if line.kind == "text"}
+    for line in [*lines, None]:
+        if line is not None and run and line.kind == "text" and faces[id(line)] == faces[id(run[-1])]:
+            # on into the next column or page too, where a paragraph runs on
+            if same_column(line, run[-1]) or run[-1].column != "full" != line.column:
+                run.append(line)
+                continue
+        full = sum(1 for x in run if x.right - x.left > 0.9 * (x.far_edge - x.edge))
+        if len(run) >= 3 and full >= 2 and SENTENCE_END.search(" ".join(x.text for x in run)):
+            found.update(id(x) for x in run)
+        run = [line] if line is not None and line.kind == "text" else []
+    return found
+
+
+def _style(line: Line) -> tuple[float, bool, bool, bool]:
+    """A heading's type as it ranks: larger first, then capitals, then bold, then italic."""
+    return (-line.heading_size, not line.caps, not line.bold, line.italic)
+
+
+def _face(line: Line) -> tuple[float, bool, bool, bool]:
+    """What a heading's lines share when it wraps: size, capitals, bold, italic.
+
+    Not the heading size: a second line in small capitals may have no capital letter to give it.
+    """
+    return (line.size, line.caps, line.bold, line.italic)
+
+
+def _set_apart(line: Line) -> bool:
+    """A short line in body-size type that italics or capitals set apart as a heading (see mark_headings)."""
+    words = line.text.split()
+    stop = line.text.endswith((".", ":")) and not NUMBERED.fullmatch(line.text + " ")
+    if len(words) > 10 or stop and not _subsection_title(line):
+        return False
+    numbered = bool(NUMBERED.match(line.text)) and len(words) >= 2
+    if not re.search(r"[^\W\d_]{3}", line.text):  # initials and numbers ("P. M., 2020, 642"): no title
+        return False
+    small_caps = all(SMALL_CAPS_FONT.search(p.font) for p in line.pieces if not p.math and p.text.strip())
+    if line.caps:  # a line wholly in a small-capitals face is set apart by it (text in capitals is not)
+        return small_caps or numbered or bool(CAPS_HEADING_WORD.match(re.sub(r"\s+", "", line.text)))
+    return line.italic and numbered
+
+
+def _subsection_title(line: Line) -> bool:
+    """Whether a line is a numbered subsection's short title, stop and all ("2.3. Renormalisation.")."""
+    return bool(SUBSECTION.match(line.text)) and 2 <= len(line.text.split()) <= 8
+
+
+def _fills_column(line: Line) -> bool:
+    """Whether an unnumbered line runs the width of its column (a heading that wraps is numbered)."""
+    width = line.far_edge - line.edge
+    return width > 0 and line.right - line.left > 0.9 * width and not NUMBERED.match(line.text)
+
+
+def join_wrapped_headings(lines: list[Line]) -> list[Line]:
+    """A heading set on two or more lines (same type, right under each other) as one line."""
+    out: list[Line] = []
+    for line in lines:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and line.kind == last.kind == "heading"
+            and same_column(line, last)
+            and _face(line) == _face(last)
+            and 0 <= last.bottom - line.top < 0.6 * line.heading_size
+            and len(last.text.split()) + len(line.text.split()) <= 24
+        ):
+            last.pieces = [*last.pieces, *line.pieces]
+            broken = last.text.endswith("-") and line.text[:1].islower()
+            last.text = f"{last.text[:-1]}{line.text}" if broken else f"{last.text} {line.text}"
+            continue
+        out.append(line)
+    return out
+
+
+def split_run_in_headings(lines: list[Line]) -> list[Line]:
+    """A paragraph opening with a bold phrase ending in a stop ("Data. We use ...") as heading and paragraph.
+
+    The heading is of the lowest level, under every heading set on a line of its own.
+    """
+    level = 1 + max((line.level for line in lines if line.kind == "heading"), default=0)
+    starts = [line for line in lines if line.kind == "text" and line.starts]
+    labelled = [bold_label(line).endswith(":") for line in starts]
+    # two paragraphs in a row opening with a bold label and a colon are items of a description list
+    # ("asaetr.sty: LaTeX style", "asaetr.bst: BibTeX style"), not run-in headings
+    items = {
+        id(line)
+        for n, line in enumerate(starts)
+        if labelled[n] and (n > 0 and labelled[n - 1] or n + 1 < len(starts) and labelled[n + 1])
+    }
+    out: list[Line] = []
+    for line in lines:
+        if line.kind != "text" or not line.starts or id(line) in items:
+            out.append(line)
+            continue
+        bold = bold_lead(line)
+        rest = line.pieces[len(bold) :]
+        phrase = line_text(bold)
+        word = RUN_IN_WORD.match(line.pieces[0].text.strip())
+        if word and len(line.pieces) > 1 and (line.pieces[0].italic or line.pieces[0].bold):
+            # IEEE: "Abstract—No matter ..." in one bold paragraph: the word is the heading
+            first, *others = line.pieces
+            lead = dataclasses.replace(others[0], text=others[0].text.lstrip("\u2014\u2013-: "))
+            bold, rest, phrase = [first], [lead, *others[1:]], word.group(1) + "."
+        if (
+            bold
+            and rest
+            and re.search(r"[^\W\d_]{2}", phrase)
+            and phrase.endswith((".", ":"))
+            and len(phrase.split()) <= 10
+        ):
+            heading = Line(
+                bold,
+                line.page,
+                line.column,
+                "heading",
+                level,
+                edge=line.edge,
+                far_edge=line.far_edge,
+                band=line.band,
+            )
+            body = Line(
+                rest,
+                line.page,
+                line.column,
+                "text",
+                starts=True,
+                edge=line.edge,
+                far_edge=line.far_edge,
+                band=line.band,
+            )
+            out.extend([heading, body])
+        else:
+            out.append(line)
+    return out

@@ -1,0 +1,478 @@
+"""Text objects gathered into lines.
+
+A piece of text with its box, size and font, a line of pieces on one
+baseline (words spaced one by one joined, footnote marks and drop capitals set apart), and the measures
+of lines the other modules share (same column, line pitch, whether a word would have fitted).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+
+from citewise.index.tables import (
+    Table,
+    cover,
+    minus,
+)
+
+MATH_FONT = re.compile(r"Math|CMMI|CMSY|CMEX|MSAM|MSBM|Symbol|rsfs|eufm", re.IGNORECASE)
+
+
+BOLD_FONT = re.compile(
+    r"Bold|Black|Heavy|Semibold|Demi|CMBX|CMSSBX|\b(?:SF|EC)(?:BX|BI|BO|SX)|Medi(?:Ital)?$|-Bd", re.IGNORECASE
+)
+"""Bold faces by name: PostScript names, Computer Modern (CMBX), cm-super and EC (SFBX, ECBX: their weight
+reads 250), URW's Times (NimbusRomNo9L-Medi)."""
+
+
+ITALIC_FONT = re.compile(
+    r"Italic|Oblique|Ital$|-It$|\b(?:SF|EC)(?:TI|SI|SL|BI|IT)|CMTI|CMSL|CMBXTI", re.IGNORECASE
+)
+"""Italic and slanted faces by name (the same families)."""
+
+
+NUMBERED = re.compile(r"(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s")
+
+
+ENTRY_LABEL = re.compile(r"\[\d{1,3}\]\s")
+"""The label a numbered reference entry starts with."""
+
+
+TEX_FONT = re.compile(r"(?:[A-Z]{6}\+)?(?:CM|EC|TC|SF|LM|MS[AB])[A-Z]*\d+$")
+"""A TeX font by its name (Computer Modern, the EC, cm-super and Latin Modern fonts, AMS symbols)."""
+
+
+SMALL_CAPS_FONT = re.compile(r"CMCSC|\b(?:SF|EC)CC|SmallCap|[-_]SC$|Caps\d*(?:-|$)", re.IGNORECASE)
+"""A small-capitals face: its lower-case letters print as capitals (TeX's cmcsc: "Finer Objectives")."""
+
+
+MONO_FONT = re.compile(r"(?:cm|lm|ec|t1x|x)tt|mono|courier|typewriter|consol", re.IGNORECASE)
+"""A typewriter face: a line set wholly in one is code (a command shown on its own line)."""
+
+
+DROP_CAPITAL = 2.5
+"""Times the page's usual type size an initial letter set over several lines is at least."""
+
+
+LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"})
+
+
+@dataclass
+class Piece:
+    """One text object: its box (PDF points, y up), text, type size and font."""
+
+    left: float
+    bottom: float
+    right: float
+    top: float
+    text: str
+    size: float
+    font: str
+    bold: bool
+
+    @property
+    def italic(self) -> bool:
+        """Whether it is set in an italic or slanted face."""
+        return bool(ITALIC_FONT.search(self.font)) and not self.math
+
+    @property
+    def math(self) -> bool:
+        """Whether it is set in a math font."""
+        return bool(MATH_FONT.search(self.font))
+
+
+@dataclass
+class Line:
+    """A line of text as read: its pieces left to right and what the layout says it is."""
+
+    pieces: list[Piece]
+    page: int
+    column: str = "full"  # "left", "right" or "full" (spans the page's middle)
+    kind: str = "text"  # "text", "title", "heading", "equation", "furniture", "note", "table"
+    level: int = 0  # heading level, 1 for the largest headings
+    starts: bool = False  # starts a paragraph (or a reference entry)
+    edge: float = 0.0  # the left edge of its column on its page
+    far_edge: float = 0.0  # the right edge of its column on its page
+    table: Table | None = None  # a table's rows and caption; its text is then the table in Markdown
+    band: int = 0  # how many rules across the page's middle stand above it (each closes the columns)
+    cut: bool = False  # what is left of a line a table took pieces of
+    text: str = field(default="", init=False)
+
+    def __post_init__(self) -> None:
+        self.text = self.table.markdown() if self.table else line_text(self.pieces)
+
+    @property
+    def left(self) -> float:
+        """Its leftmost x."""
+        return min(p.left for p in self.pieces)
+
+    @property
+    def right(self) -> float:
+        """Its rightmost x."""
+        return max(p.right for p in self.pieces)
+
+    @property
+    def top(self) -> float:
+        """The top of its type."""
+        return max(p.top for p in self.pieces)
+
+    @property
+    def bottom(self) -> float:
+        """The bottom of its type."""
+        return min(p.bottom for p in self.pieces)
+
+    @property
+    def size(self) -> float:
+        """The type size most of its characters are set in."""
+        weights: Counter[float] = Counter()
+        for piece in self.pieces:
+            weights[round(piece.size, 1)] += len(piece.text.strip())
+        return weights.most_common(1)[0][0]
+
+    @property
+    def bold(self) -> bool:
+        """Whether most of its letters are bold."""
+        letters = [(p.bold, len(p.text.strip())) for p in self.pieces if not p.math]
+        return bool(letters) and sum(n for b, n in letters if b) > 0.6 * sum(n for _, n in letters)
+
+    @property
+    def italic(self) -> bool:
+        """Whether most of its letters are italic."""
+        letters = [(p.italic, len(p.text.strip())) for p in self.pieces if not p.math]
+        return bool(letters) and sum(n for i, n in letters if i) > 0.6 * sum(n for _, n in letters)
+
+    @property
+    def heading_size(self) -> float:
+        """Its type size as a heading's: small capitals count at their capitals' size."""
+        return max(p.size for p in self.pieces) if self.caps else self.size
+
+    @property
+    def caps(self) -> bool:
+        """Whether its letters are all capitals (small capitals read so too), three at least, maths aside."""
+        letters = [
+            c.upper() if SMALL_CAPS_FONT.search(p.font) else c
+            for p in self.pieces
+            if not p.math
+            for c in p.text
+            if c.isalpha()
+        ]
+        return len(letters) >= 3 and all(c.isupper() for c in letters)
+
+    @property
+    def code(self) -> bool:
+        """Whether it is set wholly in a typewriter face (code, a command, a file shown on its own)."""
+        return all(MONO_FONT.search(p.font) for p in self.pieces if p.text.strip())
+
+    @property
+    def math_share(self) -> float:
+        """The share of its characters set in math fonts."""
+        chars = sum(len(p.text.strip()) for p in self.pieces) or 1
+        return sum(len(p.text.strip()) for p in self.pieces if p.math) / chars
+
+
+def page_words(textpage: object) -> list[Piece]:
+    """A page's words from its characters (PDFium's spaces, or a gap of a quarter em, end a word)."""
+    import pypdfium2.raw as raw
+
+    words: list[Piece] = []
+    current: Piece | None = None
+    for index in range(textpage.count_chars()):  # type: ignore[attr-defined]
+        char = chr(raw.FPDFText_GetUnicode(textpage, index)).replace("\x02", "-")  # PDFium's line-end hyphen
+        if char.isspace() or not char.isprintable():
+            current = None
+            continue
+        left, bottom, right, top = textpage.get_charbox(index, loose=True)  # type: ignore[attr-defined]
+        size = 0.85 * (top - bottom)  # the loose box spans the font's ascent and descent
+        if (
+            current is None
+            or left - current.right > 0.25 * max(size, current.size)
+            or left < current.left
+            or abs(bottom + top - current.bottom - current.top) > 0.7 * max(size, current.size)  # centres
+        ):
+            current = Piece(left, bottom, right, top, "", size, "", False)
+            words.append(current)
+        current.text += char.translate(LIGATURES)
+        current.right, current.top = max(current.right, right), max(current.top, top)
+    return words
+
+
+def group_lines(pieces: list[Piece], page: int) -> list[Line]:
+    """Pieces on one baseline (sub- and superscripts too) and next to each other, as lines.
+
+    Small raised marks after a word (footnote marks) are dropped.
+    """
+    if not pieces:
+        return []
+    lines: list[list[Piece]] = []
+    buckets: dict[int, list[list[Piece]]] = {}
+    bounds: dict[int, list[float]] = {}
+    caps = _drop_capitals(pieces)
+    for piece in sorted(pieces, key=lambda p: p.left):  # left to right: a line grows at its right end
+        if piece not in caps:
+            _place(lines, buckets, bounds, piece)
+    lines = _join_spaced_words(lines)
+    for cap in caps:  # the letter goes before the first line it stands beside
+        beside = [
+            line
+            for line in lines
+            if 0 <= min(p.left for p in line) - cap.right < 3 * line[0].size
+            and cap.bottom < _bottom(line) < cap.top
+        ]
+        if beside:
+            first = max(beside, key=_top)
+            for line in beside:  # the lines beside it stand at the column's edge, which the letter holds
+                line.sort(key=lambda p: p.left)
+                text = cap.text.strip() + line[0].text.lstrip() if line is first else line[0].text
+                line[0] = dataclasses.replace(line[0], text=text, left=cap.left)
+        else:
+            lines.append([cap])
+    out = []
+    for pieces_of_line in lines:
+        main = max(pieces_of_line, key=lambda p: len(p.text))
+        kept = [p for p in pieces_of_line if p is main or not _footnote_mark(pieces_of_line, main, p)]
+        out.append(Line(sorted(kept, key=lambda p: p.left), page))
+    return [line for line in out if line.text.strip()]
+
+
+def _drop_capitals(pieces: list[Piece]) -> list[Piece]:
+    """Initial letters set in large type over several lines at a paragraph's start ("T" of "This")."""
+    if not pieces:
+        return []
+    usual = statistics.median(p.size for p in pieces)
+    return [
+        p
+        for p in pieces
+        if len(p.text.strip()) == 1 and p.text.strip().isupper() and p.size >= DROP_CAPITAL * usual
+    ]
+
+
+def _place(
+    lines: list[list[Piece]],
+    buckets: dict[int, list[list[Piece]]],
+    bounds: dict[int, list[float]],
+    piece: Piece,
+) -> None:
+    """Add a piece to the line it overlaps most, or start a line when none is on its baseline beside it.
+
+    `bounds` keeps each line's top, bottom, left, right and largest size as it grows (a browser's line is
+    made of a piece per glyph: measuring its pieces again for each new one cost most of a page's reading).
+    """
+    best, most = None, 0.0
+    centre = int((piece.top + piece.bottom) / 2 // 4)
+    for line in (line for key in range(centre - 3, centre + 4) for line in buckets.get(key, ())):
+        top, bottom, left, right, largest = bounds[id(line)]
+        overlap = min(top, piece.top) - max(bottom, piece.bottom)
+        size = min(piece.size, largest)
+        # a heading's number, or a reference entry's label, stands a quad (1 em) before its words;
+        # elsewhere a gap of 0.8 em is a gutter
+        label = line[0].text.strip() + " "
+        reach = 1.5 if len(line) == 1 and (NUMBERED.fullmatch(label) or ENTRY_LABEL.fullmatch(label)) else 0.8
+        gap = max(piece.left - right, left - piece.right)  # negative where they overlap
+        if overlap >= 0.5 * min(top - bottom, piece.top - piece.bottom) and gap < reach * size:
+            if overlap > most:
+                best, most = line, overlap
+    if best is None:
+        best = [piece]
+        lines.append(best)
+        buckets.setdefault(centre, []).append(best)
+        bounds[id(best)] = [piece.top, piece.bottom, piece.left, piece.right, piece.size]
+    else:
+        best.append(piece)
+        box = bounds[id(best)]
+        box[0], box[1] = max(box[0], piece.top), min(box[1], piece.bottom)
+        box[2], box[3], box[4] = min(box[2], piece.left), max(box[3], piece.right), max(box[4], piece.size)
+
+
+SPACED_WORDS = 4.0
+"""Ems a justified line may space two words apart at most (a wider gap is never a word space)."""
+
+
+GUTTER_WINDOW = 15.0
+"""Line heights above and below a gap within which rows tell a column gutter from a wide word space."""
+
+
+TELLING = 3
+"""The nearest rows on each side of a gap, with letters on both sides of it, that decide it."""
+
+
+def _join_spaced_words(lines: list[list[Piece]]) -> list[list[Piece]]:
+    """Lines on one baseline split at a gap that is no gutter joined again: justified text.
+
+    A browser or office program justifying a line spaces its words apart, often further than the 0.8 em
+    `_place` takes for a gutter ("Cellular" / "wireless" / "systems" read as three lines). A gutter runs down
+    the page: the lines above and below it leave it empty. A wide word space does not: the lines around it
+    have letters where it is (`_word_space`).
+    """
+    if len(lines) < 2:
+        return lines
+    rows = _rows(lines)
+    covers = [_cover(row) for row in rows]
+    centres = [(_top(row[0]) + _bottom(row[0])) / 2 for row in rows]  # highest first, as `_rows` makes them
+    joined: list[list[Piece]] = []
+    for n, row in enumerate(rows):
+        row.sort(key=lambda line: min(p.left for p in line))
+        current = row[0]
+        for line in row[1:]:
+            size = max(p.size for p in current + line)
+            left, right = max(p.right for p in current), min(p.left for p in line)
+            window = GUTTER_WINDOW * max(_height(current), _height(line))
+            if 0 <= right - left < SPACED_WORDS * size and _word_space(
+                *_around(covers, centres, n, window), left, right, size
+            ):
+                current = current + line
+            else:
+                joined.append(current)
+                current = line
+        joined.append(current)
+    return joined
+
+
+def _around(
+    covers: list[list[tuple[float, float]]], centres: list[float], n: int, window: float
+) -> tuple[list[list[tuple[float, float]]], list[list[tuple[float, float]]]]:
+    """The covers of the rows within `window` above and below row `n`, nearest first (rows run downwards)."""
+    above = [covers[m] for m in range(n - 1, -1, -1) if centres[m] - centres[n] <= window]
+    below = [covers[m] for m in range(n + 1, len(covers)) if centres[n] - centres[m] <= window]
+    return above, below
+
+
+def _rows(lines: list[list[Piece]]) -> list[list[list[Piece]]]:
+    """Lines grouped by baseline: each overlapping the row's first by half its height, in one type size."""
+    rows: list[list[list[Piece]]] = []
+    for line in sorted(lines, key=lambda line: -(_top(line) + _bottom(line))):
+        for row in rows[-3:]:
+            first = row[0]
+            overlap = min(_top(first), _top(line)) - max(_bottom(first), _bottom(line))
+            sizes = max(p.size for p in first), max(p.size for p in line)
+            if overlap >= 0.5 * min(_height(first), _height(line)) and min(sizes) >= 0.8 * max(sizes):
+                row.append(line)
+                break
+        else:
+            rows.append([line])
+    return rows
+
+
+def _cover(row: list[list[Piece]]) -> list[tuple[float, float]]:
+    """The x ranges a row's letters cover, merged where the letters of a word touch (within 0.15 em)."""
+    return cover([p for line in row for p in line])
+
+
+def _word_space(
+    above: list[list[tuple[float, float]]],
+    below: list[list[tuple[float, float]]],
+    left: float,
+    right: float,
+    size: float,
+) -> bool:
+    """Whether the gap from `left` to `right` is a word space, by the rows above and below it (nearest first).
+
+    A gutter runs down the page: the nearest rows on one side of the gap (TELLING of them with letters on
+    both sides of it) leave a common strip of it empty, at least 0.4 em wide. Word spaces do not line up
+    like that from row to row. Full-width lines (a title, a running head) cover a gutter, so each side is
+    judged alone: at the top of a column the rows below tell. With fewer than two rows that tell on either
+    side, the gap is kept (as `_place` left it).
+    """
+    judged = False
+    for rows in (above, below):
+        telling = [
+            cover for cover in rows if any(a < left for a, _ in cover) and any(b > right for _, b in cover)
+        ][:TELLING]
+        if len(telling) < 2:
+            continue
+        judged = True
+        empty = [(left, right)]
+        for spans in telling:
+            empty = minus(empty, spans)
+        if any(b - a >= 0.4 * size for a, b in empty):
+            return False
+    return judged
+
+
+def _top(line: list[Piece]) -> float:
+    return max(p.top for p in line)
+
+
+def _bottom(line: list[Piece]) -> float:
+    return min(p.bottom for p in line)
+
+
+def _height(line: list[Piece]) -> float:
+    return _top(line) - _bottom(line)
+
+
+def _footnote_mark(line: list[Piece], main: Piece, piece: Piece) -> bool:
+    """A small raised digit or symbol after text: a footnote mark, not a word of the line."""
+    return (
+        piece.size < 0.85 * main.size  # MNRAS sets its marks at 7.3 pt in 9 pt text
+        and piece.bottom > main.bottom + 0.25 * (main.top - main.bottom)
+        and len(piece.text.strip()) <= 3
+        and not piece.math
+        and not any(p.math for p in line if abs(p.right - piece.left) < 1)
+        and bool(re.fullmatch(r"[\d*\u2020\u2021\u00a7\u00b6,]+", piece.text.strip()))
+    )
+
+
+def line_text(pieces: list[Piece]) -> str:
+    """A line's text: pieces apart by a word space, or after a stop, are spaced.
+
+    Text set glyph by glyph (a browser's centred or table text) carries its spaces in its pieces, and a
+    narrow glyph's box stands far from the next ("1" and ":" in "Table 1:"): there only a piece's own space,
+    or a gap of more than a third of an em, is a word space.
+    """
+    text = ""
+    size = max((p.size for p in pieces), default=10.0)
+    for before, piece in zip([None, *pieces], pieces, strict=False):
+        if text and before is not None:
+            gap = piece.left - before.right
+            if len(before.text.strip()) == 1 and len(piece.text.strip()) == 1:  # set glyph by glyph
+                apart = before.text != before.text.rstrip() or gap > 0.35 * size
+            else:
+                # a piece's own space (pdfTeX keeps it: "The journal " before an italic "Monthly") or a gap
+                own = before.text[-1:].isspace() or piece.text[:1].isspace()
+                apart = own or gap > 0.2 * size or text[-1] in ",;:."
+            text += " " if apart else ""
+        text += piece.text.strip()
+    return " ".join(text.split())
+
+
+def line_pitch(lines: list[Line], body: float) -> float:
+    """The usual distance between the baselines of consecutive text lines in a column."""
+    text = [line for line in lines if line.kind == "text"]
+    pitches = [
+        a.bottom - b.bottom
+        for a, b in zip(text, text[1:], strict=False)
+        if a.page == b.page and a.column == b.column and 0 < a.bottom - b.bottom < 3 * body
+    ]
+    return statistics.median(pitches) if pitches else 1.2 * body
+
+
+def word_fits(previous: Line, line: Line) -> bool:
+    """Whether the first word of `line` would have fit at the end of `previous`.
+
+    Then `previous` ended its paragraph by choice; in ragged text a line also ends short, for want of room
+    for the next word.
+    """
+    word = line.text.split()[0] if line.text.split() else ""
+    width = (line.right - line.left) * (len(word) + 1) / max(1, len(line.text))
+    return previous.far_edge - previous.right > width + 0.5 * line.size
+
+
+def bold_lead(line: Line) -> list[Piece]:
+    """The bold pieces a line opens with (maths aside)."""
+    return list(itertools.takewhile(lambda p: p.bold and not p.math, line.pieces))
+
+
+def bold_label(line: Line) -> str:
+    """The bold words a line opens with, when other words follow them ("" when none)."""
+    bold = bold_lead(line)
+    return line_text(bold) if bold and len(bold) < len(line.pieces) else ""
+
+
+def same_column(one: Line, other: Line) -> bool:
+    """Whether two lines stand on one page in one column."""
+    return (one.page, one.column) == (other.page, other.column)

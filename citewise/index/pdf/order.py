@@ -1,0 +1,128 @@
+"""Reading order.
+
+Per page, bands between lines that span both columns, each band's left column before its
+right; tables split over two pages joined.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from citewise.index.pdf.lines import Line
+
+OVERHANG = 5.0
+"""Points a line's end must stand beyond every other line's to be passed over as overhanging."""
+
+
+def reading_order(lines: list[Line]) -> list[Line]:
+    """Bands between full-width lines; in each band the left column, then the right one."""
+    body = [line for line in lines if line.kind != "furniture"]
+    if not body:
+        return lines
+    left_edge = -_shared_extreme([-line.left for line in body])
+    right_edge = _shared_extreme([line.right for line in body])
+    middle, slack = (left_edge + right_edge) / 2, 0.02 * (right_edge - left_edge)
+    for line in body:
+        if line.right < middle + slack:
+            line.column = "left"
+        elif line.left > middle - slack:
+            line.column = "right"
+    # the short last line of a paragraph set across both columns (an abstract) goes on across them
+    previous = None
+    for line in sorted(body, key=lambda line: -line.top):
+        if (
+            previous is not None
+            and previous.column == "full"
+            and line.column != "full"
+            and abs(line.left - previous.left) < 1
+            and 0 <= previous.bottom - line.top < 0.6 * line.size
+            and line.right - line.left < 0.4 * (right_edge - left_edge)  # shorter than a column's line
+        ):
+            line.column = "full"
+        previous = line
+    # two columns when most lines of some length sit in one half or the other (display fragments and the
+    # short last lines of paragraphs do not make a column)
+    long = [line for line in body if line.right - line.left >= 0.35 * (right_edge - left_edge)]
+    sides = Counter(line.column for line in long)
+    two_columns = min(sides["left"], sides["right"]) >= 3 and sides["left"] + sides["right"] > 0.5 * len(long)
+    if not two_columns:
+        for line in lines:
+            line.column = "full"
+    ordered: list[Line] = []
+    band: list[Line] = []
+    for line in sorted(lines, key=lambda line: (line.band, -line.top)):
+        if two_columns and line.column == "full" and line.kind != "furniture":
+            ordered.extend(_band(band))
+            band = []
+            ordered.append(line)
+        else:
+            if band and line.band != band[-1].band and line.kind != "furniture":
+                ordered.extend(_band(band) if two_columns else band)
+                band = []
+            band.append(line)
+    ordered.extend(_band(band) if two_columns else band)
+    for column in ("left", "right", "full"):
+        lines_of_column = [line for line in ordered if line.column == column and line.kind != "furniture"]
+        rights = [line.right for line in lines_of_column]
+        # the column's left edge: where its long lines start, the leftmost x shared by two of them
+        widest = max((line.right - line.left for line in lines_of_column), default=0.0)
+        starts = Counter(
+            round(line.left) for line in lines_of_column if line.right - line.left > 0.7 * widest
+        )
+        shared = [x for x, count in starts.items() if count >= 2]
+        edge = float(min(shared)) if shared else min((line.left for line in lines_of_column), default=0.0)
+        far_edge = max(rights, default=0.0)
+        if two_columns and column == "full":  # a line across both columns stands in the whole text block
+            edge, far_edge = left_edge, right_edge
+        for line in ordered:
+            if line.column == column:
+                line.edge, line.far_edge = edge, far_edge or line.right
+    return ordered
+
+
+def join_split_tables(lines: list[Line]) -> list[Line]:
+    """A table's rows carried over to the next page (no caption, as many columns) joined to the table.
+
+    Word and LibreOffice move the rows that do not fit to the next page; the part there, read alone, had no
+    caption and no header. A header repeated over the carried rows is dropped.
+    """
+    out: list[Line] = []
+    last: Line | None = None  # the last line that is not page furniture
+    for line in lines:
+        table, before = line.table, last.table if last is not None else None
+        if (
+            last is not None
+            and table is not None
+            and before is not None
+            and not table.caption
+            and line.page == last.page + 1
+            and len(table.rows[0]) == len(before.rows[0])
+        ):
+            before.rows.extend(table.rows[1:] if table.rows[0] == before.rows[0] else table.rows)
+            last.text = before.markdown()
+            continue
+        out.append(line)
+        if line.kind != "furniture":
+            last = line
+    return out
+
+
+def _shared_extreme(values: list[float]) -> float:
+    """The largest value, passing over one or two that stand OVERHANG points or more beyond the rest.
+
+    Where the text block ends, not a URL that overhangs its column's edge: it moved the page's middle past
+    the right column's reference labels, which were then read as lines across both columns. Ragged lines end
+    close to one another and are all kept.
+    """
+    ordered = sorted(values, reverse=True)
+    at = 0
+    while at < min(2, len(ordered) - 1) and ordered[at] - ordered[at + 1] >= OVERHANG:
+        at += 1
+    return ordered[at]
+
+
+def _band(lines: list[Line]) -> list[Line]:
+    furniture = [line for line in lines if line.kind == "furniture"]
+    left = [line for line in lines if line.column != "right" and line.kind != "furniture"]
+    right = [line for line in lines if line.column == "right" and line.kind != "furniture"]
+    return [*left, *right, *furniture]

@@ -1,0 +1,204 @@
+"""One page's lines.
+
+Its text objects placed in page space (Form XObjects' own coordinates turned into the
+page's, a figure's labels left out), its tables made lines of their own, bands between rules drawn across
+the page's middle, footnotes under a footnote rule; a page with only an image read by OCR.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from citewise.index.pdf.lines import BOLD_FONT, LIGATURES, TEX_FONT, Line, Piece, group_lines, page_words
+from citewise.index.tables import (
+    CAPTION,
+    CarriedCaption,
+    Rule,
+    centred_in,
+    find_tables,
+    in_page,
+    page_box,
+    page_rules,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def has_image(pdf: object, number: int) -> bool:
+    """Whether a page draws an image (a scan; a blank page has none)."""
+    import pypdfium2.raw as raw
+
+    return any(True for _ in pdf[number].get_objects(filter=[raw.FPDF_PAGEOBJ_IMAGE]))  # type: ignore[index]
+
+
+def ocr_lines(pdf: object, number: int, path: Path) -> list[Line]:
+    """A page with no text layer read by OCR (`citewise.index.ocr`); no lines without an OCR engine."""
+    from citewise.index import ocr
+
+    if not ocr.available():
+        return []
+    page = pdf[number]  # type: ignore[index]
+    try:
+        words = ocr.page_words(page, page.get_height())
+    except ocr.OcrError as error:
+        logger.warning("%s: page %d has no text layer and OCR failed: %s", path, number + 1, error)
+        return []
+    pieces = [Piece(*word, font="OCR", bold=False) for word in words]
+    logger.info("%s: page %d read by OCR (%d words)", path, number + 1, len(pieces))
+    return group_lines(pieces, number)
+
+
+def page_lines(pdf: object, number: int, carried: CarriedCaption | None = None) -> list[Line]:
+    """The text lines of one page (0-based `number`) of an open pypdfium2 document: box, font, size.
+
+    `carried`: a caption the page before ended with (`caption_at_foot`), whose table may open this page.
+    """
+    import pypdfium2.raw as raw
+
+    page = pdf[number]  # type: ignore[index]
+    textpage = page.get_textpage()
+    width, height = page.get_size()
+    figures: dict[int, tuple[Any, bool]] = {}  # outermost form -> whether it is a figure
+    pieces = []
+    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_TEXT], textpage=textpage):
+        text = obj.extract().translate(LIGATURES).replace("\x02", "-")  # PDFium marks a line-end hyphen
+        if not text.strip() or obj.container is not None and _in_figure(obj, figures, (width, height)):
+            continue
+        left, _, right, _ = page_box(obj)
+        matrix = obj.get_matrix().get()
+        # the type's height: the matrix's vertical axis (microtype's font expansion widens glyphs, a = 1.02)
+        size = obj.get_font_size() * (math.hypot(matrix[2], matrix[3]) or 1.0)
+        baseline = matrix[5]
+        if obj.container is not None:  # in a form: its matrices scale and move the type too
+            (x0, y0), (x1, y1) = in_page(obj, matrix[4], matrix[5]), in_page(obj, matrix[4], matrix[5] + 1.0)
+            size, baseline = size * (math.hypot(x1 - x0, y1 - y0) or 1.0), y0
+        # the height of the type, from the baseline, not the glyphs' own box: an "x" or a "." is as tall as
+        # the line they stand in, and a subscript's baseline sits just below it
+        bottom, top = baseline - 0.25 * size, baseline + 0.75 * size
+        font = obj.get_font()
+        name = font.get_base_name() or ""
+        # TeX's own fonts say their weight in their name (CMBX bold, CMR not); the weight PDFium reports
+        # for them (dvips and Ghostscript: CMR12 732) says nothing
+        bold = bool(BOLD_FONT.search(name)) or font.get_weight() >= 600 and not TEX_FONT.match(name)
+        pieces.append(Piece(left, bottom, right, top, text, round(size, 1), name, bold))
+    rules = page_rules(page)
+    lines = _with_tables(group_lines(pieces, number), rules, textpage, number, carried)
+    _mark_bands(lines, rules)
+    _mark_ruled_notes(lines, rules)
+    return lines
+
+
+def _mark_ruled_notes(lines: list[Line], rules: list[Rule]) -> None:
+    """Footnotes under a footnote rule: a short rule at a column's left, the lines under it smaller.
+
+    SPIE sets its 9 pt notes under 10 pt text, too close in size to tell them by type alone.
+    """
+    text = [line for line in lines if line.kind == "text"]
+    if len(text) < 4:
+        return
+    usual = statistics.median(line.size for line in text)
+    for rule in rules:
+        if not rule.horizontal or not 20 <= rule.right - rule.left <= 0.45 * (
+            max(x.right for x in text) - min(x.left for x in text)
+        ):
+            continue
+        under = [x for x in text if x.top < rule.bottom and x.left >= rule.left - 2 and x.left < rule.right]
+        above = [x for x in text if x.bottom > rule.top and x.left < rule.right and x.right > rule.left]
+        close = under and min(abs(rule.bottom - x.top) for x in under) < 2 * usual
+        at_left = any(abs(x.left - rule.left) < 3 for x in [*under, *above])
+        if close and at_left and above and all(x.size < 0.97 * usual for x in under):
+            for line in under:
+                line.kind = "note"
+
+
+def _in_figure(obj: Any, figures: dict[int, tuple[Any, bool]], page: tuple[float, float]) -> bool:
+    """Whether a text object stands in a figure: a Form XObject printed smaller than half the page.
+
+    A figure's labels ("inlet valve", the text of a specimen page shown shrunk) are no passage of the text
+    and, placed where they print, run into the lines beside them. A form as large as the page (a page a tool
+    wrapped whole) holds the text itself.
+    """
+    form = obj.container
+    while form.container is not None:
+        form = form.container
+    if id(form) not in figures:  # the form is kept with its answer, so its id is not reused meanwhile
+        left, bottom, right, top = page_box(form)
+        width, height = page
+        # what of it lies on the page (a specimen page shown shrunk and cut declares its whole box)
+        seen = max(0.0, min(right, width) - max(left, 0.0)) * max(0.0, min(top, height) - max(bottom, 0.0))
+        figures[id(form)] = (form, seen < 0.5 * width * height)
+    return figures[id(form)][1]
+
+
+def _mark_bands(lines: list[Line], rules: list[Rule]) -> None:
+    """Number the stretches of a page between horizontal rules drawn across its middle, in gaps of the text.
+
+    Two columns balanced above such a rule end there: what follows is read after both (revtex's rule over
+    its reference list, a rule under a title block). A footnote rule stays in its column and counts not.
+    """
+    text = [line for line in lines if line.kind != "table"]
+    if not text:
+        return
+    left_edge, right_edge = min(line.left for line in text), max(line.right for line in text)
+    middle, width = (left_edge + right_edge) / 2, right_edge - left_edge
+    across = sorted(
+        (
+            rule.top
+            for rule in rules
+            if rule.horizontal
+            and rule.left < middle - 0.1 * width
+            and rule.right > middle + 0.1 * width
+            and not any(line.bottom < rule.top and rule.bottom < line.top for line in text)
+        ),
+        reverse=True,
+    )
+    for line in lines:
+        line.band = sum(1 for top in across if top > line.top - 0.1 * line.size)
+
+
+def caption_at_foot(lines: list[Line]) -> CarriedCaption | None:
+    """A table's caption the page ends with (its lines the lowest of their column), or None."""
+    text = [x for x in lines if x.kind == "text" and x.text.strip() and not x.text.strip().isdigit()]
+    for line in sorted(text, key=lambda x: x.top)[:3]:  # the three lowest lines
+        if CAPTION.match(line.text):
+            below = [x for x in text if x.top < line.bottom and x.right > line.left and x.left < line.right]
+            rest = sorted(below, key=lambda x: -x.top)
+            if len(rest) <= 2 and all(abs(x.left - line.left) < 2 * line.size for x in rest):
+                parts = [line, *rest]
+                return CarriedCaption(
+                    " ".join(x.text for x in parts), line.size, source={id(x) for x in parts}
+                )
+    return None
+
+
+def _with_tables(
+    lines: list[Line], rules: list[Rule], textpage: object, page: int, carried: CarriedCaption | None = None
+) -> list[Line]:
+    """A page's lines with each table on it (`citewise.index.tables`) made one line of kind "table"."""
+    words: list[Piece] | None = None
+
+    def words_in(left: float, bottom: float, right: float, top: float) -> list[Piece]:
+        nonlocal words
+        words = page_words(textpage) if words is None else words
+        return [
+            w for w in words if left <= w.right and w.left <= right and bottom <= w.top and w.bottom <= top
+        ]
+
+    tables = find_tables(lines, rules, words_in, carried)
+    if not tables:
+        return lines
+    taken = {id(line) for table in tables for line in table.lines}
+    kept = []
+    for line in lines:
+        if id(line) in taken:
+            continue
+        pieces = [p for p in line.pieces if not any(centred_in(p, table.box) for table in tables)]
+        if len(pieces) == len(line.pieces):
+            kept.append(line)
+        elif pieces:  # a line that ran into a table (a justified column beside a wide one)
+            kept.append(Line(pieces, page, cut=True))
+    return kept + [Line(table.words, page, kind="table", table=table) for table in tables]

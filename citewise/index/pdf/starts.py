@@ -1,0 +1,177 @@
+"""Where paragraphs and reference entries begin.
+
+An indent, a gap, a label of the list's own form ("1.",
+"(a)", "[3]", a bullet), a hanging entry's flush-left first line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from citewise.index.pdf.lines import Line, bold_label, line_pitch, same_column, word_fits
+
+BULLETS = "\u2022\u25aa\u25cf\u25e6\u2023\u2219\u25b6\u25ba\u27a2"
+
+
+BULLET = re.compile(f"[{BULLETS}]\\s")
+"""A bullet: a line starting with one starts a list item, at a page's or column's top too."""
+
+
+ITEM_LABEL = re.compile(f"(?:[{BULLETS}*-]|\\(?\\d{{1,2}}[.)]|\\(?[a-z][.)]|\\([ivx]{{1,4}}\\))\\s")
+"""A list item's label: a bullet, "3.", "(2)", "b)"."""
+
+
+LABEL = re.compile(rf"\[\d{{1,3}}\]\s|{ITEM_LABEL.pattern}")
+"""A label a list's items open with: ITEM_LABEL's or a reference entry's "[12]"."""
+
+
+def mark_starts(lines: list[Line], body: float, face: str) -> None:
+    """Which text lines start a paragraph: indented, or after a gap, a heading or a display.
+
+    `face` is the body's font: a description's label is set in another.
+    """
+    pitch = line_pitch(lines, body)
+    previous: Line | None = None
+    after_display = False
+    item: float | None = None  # the left edge of the list item the lines go on, by its label
+    label: str | None = None  # the form of that item's label ("[0]", "0.", a bullet): the next one's too
+    hang: float | None = None  # where the item's later lines hang
+    prior: Line | None = None  # the text line before `previous`
+    for index, line in enumerate(lines):
+        if line.kind != "text":
+            if line.kind in ("heading", "title"):
+                prior, previous, item = None, None, None
+            after_display = after_display or line.kind in ("equation", "table")  # a paragraph goes on after
+            continue
+        # the next lines: margin line numbers and other furniture between lines are passed over
+        following, after = _next_lines(lines, index)
+        indented = False
+        if following is not None and following.kind == "text" and same_column(following, line):
+            # the lines after it start left of it
+            indented = 0.6 * body <= line.left - following.left <= 8 * body
+        from_edge = 0.6 * body <= line.left - line.edge <= 8 * body
+        in_column = previous is not None and same_column(previous, line)
+        flows = previous is not None and (in_column or abs(line.edge - previous.edge) < 1)
+        # a list item's next lines hang under its text, right of its label: they go on with it (an x in
+        # another column says nothing)
+        hangs = item is not None and flows and line.left > item + 0.3 * body
+        # at the item's edge, a label of the item's own form opens the next item ("[12]" after "[11]", whose
+        # last line hung)
+        sibling = item is not None and flows and label is not None and abs(line.left - item) <= 0.3 * body
+        sibling = sibling and _label_form(line.text) == label
+        if previous is not None and in_column and not hangs:
+            indented = indented or 0.6 * body <= line.left - previous.left <= 8 * body
+            # after a short line (the end of a paragraph), a line indented from the edge starts one
+            # (not where it ends with the lines around it: an abstract or a quotation justified narrower than
+            # its column)
+            around = [line.right, following.right if following is not None else line.right]
+            if prior is not None and same_column(prior, previous):
+                around.append(prior.right)
+            short = previous.right < line.far_edge - 3 * body and all(
+                abs(previous.right - x) > 0.5 * body for x in (max(around[:2]), *around[2:])
+            )
+            indented = indented or from_edge and short
+        elif not indented:
+            indented = from_edge
+        # a full line at its column's edge whose next line hangs right of it: an item of a description list
+        # ("draft  Set up for a draft copy ...") or a reference entry set with a hanging indent
+        # (a hang, not the next paragraph's indent: the item's label is set in a face of its own, or more
+        # than one line hangs)
+        hung = (
+            following is not None
+            and following.kind == "text"
+            and same_column(following, line)
+            and 0.6 * body <= following.left - line.left <= 3 * body
+            and line.left - line.edge < 0.6 * body
+            and line.right >= line.far_edge - body
+            and (
+                _hangs_on(following, after)
+                # a labelled item of two lines: the hanging one ends it short or the next item follows,
+                # where a paragraph's indented first line (after a line opening with a command in
+                # typewriter) runs on into its next line
+                or _labelled(line, face)
+                and (following.right < following.far_edge - 2 * body or _labelled_text(after, face))
+            )
+        )
+        # a line left of the list item's label, after a line that ends short, ends the list (on the next
+        # page too, in one column); after a full line it goes on with the item (MNRAS runs an item's lines
+        # back to the margin)
+        ended = previous is not None and word_fits(previous, line)
+        outdented = item is not None and flows and ended and line.left < item - 0.3 * body
+        # a label inside a list starts an item of a list nested in it; a reference entry nests none ("29.
+        # Curran Associates" is its volume)
+        nested = hangs and ITEM_LABEL.match(line.text) and label != "[0]"
+        if previous is None or BULLET.match(line.text) or nested or outdented:
+            line.starts = True  # a bullet, a nested item, or a line back left of the list's labels
+        elif sibling or ended and (_label_ends(line, face) or LABEL.match(line.text)):
+            line.starts = True  # the next item; or a bold label after a line that ended by choice
+        elif hung and not hangs:
+            line.starts = True
+        elif hangs and in_column:
+            # a paragraph's indented first line after an item that ended short stands left of its hang
+            back = hang is not None and line.left < hang - 0.3 * body and ended
+            line.starts = back or previous.bottom - line.bottom > 1.6 * pitch
+        elif in_column and not after_display:
+            line.starts = indented or previous.bottom - line.bottom > 1.6 * pitch
+        else:
+            line.starts = indented  # a paragraph goes on after a display and into the next column
+        if previous is not None and in_column and previous.code != line.code:
+            # code shown on its own lines is a block of its own, and so is the text after it
+            line.starts = True
+        if line.starts or not same_column(previous or line, line) or not hangs:
+            # an item's lines hang right of its label; a line back at the label's edge ends the list
+            item = line.left if line.starts and (LABEL.match(line.text) or hung or sibling) else None
+            label = _label_form(line.text) if item is not None else None
+            hang = None
+        elif hangs and hang is None:
+            hang = line.left
+        prior, previous, after_display = previous, line, False
+
+
+def _label_form(text: str) -> str | None:
+    """The form of the label a line opens with, numbers as 0 and letters as a ("[0]", "(a)"), or None."""
+    found = LABEL.match(text)
+    return re.sub(r"[a-z]", "a", re.sub(r"\d+", "0", found.group().strip())) if found else None
+
+
+def _labelled(line: Line, face: str) -> bool:
+    """Whether a line opens with a word or two in a face not the body's, the rest in it: a label."""
+    first, rest = line.pieces[0], line.pieces[1:]
+    short = len(first.text.split()) <= 2 and not first.math
+    return bool(rest) and short and first.font != face == rest[0].font
+
+
+def _next_lines(lines: list[Line], index: int) -> tuple[Line | None, Line | None]:
+    """The two lines after `lines[index]` that are not furniture (None where there are none)."""
+    found: list[Line | None] = [x for x in lines[index + 1 : index + 7] if x.kind != "furniture"][:2]
+    found += [None] * (2 - len(found))
+    return found[0], found[1]
+
+
+def _labelled_text(line: Line | None, face: str) -> bool:
+    """Whether a text line opens with a label: the next item of a description list."""
+    return line is not None and line.kind == "text" and _labelled(line, face)
+
+
+def _hangs_on(hanging: Line, after: Line | None) -> bool:
+    """Whether the text line `after` the `hanging` one stands where it does: two lines hang, no indent.
+
+    The first hanging line runs to the column's far edge: one that ends short ends its item, and a line
+    after it at the same indent is the next one-line paragraph.
+    """
+    return (
+        hanging.right >= hanging.far_edge - hanging.size
+        and after is not None
+        and after.kind == "text"
+        and same_column(after, hanging)
+        and abs(after.left - hanging.left) < 0.3 * after.size
+    )
+
+
+def _label_ends(line: Line, face: str) -> bool:
+    """Whether a line opens with a label in bold or a face of its own, ending in a colon or a stop.
+
+    "asaetr.sty:" before its description, "Keywords." in small capitals under an abstract.
+    """
+    label = bold_label(line) or (line.pieces[0].text.strip() if _labelled(line, face) else "")
+    return label.endswith((":", ".", "]", ")"))  # "[letter] for letter papers": an option's name
