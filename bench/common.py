@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 RESULTS = Path(__file__).parent / "results"
+CACHE = Path(__file__).parent / ".cache"
+"""What benches build and can build again (generated PDFs, indexes): git ignores it."""
 
 
 def read_queries(path: Path) -> dict[str, str]:

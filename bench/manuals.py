@@ -1,12 +1,13 @@
 """How PDFs nobody here made are read: manuals and samples from Debian's texlive-doc against a hand truth.
 
-`bench/data/manuals.json` names each PDF (installed under /usr/share/doc/texlive-doc by Debian's texlive-*-doc
-packages, texlive-plain-generic and texlive-base), the pages its truth covers and, for those pages, written
+`bench/data/manuals.json` names each PDF (installed under /usr/share/doc by the Debian package it names; some
+ship gzipped, read here from a decompressed copy), the pages its truth covers and, for those pages, written
 by hand from the page: the title, the section headings standing there, every paragraph wholly on them by its
 first and last words (a list item is a paragraph), text that must stay out of every passage (running heads,
 sidebars, margin line numbers, contents lines, footnotes) and some reference entries by their first words.
 Each document is `tune` (looked at while the reader was changed), `heldout` (never looked at for that) or
-`fresh` (added later, from other producers: Acrobat Distiller, dvipdfm, Ghostscript, Quartz, LuaTeX; its
+`fresh` (added later, from other producers: Acrobat Distiller, dvipdfm, Ghostscript, Quartz, LuaTeX,
+ReportLab, groff, Texinfo, DocBook, XeTeX, LibreOffice, cairo, Microsoft Print to PDF; its
 truth written from the rendered pages without running the reader, and never looked at while the reader was
 changed).
 
@@ -27,6 +28,7 @@ Run: python bench/manuals.py [--split tune|heldout|fresh] [--out bench/results/m
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import statistics
@@ -36,7 +38,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from common import RESULTS, machine, print_table
+from common import CACHE, RESULTS, machine, print_table
 from rapidfuzz import fuzz
 
 from citewise.index.citations import is_reference_heading
@@ -106,6 +108,17 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def unpacked(path: Path) -> Path:
+    """The PDF itself: a gzipped one (fonts' documentation ships so) decompressed once into the cache."""
+    if path.suffix != ".gz":
+        return path
+    copy = CACHE / "manuals" / path.with_suffix("").name
+    if not copy.exists():
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(gzip.decompress(path.read_bytes()))
+    return copy
+
+
 FIGURES = ["title", "sections", "paragraphs", "in_section", "kept_out", "refs"]
 
 
@@ -116,14 +129,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "manuals.json")
     args = parser.parse_args()
     truths = [t for t in json.loads(TRUTH.read_text())["documents"] if args.split in (None, t["split"])]
-    absent = [t["file"] for t in truths if not Path(t["file"]).exists()]
+    absent = [t for t in truths if not Path(t["file"]).exists()]
     if absent:
-        sys.exit(f"not installed: {', '.join(absent)} (apt-get install texlive-publishers-doc "
-                 "texlive-latex-extra-doc texlive-binaries-doc texlive-plain-generic "
-                 "texlive-base)")  # fmt: skip
+        packages = " ".join(sorted({t["package"] for t in absent}))
+        sys.exit(f"not installed: {', '.join(t['file'] for t in absent)} (apt-get install {packages})")
     rows, per_document = [], []
     for truth in truths:
-        path = Path(truth["file"])
+        path = unpacked(Path(truth["file"]))
         start = time.perf_counter()
         document = load_path(path)[0]
         took = time.perf_counter() - start
