@@ -333,3 +333,81 @@ def test_margin_stamps_are_furniture_and_a_reference_with_a_url_is_not() -> None
     stamp = line("file:///home/user/paper.html", 20, 8.0)
     _mark_stamps([*body, stamp])
     assert stamp.kind == "furniture" and all(b.kind == "text" for b in body)
+
+
+def test_a_manual_page_reads_its_tags_with_their_descriptions() -> None:
+    # groff's man macros through Ghostscript (as Debian's bash.pdf): a tag beside its description or on a
+    # line of its own above it, flush-left paragraphs set apart by a skip, Times-Roman reported at weight 695
+    document = read("tidectl.pdf")
+    assert document.title == "tidectl − read and compare tide gauge records"  # the NAME line, not "NAME"
+    texts = [p.text for p in document.paragraphs]
+    options = [p.text.split()[0] for p in document.paragraphs if p.section == "OPTIONS"]
+    assert options == ["−a", "−d", "−q", "−−harmonics", "−−threshold", "−−version"]
+    assert any(
+        t.startswith("−−harmonics Fit the tidal harmonics") and t.endswith("hourly data.") for t in texts
+    )
+    assert any(t.startswith("−d Print the daily") and t.endswith("to the centimetre.") for t in texts)
+    # two paragraphs apart by a skip alone, neither indented
+    assert [p.text[:12] for p in document.paragraphs if p.section == "DESCRIPTION"] == [
+        "tidectl read",
+        "Records are ",
+    ]
+    assert {p.section for p in document.paragraphs} == {
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "OPTIONS",
+        "FILES",
+        "EXIT STATUS",
+    }
+
+
+def _at(text: str, left: float, bottom: float, size: float = 10.0, font: str = "SFRM1000") -> Line:
+    width = 0.5 * size * len(text)
+    return Line([Piece(left, bottom, left + width, bottom + size, text, size, font, False)], page=0)
+
+
+def test_a_title_centred_over_two_lines_is_one_title() -> None:
+    from citewise.index.pdf.headings import mark_title
+
+    def line(text: str, left: float, right: float, bottom: float, size: float, bold: bool) -> Line:
+        piece = Piece(left, bottom, right, bottom + size, text, size, "Times-Bold" if bold else "Times", bold)
+        return Line([piece], page=0, edge=121, far_edge=492)
+
+    # the second line is as wide as the text block, centred under the first (XeLaTeX's thesis template)
+    lines = [
+        line("Insert Thesis Title Here", 191, 422, 690, 24.6, True),
+        line("Use Manual Line Breaks If Necessary", 121, 492, 660, 24.6, True),
+        line("In Partial Fulfillment of the Requirements", 206, 406, 540, 12, False),
+    ]
+    mark_title(lines, 12.0)
+    assert [x.kind for x in lines[:2]] == ["title", "title"]
+
+
+def test_a_list_under_a_gap_is_no_heading_and_a_repeated_paragraph_no_furniture() -> None:
+    from citewise.index.pdf.furniture import mark_furniture
+    from citewise.index.pdf.headings import _spaced_headings
+
+    lines = [
+        _at("Here is a numbered list of the steps to take.", 72, 500),
+        _at("1) First level item", 86, 470),
+        _at("2) First level item", 86, 458),
+        _at("After the list the text goes on for a while, as text does.", 72, 446),
+    ]
+    for line in lines:
+        line.edge, line.far_edge = 72, 540
+    assert _spaced_headings(lines, 10.0) == []
+    # a long paragraph a manual repeats word for word (its Word and its LibreOffice instructions) near the
+    # top of two pages, at other heights: no running head
+    repeated = (
+        "Since the font uses OpenType features to display ligatures and contextual alternates, you must"
+    )
+    pages = [
+        [
+            _at(f"Page {n} heading", 55, 735),
+            _at(repeated, 55, 716 - 10 * n),
+            *[_at(f"body {n} {i}", 55, 600 - 20 * i) for i in range(6)],
+        ]
+        for n in range(3)
+    ]
+    mark_furniture(pages)
+    assert all(page[1].kind == "text" for page in pages)

@@ -12,9 +12,7 @@ import statistics
 from collections import Counter
 
 from citewise.index.citations import is_reference_heading
-from citewise.index.pdf.lines import ENTRY_LABEL, Line, same_column
-
-EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
+from citewise.index.pdf.lines import ENTRY_LABEL, EQUATION_NUMBER, Line, same_column
 
 
 def mark_furniture(pages: list[list[Line]]) -> None:
@@ -41,6 +39,19 @@ def mark_furniture(pages: list[list[Line]]) -> None:
         _mark_stamps(lines)
         _mark_line_numbers(lines)
     counts = Counter(s for end in ends for s in {shape(line) for line in end})
+    heights: dict[str, list[float]] = {}
+    for end in ends:
+        for line in end:
+            heights.setdefault(shape(line), []).append(line.top)
+
+    def repeats(line: Line) -> bool:
+        # a running head is short, or stands at one height on every page: a paragraph a manual repeats
+        # word for word (its Word and LibreOffice instructions) is no furniture where it starts a page
+        if len(pages) < 2 or counts[shape(line)] < repeated:
+            return False
+        alike = sum(abs(top - line.top) < 2 for top in heights[shape(line)])
+        return len(line.text.split()) < 12 or alike >= repeated
+
     repeated = max(2, min(3, round(0.4 * len(pages))))  # a chapter's own head repeats on its pages
     first_sizes = [line.size for line in pages[0]] if pages and pages[0] else [0.0]
     display = 1.2 * statistics.median(first_sizes)
@@ -49,7 +60,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
             page_number = re.fullmatch(r"(?:page\s*)?[\divxlc]{1,5}(?:\s*(?:of|/)\s*\d+)?", line.text, re.I)
             if number == 0 and line.size > display:  # the title, which later pages repeat as their head
                 continue
-            if page_number or (len(pages) >= 2 and counts[shape(line)] >= repeated):
+            if page_number or repeats(line):
                 line.kind = "furniture"
 
     # a sidebar or a footer block: lines standing at the same place with the same words on several pages,

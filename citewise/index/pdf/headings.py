@@ -21,7 +21,7 @@ from citewise.index.pdf.lines import (
     same_column,
     word_fits,
 )
-from citewise.index.pdf.starts import ITEM_LABEL
+from citewise.index.pdf.starts import ITEM_LABEL, label_form
 
 CAPS_HEADING_WORD = re.compile(
     r"(?:abstract|references|bibliography|acknowledge?ments?|appendix|introduction|conclusions?|summary"
@@ -58,8 +58,12 @@ def mark_title(lines: list[Line], body: float) -> None:
             continue
         if line.size <= 1.05 * body or HEADING_WORD.match(line.text):
             break
+        centre = (line.left + line.right) / 2
         if head and _centred(head[0], body) and not _centred(line, body):
-            break  # a heading flush at its column's edge under a centred title block ("Introduction")
+            # a heading flush at its column's edge under a centred title block ("Introduction"), not the
+            # title's next line centred as wide as the text block
+            if _face(line) != _face(head[-1]) or abs(centre - (head[-1].left + head[-1].right) / 2) > 2:
+                break
         head.append(line)
     if not head:  # a title in body-size type (AASTeX): bold or capitals, centred, over the abstract
         for line in first[above:]:
@@ -75,6 +79,12 @@ def mark_title(lines: list[Line], body: float) -> None:
             head.append(line)
         if not head or HEADING_WORD.match(head[0].text) or CAPS_HEADING_WORD.match(head[0].text):
             return
+    at = first.index(head[0]) + 1
+    if len(head) == 1 and head[0].text == "NAME" and at < len(first):
+        # a manual page: its title is the line its NAME section holds ("bash - GNU Bourne-Again SHell")
+        head[0].kind, head[0].level = "heading", 1
+        first[at].kind = "title"
+        return
     for line in first[:above]:
         line.kind = "furniture"
     largest = max(line.size for line in head)
@@ -121,6 +131,7 @@ def mark_headings(lines: list[Line], body: float) -> None:
         for line in lines
         if line.kind == "text"
         and id(line) not in running
+        and not line.hang  # a tag, its description hanging under it
         and (line.bold or line.size >= 1.1 * body or _set_apart(line))
         and line.heading_size >= 0.85 * body
         and len(line.text.split()) <= 14
@@ -132,7 +143,7 @@ def mark_headings(lines: list[Line], body: float) -> None:
             and (line.text.endswith(".") and not _subsection_title(line) or _fills_column(line))
         )
     ]
-    spaced = {id(line) for line in _spaced_headings(lines, body)}
+    spaced = {id(line) for line in _spaced_headings(lines, body) if not line.hang}
     candidates += [
         line for line in lines if id(line) in spaced and id(line) not in {id(c) for c in candidates}
     ]
@@ -195,6 +206,9 @@ def _spaced_headings(lines: list[Line], body: float) -> list[Line]:
             # the text above ended its sentence; a heading opens with a capital or a label ("a) Rules")
             or not above.text.rstrip().endswith((".", "!", "?", ":", ")"))
             or not (line.text[:1].isupper() or line.text[:1].isdigit() or ITEM_LABEL.match(line.text))
+            # a list's first item, the next one under it ("1) First", "2) Second")
+            or label_form(line.text) is not None
+            and label_form(line.text) == label_form(below.text)
         ):
             continue
         if (
@@ -290,9 +304,10 @@ def join_wrapped_headings(lines: list[Line]) -> list[Line]:
             and 0 <= last.bottom - line.top < 0.6 * line.heading_size
             and len(last.text.split()) + len(line.text.split()) <= 24
         ):
-            last.pieces = [*last.pieces, *line.pieces]
             broken = last.text.endswith("-") and line.text[:1].islower()
-            last.text = f"{last.text[:-1]}{line.text}" if broken else f"{last.text} {line.text}"
+            text = f"{last.text[:-1]}{line.text}" if broken else f"{last.text} {line.text}"
+            out[-1] = dataclasses.replace(last, pieces=[*last.pieces, *line.pieces])
+            out[-1].text = text
             continue
         out.append(line)
     return out

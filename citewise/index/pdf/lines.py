@@ -13,6 +13,7 @@ import re
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from citewise.index.tables import (
     Table,
@@ -30,6 +31,11 @@ BOLD_FONT = re.compile(
 reads 250), URW's Times (NimbusRomNo9L-Medi)."""
 
 
+REGULAR_FONT = re.compile(r"Roman|Regular|Regu$|Book|Light|Italic|Oblique|Ital$", re.IGNORECASE)
+"""Faces whose name says they are not bold: the weight a producer reports for them says nothing (Ghostscript
+gives groff's Times-Roman 695)."""
+
+
 ITALIC_FONT = re.compile(
     r"Italic|Oblique|Ital$|-It$|\b(?:SF|EC)(?:TI|SI|SL|BI|IT)|CMTI|CMSL|CMBXTI", re.IGNORECASE
 )
@@ -39,6 +45,7 @@ ITALIC_FONT = re.compile(
 NUMBERED = re.compile(r"(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s")
 
 
+EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 ENTRY_LABEL = re.compile(r"\[\d{1,3}\]\s")
 """The label a numbered reference entry starts with."""
 
@@ -88,7 +95,11 @@ class Piece:
 
 @dataclass
 class Line:
-    """A line of text as read: its pieces left to right and what the layout says it is."""
+    """A line of text as read: its pieces left to right and what the layout says it is.
+
+    What its pieces say (box, size, face) is worked out once: a line's pieces are not changed after it is
+    made (a line that grows is made anew, `dataclasses.replace`).
+    """
 
     pieces: list[Piece]
     page: int
@@ -101,32 +112,33 @@ class Line:
     table: Table | None = None  # a table's rows and caption; its text is then the table in Markdown
     band: int = 0  # how many rules across the page's middle stand above it (each closes the columns)
     cut: bool = False  # what is left of a line a table took pieces of
+    hang: float = 0.0  # where a tagged line's description starts ("-i  If the ..."), its next lines under it
     text: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
         self.text = self.table.markdown() if self.table else line_text(self.pieces)
 
-    @property
+    @cached_property
     def left(self) -> float:
         """Its leftmost x."""
         return min(p.left for p in self.pieces)
 
-    @property
+    @cached_property
     def right(self) -> float:
         """Its rightmost x."""
         return max(p.right for p in self.pieces)
 
-    @property
+    @cached_property
     def top(self) -> float:
         """The top of its type."""
         return max(p.top for p in self.pieces)
 
-    @property
+    @cached_property
     def bottom(self) -> float:
         """The bottom of its type."""
         return min(p.bottom for p in self.pieces)
 
-    @property
+    @cached_property
     def size(self) -> float:
         """The type size most of its characters are set in."""
         weights: Counter[float] = Counter()
@@ -134,24 +146,24 @@ class Line:
             weights[round(piece.size, 1)] += len(piece.text.strip())
         return weights.most_common(1)[0][0]
 
-    @property
+    @cached_property
     def bold(self) -> bool:
         """Whether most of its letters are bold."""
         letters = [(p.bold, len(p.text.strip())) for p in self.pieces if not p.math]
         return bool(letters) and sum(n for b, n in letters if b) > 0.6 * sum(n for _, n in letters)
 
-    @property
+    @cached_property
     def italic(self) -> bool:
         """Whether most of its letters are italic."""
         letters = [(p.italic, len(p.text.strip())) for p in self.pieces if not p.math]
         return bool(letters) and sum(n for i, n in letters if i) > 0.6 * sum(n for _, n in letters)
 
-    @property
+    @cached_property
     def heading_size(self) -> float:
         """Its type size as a heading's: small capitals count at their capitals' size."""
         return max(p.size for p in self.pieces) if self.caps else self.size
 
-    @property
+    @cached_property
     def caps(self) -> bool:
         """Whether its letters are all capitals (small capitals read so too), three at least, maths aside."""
         letters = [
@@ -163,12 +175,12 @@ class Line:
         ]
         return len(letters) >= 3 and all(c.isupper() for c in letters)
 
-    @property
+    @cached_property
     def code(self) -> bool:
         """Whether it is set wholly in a typewriter face (code, a command, a file shown on its own)."""
         return all(MONO_FONT.search(p.font) for p in self.pieces if p.text.strip())
 
-    @property
+    @cached_property
     def math_share(self) -> float:
         """The share of its characters set in math fonts."""
         chars = sum(len(p.text.strip()) for p in self.pieces) or 1
@@ -441,14 +453,36 @@ def line_text(pieces: list[Piece]) -> str:
 
 
 def line_pitch(lines: list[Line], body: float) -> float:
-    """The usual distance between the baselines of consecutive text lines in a column."""
+    """The distance between the baselines of consecutive lines inside a paragraph of body text.
+
+    The median gap, or the smallest gap that is common (a quarter as common as the commonest): in a
+    manual of short paragraphs set apart by a skip, the skips outnumber the lines within paragraphs.
+    """
     text = [line for line in lines if line.kind == "text"]
     pitches = [
         a.bottom - b.bottom
         for a, b in zip(text, text[1:], strict=False)
         if a.page == b.page and a.column == b.column and 0 < a.bottom - b.bottom < 3 * body
     ]
-    return statistics.median(pitches) if pitches else 1.2 * body
+    if not pitches:
+        return 1.2 * body
+    usual = statistics.median(pitches)
+    in_body = [g for a, b, g in _pairs(text) if abs(a.size - body) < 0.5 and abs(b.size - body) < 0.5]
+    bins = Counter(round(g * 2) / 2 for g in in_body)
+    common = [g for g, n in bins.items() if n >= max(3, 0.25 * max(bins.values(), default=0))]
+    smallest = min(common, default=usual)
+    if smallest < usual - 0.5:  # the usual gap is a paragraph's skip: the lines inside are closer
+        return statistics.median(g for g in in_body if abs(g - smallest) <= 0.5)
+    return usual
+
+
+def _pairs(text: list[Line]) -> list[tuple[Line, Line, float]]:
+    """Consecutive text lines in one column of one page, with the distance between their baselines."""
+    return [
+        (a, b, a.bottom - b.bottom)
+        for a, b in zip(text, text[1:], strict=False)
+        if a.page == b.page and a.column == b.column and 0 < a.bottom - b.bottom < 3 * max(a.size, b.size)
+    ]
 
 
 def word_fits(previous: Line, line: Line) -> bool:

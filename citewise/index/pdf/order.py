@@ -6,9 +6,10 @@ right; tables split over two pages joined.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
-from citewise.index.pdf.lines import Line
+from citewise.index.pdf.lines import EQUATION_NUMBER, Line, line_text
 
 OVERHANG = 5.0
 """Points a line's end must stand beyond every other line's to be passed over as overhanging."""
@@ -48,6 +49,7 @@ def reading_order(lines: list[Line]) -> list[Line]:
     if not two_columns:
         for line in lines:
             line.column = "full"
+        lines = _join_tags(lines)
     ordered: list[Line] = []
     band: list[Line] = []
     for line in sorted(lines, key=lambda line: (line.band, -line.top)):
@@ -61,6 +63,8 @@ def reading_order(lines: list[Line]) -> list[Line]:
                 band = []
             band.append(line)
     ordered.extend(_band(band) if two_columns else band)
+    if not two_columns:
+        _mark_tags(ordered)
     for column in ("left", "right", "full"):
         lines_of_column = [line for line in ordered if line.column == column and line.kind != "furniture"]
         rights = [line.right for line in lines_of_column]
@@ -78,6 +82,78 @@ def reading_order(lines: list[Line]) -> list[Line]:
             if line.column == column:
                 line.edge, line.far_edge = edge, far_edge or line.right
     return ordered
+
+
+TAG_CHARS = 32
+"""Characters a hanging tag holds at most ("--dump-po-strings", "[-+]O [shopt_option]")."""
+TAG_INDENT = 2.5
+"""Ems at least a description hangs right of a tag on a line of its own (a paragraph indents less)."""
+TAG_REACH = 12.0
+"""Ems at most between a tag and its description on the same baseline."""
+
+
+def _join_tags(lines: list[Line]) -> list[Line]:
+    """A tag and its description on one baseline of a one-column page made one line ("-i  If the -i ...").
+
+    Man pages, Texinfo tables and definition lists set a short tag at the margin and its description at an
+    indent the description's other lines share: read apart, the tag closed the paragraph before.
+    """
+    text = [line for line in lines if line.kind == "text" and not line.table]
+    indents = Counter(round(line.left) for line in text)
+    joined: set[int] = set()
+    grown: dict[int, Line] = {}  # a description's line -> the line with its tag before it
+    for tag in text:
+        if len(tag.text) > TAG_CHARS or id(tag) in joined:
+            continue
+        beside = [
+            x
+            for x in text
+            if x is not tag
+            and id(x) not in joined
+            and 0 < x.left - tag.right < TAG_REACH * tag.size
+            and min(x.top, tag.top) - max(x.bottom, tag.bottom)
+            >= 0.5 * min(x.top - x.bottom, tag.top - tag.bottom)
+            and sum(indents[round(x.left) + d] for d in (-1, 0, 1)) >= 3  # where descriptions start
+        ]
+        if len(beside) == 1 and not EQUATION_NUMBER.match(beside[0].text):
+            description = beside[0]
+            grown[id(description)] = dataclasses.replace(
+                description, pieces=[*tag.pieces, *description.pieces], hang=description.left
+            )
+            joined.update((id(tag), id(description)))
+    return [grown.get(id(line), line) for line in lines if id(line) not in joined or id(line) in grown]
+
+
+def _mark_tags(lines: list[Line]) -> None:
+    """A tag whose description hangs under it: alone ("--debugger", then "Arrange for ...") or before it.
+
+    A tag on a line of its own, or set a little apart before the description's first words ("--norc  Do
+    not read ..."): the next line starts TAG_INDENT ems or more right of the tag, where descriptions start
+    (three lines or more), and the line after goes on there or comes back to the tag's edge or left of it.
+    """
+    text = [line for line in lines if line.kind == "text" and not line.table]
+    indents = Counter(round(line.left) for line in text)
+    for line, description, after in zip(text, text[1:], [*text[2:], None], strict=False):
+        if (
+            line.hang
+            or line.caps  # a heading in capitals over its section's indented text
+            or line.size > description.size
+            or description.page != line.page
+            or not TAG_INDENT * line.size <= description.left - line.left <= 8 * line.size
+            or not 0 < line.bottom - description.top < line.size
+            or sum(indents[round(description.left) + d] for d in (-1, 0, 1)) < 3
+            # the line after goes on with the description, or is the next tag, or a heading left of them
+            or after is not None
+            and abs(after.left - description.left) >= 1
+            and after.left > line.left + 1
+        ):
+            continue
+        hang = description.left
+        tag = [p for p in line.pieces if p.left < hang - 1]  # pieces stand left to right
+        if not 0 < len(tag) < len(line.pieces) or abs(line.pieces[len(tag)].left - hang) >= 1:
+            tag = line.pieces  # no piece where the description starts: the tag stands alone
+        if len(line_text(tag)) <= TAG_CHARS:
+            line.hang = hang
 
 
 def join_split_tables(lines: list[Line]) -> list[Line]:

@@ -13,7 +13,16 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from citewise.index.pdf.lines import BOLD_FONT, LIGATURES, TEX_FONT, Line, Piece, group_lines, page_words
+from citewise.index.pdf.lines import (
+    BOLD_FONT,
+    LIGATURES,
+    REGULAR_FONT,
+    TEX_FONT,
+    Line,
+    Piece,
+    group_lines,
+    page_words,
+)
 from citewise.index.tables import (
     CAPTION,
     CarriedCaption,
@@ -81,9 +90,11 @@ def page_lines(pdf: object, number: int, carried: CarriedCaption | None = None) 
         bottom, top = baseline - 0.25 * size, baseline + 0.75 * size
         font = obj.get_font()
         name = font.get_base_name() or ""
-        # TeX's own fonts say their weight in their name (CMBX bold, CMR not); the weight PDFium reports
-        # for them (dvips and Ghostscript: CMR12 732) says nothing
-        bold = bool(BOLD_FONT.search(name)) or font.get_weight() >= 600 and not TEX_FONT.match(name)
+        # TeX's own fonts say their weight in their name (CMBX bold, CMR not), and so do "Times-Roman" and
+        # "Arial-ItalicMT": the weight PDFium reports for them (dvips and Ghostscript: CMR12 732, Times-Roman
+        # 695) says nothing
+        named = TEX_FONT.match(name) or REGULAR_FONT.search(name)
+        bold = bool(BOLD_FONT.search(name)) or font.get_weight() >= 600 and not named
         pieces.append(Piece(left, bottom, right, top, text, round(size, 1), name, bold))
     rules = page_rules(page)
     lines = _with_tables(group_lines(pieces, number), rules, textpage, number, carried)

@@ -6,7 +6,9 @@ An indent, a gap, a label of the list's own form ("1.",
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections import Counter
 
 from citewise.index.pdf.lines import Line, bold_label, line_pitch, same_column, word_fits
 
@@ -17,8 +19,10 @@ BULLET = re.compile(f"[{BULLETS}]\\s")
 """A bullet: a line starting with one starts a list item, at a page's or column's top too."""
 
 
-ITEM_LABEL = re.compile(f"(?:[{BULLETS}*-]|\\(?\\d{{1,2}}[.)]|\\(?[a-z][.)]|\\([ivx]{{1,4}}\\))\\s")
-"""A list item's label: a bullet, "3.", "(2)", "b)"."""
+DASHES = "*\u2013\u00b7-"
+"""Marks a list's items may open with besides bullets: an asterisk, an en dash, a middle dot, a hyphen."""
+ITEM_LABEL = re.compile(f"(?:[{BULLETS}{DASHES}]|\\(?\\d{{1,2}}[.)]|\\(?[a-z][.)]|\\([ivx]{{1,4}}\\))\\s")
+"""A list item's label: a bullet (or a dash, an asterisk, a middle dot), "3.", "(2)", "b)"."""
 
 
 LABEL = re.compile(rf"\[\d{{1,3}}\]\s|{ITEM_LABEL.pattern}")
@@ -31,6 +35,7 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
     `face` is the body's font: a description's label is set in another.
     """
     pitch = line_pitch(lines, body)
+    skip = paragraph_skip(lines, pitch, body)
     previous: Line | None = None
     after_display = False
     item: float | None = None  # the left edge of the list item the lines go on, by its label
@@ -58,7 +63,7 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
         # at the item's edge, a label of the item's own form opens the next item ("[12]" after "[11]", whose
         # last line hung)
         sibling = item is not None and flows and label is not None and abs(line.left - item) <= 0.3 * body
-        sibling = sibling and _label_form(line.text) == label
+        sibling = sibling and label_form(line.text) == label
         if previous is not None and in_column and not hangs:
             indented = indented or 0.6 * body <= line.left - previous.left <= 8 * body
             # after a short line (the end of a paragraph), a line indented from the edge starts one
@@ -101,7 +106,9 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
         # a label inside a list starts an item of a list nested in it; a reference entry nests none ("29.
         # Curran Associates" is its volume)
         nested = hangs and ITEM_LABEL.match(line.text) and label != "[0]"
-        if previous is None or BULLET.match(line.text) or nested or outdented:
+        if line.hang and flows and (item is None or line.left <= item + 0.3 * body):
+            line.starts = True  # a tag and its description ("-i  If the -i option ..."), not one nested
+        elif previous is None or BULLET.match(line.text) or nested or outdented:
             line.starts = True  # a bullet, a nested item, or a line back left of the list's labels
         elif sibling or ended and (_label_ends(line, face) or LABEL.match(line.text)):
             line.starts = True  # the next item; or a bold label after a line that ended by choice
@@ -110,9 +117,9 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
         elif hangs and in_column:
             # a paragraph's indented first line after an item that ended short stands left of its hang
             back = hang is not None and line.left < hang - 0.3 * body and ended
-            line.starts = back or previous.bottom - line.bottom > 1.6 * pitch
+            line.starts = back or previous.bottom - line.bottom > skip
         elif in_column and not after_display:
-            line.starts = indented or previous.bottom - line.bottom > 1.6 * pitch
+            line.starts = indented or previous.bottom - line.bottom > skip
         else:
             line.starts = indented  # a paragraph goes on after a display and into the next column
         if previous is not None and in_column and previous.code != line.code:
@@ -120,15 +127,43 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             line.starts = True
         if line.starts or not same_column(previous or line, line) or not hangs:
             # an item's lines hang right of its label; a line back at the label's edge ends the list
-            item = line.left if line.starts and (LABEL.match(line.text) or hung or sibling) else None
-            label = _label_form(line.text) if item is not None else None
-            hang = None
+            item = (
+                line.left
+                if line.starts and (LABEL.match(line.text) or hung or sibling or line.hang)
+                else None
+            )
+            label = label_form(line.text) if item is not None else None
+            hang = line.hang or None
         elif hangs and hang is None:
             hang = line.left
         prior, previous, after_display = previous, line, False
 
 
-def _label_form(text: str) -> str | None:
+def paragraph_skip(lines: list[Line], pitch: float, body: float) -> float:
+    """The distance between baselines beyond which a line starts a paragraph.
+
+    1.6 pitches, or less where the document spaces its paragraphs apart by a distance of its own. A man
+    page, a Texinfo manual, ReportLab and office documents set paragraphs flush left with a skip between
+    them, 1.3-1.5 pitches: where the gaps between lines cluster there, with few just over one pitch (where
+    a line with maths or a raised mark stands), a gap halfway to the cluster ends a paragraph.
+    """
+    text = [line for line in lines if line.kind == "text"]
+    ratios = Counter(
+        round((a.bottom - b.bottom) / pitch, 1)
+        for a, b in itertools.pairwise(text)
+        if a.page == b.page and a.column == b.column and 0 < a.bottom - b.bottom < 3 * body
+    )
+    peak = max((r for r in ratios if 1.35 <= r < 1.6), key=lambda r: ratios[r], default=None)
+    if peak is None:
+        return 1.6 * pitch
+    cluster = sum(ratios[round(peak + d, 1)] for d in (-0.1, 0.0, 0.1))
+    between = sum(n for r, n in ratios.items() if 1.05 <= r < 1.25)
+    if cluster < max(4, 0.03 * sum(ratios.values())) or between >= cluster / 4:
+        return 1.6 * pitch
+    return (1 + (peak - 0.1 - 1) / 2) * pitch
+
+
+def label_form(text: str) -> str | None:
     """The form of the label a line opens with, numbers as 0 and letters as a ("[0]", "(a)"), or None."""
     found = LABEL.match(text)
     return re.sub(r"[a-z]", "a", re.sub(r"\d+", "0", found.group().strip())) if found else None
