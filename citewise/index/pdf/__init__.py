@@ -40,8 +40,8 @@ from citewise.index.pdf.headings import (
     split_run_in_headings,
 )
 from citewise.index.pdf.lines import Line
-from citewise.index.pdf.order import join_split_tables, reading_order
-from citewise.index.pdf.pages import caption_at_foot, has_image, ocr_lines, page_lines
+from citewise.index.pdf.order import join_split_tables, mark_tags, reading_order
+from citewise.index.pdf.pages import WordGaps, caption_at_foot, has_image, ocr_lines, page_lines
 from citewise.index.pdf.starts import mark_starts
 from citewise.index.tables import CarriedCaption
 
@@ -86,9 +86,10 @@ def read_layout(path: Path, data: bytes) -> Layout:
         title = str(pdf.get_metadata_dict().get("Title") or "")
         pages, ocr_pages, image_pages = [], [], []
         carried: CarriedCaption | None = None  # a caption a page ended with, its table not under it
+        gaps = WordGaps()
         for number in range(len(pdf)):
             try:
-                lines = page_lines(pdf, number, carried)
+                lines = page_lines(pdf, number, carried, gaps)
                 if carried is not None and any(x.table and x.table.caption == carried.text for x in lines):
                     for line in pages[-1]:  # the caption is the table's now, on the next page
                         if id(line) in carried.source:
@@ -113,6 +114,7 @@ def read_layout(path: Path, data: bytes) -> Layout:
     body, face = faces.most_common(1)[0][0] if faces else (10.0, "")
     mark_furniture(pages)
     ordered = join_split_tables([line for page in pages for line in reading_order(page)])
+    mark_tags(ordered)
     mark_notes_and_equations(ordered, body)
     mark_title(ordered, body)
     mark_headings(ordered, body)

@@ -63,8 +63,6 @@ def reading_order(lines: list[Line]) -> list[Line]:
                 band = []
             band.append(line)
     ordered.extend(_band(band) if two_columns else band)
-    if not two_columns:
-        _mark_tags(ordered)
     for column in ("left", "right", "full"):
         lines_of_column = [line for line in ordered if line.column == column and line.kind != "furniture"]
         rights = [line.right for line in lines_of_column]
@@ -124,23 +122,26 @@ def _join_tags(lines: list[Line]) -> list[Line]:
     return [grown.get(id(line), line) for line in lines if id(line) not in joined or id(line) in grown]
 
 
-def _mark_tags(lines: list[Line]) -> None:
+def mark_tags(lines: list[Line]) -> None:
     """A tag whose description hangs under it: alone ("--debugger", then "Arrange for ...") or before it.
+
+    Lines in reading order, of the whole document (a tag at a page's foot describes the next page's top);
+    one-column text only.
 
     A tag on a line of its own, or set a little apart before the description's first words ("--norc  Do
     not read ..."): the next line starts TAG_INDENT ems or more right of the tag, where descriptions start
     (three lines or more), and the line after goes on there or comes back to the tag's edge or left of it.
     """
-    text = [line for line in lines if line.kind == "text" and not line.table]
+    text = [line for line in lines if line.kind == "text" and not line.table and line.column == "full"]
     indents = Counter(round(line.left) for line in text)
     for line, description, after in zip(text, text[1:], [*text[2:], None], strict=False):
         if (
             line.hang
             or line.caps  # a heading in capitals over its section's indented text
             or line.size > description.size
-            or description.page != line.page
             or not TAG_INDENT * line.size <= description.left - line.left <= 8 * line.size
-            or not 0 < line.bottom - description.top < line.size
+            # right under it, or opening the next page (a tag at a page's foot)
+            or not (description.page == line.page + 1 or 0 < line.bottom - description.top < line.size)
             or sum(indents[round(description.left) + d] for d in (-1, 0, 1)) < 3
             # the line after goes on with the description, or is the next tag, or a heading left of them
             or after is not None

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import math
 import statistics
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,26 +63,117 @@ def ocr_lines(pdf: object, number: int, path: Path) -> list[Line]:
     return group_lines(pieces, number)
 
 
-def page_lines(pdf: object, number: int, carried: CarriedCaption | None = None) -> list[Line]:
+@dataclass
+class WordGaps:
+    """Whether a document's text objects hide word spaces as gaps between glyphs, with no space between.
+
+    groff through Ghostscript: "theyare" where the page shows "they are". Learnt from the first pages with
+    text (reading each glyph's box costs a few ms a page); where they hide none, later pages are read by
+    their objects alone.
+    """
+
+    checked: int = 0
+    found: bool = False
+
+    @property
+    def wanted(self) -> bool:
+        """Whether this page's glyphs are to be read for gaps."""
+        return self.found or self.checked < GAP_PAGES
+
+
+GAP_PAGES = 2
+"""Pages with text read glyph by glyph before a document is taken to hide no word spaces."""
+SAMPLE_CHARS = 1500
+"""Characters of a page read glyph by glyph while a document is not yet known to hide word spaces."""
+WORDS_AN_OBJECT = 3
+"""Characters a page's text objects hold on average where they may hide word spaces (a word or more)."""
+HIDDEN = 3
+"""Objects on a page that hide a word space before the document is read glyph by glyph."""
+WORD_GAP = 0.2
+"""Ems between two glyphs of one text object that make a word space."""
+
+
+def _glyphs(textpage: Any, limit: int) -> dict[int, list[tuple[str, float, float]]]:
+    """Each text object's glyphs (by the object's address), in order: character, left and right x.
+
+    The page's first `limit` characters only (an object they end in is read as it was).
+    """
+    import ctypes
+
+    import pypdfium2.raw as raw
+
+    glyphs: dict[int, list[tuple[str, float, float]]] = {}
+    box = raw.FS_RECTF()
+    for index in range(min(limit, textpage.count_chars())):
+        owner = ctypes.cast(raw.FPDFText_GetTextObject(textpage.raw, index), ctypes.c_void_p).value
+        if owner and raw.FPDFText_GetLooseCharBox(textpage.raw, index, box):
+            glyphs.setdefault(owner, []).append(
+                (chr(raw.FPDFText_GetUnicode(textpage.raw, index)), box.left, box.right)
+            )
+    return glyphs
+
+
+def _spaced(text: str, glyphs: list[tuple[str, float, float]], size: float) -> str:
+    """An object's text with a space where its glyphs stand a word space apart.
+
+    As it was where its glyphs do not spell it (PDFium's own spaces aside).
+    """
+    out = ""
+    for at, (char, left, _) in enumerate(glyphs):
+        if (
+            at
+            and not char.isspace()
+            and not out[-1:].isspace()
+            and left - glyphs[at - 1][2] > WORD_GAP * size
+        ):
+            out += " "
+        out += char
+    if "".join(out.split()) != "".join(text.split()):
+        return text
+    return out + " " * (len(text) - len(text.rstrip()))
+
+
+def page_lines(
+    pdf: object, number: int, carried: CarriedCaption | None = None, gaps: WordGaps | None = None
+) -> list[Line]:
     """The text lines of one page (0-based `number`) of an open pypdfium2 document: box, font, size.
 
     `carried`: a caption the page before ended with (`caption_at_foot`), whose table may open this page.
+    `gaps`: what the document's first pages said of word spaces hidden as gaps (updated here).
     """
+    import ctypes
+
     import pypdfium2.raw as raw
 
     page = pdf[number]  # type: ignore[index]
     textpage = page.get_textpage()
     width, height = page.get_size()
     figures: dict[int, tuple[Any, bool]] = {}  # outermost form -> whether it is a figure
+    objects = [
+        (obj, obj.extract()) for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_TEXT], textpage=textpage)
+    ]
+    # glyphs are read where objects hold words or more: a browser's page of one object a glyph hides nothing
+    lengths = [len(text.strip()) for _, text in objects if text.strip()]
+    typeset = bool(lengths) and statistics.fmean(lengths) >= WORDS_AN_OBJECT
+    glyphs = None
+    if gaps is not None and gaps.wanted and typeset:  # a sample of the page until hidden spaces are found
+        glyphs = _glyphs(textpage, sys.maxsize if gaps.found else SAMPLE_CHARS)
+    hidden = 0  # objects that hid a word space
     pieces = []
-    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_TEXT], textpage=textpage):
-        text = obj.extract().translate(LIGATURES).replace("\x02", "-")  # PDFium marks a line-end hyphen
+    for obj, text in objects:
         if not text.strip() or obj.container is not None and _in_figure(obj, figures, (width, height)):
             continue
         left, _, right, _ = page_box(obj)
         matrix = obj.get_matrix().get()
         # the type's height: the matrix's vertical axis (microtype's font expansion widens glyphs, a = 1.02)
         size = obj.get_font_size() * (math.hypot(matrix[2], matrix[3]) or 1.0)
+        font = obj.get_font()
+        name = font.get_base_name() or ""
+        if glyphs is not None and name:  # a bitmap font's (Type 3, no name) glyph boxes say nothing
+            spaced = _spaced(text, glyphs.get(ctypes.cast(obj.raw, ctypes.c_void_p).value or 0, []), size)
+            hidden += spaced.split() != text.split()
+            text = spaced
+        text = text.translate(LIGATURES).replace("\x02", "-")  # PDFium marks a line-end hyphen
         baseline = matrix[5]
         if obj.container is not None:  # in a form: its matrices scale and move the type too
             (x0, y0), (x1, y1) = in_page(obj, matrix[4], matrix[5]), in_page(obj, matrix[4], matrix[5] + 1.0)
@@ -88,14 +181,15 @@ def page_lines(pdf: object, number: int, carried: CarriedCaption | None = None) 
         # the height of the type, from the baseline, not the glyphs' own box: an "x" or a "." is as tall as
         # the line they stand in, and a subscript's baseline sits just below it
         bottom, top = baseline - 0.25 * size, baseline + 0.75 * size
-        font = obj.get_font()
-        name = font.get_base_name() or ""
         # TeX's own fonts say their weight in their name (CMBX bold, CMR not), and so do "Times-Roman" and
         # "Arial-ItalicMT": the weight PDFium reports for them (dvips and Ghostscript: CMR12 732, Times-Roman
         # 695) says nothing
         named = TEX_FONT.match(name) or REGULAR_FONT.search(name)
         bold = bool(BOLD_FONT.search(name)) or font.get_weight() >= 600 and not named
         pieces.append(Piece(left, bottom, right, top, text, round(size, 1), name, bold))
+    if gaps is not None and glyphs is not None:
+        gaps.checked += 1
+        gaps.found = gaps.found or hidden >= HIDDEN
     rules = page_rules(page)
     lines = _with_tables(group_lines(pieces, number), rules, textpage, number, carried)
     _mark_bands(lines, rules)
