@@ -52,7 +52,7 @@ _NOT_SURNAMES = frozenset(
 
 _REF_HEADING = re.compile(
     r"^(?:(?:\d+(?:\.\d+)*|[IVXLC]+|[A-Z])[.)]?\s+)?"
-    r"(?:references(?:\s+cited)?|bibliography|works\s+cited|literature(?:\s+cited)?|reference\s+list)\s*:?$",
+    r"(?:references?(?:\s+cited)?|bibliography|works\s+cited|literature(?:\s+cited)?|reference\s+list)\s*:?$",
     re.IGNORECASE,
 )
 _NUMBERED_START = re.compile(r"(?<!\S)(?:\[(\d{1,3})\]|(\d{1,3})[.)])(?=\s)")

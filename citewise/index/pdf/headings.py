@@ -52,8 +52,12 @@ def mark_title(lines: list[Line], body: float) -> None:
     first = [line for line in lines if line.page == lines[0].page and line.kind == "text"] if lines else []
     head: list[Line] = []
     above = 0  # small lines over the title (a journal's name, an arXiv stamp): passed over, then furniture
-    for line in first:
-        if not head and above < 3 and line.size < 0.95 * body and not HEADING_WORD.match(line.text):
+    # lines in body type over a title in display type ("This version of the paper is only draft!") are
+    # passed over too, and kept as text
+    lead = next((n for n, x in enumerate(first[:4]) if x.size >= 1.2 * body and _centred(x, body)), 0)
+    for n, line in enumerate(first):
+        small = line.size < 0.95 * body or n < lead and line.size <= 1.05 * body
+        if not head and above < 3 and small and not HEADING_WORD.match(line.text):
             above += 1
             continue
         if line.size <= 1.05 * body or HEADING_WORD.match(line.text):
@@ -86,7 +90,8 @@ def mark_title(lines: list[Line], body: float) -> None:
         first[at].kind = "title"
         return
     for line in first[:above]:
-        line.kind = "furniture"
+        if line.size < 0.95 * body:  # a journal's name, a stamp; lines in body type over the title stay text
+            line.kind = "furniture"
     largest = max(line.size for line in head)
     for line in head:
         line.kind = "title" if line.size == largest else "furniture"  # authors, dates: not the body

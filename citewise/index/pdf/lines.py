@@ -50,8 +50,9 @@ ENTRY_LABEL = re.compile(r"\[\d{1,3}\]\s")
 """The label a numbered reference entry starts with."""
 
 
-TEX_FONT = re.compile(r"(?:[A-Z]{6}\+)?(?:CM|EC|TC|SF|LM|MS[AB])[A-Z]*\d+$")
-"""A TeX font by its name (Computer Modern, the EC, cm-super and Latin Modern fonts, AMS symbols)."""
+TEX_FONT = re.compile(r"(?:[A-Z]{6}\+)?(?:CM|EC|TC|SF|LM|MS[AB]|CS|PL)[A-Z]*\d+$", re.IGNORECASE)
+"""A TeX font by its name (Computer Modern, the EC, cm-super and Latin Modern fonts, AMS symbols, the Czech
+and Polish CS and PL fonts; Ghostscript writes some in lower case: "cstt9")."""
 
 
 SMALL_CAPS_FONT = re.compile(r"CMCSC|\b(?:SF|EC)CC|SmallCap|[-_]SC$|Caps\d*(?:-|$)", re.IGNORECASE)
