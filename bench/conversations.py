@@ -4,14 +4,16 @@
     python bench/conversations.py --model smollm2 --set unarxive --limit 6    # the model path, served here
     python bench/conversations.py --model openai/gpt-4o-mini                  # with a key or a base URL
 
-Three sets of short conversations (two to four turns; pronouns, ellipsis, "the planet", a switch to another
+Four sets of short conversations (two to four turns; pronouns, ellipsis, "the planet", a switch to another
 named thing, a new subject mid-thread; a few turns the papers do not answer), each turn with the answering
 sentence expected (tests/support/conversations.py says how a turn is scored):
 - `tests/data/conversations-sample.jsonl`: 23 conversations over the bundled sample (also a test);
 - `bench/data/conversations-unarxive.jsonl`: 22 conversations over 10 other unarXive papers, written for
   this check; untuned until 2026-11-27, when its wrong turns were read to find levers (needs ../shared);
 - `bench/data/conversations-unarxive2.jsonl`: 24 conversations over 10 more papers, written from their text
-  only and held out: only its totals are looked at.
+  only and held out: only its totals are looked at;
+- `bench/data/conversations-unarxive3.jsonl`: 24 conversations (80 turns, 9 unanswerable) over 9 more papers,
+  written by a helper from their text only (2026-11-29), held out the same way.
 Each set is ingested into an index of its own and asked with direct answers, one thread per conversation;
 the table gives turn accuracy, first turns and follow-ups apart. Turn accuracy asks for the answering
 sentence's words, which local mode quotes and a model may not: "answering passage cited" (the answer cites
@@ -50,6 +52,7 @@ SETS = {
     "sample": ROOT / "tests" / "data" / "conversations-sample.jsonl",
     "unarxive (looked at)": ROOT / "bench" / "data" / "conversations-unarxive.jsonl",
     "unarxive-2 (untuned)": ROOT / "bench" / "data" / "conversations-unarxive2.jsonl",
+    "unarxive-3 (held out)": ROOT / "bench" / "data" / "conversations-unarxive3.jsonl",
 }
 
 
@@ -105,7 +108,9 @@ def main() -> None:
         "--model", help=f"a model ({MODEL_ALIAS} or {qwen.ALIAS}: served here); local mode without one"
     )
     parser.add_argument("--profile", choices=["full", "lean"], default="lean", help="with --model")
-    parser.add_argument("--set", choices=["sample", "unarxive", "unarxive-2"], help="one set only")
+    parser.add_argument(
+        "--set", choices=["sample", "unarxive", "unarxive-2", "unarxive-3"], help="one set only"
+    )
     parser.add_argument("--limit", type=int, default=0, help="the first N conversations of each set")
     args = parser.parse_args()
     with ExitStack() as stack:

@@ -377,20 +377,20 @@ def answering_sentences(
     the follow-up adds to the earlier question are candidates (none: nothing is chosen, rather than the
     earlier answer's topic again), and the follow-up is the part that must be answered.
     """
-    candidates = paragraph_candidates(sources)
+    every = paragraph_candidates(sources)
     said_before = _said(MARKER.sub("", earlier[1])) if earlier else ""
-    if earlier:
-        candidates = thread_documents(candidates, said_before, question, titles or {})
-    if not candidates:
-        return [], []
+    candidates = thread_documents(every, said_before, question, titles or {}) if earlier else every
     whole = questions.follow_up(earlier[0], question) if earlier else questions.read(question)
-    vectors = score_candidates(index, whole, candidates, question if earlier else "")
     new = questions.read(question).terms - questions.read(earlier[0]).terms if earlier else set()
     if new:  # a follow-up is answered by what is new in it, not by the earlier question's topic again
-        touching = [i for i, c in enumerate(candidates) if _found(_words(c, said_before), new)]
-        if not touching:
-            return [], []
-        candidates, vectors = [candidates[i] for i in touching], vectors[touching]
+        candidates = [c for c in candidates if _found(_words(c, said_before), new)]
+        if not candidates:
+            # what it asks may be in what the earlier answer said ("And the filter?" after "... mounted on a
+            # refracting telescope behind a bandpass filter ..."): said again, rather than no answer
+            candidates = [c for c in every if _said_in(c.text, said_before) and _found(_words(c, ""), new)]
+    if not candidates:
+        return [], []
+    vectors = score_candidates(index, whole, candidates, question if earlier else "")
     chosen = pick(whole, candidates, vectors, titles)
     hop = [i for i in range(len(candidates)) if candidates[i].label in bridged]
     if hop and not any(candidates[i].label in bridged for i in chosen):

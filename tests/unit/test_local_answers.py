@@ -338,6 +338,24 @@ def test_a_follow_up_no_sentence_adds_to_gets_nothing(embedder: Embedder) -> Non
     assert chosen == [] and missing == []  # nothing about owners: no answer, not the mill's dates again
 
 
+def test_a_follow_up_the_earlier_answer_already_answered_gets_that_sentence_again(embedder: Embedder) -> None:
+    camera = (
+        "For the July 2019 eclipse, we mounted the camera on a Stellarvue 70 mm f/6 refracting telescope "
+        "behind a bandpass filter centred at 734 nm with 46 nm width. The camera was read out at 10 frames "
+        "per second."
+    )
+    earlier = (
+        "What telescope was the camera mounted on?",
+        "For the July 2019 eclipse, we mounted the camera on a Stellarvue 70 mm f/6 refracting telescope "
+        "behind a bandpass filter centred at 734 nm with 46 nm width [1].",
+    )
+    chosen, _ = answering_sentences(
+        Embedded(embedder), "And the filter?", [("E1", camera[:60], camera)], earlier=earlier
+    )
+    # nothing else names a filter: the sentence said before answers it, not "not in your documents"
+    assert [text for _, text in chosen] == [camera.split(". The camera")[0] + "."]
+
+
 def test_a_follow_up_that_names_nothing_is_not_answered_from_another_document(
     embedder: Embedder,
 ) -> None:
@@ -379,7 +397,10 @@ def test_the_answer_stage_knows_a_local_follow_up_and_what_was_said_before() -> 
 
 
 def test_a_sentence_with_a_bracketed_placeholder_is_known_as_said(embedder: Embedder) -> None:
-    planet = "GJ 486b has a radius of 1.3 R[formula] and a mass of 2.8 M[formula] [74]. It orbits in 1.5 d."
+    planet = (
+        "GJ 486b has a radius of 1.3 R[formula] and a mass of 2.8 M[formula] [74]. It orbits in 1.5 d. "
+        "The mass was measured from the star's radial velocities."
+    )
     earlier = (
         "How large is GJ 486b?",
         "GJ 486b has a radius of 1.3 R[formula] and a mass of 2.8 M[formula] (ref. 74) [1].",  # as shown
@@ -387,7 +408,9 @@ def test_a_sentence_with_a_bracketed_placeholder_is_known_as_said(embedder: Embe
     chosen, _ = answering_sentences(
         Embedded(embedder), "And what is its mass?", [("E1", planet, planet)], earlier=earlier
     )
-    assert chosen == []  # "[formula]" is no marker, and the answer showed "[74]" as "(ref. 74)": said
+    # "[formula]" is no marker, and the answer showed "[74]" as "(ref. 74)": said, so not said again while
+    # another sentence on the mass is new
+    assert [text for _, text in chosen] == ["The mass was measured from the star's radial velocities."]
 
 
 @pytest.mark.parametrize(
