@@ -156,15 +156,22 @@ def _searchable(
 
 
 def _run_resources(
-    index: Path, chroma_url: str | None, store: str | None, docs: list[Path] | None = None, quiet: bool = True
+    index: Path,
+    chroma_url: str | None,
+    store: str | None,
+    docs: list[Path] | None = None,
+    quiet: bool = True,
+    serving: bool = False,
 ) -> Resources:
     """A command's Resources with its index open and its embedding model loading meanwhile.
 
-    The index is the shared store's, or the local index checked (and `docs` ingested into it first).
+    The index is the shared store's, or the local index checked (and `docs` ingested into it first). A
+    server (`serving`) on a shared store makes the store if it is not there and starts on an empty one.
     """
     resources = Resources()
     if store:
-        _load_model_meanwhile(shared.open_shared(store, resources))
+        opened = shared.open_served(store, resources) if serving else shared.open_shared(store, resources)
+        _load_model_meanwhile(opened)
     else:
         opened = _searchable(index, chroma_url, docs, quiet=quiet, resources=resources)
         _load_model_meanwhile(opened)
@@ -674,7 +681,7 @@ def api(
 
     threads = shared.threads_of(threads, store)
     _check_models(model, judge_model)
-    resources = _run_resources(index, chroma_url, store)  # every request's index, models and embedder
+    resources = _run_resources(index, chroma_url, store, serving=True)  # every request's index and models
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, AnswerMode.answer, resources=resources, store=store

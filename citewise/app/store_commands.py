@@ -33,6 +33,31 @@ def open_shared(store: str, resources: Resources, *, empty_ok: bool = False) -> 
     return opened
 
 
+def open_served(store: str, resources: Resources) -> SearchIndex:
+    """The shared store a server answers from, made first if it is not there; an empty store is no error.
+
+    Replicas may start before any document is ingested, and together with the ingests on a fresh database
+    (`pgworker.ensure_store` is safe run by many at once); they answer "not in your documents" until
+    documents arrive. A store there already is only read (a replica of a hot standby writes nothing).
+    """
+    import psycopg
+
+    from citewise.index import IndexOpenError
+    from citewise.index.pgworker import ensure_store
+    from citewise.index.shared import SharedIndex
+
+    try:
+        SharedIndex.model_of(store)
+    except IndexOpenError as error:
+        if str(error).startswith("cannot reach"):
+            raise fail(first_line(error)) from error
+        try:
+            ensure_store(store)
+        except (IndexOpenError, psycopg.Error) as made:
+            raise store_failed(made) from made
+    return open_shared(store, resources, empty_ok=True)
+
+
 def first_line(error: BaseException) -> str:
     """An error's first line (a database error's message goes on with its context)."""
     return (str(error).strip().splitlines() or [type(error).__name__])[0]

@@ -142,21 +142,42 @@ def ingest(
         psycopg.Error: the database cannot be reached, or refuses (a hot standby refuses every write).
     """
     if not requeue:
-        with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")  # once per database
+        ensure_store(dsn, chunking=chunking, vectors=vectors)
     with PgStore(dsn) as store:
         if requeue:
             store.settings()
             queued = len(store.requeue(paths))
         else:
-            try:  # a store made already keeps its model and chunking (other chunking asked is refused)
-                made: Settings | None = store.settings()
-            except IndexOpenError:
-                made = None
-            model = made.model if made is not None else load_embedder().name
-            store.create(model, chunking or (made.chunking if made is not None else None), vectors)
             queued = store.enqueue(paths)
         return queued, run(store, store_embedder(store, threads=threads), report=report)
+
+
+EXTENSION_LOCK = "citewise.pgworker.vector-extension"
+"""The advisory lock `CREATE EXTENSION vector` is run under: two at once collide on the catalogue's keys."""
+
+
+def ensure_store(dsn: str, *, chunking: ChunkingConfig | None = None, vectors: str | None = None) -> Settings:
+    """Make the shared store at `dsn` if it is not there; its settings.
+
+    The ``vector`` extension, then `PgStore.create` with the default embedding model, `chunking` and
+    `vectors` (a store there keeps its own model and chunking; other chunking or another vector store asked
+    is refused). Many processes may run it at once on a fresh database (replicas and ingests started
+    together): the extension is made under an advisory lock, the tables under `PgStore.create`'s.
+
+    Raises:
+        IndexOpenError: a store there made with another model, chunking or vector store.
+        psycopg.Error: the database cannot be reached, or refuses (a hot standby refuses every write).
+    """
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [EXTENSION_LOCK])
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")  # once per database
+    with PgStore(dsn) as store:
+        try:
+            made: Settings | None = store.settings()
+        except IndexOpenError:
+            made = None
+        model = made.model if made is not None else load_embedder().name
+        return store.create(model, chunking or (made.chunking if made is not None else None), vectors)
 
 
 def summary(outcomes: Sequence[Outcome]) -> IngestReport:

@@ -216,3 +216,56 @@ def test_replicas_on_the_shared_tier_find_what_a_worker_commits(
         for url in (first.url, second.url):  # neither reopens: each search reads what the worker committed
             found = ask(url, f"okapi-shared-{url[-5:]}", "What colour is the okapi's coat on its legs?")
             assert "zebra" in found["answer"].lower(), found["answer"]
+
+
+def test_replicas_and_ingests_started_together_on_a_fresh_database_all_come_up(
+    postgres: Server, tmp_path: Path
+) -> None:
+    """Four replicas (`api --store`) and two `ingest --store` at the same instant on a fresh database.
+
+    A replica refused an empty store, and nothing serialised making the store: now the first of them makes
+    it (under advisory locks), the replicas start on it empty, and answer once the ingests commit.
+    """
+    import uuid
+
+    import psycopg
+
+    name = f"together_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    store = postgres.dsn.rsplit("/", 1)[0] + f"/{name}"
+    sample = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxive_sample.jsonl"
+    command = [sys.executable, "-m", "citewise.app.cli"]
+    ports = [free_port() for _ in range(4)]
+    logs = [(tmp_path / f"process-{n}.log").open("w") for n in range(6)]
+    asked = [[*command, "api", "--store", store, "--threads", store, "--port", str(port)] for port in ports]
+    asked += [[*command, "ingest", str(sample), "--store", store]] * 2
+    processes = [
+        subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        for argv, log in zip(asked, logs, strict=True)
+    ]
+    try:
+        for process in processes[4:]:
+            assert process.wait(timeout=600) == 0, [log.name for log in logs]
+        deadline = time.monotonic() + STARTUP_SECONDS
+        for n, port in enumerate(ports):
+            while True:
+                assert processes[n].poll() is None, (tmp_path / f"process-{n}.log").read_text()[-2000:]
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, "a replica did not come up"
+                time.sleep(0.5)
+        with psycopg.connect(store) as conn:  # the two ingests stored the sample once
+            assert conn.execute("SELECT count(*) FROM citewise_documents").fetchone() == (3,)
+        answered = ask(f"http://127.0.0.1:{ports[-1]}", "together", "What is the orbital period of GJ 486b?")
+        assert "1.5 days" in answered["answer"], answered["answer"]
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+        for log in logs:
+            log.close()
