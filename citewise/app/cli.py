@@ -249,6 +249,14 @@ def ingest(
             "`--trusted tag:NAME` trusts the documents carrying the tag.",
         ),
     ] = None,
+    queue_only: Annotated[
+        bool,
+        typer.Option(
+            "--queue-only",
+            help="With --store: queue the files for the store's workers (python -m citewise.index.pgworker) "
+            "and return, ingesting none here.",
+        ),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or summary.")] = False,
 ) -> None:
     """Add documents to the index (unchanged files are skipped; changed ones replace their old chunks).
@@ -278,9 +286,15 @@ def ingest(
         for path in paths:
             typer.secho(f"skipped {path}: no such file or directory", err=True, fg=typer.colors.YELLOW)
         raise fail("nothing was ingested", code=1)
+    if queue_only and not store:
+        raise fail(
+            "--queue-only queues files in a shared store's queue: give --store URL (or CITEWISE_STORE)"
+        )
     if store:
         tags = [t.strip() for t in tag or [] if t.strip()]
-        shared.ingest_shared(store, paths, chunking, quiet, vectors=vectors, tags=tags)
+        if queue_only and tags:
+            raise fail("--tag needs the documents ingested: tag them after the workers have (ingest --tag)")
+        shared.ingest_shared(store, paths, chunking, quiet, vectors=vectors, tags=tags, queue_only=queue_only)
         return
     if vectors:
         raise fail("--vectors is for a shared store (--store); a local index takes --chroma-url")

@@ -100,11 +100,13 @@ def ingest_shared(
     requeue: bool = False,
     verb: str = "ingest",
     tags: list[str] | None = None,
+    queue_only: bool = False,
 ) -> None:
     """Queue the files in the shared store (or queue failed ones again) and ingest here, as one worker of any.
 
     The store is made at its first ingest, with the embedding model, chunking and vector store given; others
     (`python -m citewise.index.pgworker --store URL`) may take files from the same queue meanwhile.
+    `queue_only`: queue them and leave them to those workers.
     """
     import psycopg
 
@@ -115,9 +117,19 @@ def ingest_shared(
 
     try:
         choice = vector_choice(vectors)
-        queued, outcomes = ingest_here(store, paths, requeue=requeue, chunking=chunking, vectors=choice)
+        queued, outcomes = ingest_here(
+            store, paths, requeue=requeue, chunking=chunking, vectors=choice, work=not queue_only
+        )
     except (IndexOpenError, ValueError, psycopg.Error) as error:
         raise store_failed(error) from error
+    if queue_only:
+        if not quiet:
+            typer.echo(
+                f"{verb} (shared store): {queued} files queued for the store's workers "
+                f"(python -m citewise.index.pgworker --store URL)",
+                err=True,
+            )
+        return
     final = [o for o in outcomes if o.state != "retry"]
     failed = [o for o in final if o.state == "failed"]
     try:

@@ -125,8 +125,11 @@ def ingest(
     vectors: str | None = None,
     threads: int | None = None,
     report: Callable[[Outcome], None] | None = None,
+    work: bool = True,
 ) -> tuple[int, list[Outcome]]:
     """Queue files in the shared store at `dsn` and work the queue here, as one worker of any (until empty).
+
+    `work=False` only queues them, for the store's workers (`python -m citewise.index.pgworker`).
 
     What `citewise ingest --store`, `citewise requeue` and the chat page's uploads with a store do. To queue,
     the store is made if it is not there (the ``vector`` extension, then `PgStore.create` with the default
@@ -149,6 +152,8 @@ def ingest(
             queued = len(store.requeue(paths))
         else:
             queued = store.enqueue(paths)
+        if not work:
+            return queued, []
         return queued, run(store, store_embedder(store, threads=threads), report=report)
 
 

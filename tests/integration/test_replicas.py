@@ -269,3 +269,34 @@ def test_replicas_and_ingests_started_together_on_a_fresh_database_all_come_up(
             process.wait()
         for log in logs:
             log.close()
+
+
+def test_ingest_can_only_queue_files_for_the_store_s_workers(postgres: Server, tmp_path: Path) -> None:
+    import uuid
+
+    import psycopg
+
+    name = f"queued_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    store = postgres.dsn.rsplit("/", 1)[0] + f"/{name}"
+    sample = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxive_sample.jsonl"
+    command = [sys.executable, "-m", "citewise.app.cli", "ingest", str(sample)]
+    refused = subprocess.run([*command, "--queue-only"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "give --store URL" in refused.stderr
+    queued = subprocess.run(
+        [*command, "--store", store, "--queue-only"], capture_output=True, text=True, timeout=300
+    )
+    assert queued.returncode == 0 and "1 files queued for the store's workers" in queued.stderr, queued.stderr
+    with psycopg.connect(store) as conn:
+        assert conn.execute("SELECT count(*) FROM citewise_documents").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM citewise_queue").fetchone() == (1,)
+    worker = subprocess.run(
+        [sys.executable, "-m", "citewise.index.pgworker", "--store", store],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert worker.returncode == 0, worker.stderr
+    with psycopg.connect(store) as conn:
+        assert conn.execute("SELECT count(*) FROM citewise_documents").fetchone() == (3,)
