@@ -207,13 +207,12 @@ def build(path: Path, corpus: Path, documents: int) -> Path:
     with Index.open(path) as index:
         stats = index.stats()
         if stats.documents == documents and stats.consistent:
-            print(f"index {path}: {stats.documents} documents, {stats.chunks_sqlite} chunks (reused)")
+            print(f"index {path}: {stats.documents} documents, {stats.chunks} chunks (reused)")
             return path
         report = index.ingest([corpus])  # builds, completes an interrupted build, or finds the file unchanged
         stats = index.stats()
     print(
-        f"index {path}: {stats.documents} documents, {stats.chunks_sqlite} chunks "
-        f"(built in {report.seconds:.1f} s)"
+        f"index {path}: {stats.documents} documents, {stats.chunks} chunks (built in {report.seconds:.1f} s)"
     )
     return path
 

@@ -191,7 +191,7 @@ def build(source: Path, target: Path, chunks: int, chroma_budget_minutes: float)
         peak["bm25"] = memory_mb("VmHWM")
     stats = index.stats()
     index.close()
-    if not stats.consistent or stats.chunks_sqlite != chunks:
+    if not stats.consistent or stats.chunks != chunks:
         raise RuntimeError(f"the stores disagree after the build: {stats.as_dict()}")
     total = sqlite_seconds + chroma_seconds + bm25_seconds
     return {

@@ -227,8 +227,8 @@ def build(local: Path, folder: Path) -> dict[str, Any]:
         "chunks": local_counts["chunks"],
         "chunk_vectors": local_counts["chunks"],
         "paragraph_vectors": local_counts["paragraphs"],
-        "chunks_bm25": local_counts["chunks"],
-        "paragraphs_bm25": local_counts["paragraphs"],
+        "chunks_lexical": local_counts["chunks"],
+        "paragraphs_lexical": local_counts["paragraphs"],
     }
     if any(counts[key] != value for key, value in expected.items()):
         raise RuntimeError(f"the store disagrees with the local index: {counts} against {expected}")

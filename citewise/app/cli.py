@@ -608,9 +608,10 @@ def stats(
     store: StoreOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show what each store holds (documents, paragraphs, chunks in SQLite, Chroma and BM25).
+    """Show what each store holds: documents, paragraphs, chunks, their vectors and lexical entries.
 
-    With --store, the shared store's tables: chunk vectors (pgvector) are counted under chunks_chroma.
+    The same counts on both tiers (`--json`: chunks, chunk_vectors, chunks_lexical, paragraphs_lexical):
+    the local index's SQLite, Chroma and bm25s, or the shared store's tables, pgvector and term tables.
     """
     from citewise.index import IndexOpenError
 

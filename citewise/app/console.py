@@ -48,7 +48,7 @@ def print_summary(report: IngestReport, stats: IndexStats, where: str, vectors: 
     )
     typer.echo(
         f"{where}: {stats.documents} documents, {stats.paragraphs} paragraphs, "
-        f"{stats.chunks_sqlite} chunks ({vectors} {stats.chunks_chroma}, bm25 {stats.chunks_bm25})"
+        f"{stats.chunks} chunks ({vectors} {stats.chunk_vectors}, bm25 {stats.chunks_lexical})"
     )
     if report.documents_tagged:
         typer.echo(f"documents tagged: {report.documents_tagged}")

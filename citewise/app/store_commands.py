@@ -26,7 +26,7 @@ def open_shared(store: str, resources: Resources, *, empty_ok: bool = False) -> 
 
     try:
         opened = resources.open_store(store)
-        if not empty_ok and opened.stats().chunks_sqlite == 0:
+        if not empty_ok and opened.stats().chunks == 0:
             raise fail("the shared store is empty: add documents with `citewise ingest PATH --store URL`", 1)
     except (IndexOpenError, ValueError, psycopg.Error) as error:
         raise fail(first_line(error)) from error

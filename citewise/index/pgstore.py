@@ -1022,14 +1022,17 @@ class PgStore:
         counts = dict(zip(tables, (int(n) for n in row), strict=True))
         counts["chunk_vectors"] = self.vectors.count()
         counts["paragraph_vectors"] = self.paragraph_vectors.count()
-        for name, lexical in (("chunks_bm25", self.lexical), ("paragraphs_bm25", self.paragraph_lexical)):
+        for name, lexical in (
+            ("chunks_lexical", self.lexical),
+            ("paragraphs_lexical", self.paragraph_lexical),
+        ):
             statement = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(f"{lexical.prefix}_chunks"))
             found = self.conn.execute(statement).fetchone()
             counts[name] = int(found[0]) if found else 0
         return counts
 
     def stats(self) -> IndexStats:
-        """What the store holds, as the local tier's `Index.stats` says it (chunk vectors in `chunks_chroma`).
+        """What the store holds, as the local tier's `Index.stats` says it (chunk vectors in `chunk_vectors`).
 
         One read-only snapshot when the connection is in autocommit (the counts then agree with each other).
         """
@@ -1044,10 +1047,10 @@ class PgStore:
             documents=counts["documents"],
             paragraphs=counts["paragraphs"],
             bibliography=counts["bibliography"],
-            chunks_sqlite=counts["chunks"],
-            chunks_chroma=counts["chunk_vectors"],
-            chunks_bm25=counts["chunks_bm25"],
-            paragraphs_bm25=counts["paragraphs_bm25"],
+            chunks=counts["chunks"],
+            chunk_vectors=counts["chunk_vectors"],
+            chunks_lexical=counts["chunks_lexical"],
+            paragraphs_lexical=counts["paragraphs_lexical"],
             generation=generation,
         )
 

@@ -69,24 +69,29 @@ class IngestReport:
 
 @dataclass(frozen=True)
 class IndexStats:
-    """How much each store holds; `consistent` says whether the three agree."""
+    """How much each store holds, in words both tiers share; `consistent` says whether they agree.
+
+    `chunks` are the chunk records (SQLite, or PostgreSQL's table), `chunk_vectors` their vectors (Chroma,
+    pgvector), `chunks_lexical` / `paragraphs_lexical` what the lexical indexes hold (bm25s, or the shared
+    tier's term tables).
+    """
 
     files: int
     documents: int
     paragraphs: int
     bibliography: int
-    chunks_sqlite: int
-    chunks_chroma: int
-    chunks_bm25: int
-    paragraphs_bm25: int
+    chunks: int
+    chunk_vectors: int
+    chunks_lexical: int
+    paragraphs_lexical: int
     generation: int
 
     @property
     def consistent(self) -> bool:
-        """True when Chroma and BM25 hold exactly the chunks (and paragraphs) SQLite holds."""
+        """True when the vectors and the lexical index hold exactly the chunks (and paragraphs) recorded."""
         return (
-            self.chunks_sqlite == self.chunks_chroma == self.chunks_bm25
-            and self.paragraphs == self.paragraphs_bm25
+            self.chunks == self.chunk_vectors == self.chunks_lexical
+            and self.paragraphs == self.paragraphs_lexical
         )
 
     def as_dict(self) -> dict[str, Any]:

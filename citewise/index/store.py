@@ -566,10 +566,10 @@ class Index(Writing, RememberedEmbeddings):
             documents=counts["documents"],
             paragraphs=counts["paragraphs"],
             bibliography=counts["bibliography"],
-            chunks_sqlite=counts["chunks"],
-            chunks_chroma=self.vectors.count(),
-            chunks_bm25=len(lexical.chunks),
-            paragraphs_bm25=len(lexical.paragraphs),
+            chunks=counts["chunks"],
+            chunk_vectors=self.vectors.count(),
+            chunks_lexical=len(lexical.chunks),
+            paragraphs_lexical=len(lexical.paragraphs),
             generation=self.docstore.generation,
         )
 

@@ -42,7 +42,7 @@ def test_ingest_search_and_stats_on_a_chroma_server(
         assert report.documents_added == 12
         ids = assert_consistent(index)
         stats = index.stats()
-        assert stats.documents == 12 and stats.chunks_chroma == stats.chunks_sqlite == len(ids) > 0
+        assert stats.documents == 12 and stats.chunk_vectors == stats.chunks == len(ids) > 0
 
         for mode in ("hybrid", "bm25", "dense"):
             hits = index.search("event horizon of a black hole", k=3, mode=mode)  # type: ignore[arg-type]
@@ -119,7 +119,7 @@ def test_a_server_that_lost_its_data_is_refilled_on_open(
         chroma.stop()
         chroma.start(tmp_path / "second")  # same URL, empty database
         with Index.open(root, chroma_url=chroma.url, embedder=embedder) as index:
-            assert index.stats().chunks_chroma == len(before)
+            assert index.stats().chunk_vectors == len(before)
             assert index.search("sourdough starter", k=1, mode="dense")
     finally:
         chroma.stop()

@@ -80,7 +80,7 @@ def test_ingest_prints_the_summary_and_exits_0(
     assert result.exit_code == 0, result.output
     with Index.open(index, embedder=embedder, create=False) as opened:
         stats = opened.stats()
-    chunks = stats.chunks_sqlite
+    chunks = stats.chunks
     assert stats.documents == 12 and chunks > 0
     assert re.search(
         rf"ingest: 1 files \(1 ingested, 0 unchanged, 0 skipped\); documents \+12 -0; chunks \+{chunks} -0; "
@@ -114,7 +114,7 @@ def test_ingest_of_only_an_unsupported_file_exits_1(tmp_path: Path) -> None:
     assert "error: nothing was ingested" in result.stderr
     assert "documents +0 -0" in result.stdout
     stats = json.loads(run("stats", "--json", "--index", tmp_path / "idx").stdout)
-    assert stats["documents"] == stats["chunks_sqlite"] == 0
+    assert stats["documents"] == stats["chunks"] == 0
 
 
 def test_ingest_of_a_missing_path_exits_1(tmp_path: Path) -> None:
@@ -295,7 +295,7 @@ def test_stats_json_counts_agree(ingested: Path, embedder: Embedder) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["documents"] == 12 and data["files"] == 1
-    assert data["chunks_sqlite"] == data["chunks_chroma"] == data["chunks_bm25"] > 0
+    assert data["chunks"] == data["chunk_vectors"] == data["chunks_lexical"] > 0
     assert data["consistent"] is True
     with Index.open(ingested, embedder=embedder, create=False) as opened:
         assert opened.stats().as_dict() == data
@@ -319,7 +319,7 @@ def test_remove_deletes_the_file_from_the_index(tmp_path: Path, small_corpus: Pa
     assert re.search(r"remove: 1 files .*documents \+0 -12; chunks \+0 -\d+", result.stdout), result.stdout
     assert f"index {index}: 0 documents, 0 paragraphs, 0 chunks (chroma 0, bm25 0)" in result.stdout
     data = json.loads(run("stats", "--json", "--index", index).stdout)
-    assert data["documents"] == data["chunks_sqlite"] == data["chunks_chroma"] == data["chunks_bm25"] == 0
+    assert data["documents"] == data["chunks"] == data["chunk_vectors"] == data["chunks_lexical"] == 0
 
 
 def test_remove_of_an_unknown_file_exits_1(ingested: Path, tmp_path: Path) -> None:

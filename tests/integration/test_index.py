@@ -47,7 +47,7 @@ def assert_stores_agree(index: Index) -> set[str]:
     assert len(set(bm25)) == len(bm25)
     assert set(sqlite) == chroma == set(bm25)
     stats = index.stats()
-    assert stats.chunks_sqlite == stats.chunks_chroma == stats.chunks_bm25 == len(sqlite)
+    assert stats.chunks == stats.chunk_vectors == stats.chunks_lexical == len(sqlite)
     assert stats.consistent
     return set(sqlite)
 
@@ -103,8 +103,8 @@ def test_ingest_fills_the_three_stores_in_agreement(index: Index, small_corpus: 
     assert report.documents_removed == report.chunks_removed == 0
     ids = assert_stores_agree(index)
     stats = index.stats()
-    assert len(ids) == report.chunks_added == stats.chunks_sqlite
-    assert stats.chunks_sqlite >= 12
+    assert len(ids) == report.chunks_added == stats.chunks
+    assert stats.chunks >= 12
     assert (stats.files, stats.documents, stats.paragraphs) == (1, 12, 12)
     assert stats.generation > 0
     assert keys_of(index) == {r["_id"] for r in read_records(small_corpus)}
@@ -383,7 +383,7 @@ def test_remove_of_the_file_empties_the_index(filled: Index, small_corpus: Path)
     assert report.chunks_removed > 0
     assert assert_stores_agree(filled) == set()
     stats = filled.stats()
-    assert (stats.files, stats.documents, stats.paragraphs, stats.chunks_sqlite) == (0, 0, 0, 0)
+    assert (stats.files, stats.documents, stats.paragraphs, stats.chunks) == (0, 0, 0, 0)
     assert filled.search("vaccines") == []
     # and it can be filled again
     assert filled.ingest([small_corpus]).documents_added == 12

@@ -101,7 +101,7 @@ def assert_consistent(index: Index) -> set[str]:
     assert set(sqlite) == chroma == set(bm25)
     stats = index.stats()
     assert stats.consistent, stats
-    assert stats.chunks_sqlite == len(sqlite) and stats.paragraphs_bm25 == stats.paragraphs
+    assert stats.chunks == len(sqlite) and stats.paragraphs_lexical == stats.paragraphs
     return set(sqlite)
 
 
@@ -193,7 +193,7 @@ def test_two_processes_ingesting_at_once_leave_exact_counts(
     index = Index.open(root, embedder=embedder)
     try:
         assert index.ingest([small_corpus]).documents_added == 12
-        base_chunks = index.stats().chunks_sqlite
+        base_chunks = index.stats().chunks
         files = [write_records(tmp_path / f"{p}.jsonl", generated(p, 150)) for p in ("alpha", "beta")]
         runs = [start_citewise("ingest", file, "--index", root) for file in files]
         outcomes = []
@@ -216,7 +216,7 @@ def test_two_processes_ingesting_at_once_leave_exact_counts(
         with Index.open(root, embedder=embedder, create=False) as fresh:
             stats = fresh.stats()
             assert (stats.files, stats.documents, stats.paragraphs) == (3, 312, 312)
-            assert stats.chunks_sqlite == base_chunks + 300
+            assert stats.chunks == base_chunks + 300
             ids = assert_consistent(fresh)
         # the index kept open meanwhile sees the same
         assert index.stats() == stats

@@ -84,7 +84,7 @@ def clean_chunk_ids(tmp_path_factory: pytest.TempPathFactory, corpus: Path, embe
         report = index.ingest([corpus])
         assert report.documents_added == TOTAL
         ids = index.docstore.chunk_ids()
-        assert len(ids) == len(set(ids)) == index.stats().chunks_chroma == index.stats().chunks_bm25
+        assert len(ids) == len(set(ids)) == index.stats().chunk_vectors == index.stats().chunks_lexical
         return set(ids)
 
 
@@ -149,7 +149,7 @@ def assert_consistent(index: Index) -> set[str]:
     stats = index.stats()
     assert stats.consistent, stats
     # every stored document has all its chunks: two dissimilar sentences, two chunks
-    assert stats.chunks_sqlite == 2 * stats.documents
+    assert stats.chunks == 2 * stats.documents
     return set(sqlite)
 
 

@@ -148,8 +148,8 @@ def _lexical_agrees(store: PgStore) -> None:
 def _in_step(store: PgStore) -> dict[str, int]:
     """The counts, checked to agree across tables; returns them."""
     counts = store.counts()
-    assert counts["chunks"] == counts["chunk_vectors"] == counts["chunks_bm25"], counts
-    assert counts["paragraphs"] == counts["paragraphs_bm25"], counts
+    assert counts["chunks"] == counts["chunk_vectors"] == counts["chunks_lexical"], counts
+    assert counts["paragraphs"] == counts["paragraphs_lexical"], counts
     _lexical_agrees(store)
     return counts
 

@@ -192,7 +192,7 @@ def test_the_vectors_are_on_the_chroma_server_and_agree_with_postgresql(
     assert set(_collection_ids(chroma, store)) == _stored_ids(store)
     assert set(_collection_ids(chroma, store, "paragraphs")) == _stored_ids(store, "paragraphs")
     stats = index.stats()
-    assert stats.consistent and stats.chunks_chroma == stats.chunks_sqlite == pgvector.stats().chunks_sqlite
+    assert stats.consistent and stats.chunk_vectors == stats.chunks == pgvector.stats().chunks
     hit = pgvector.search(QUERIES[0], k=3)
     ids = [h.chunk_id for h in hit]
     assert abs(index.chunk_vectors(ids) - pgvector.chunk_vectors(ids)).max() < SCORE_TOLERANCE
@@ -296,7 +296,7 @@ def test_a_worker_killed_between_the_chroma_upsert_and_the_commit_leaves_nothing
     with SharedIndex(postgres.dsn, prefix=store.prefix, embedder=embedder) as index:
         for mode in ("dense", "hybrid"):
             assert index.search("wild yeast starter for sourdough bread", k=5, mode=mode) == []  # type: ignore[arg-type]
-        assert index.stats().chunks_sqlite == 0 and index.stats().chunks_chroma == len(orphans)
+        assert index.stats().chunks == 0 and index.stats().chunk_vectors == len(orphans)
         assert store.outcomes() == [] and store.queued() == 3
 
         outcomes = run(store, embedder, worker="next")  # its file first: the queue's order

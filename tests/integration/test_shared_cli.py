@@ -104,7 +104,7 @@ def test_search_and_stats_on_the_shared_store_have_the_local_shapes(store: str, 
     assert set(data) == set(json.loads(citewise("stats", "--index", str(sample_index), "--json").stdout))
     with PgStore(store) as opened:
         assert data == opened.stats().as_dict()
-    assert data["documents"] >= 3 and data["chunks_sqlite"] == data["chunks_chroma"] == data["chunks_bm25"]
+    assert data["documents"] >= 3 and data["chunks"] == data["chunk_vectors"] == data["chunks_lexical"]
     assert data["consistent"] is True
 
 

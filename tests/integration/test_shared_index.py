@@ -155,7 +155,7 @@ def test_reading_api_matches(tiers: tuple[Index, SharedIndex, PgStore]) -> None:
     assert shared.document("nope") is None and shared.paragraph("nope") is None
     assert shared.embed(["a sentence"]).tobytes() == local.embed(["a sentence"]).tobytes()
     ours, theirs = shared.stats(), local.stats()
-    for name in ("files", "documents", "paragraphs", "bibliography", "chunks_sqlite", "paragraphs_bm25"):
+    for name in ("files", "documents", "paragraphs", "bibliography", "chunks", "paragraphs_lexical"):
         assert getattr(ours, name) == getattr(theirs, name), name
     assert ours.consistent
     shared.refresh()

@@ -466,7 +466,7 @@ def test_bad_input(case: Case, built: Path, baseline: dict[str, int | bool], tmp
     else:  # at most `added` documents more, none of the index's lost, the stores in agreement
         after = stats(index)
         assert after["documents"] == baseline["documents"] + case.added
-        assert after["chunks_sqlite"] >= baseline["chunks_sqlite"] and after["consistent"] is True
+        assert after["chunks"] >= baseline["chunks"] and after["consistent"] is True
         if not case.added:
             assert stored(index) == before
     if server:
@@ -494,7 +494,7 @@ def test_a_folder_of_10000_small_files(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     figures = stats(tmp_path / "idx")
     assert figures["files"] == figures["documents"] == 10_000 and figures["consistent"] is True
-    print(f"10,000 files: {seconds:.0f} s, {figures['chunks_sqlite']} chunks")
+    print(f"10,000 files: {seconds:.0f} s, {figures['chunks']} chunks")
 
 
 def test_a_nul_character_which_argv_cannot_carry_is_refused_too() -> None:

@@ -413,5 +413,5 @@ def ingest_summary(report: Any, stats: Any, holder: str = "index") -> str:
     ]
     for path, reason in report.skipped:
         lines.append(f"- skipped {escape_markdown(Path(path).name)}: {escape_markdown(reason)}")
-    lines.append(f"\nThe {holder} now holds {stats.documents} documents and {stats.chunks_sqlite} chunks.")
+    lines.append(f"\nThe {holder} now holds {stats.documents} documents and {stats.chunks} chunks.")
     return "\n".join(lines)
