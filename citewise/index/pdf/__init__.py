@@ -20,8 +20,9 @@ put one line of a column in one object, split where the font changes. From those
 
 The package, by job: `lines` (text objects into lines: what a line is), `pages` (one page's lines, its
 tables, figures and rules; OCR for a page with no text layer), `order` (columns and bands into reading
-order), `furniture` (running heads, line numbers, stamps, notes, equations, contents), `headings` (the
-title, headings, run-in heads) and `starts` (where paragraphs and reference entries begin).
+order, tags beside their descriptions), `furniture` (running heads, line numbers, stamps, notes, equations,
+contents), `headings` (the title, headings, run-in heads) and `starts` (where paragraphs and reference
+entries begin).
 """
 
 from __future__ import annotations

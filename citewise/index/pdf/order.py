@@ -1,7 +1,8 @@
 """Reading order.
 
-Per page, bands between lines that span both columns, each band's left column before its
-right; tables split over two pages joined.
+Per page, bands between lines that span both columns, each band's left column before its right; tables
+split over two pages joined; in one-column text, a tag and its description (a man page's options, a
+Texinfo table) made one line, or the tag marked where its description hangs under it.
 """
 
 from __future__ import annotations
