@@ -662,6 +662,29 @@ async def test_under_lean_a_model_that_only_says_the_documents_do_not_answer_giv
         assert result["answer"] == draft and not result["citations"]
 
 
+@pytest.mark.parametrize(("cited", "stands"), [("E2", False), ("E1", True)])
+async def test_under_lean_a_model_answer_resting_on_another_passage_than_local_mode_s_gives_way(
+    index_dir: str, install: Callable, cited: str, stands: bool
+) -> None:
+    """Never worse than no model on a conversation's turn: a small model's verified sentence on a passage
+    local answering did not quote (the memory cells, for how vaccines work) is local mode's answer."""
+    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
+    install(context, judge=ScriptedChatModel(responder=Judge()))
+    line = {"E1": VACCINES, "E2": MEMORY}[cited]
+    draft = f"{line.rstrip('.')} [{cited}]."
+    state = {**verify_state(draft), "kept": ["c-vaccines", "c-memory"]}
+    result = await llms.metered(verify)(state, run(context))
+
+    assert result["citations"], result
+    if stands:  # it rests on the passage local mode quotes: the model's answer stands
+        assert "degraded" not in result or not [d for d in result["degraded"] if d["stage"] == "verify"]
+        assert result["answer"].startswith(line.rstrip("."))
+    else:
+        assert result["answer"].startswith("Vaccines train the immune system")
+        (entry,) = [d for d in result["degraded"] if d["stage"] == "verify"]
+        assert "rests on none of the passages local mode's answer quotes" in entry["reason"]
+
+
 async def test_echoed_prompt_tags_and_fragments_never_stand_as_answer_sentences(index_dir: str) -> None:
     draft = (
         '<evidence id="E1" title="How vaccines work"> 1 [E2]. Vaccines train the immune system to recognise '
