@@ -854,6 +854,7 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.end_headers()
+            self._done()
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
@@ -882,6 +883,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 if self.fake.stream_delay and not self.fake._sleep(self.fake.stream_delay):
                     break
+            self._done()
             if broken:
                 self.wfile.write(f"data: {json.dumps(chunks[-1])[:20]}\n\n".encode())
             if done:
@@ -941,6 +943,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(Fail(400, "the request body is not a JSON object"), endpoint)
             return
         self.fake._enter()
+        self._left = False
         try:
             if self.fake.serial and endpoint == "chat":
                 with self.fake._serving:
@@ -948,6 +951,14 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._answer(endpoint, body)
         finally:
+            self._done()
+
+    def _done(self) -> None:
+        """The request leaves the in-flight count, once: before its last bytes go out, since a client that
+        has them may send its next request before this handler's thread runs again (a busy machine counted
+        three in flight under a cap of two)."""
+        if not getattr(self, "_left", True):
+            self._left = True
             self.fake._leave()
 
     def _answer(self, endpoint: str, body: dict[str, Any]) -> None:
@@ -1044,6 +1055,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
+            self._done()
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
