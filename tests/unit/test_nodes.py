@@ -666,8 +666,8 @@ async def test_under_lean_a_model_that_only_says_the_documents_do_not_answer_giv
 async def test_under_lean_a_model_answer_resting_on_another_passage_than_local_mode_s_gives_way(
     index_dir: str, install: Callable, cited: str, stands: bool
 ) -> None:
-    """Never worse than no model on a conversation's turn: a small model's verified sentence on another line
-    than the one local answering opens with (the memory cells, for how vaccines work) gives way to it."""
+    """Never worse than no model on a conversation's turn: a small model's answer that does not say what
+    local answering quotes (the memory cells, for how vaccines work) gives way to local mode's."""
     context = Context(index_dir=index_dir, model=MODEL, profile="lean")
     install(context, judge=ScriptedChatModel(responder=Judge()))
     line = {"E1": VACCINES, "E2": MEMORY}[cited]
@@ -682,7 +682,7 @@ async def test_under_lean_a_model_answer_resting_on_another_passage_than_local_m
     else:
         assert result["answer"].startswith("Vaccines train the immune system")
         (entry,) = [d for d in result["degraded"] if d["stage"] == "verify"]
-        assert "does not rest on the line local mode's answer opens with" in entry["reason"]
+        assert "does not rest on every line local mode's answer quotes" in entry["reason"]
 
 
 async def test_echoed_prompt_tags_and_fragments_never_stand_as_answer_sentences(index_dir: str) -> None:
