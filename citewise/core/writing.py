@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -24,11 +25,12 @@ from citewise.core.evidence import (
     NOTHING_MATCHED,
     PART_UNANSWERED,
     Block,
+    is_abstention,
     names_title,
     pack,
     paragraph_texts,
 )
-from citewise.core.text import sentences
+from citewise.core.text import sentences, user_turns
 from citewise.index import Index
 from citewise.index.citations import soften_source_markers
 from citewise.index.fusion import drop_redundant
@@ -542,3 +544,17 @@ def extractive_answer(
     if missing:
         text += " " + " ".join(f"{PART_UNANSWERED} {part}." for part in missing)
     return text, labels
+
+
+def local_follow_up(state: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(the follow-up, what it was read with, the answer before it) when local condense read a follow-up.
+
+    The standalone question then holds both (search needs the question before it and the thread's subject),
+    but only the follow-up is asked now: the answer should not say the earlier answer again.
+    """
+    asked, replies = user_turns(state.get("messages", []))
+    turn = questions.local_follow_up_turn(asked, state.get("question", ""), replies)
+    if turn is None:  # not a follow-up, or a model condensed it
+        return None
+    before = replies[-2]  # the reply to the question before (this one has none yet)
+    return turn.asked, turn.earlier, "" if is_abstention(before) else before  # listed passages: not said

@@ -14,28 +14,12 @@ from langgraph.runtime import Runtime
 
 from citewise.context import Context
 from citewise.core import llms
-from citewise.core.evidence import NO_ANSWER, evidence_blocks, is_abstention, kept_records
+from citewise.core.evidence import NO_ANSWER, evidence_blocks, kept_records
 from citewise.core.indexes import in_thread, open_index
-from citewise.core.questions import local_follow_up_turn
 from citewise.core.report import LABEL
-from citewise.core.text import user_turns
-from citewise.core.writing import extractive_answer, no_answer, prompt_pair, synthesize
+from citewise.core.writing import extractive_answer, local_follow_up, no_answer, prompt_pair, synthesize
 from citewise.prompts.common import quote
 from citewise.state import State
-
-
-def local_follow_up(state: State) -> tuple[str, str, str] | None:
-    """(the follow-up, what it was read with, the answer before it) when local condense read a follow-up.
-
-    The standalone question then holds both (search needs the question before it and the thread's subject),
-    but only the follow-up is asked now: the answer should not say the earlier answer again.
-    """
-    asked, replies = user_turns(state.get("messages", []))
-    turn = local_follow_up_turn(asked, state.get("question", ""), replies)
-    if turn is None:  # not a follow-up, or a model condensed it
-        return None
-    before = replies[-2]  # the reply to the question before (this one has none yet)
-    return turn.asked, turn.earlier, "" if is_abstention(before) else before  # listed passages: not said
 
 
 async def answering_documents(context: Context, question: str, kept: list) -> list:

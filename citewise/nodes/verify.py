@@ -38,7 +38,7 @@ from citewise.core.judge import UNRELIABLE
 from citewise.core.judge import ask as judge_ask
 from citewise.core.report import LABEL, is_own_text
 from citewise.core.text import content_words, overlap, sentences
-from citewise.core.writing import extractive_answer
+from citewise.core.writing import extractive_answer, local_follow_up, no_answer
 from citewise.index.citations import soften_source_markers, without_trailing_source_markers
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, quote, render
@@ -202,7 +202,8 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     Never worse than no model: when none of a model's sentences can be verified but evidence was kept (or,
     under lean, the model only said the documents do not answer, or its verified sentences do not rest on
     every line local mode's answer quotes), the answer is local mode's extractive one from the same
-    evidence (verified locally); a report keeps its own
+    evidence (verified locally), read as local mode reads a follow-up; a follow-up local mode finds no
+    answer to in the kept passages gets the honest no-answer under lean; a report keeps its own
     sentences, checked by word overlap as local mode checks them. Both listed in `degraded`.
     """
     context = runtime.context
@@ -233,9 +234,28 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     if not kept or not (unverified or refused or context.lean):
         return result
     index = await open_index(context)
-    draft, labels = await in_thread(extractive_answer, index, state["question"], kept)
+    follow = local_follow_up(state) if context.lean else None  # read as local mode's answer reads it
+    question, earlier = (follow[0], follow[1:]) if follow else (state["question"], None)
+    draft, labels = await in_thread(extractive_answer, index, question, kept, earlier)
     if draft == NO_ANSWER:
-        return result
+        if unverified or refused or follow is None:
+            return result
+        # a follow-up no kept sentence answers by local mode's reading: a small model's answer to it was no
+        # answer either (SmolLM2 told where a table lists the sources, for "the total ALMA observing time")
+        draft, labels = no_answer(state)
+        reason = (
+            "local mode found nothing in the kept passages that answers this follow-up: no answer is shown"
+        )
+        entry = degradation("verify", reason, list(dict.fromkeys(labels.values())))
+        logger.warning("verify: %s", reason)
+        declined = await _verified(state, context, draft, labels, None)
+        return {
+            **declined,
+            "unsupported": result["unsupported"],
+            "draft": draft,
+            "labels": labels,
+            "degraded": [*result.get("degraded", []), entry],
+        }
     local = await _verified(state, context, draft, labels, None)
     if local["answer"] == UNVERIFIED or not local["support"]:
         return result
