@@ -685,6 +685,30 @@ async def test_under_lean_a_model_answer_resting_on_another_passage_than_local_m
         assert "does not rest on every line local mode's answer quotes" in entry["reason"]
 
 
+async def test_under_lean_a_follow_up_local_mode_finds_nothing_for_gets_no_answer(
+    index_dir: str, install: Callable
+) -> None:
+    """Read as local mode reads a follow-up, "And what does it cost?" finds no kept sentence on a cost: a
+    small model's supported sentence from the passages is no answer to it either."""
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
+    install(context, judge=ScriptedChatModel(responder=Judge()))
+    first, follow = "How do vaccines work?", "And what does it cost?"
+    said = "Vaccines train the immune system to recognise a pathogen without causing the disease [1]."
+    state = {
+        **verify_state(f"{MEMORY.rstrip('.')} [E2]."),
+        "kept": ["c-vaccines", "c-memory"],
+        "messages": [HumanMessage(first), AIMessage(said), HumanMessage(follow)],
+        "question": "And what does it cost? (vaccines work)",  # as condense reads it without a model
+    }
+    result = await llms.metered(verify)(state, run(context))
+
+    assert result["answer"].startswith(NO_ANSWER), result["answer"]
+    (entry,) = [d for d in result["degraded"] if d["stage"] == "verify"]
+    assert "nothing in the kept passages that answers this follow-up" in entry["reason"]
+
+
 async def test_echoed_prompt_tags_and_fragments_never_stand_as_answer_sentences(index_dir: str) -> None:
     draft = (
         '<evidence id="E1" title="How vaccines work"> 1 [E2]. Vaccines train the immune system to recognise '
