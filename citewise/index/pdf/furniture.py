@@ -39,6 +39,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
         _mark_stamps(lines)
         _mark_line_numbers(lines)
     counts = Counter(s for end in ends for s in {shape(line) for line in end})
+    repeated = max(2, min(3, round(0.4 * len(pages))))  # a chapter's own head repeats on its pages
     heights: dict[str, list[float]] = {}
     for end in ends:
         for line in end:
@@ -52,7 +53,6 @@ def mark_furniture(pages: list[list[Line]]) -> None:
         alike = sum(abs(top - line.top) < 2 for top in heights[shape(line)])
         return len(line.text.split()) < 12 or alike >= repeated
 
-    repeated = max(2, min(3, round(0.4 * len(pages))))  # a chapter's own head repeats on its pages
     first_sizes = [line.size for line in pages[0]] if pages and pages[0] else [0.0]
     display = 1.2 * statistics.median(first_sizes)
     for number, end in enumerate(ends):

@@ -62,11 +62,11 @@ def mark_title(lines: list[Line], body: float) -> None:
             continue
         if line.size <= 1.05 * body or HEADING_WORD.match(line.text):
             break
-        centre = (line.left + line.right) / 2
         if head and _centred(head[0], body) and not _centred(line, body):
             # a heading flush at its column's edge under a centred title block ("Introduction"), not the
             # title's next line centred as wide as the text block
-            if _face(line) != _face(head[-1]) or abs(centre - (head[-1].left + head[-1].right) / 2) > 2:
+            centre, above_centre = (line.left + line.right) / 2, (head[-1].left + head[-1].right) / 2
+            if _face(line) != _face(head[-1]) or abs(centre - above_centre) > 2:
                 break
         head.append(line)
     if not head:  # a title in body-size type (AASTeX): bold or capitals, centred, over the abstract
@@ -83,8 +83,8 @@ def mark_title(lines: list[Line], body: float) -> None:
             head.append(line)
         if not head or HEADING_WORD.match(head[0].text) or CAPS_HEADING_WORD.match(head[0].text):
             return
-    at = first.index(head[0]) + 1
-    if len(head) == 1 and head[0].text == "NAME" and at < len(first):
+    at = first.index(head[0]) + 1 if head[0].text == "NAME" else len(first)
+    if len(head) == 1 and at < len(first):
         # a manual page: its title is the line its NAME section holds ("bash - GNU Bourne-Again SHell")
         head[0].kind, head[0].level = "heading", 1
         first[at].kind = "title"
@@ -148,7 +148,7 @@ def mark_headings(lines: list[Line], body: float) -> None:
             and (line.text.endswith(".") and not _subsection_title(line) or _fills_column(line))
         )
     ]
-    spaced = {id(line) for line in _spaced_headings(lines, body) if not line.hang}
+    spaced = {id(line) for line in _spaced_headings(lines, body)}
     candidates += [
         line for line in lines if id(line) in spaced and id(line) not in {id(c) for c in candidates}
     ]
@@ -202,6 +202,7 @@ def _spaced_headings(lines: list[Line], body: float) -> list[Line]:
         words = line.text.split()
         if (
             line.code
+            or line.hang  # a tag, its description hanging under it
             or not 1 <= len(words) <= 8
             or not re.search(r"[^\W\d_]{3}", line.text)
             or line.text.rstrip().endswith((".", ":", ";", ",", "!"))

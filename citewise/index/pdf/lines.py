@@ -459,16 +459,11 @@ def line_pitch(lines: list[Line], body: float) -> float:
     The median gap, or the smallest gap that is common (a quarter as common as the commonest): in a
     manual of short paragraphs set apart by a skip, the skips outnumber the lines within paragraphs.
     """
-    text = [line for line in lines if line.kind == "text"]
-    pitches = [
-        a.bottom - b.bottom
-        for a, b in zip(text, text[1:], strict=False)
-        if a.page == b.page and a.column == b.column and 0 < a.bottom - b.bottom < 3 * body
-    ]
-    if not pitches:
+    gaps = text_gaps(lines, body)
+    if not gaps:
         return 1.2 * body
-    usual = statistics.median(pitches)
-    in_body = [g for a, b, g in _pairs(text) if abs(a.size - body) < 0.5 and abs(b.size - body) < 0.5]
+    usual = statistics.median(g for _, _, g in gaps)
+    in_body = [g for a, b, g in gaps if abs(a.size - body) < 0.5 and abs(b.size - body) < 0.5]
     bins = Counter(round(g * 2) / 2 for g in in_body)
     common = [g for g, n in bins.items() if n >= max(3, 0.25 * max(bins.values(), default=0))]
     smallest = min(common, default=usual)
@@ -477,12 +472,16 @@ def line_pitch(lines: list[Line], body: float) -> float:
     return usual
 
 
-def _pairs(text: list[Line]) -> list[tuple[Line, Line, float]]:
-    """Consecutive text lines in one column of one page, with the distance between their baselines."""
+def text_gaps(lines: list[Line], body: float) -> list[tuple[Line, Line, float]]:
+    """Consecutive text lines in one column of one page, with the distance between their baselines.
+
+    Under three body sizes only: lines farther apart are no two lines of one passage.
+    """
+    text = [line for line in lines if line.kind == "text"]
     return [
         (a, b, a.bottom - b.bottom)
         for a, b in zip(text, text[1:], strict=False)
-        if a.page == b.page and a.column == b.column and 0 < a.bottom - b.bottom < 3 * max(a.size, b.size)
+        if a.page == b.page and a.column == b.column and 0 < a.bottom - b.bottom < 3 * body
     ]
 
 

@@ -112,7 +112,7 @@ def _join_tags(lines: list[Line]) -> list[Line]:
             and 0 < x.left - tag.right < TAG_REACH * tag.size
             and min(x.top, tag.top) - max(x.bottom, tag.bottom)
             >= 0.5 * min(x.top - x.bottom, tag.top - tag.bottom)
-            and sum(indents[round(x.left) + d] for d in (-1, 0, 1)) >= 3  # where descriptions start
+            and _descriptions_start(indents, x.left)
         ]
         if len(beside) == 1 and not EQUATION_NUMBER.match(beside[0].text):
             description = beside[0]
@@ -121,6 +121,11 @@ def _join_tags(lines: list[Line]) -> list[Line]:
             )
             joined.update((id(tag), id(description)))
     return [grown.get(id(line), line) for line in lines if id(line) not in joined or id(line) in grown]
+
+
+def _descriptions_start(indents: Counter[int], x: float) -> bool:
+    """Whether three text lines or more start at `x` (a point either way): where descriptions start."""
+    return sum(indents[round(x) + d] for d in (-1, 0, 1)) >= 3
 
 
 def mark_tags(lines: list[Line]) -> None:
@@ -143,7 +148,7 @@ def mark_tags(lines: list[Line]) -> None:
             or not TAG_INDENT * line.size <= description.left - line.left <= 8 * line.size
             # right under it, or opening the next page (a tag at a page's foot)
             or not (description.page == line.page + 1 or 0 < line.bottom - description.top < line.size)
-            or sum(indents[round(description.left) + d] for d in (-1, 0, 1)) < 3
+            or not _descriptions_start(indents, description.left)
             # the line after goes on with the description, or is the next tag, or a heading left of them
             or after is not None
             and abs(after.left - description.left) >= 1

@@ -6,11 +6,10 @@ An indent, a gap, a label of the list's own form ("1.",
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections import Counter
 
-from citewise.index.pdf.lines import Line, bold_label, line_pitch, same_column, word_fits
+from citewise.index.pdf.lines import Line, bold_label, line_pitch, same_column, text_gaps, word_fits
 
 BULLETS = "\u2022\u25aa\u25cf\u25e6\u2023\u2219\u25b6\u25ba\u27a2"
 
@@ -147,12 +146,7 @@ def paragraph_skip(lines: list[Line], pitch: float, body: float) -> float:
     them, 1.3-1.5 pitches: where the gaps between lines cluster there, with few just over one pitch (where
     a line with maths or a raised mark stands), a gap halfway to the cluster ends a paragraph.
     """
-    text = [line for line in lines if line.kind == "text"]
-    ratios = Counter(
-        round((a.bottom - b.bottom) / pitch, 1)
-        for a, b in itertools.pairwise(text)
-        if a.page == b.page and a.column == b.column and 0 < a.bottom - b.bottom < 3 * body
-    )
+    ratios = Counter(round(gap / pitch, 1) for _, _, gap in text_gaps(lines, body))
     peak = max((r for r in ratios if 1.35 <= r < 1.6), key=lambda r: ratios[r], default=None)
     if peak is None:
         return 1.6 * pitch
