@@ -22,7 +22,7 @@ Per document, with text compared in lower case, letters and digits only:
 - kept_out: share of the text that must stay out of passages that is found in none;
 - refs: share of the truth's reference entries that begin a bibliography entry (spaces aside).
 
-Run: python bench/manuals.py [--split tune|heldout|fresh] [--out bench/results/manuals.json]
+Run: python bench/manuals.py [--split tune|heldout|fresh] [--round 3] [--out bench/results/manuals.json]
 """
 
 from __future__ import annotations
@@ -126,10 +126,15 @@ FIGURES = ["title", "sections", "paragraphs", "in_section", "kept_out", "refs"]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=["tune", "heldout", "fresh"], help="only this part of the set")
+    parser.add_argument("--round", type=int, help="only the documents whose truths came in this round (2, 3)")
     parser.add_argument("--show", action="store_true", help="print what each document missed")
     parser.add_argument("--out", type=Path, default=RESULTS / "manuals.json")
     args = parser.parse_args()
-    truths = [t for t in json.loads(TRUTH.read_text())["documents"] if args.split in (None, t["split"])]
+    truths = [
+        t
+        for t in json.loads(TRUTH.read_text())["documents"]
+        if args.split in (None, t["split"]) and args.round in (None, t.get("round"))
+    ]
     absent = [t for t in truths if not Path(t["file"]).exists()]
     if absent:
         packages = " ".join(sorted({t["package"] for t in absent}))

@@ -38,6 +38,14 @@ ALIGNED = 0.6
 """The share of a table's rows whose words must end or start at one x for a narrow strip to part columns."""
 CELL_WORDS = 6
 """Words a table's middle cell holds at most: more is prose set in columns, not a table."""
+RUN_ON = 0.25
+"""The share of a table's vertically adjacent cell pairs that run one sentence on (the upper fills its column
+and ends with no stop, the lower starts in lower case) from which cells of CELL_WORDS / 2 words are lines of
+prose."""
+PROSE_ROWS = 5
+"""Rows a table has at least for its run-on cells to make it prose (a short term-and-meaning table is not)."""
+RUNS_ON = re.compile(r"(?:[^\W\d_]|[,;-])$")
+"""The end of a line whose sentence goes on: a letter, a comma, a semicolon or a hyphen."""
 PART_CHARS = 480
 """Characters a table's passage holds at most (a chunk holds 500 by default): longer tables are cut."""
 
@@ -562,6 +570,7 @@ def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[li
                 nearest.extend(group)
                 groups.remove(group)
     rows: list[list[str]] = []
+    full: list[list[bool]] = []
     widest = [
         max((max(p.right for p in row[c]) for row in filled if row[c]), default=0.0)
         for c in range(len(bounds))
@@ -574,12 +583,31 @@ def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[li
                     text = " ".join(p.text for p in sorted(cell, key=lambda p: p.left))
                     parts[column].append((text, max(p.right for p in cell) >= widest[column] - 0.5 * size))
         rows.append([_cell_text(part) for part in parts])
+        full.append([bool(part) and part[-1][1] for part in parts])
     if sum(sum(bool(cell) for cell in row) >= enough for row in rows) < FULL_ROWS * len(rows):
         return None
+    return None if _prose(rows, full) else rows
+
+
+def _prose(rows: list[list[str]], full: list[list[bool]]) -> bool:
+    """Whether a table's rows are lines of prose set in columns (two columns between a boxed head and foot).
+
+    Its cells hold more than CELL_WORDS words, or, a line a row, half as many and run their sentences on from
+    a cell that fills its column to the one below (Elsevier's CAS class: a rule under the abstract and one
+    over the foot). `full`: whether each cell's last line fills its column.
+    """
     words = sorted(len(cell.split()) for row in rows for cell in row if cell)
-    if words and words[len(words) // 2] > CELL_WORDS:
-        return None  # columns of prose (a page of two columns between a boxed head and a boxed foot)
-    return rows
+    median = words[len(words) // 2] if words else 0
+    if median > CELL_WORDS:
+        return True
+    pairs = [
+        (a, b, filled)
+        for upper, lower, ends in zip(rows, rows[1:], full, strict=False)
+        for a, b, filled in zip(upper, lower, ends, strict=True)
+        if a and b
+    ]
+    runs = sum(bool(filled and RUNS_ON.search(a) and b[0].islower()) for a, b, filled in pairs)
+    return len(rows) >= PROSE_ROWS and 2 * median >= CELL_WORDS and runs >= RUN_ON * len(pairs)
 
 
 def _cell_text(lines: list[tuple[str, bool]]) -> str:

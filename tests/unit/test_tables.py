@@ -262,6 +262,50 @@ def test_two_columns_of_prose_between_a_boxed_head_and_a_boxed_foot_are_no_table
     assert find_tables(lines, rules, words_inside(lines)) == []
 
 
+def spaced(words: list[str], x: float, to: float | None = None) -> list[tuple[str, float, float]]:
+    """Words set from x, 4 points a letter, with a 3-point space or justified to end at `to`."""
+    letters = 4 * sum(len(word) for word in words)
+    space = (to - x - letters) / max(1, len(words) - 1) if to is not None else 3.0
+    out = []
+    for word in words:
+        out.append((word, x, x + 4 * len(word)))
+        x += 4 * len(word) + space
+    return out
+
+
+def test_short_lines_of_two_columns_running_their_sentences_on_are_no_table() -> None:
+    # Elsevier's CAS class: a rule under the abstract and one over the foot span the page; the columns' lines
+    # hold five or six words (a list, a heading), fewer than a prose cell is taken to hold, and each fills its
+    # column (justified) and runs its sentence on into the line below
+    left = "the class is based on the standard article class and supports almost all of its features".split()
+    right = "the package is available at the author resources page and may be copied to any folder".split()
+    lines = [
+        tight_row(600 - 12 * n, [*spaced(left[n : n + 5], 40, 240), *spaced(right[n : n + 5], 290, 490)])
+        for n in range(8)
+    ]
+    rules = [Rule(35, 620, 520, 621), Rule(35, 490, 520, 491)]
+    assert find_tables(lines, rules, words_inside(lines)) == []
+
+
+def test_a_table_of_lower_case_names_and_their_meanings_stays_a_table() -> None:
+    # ReportLab's guide: attribute names in lower case beside a few words each, no stop at their ends
+    rows = [
+        ("name", "the field name"),
+        ("value", "its initial value"),
+        ("width", "the widget width"),
+        ("height", "the widget height"),
+        ("tooltip", "text shown on hover"),
+        ("borderStyle", "the border style name"),
+    ]
+    lines = [
+        tight_row(600 - 12 * n, [*spaced([name], 40), *spaced(meaning.split(), 200)])
+        for n, (name, meaning) in enumerate(rows)
+    ]
+    rules = [Rule(35, 614, 400, 615), Rule(35, 520, 400, 521)]
+    (table,) = find_tables(lines, rules, words_inside(lines))
+    assert table.rows[5] == ["borderStyle", "the border style name"]
+
+
 def test_a_word_a_narrow_cell_broke_without_a_hyphen_is_whole_again() -> None:
     # LibreOffice carries the letters that do not fit a narrow cell to its next line, with no hyphen
     lines = [
