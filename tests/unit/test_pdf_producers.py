@@ -1,0 +1,214 @@
+"""Reader rules from more producers: Word with Chinese text, LibreOffice's notes, TeX's run-in heads.
+
+Each test builds the lines a page of that kind gives (boxes in PDF points, y up) and checks one rule.
+"""
+
+from __future__ import annotations
+
+from citewise.index.loaders import _joined
+from citewise.index.pdf.furniture import mark_contents, mark_furniture
+from citewise.index.pdf.headings import mark_headings, mark_title, split_run_in_headings
+from citewise.index.pdf.lines import BOLD_FONT, Line, Piece, line_text
+from citewise.index.pdf.starts import mark_starts
+
+BODY = "TimesNewRomanPSMT"
+
+
+def line(text: str, left: float, bottom: float, right: float | None = None, **kw) -> Line:
+    """One line of one piece, in the body's face at 11 points unless told otherwise."""
+    size, font = kw.pop("size", 11.0), kw.pop("font", BODY)
+    right = left + 0.45 * size * len(text) if right is None else right
+    piece = Piece(left, bottom, right, bottom + size, text, size, font, bool(BOLD_FONT.search(font)))
+    return Line(
+        [piece], page=kw.pop("page", 0), edge=kw.pop("edge", 90), far_edge=kw.pop("far_edge", 505), **kw
+    )
+
+
+def test_a_sections_bold_symbol_is_bold_and_the_run_in_head_is_split_off() -> None:
+    # "§1. Annotation. Nath is ...": the section sign in Computer Modern's bold symbols, the rest in CMBX
+    assert BOLD_FONT.search("LHPGFE+CMBSY10") and BOLD_FONT.search("CMB10")
+    pieces = [
+        Piece(134, 580, 140, 590, "§", 10, "CMBSY10", True),
+        Piece(140, 580, 205, 590, "1. Annotation. ", 10, "CMBX10", True),
+        Piece(205, 580, 476, 590, "Nath is a LaTeX style to separate presentation", 10, "CMR10", False),
+    ]
+    head, body = split_run_in_headings([Line(pieces, page=0, starts=True)])
+    assert (head.kind, head.text) == ("heading", "§1. Annotation.")
+    assert body.text.startswith("Nath is")
+
+
+def test_a_note_label_opens_its_paragraph_and_heads_no_section() -> None:
+    note = Line(
+        [
+            Piece(108, 678, 130, 688, "Note: ", 10, "Arial-BoldMT", True),
+            Piece(131, 678, 478, 689, "the current version of the editor does not handle", 11, BODY, False),
+        ],
+        page=0,
+        starts=True,
+        edge=90,
+        far_edge=505,
+    )
+    (same,) = split_run_in_headings([note])
+    assert same.kind == "text" and same.text.startswith("Note: the current")
+
+
+def test_lines_of_a_block_set_ragged_and_narrower_than_the_column_run_on() -> None:
+    # LibreOffice's indented abstract: its first line ends 41 points short of the block's right edge, too
+    # little for "converting"; the block's later lines at its own edge, the last one short
+    lines = [
+        line("TECkit is a toolkit for encoding conversions, primarily intended for", 126, 582, 426),
+        line("converting data between 8-bit legacy encodings and Unicode. This document", 126, 570, 467),
+        line("presents the mapping description language supported by the TECkit mapping", 126, 558, 467),
+        line("table compiler.", 126, 546, 192),
+        line("The TECkit package is based on a compiled binary mapping file that contains", 90, 487, 479),
+    ]
+    mark_starts(lines, 11.0, BODY)
+    assert [x.starts for x in lines] == [True, False, False, False, True]
+
+
+def test_a_note_block_whose_label_stands_out_left_is_one_paragraph() -> None:
+    note = Line(
+        [
+            Piece(108, 678, 130, 688, "Note: ", 10, "Arial-BoldMT", True),
+            Piece(
+                131,
+                678,
+                478,
+                689,
+                "the current version of the TECkit Mapping Editor does not handle",
+                11,
+                BODY,
+                False,
+            ),
+        ],
+        page=0,
+        edge=90,
+        far_edge=505,
+    )
+    lines = [
+        line("A paragraph before the note ends here with a short line.", 90, 707, 331),
+        note,
+        line("mapping descriptions written as Unicode text; it is strictly an 8-bit editing", 126, 666, 453),
+        line("environment. Unicode mapping source must be edited in a Unicode-capable editor", 126, 654, 490),
+        line("and compiled with the command-line compiler.", 126, 642, 335),
+        line("Where strings are called for, these may be either single- or double-quoted.", 90, 618, 480),
+    ]
+    mark_starts(lines, 11.0, BODY)
+    assert [x.starts for x in lines] == [True, True, False, False, False, True]
+
+
+def test_paragraphs_set_flush_and_spaced_apart_end_at_a_page_break_where_the_last_line_ends_short() -> None:
+    # paragraphs of two full lines, 12 points apart inside, 17 between (a skip of its own): the page ends on
+    # a paragraph's short last line, and the next page's first line is flush left, as every first line is
+    lines, y = [], 700.0
+    for n in range(6):
+        lines.append(
+            line(f"Paragraph {n} has a first line that runs on to the far edge of the column.", 90, y, 500)
+        )
+        lines.append(line("and a last line that ends short.", 90, y - 12, 240))
+        y -= 29
+    after = line(
+        "TECkit mapping source files may be created as either byte-encoded or Unicode.", 90, 760, 500, page=1
+    )
+    rest = line(
+        "compiler recognizes Unicode source files by looking for an initial mark.", 90, 748, 472, page=1
+    )
+    lines += [after, rest]
+    mark_starts(lines, 11.0, BODY)
+    assert after.starts and not rest.starts
+
+
+def test_a_date_under_the_title_is_no_heading() -> None:
+    lines = [
+        line("A Short Guide to Nath", 226, 678, 385, size=17.2, edge=134, far_edge=477),
+        line("M. Marvan", 278, 645, 334, size=12, edge=134, far_edge=477),
+        line("14 February 2003", 262, 622, 350, size=12, edge=134, far_edge=477),
+        line(
+            "Nath is a LaTeX style to separate presentation and content in typography.",
+            134,
+            587,
+            477,
+            size=10,
+            edge=134,
+            far_edge=477,
+        ),
+    ]
+    mark_title(lines, 10.0)
+    mark_headings(lines, 10.0)
+    assert [x.kind for x in lines] == ["title", "furniture", "furniture", "text"]
+
+
+def test_a_subtitle_in_another_face_and_italic_authors_under_a_flush_title_are_no_body() -> None:
+    lines = [
+        line("The TECkit Language", 90, 737, 263, size=17, font="Arial-BoldMT"),
+        line("Mapping byte encodings to Unicode", 91, 718, 360, size=17, font="ArialMT"),
+        line("Jonathan Kew", 90, 688, 153, font="TimesNewRomanPS-ItalicMT"),
+        line("SIL Non-Roman Script Initiative (NRSI)", 90, 676, 266, font="TimesNewRomanPS-ItalicMT"),
+        line("Abstract", 126, 599, 170, size=12, font="ArialMT"),
+        line("TECkit is a toolkit for encoding conversions, primarily intended for", 126, 582, 426),
+    ]
+    mark_title(lines, 11.0)
+    mark_headings(lines, 11.0)
+    assert [x.kind for x in lines] == ["title", "furniture", "furniture", "furniture", "heading", "text"]
+
+
+def test_display_lines_opening_pages_make_no_running_head_of_every_first_line() -> None:
+    # no running heads; three pages open with a display's "$$": the other pages' first lines are body text
+    words = "alpha beta gamma delta epsilon zeta eta theta iota".split()
+    pages = [
+        [line(f"{word} opens this page with words of its own", 134, 714), *body(word)] for word in words[:6]
+    ]
+    pages += [[line("$$", 134, 714), *body(word)] for word in words[6:]]
+    mark_furniture(pages)
+    assert all(page[0].kind == "text" for page in pages[:6])
+
+
+def body(word: str) -> list[Line]:
+    """A page's body lines, its own words on each."""
+    return [line(f"{word} body line {'i' * (i + 1)} goes on", 134, 600 - 12 * i) for i in range(8)]
+
+
+def test_a_table_of_contents_over_a_page_break_keeps_the_first_heading_after_it() -> None:
+    # its section entries in bold (read as headings), a page number between its two pages
+    entries = [
+        "1 Definition of CRC 2",
+        "2 Related work 3",
+        "3 CRC tricks and tips 4",
+        "3.1 Incremental CRC 4",
+    ]
+    lines = [
+        line(text, 134, 300 - 12 * n, kind="heading" if text[1] == " " else "text")
+        for n, text in enumerate(entries)
+    ]
+    lines.append(line("1", 304, 96, kind="furniture"))
+    lines += [
+        line(text, 134, 700 - 12 * n, page=1)
+        for n, text in enumerate(["4 Efficient software 7", "4.1 Mapping 7"])
+    ]
+    for n, text in enumerate(
+        [
+            "1 Definition of CRC",
+            "2 Related work",
+            "3 CRC tricks and tips",
+            "3.1 Incremental CRC",
+            "4 Efficient software",
+            "4.1 Mapping",
+        ]
+    ):
+        lines += [
+            line(text, 135, 445, page=2 + n, kind="heading"),
+            line("Body text of the section.", 134, 420, page=2 + n),
+        ]
+    mark_contents(lines)
+    assert all(x.kind == "furniture" for x in lines[:7] if x.text != "1")
+    assert [x.kind for x in lines[7::2]] == ["heading"] * 6
+
+
+def test_chinese_lines_and_full_width_marks_take_no_spaces() -> None:
+    assert _joined("为了统一写作标", "准，保证论文的规范性", " ") == "为了统一写作标准，保证论文的规范性"
+    assert _joined("Unicode and", "converting", " ") == "Unicode and converting"
+    pieces = [
+        Piece(10 + 20 * n, 0, 20 + 20 * n, 10, text, 10, "SimSun", False)
+        for n, text in enumerate(["（", "1", "）", "中文封面；", "在", "WORD", "文档中"])
+    ]
+    assert line_text(pieces) == "（1）中文封面；在 WORD 文档中"
