@@ -7,8 +7,9 @@ first and last words (a list item is a paragraph), text that must stay out of ev
 sidebars, margin line numbers, contents lines, footnotes) and some reference entries by their first words.
 Each document is `tune` (looked at while the reader was changed), `heldout` (never looked at for that) or
 `fresh` (added later, from other producers: Acrobat Distiller, dvipdfm, Ghostscript, Quartz, LuaTeX,
-ReportLab, groff, Texinfo, DocBook, XeTeX, LibreOffice, cairo, Microsoft Print to PDF; its
-truth written from the rendered pages without running the reader, and never looked at while the reader was
+ReportLab, groff, Texinfo, DocBook, XeTeX, LibreOffice, cairo, Microsoft Print to PDF; then FOP, gropdf,
+Asciidoctor, ConTeXt, dvipdfmx; then iText, Word, MiKTeX and older Distillers: `round` 2 and 3); its truth
+written from the rendered pages without running the reader, and never looked at while the reader was
 changed).
 
 Per document, with text compared in lower case, letters and digits only:
