@@ -13,7 +13,10 @@ sentence expected (tests/support/conversations.py says how a turn is scored):
 - `bench/data/conversations-unarxive2.jsonl`: 24 conversations over 10 more papers, written from their text
   only and held out: only its totals are looked at;
 - `bench/data/conversations-unarxive3.jsonl`: 24 conversations (80 turns, 9 unanswerable) over 9 more papers,
-  written by a helper from their text only (2026-11-29), held out the same way.
+  written by a helper from their text only (2026-11-29), held out the same way until stop 52, which read its
+  refused turns' questions and answering scores (where they are lost: 16 of 24 false refusals had the
+  answering passage among the first ten, best answering scores 0.27-0.44 against unanswerable turns'
+  0.22-0.63: the cut cannot part them); nothing was tuned on it.
 Each set is ingested into an index of its own and asked with direct answers, one thread per conversation;
 the table gives turn accuracy, first turns and follow-ups apart. Turn accuracy asks for the answering
 sentence's words, which local mode quotes and a model may not: "answering passage cited" (the answer cites
