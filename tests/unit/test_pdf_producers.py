@@ -212,3 +212,40 @@ def test_chinese_lines_and_full_width_marks_take_no_spaces() -> None:
         for n, text in enumerate(["（", "1", "）", "中文封面；", "在", "WORD", "文档中"])
     ]
     assert line_text(pieces) == "（1）中文封面；在 WORD 文档中"
+
+
+def test_a_skip_of_1_3_pitches_parts_paragraphs_only_where_no_commoner_gap_stands_further_out() -> None:
+    from citewise.index.pdf.starts import paragraph_skip
+
+    def page(gaps: list[float]) -> list[Line]:
+        lines, y = [], 700.0
+        for gap in gaps:
+            lines.append(line("Body text running on from one line to the next one here", 90, y, 500))
+            y -= gap
+        return lines
+
+    # groff's ms: lines 12 points apart, paragraphs 15.6 (1.3 pitches), nothing in between
+    groff = page(([12.0] * 4 + [15.6]) * 12)
+    assert paragraph_skip(groff, 12.0, 10.0) < 15.0
+    # Asciidoctor: code lines 12 apart, prose lines 15.6, paragraphs 24: 1.3 pitches is prose's own pitch
+    asciidoctor = page(([12.0] * 3 + [15.6] * 4 + [24.0] * 5) * 6)
+    assert paragraph_skip(asciidoctor, 12.0, 10.0) > 15.6
+
+
+def test_footnotes_whose_later_lines_went_back_to_body_size_are_notes() -> None:
+    from citewise.index.pdf.furniture import mark_notes_and_equations
+
+    # groff's ms through Ghostscript: each note opens in 8 points, a wrapped line of it comes out in 10
+    lines = [
+        line("available, are in any way inferior to them, as the text says.", 71, 203, 270, size=10),
+        line("1. Later versions should, and some earlier versions may, be suitable.", 72, 167, 472, size=8),
+        line("information and availability of the latest version.", 91, 157, 246, size=8),
+        line("2. Again, other versions may be suitable. See the site for details.", 71, 145, 404, size=8),
+        line("3. A commercial offering; see the vendor's site for information.", 71, 133, 384, size=8),
+        line("4. A free but comprehensive emulation environment for Windows", 71, 125, 472, size=8),
+        line("platforms; see the project's site for information and download.", 91, 113, 397, size=10),
+        line("5. Another free, but minimal suite of common tools, available from", 71, 103, 472, size=8),
+        line("the project's site; it includes those tools listed above.", 91, 91, 472, size=10),
+    ]
+    mark_notes_and_equations(lines, 10.0)
+    assert lines[0].kind == "text" and all(x.kind == "note" for x in lines[1:])

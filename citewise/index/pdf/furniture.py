@@ -176,12 +176,35 @@ def _mark_notes(lines: list[Line], body: float) -> None:
         run = len(segment)
         while run > 0 and segment[run - 1].size < 0.9 * body:
             run -= 1
+        if run == len(segment):
+            run = _marked_notes(segment, body)
         if 0 < run < len(segment) and segment[run - 1].bottom - segment[run].top > 0.3 * body:
             entries = sum(bool(ENTRY_LABEL.match(line.text)) for line in segment[run:])
             if is_reference_heading(segment[run - 1].text) or entries >= 2:
                 continue  # a reference list in small type (IEEE, a browser's print), not footnotes
             for line in segment[run:]:
                 line.kind = "note"
+
+
+FOOTNOTE_MARK = re.compile(r"(?:\d{1,2}\.?|[*\u2020\u2021\u00a7\u00b6])\s*[^\W\d_]")
+"""A footnote's opening mark: "1.", "2", "*", a dagger, before its first word."""
+
+
+def _marked_notes(segment: list[Line], body: float) -> int:
+    """Where footnotes some of whose lines went back to body size start (groff's ms), else len(segment).
+
+    The block closing the column: after a gap, its first line in small type opening with a footnote's mark,
+    most of its lines small, two of them notes' first lines at least (a sample of type sizes, "7 points: ...",
+    followed by code is none).
+    """
+    for start in range(1, len(segment)):  # the highest such line: a gap between two notes is no start
+        line, above = segment[start], segment[start - 1]
+        if line.size < 0.9 * body and above.bottom - line.top > 0.3 * body and FOOTNOTE_MARK.match(line.text):
+            block = segment[start:]
+            notes = sum(bool(FOOTNOTE_MARK.match(x.text)) for x in block)
+            if 2 * sum(x.size < 0.9 * body for x in block) > len(block) and notes >= 2:
+                return start
+    return len(segment)
 
 
 def _stacked(lines: list[Line], index: int, body: float) -> None:

@@ -170,12 +170,17 @@ def paragraph_skip(lines: list[Line], pitch: float, body: float) -> float:
     a line with maths or a raised mark stands), a gap halfway to the cluster ends a paragraph.
     """
     ratios = Counter(round(gap / pitch, 1) for _, _, gap in text_gaps(lines, body))
-    peak = max((r for r in ratios if 1.35 <= r < 1.6), key=lambda r: ratios[r], default=None)
+    peak = max((r for r in ratios if 1.25 <= r < 1.6), key=lambda r: ratios[r], default=None)
     if peak is None:
         return 1.6 * pitch
-    cluster = sum(ratios[round(peak + d, 1)] for d in (-0.1, 0.0, 0.1))
-    between = sum(n for r, n in ratios.items() if 1.05 <= r < 1.25)
-    if cluster < max(4, 0.03 * sum(ratios.values())) or between >= cluster / 4:
+    # a skip of 1.3 pitches (gropdf, groff's ms through Ghostscript) stands apart only where no gap falls
+    # between it and one pitch, its cluster the peak and the step above it, and no commoner gap stands
+    # further out (Asciidoctor: code lines one pitch apart, prose 1.3, paragraphs 2: 1.3 is prose's pitch)
+    low = peak < 1.35
+    cluster = sum(ratios[round(peak + d, 1)] for d in ((0.0, 0.1) if low else (-0.1, 0.0, 0.1)))
+    between = sum(n for r, n in ratios.items() if 1.05 <= r < (peak - 0.05 if low else 1.25))
+    wider = low and any(n >= cluster for r, n in ratios.items() if r > peak + 0.2)
+    if cluster < max(4, 0.03 * sum(ratios.values())) or between >= cluster / 4 or wider:
         return 1.6 * pitch
     return (1 + (peak - 0.1 - 1) / 2) * pitch
 
