@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic.json_schema import SkipJsonSchema
 
@@ -36,6 +36,18 @@ from citewise.prompts import route as routing
 
 def _env(name: str) -> str | None:
     return os.environ.get(name) or None
+
+
+Profile = Literal["auto", "full", "lean"]
+"""How much a model is asked (`Context.profile`)."""
+
+
+def as_profile(value: str) -> Profile:
+    """`value` (an environment variable, a command-line option) as a profile, unchecked.
+
+    Context refuses any other value when it is built, with the reason among its other settings' problems.
+    """
+    return cast(Profile, value)
 
 
 @dataclass(kw_only=True)
@@ -109,8 +121,8 @@ class Context:
             "fallback and say so in `degraded` (empty: none)."
         },
     )
-    profile: Literal["auto", "full", "lean"] = field(
-        default_factory=lambda: _env("CITEWISE_PROFILE") or "auto",  # type: ignore[return-value]
+    profile: Profile = field(
+        default_factory=lambda: as_profile(_env("CITEWISE_PROFILE") or "auto"),
         metadata={
             "description": "How much a model is asked. full: every stage judges and writes with it (several "
             "samples, reflection, critic, summaries). lean: at most about six requests a direct answer (one "

@@ -27,6 +27,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from citewise.app.chat import result_payload
@@ -60,16 +61,16 @@ def build_app(context: Context, threads: str | None = None) -> FastAPI:
 
     app = FastAPI(title="citewise", lifespan=lifespan, docs_url=None, redoc_url=None)
 
-    def config(thread_id: str) -> dict[str, Any]:
+    def config(thread_id: str) -> RunnableConfig:
         if not THREAD_ID.fullmatch(thread_id):
             raise HTTPException(422, "a thread id is 1-128 letters, digits, '_', '.', ':' or '-'")
-        return {"configurable": {"thread_id": thread_id}}
+        return RunnableConfig(configurable={"thread_id": thread_id})
 
-    async def run(graph: Any, given: Any, settings: dict[str, Any], run_context: Context) -> dict[str, Any]:
+    async def run(graph: Any, given: Any, settings: RunnableConfig, run_context: Context) -> dict[str, Any]:
         await graph.ainvoke(given, settings, context=run_context, durability="sync")
         return result_payload((await graph.aget_state(settings)).values)
 
-    async def cut_off(graph: Any, settings: dict[str, Any]) -> dict[str, Any] | None:
+    async def cut_off(graph: Any, settings: RunnableConfig) -> dict[str, Any] | None:
         snapshot = await graph.aget_state(settings)
         messages = snapshot.values.get("messages", [])
         if not snapshot.next or any(task.interrupts for task in snapshot.tasks):

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import typer
-from langchain_core.messages import AIMessageChunk, RemoveMessage
+from langchain_core.messages import AIMessageChunk, HumanMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import StreamPart
 
 from citewise.app.memory import ThreadSummary, open_checkpointer, shown_setting, thread_summaries
 from citewise.app.terminal import OUTPUT_KEYS, ROUTES, AnswerMode, report_payload, show_answer, show_evidence
@@ -153,7 +155,7 @@ class TurnView:
         """Some answer text was streamed this turn."""
         self._message_id: str | None = None
 
-    def show(self, part: dict[str, Any]) -> None:
+    def show(self, part: StreamPart[Any, Any]) -> None:
         """Print what one stream part (LangGraph's v2 format) tells the person."""
         if part["type"] == "updates":
             for node, update in part["data"].items():
@@ -205,9 +207,9 @@ class ChatSession:
         """The last answer's payload in this thread (for /sources)."""
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> RunnableConfig:
         """The run config that names the current thread."""
-        return {"configurable": {"thread_id": self.thread_id}}
+        return RunnableConfig(configurable={"thread_id": self.thread_id})
 
     @property
     def mode(self) -> str:
@@ -227,7 +229,7 @@ class ChatSession:
         view = view or TurnView()
         try:
             async for part in self.graph.astream(
-                None if question is None else {"messages": [("user", question)]},
+                None if question is None else {"messages": [HumanMessage(question)]},
                 self.config,
                 context=self.context,
                 stream_mode=["updates", "messages"],
@@ -268,7 +270,7 @@ class ChatSession:
 
     async def history(self, thread_id: str | None = None) -> list[Any]:
         """The messages stored in a thread (the current one by default)."""
-        config = {"configurable": {"thread_id": thread_id or self.thread_id}}
+        config = RunnableConfig(configurable={"thread_id": thread_id or self.thread_id})
         snapshot = await self.graph.aget_state(config)
         return list(snapshot.values.get("messages", []))
 

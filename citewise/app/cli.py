@@ -19,7 +19,7 @@ import textwrap
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict, Unpack
 
 import typer
 
@@ -48,6 +48,7 @@ from citewise.app.terminal import OUTPUT_KEYS, ROUTES, AnswerMode, report_payloa
 from citewise.core.resources import Resources
 
 if TYPE_CHECKING:  # the stores and the embedding model load only when a command needs them: --help is fast
+    from citewise.context import Context, Profile
     from citewise.index import ChunkingConfig, Index, IngestReport
     from citewise.index.reading import SearchIndex
 
@@ -70,9 +71,12 @@ def _open(
 ) -> Index:
     from citewise.index import Index, IndexOpenError
 
-    options = {"embedders": resources.embedder} if resources is not None else {}
     try:
-        return Index.open(index, chroma_url=chroma_url, chunking=chunking, create=create, **options)
+        if resources is None:
+            return Index.open(index, chroma_url=chroma_url, chunking=chunking, create=create)
+        return Index.open(
+            index, chroma_url=chroma_url, chunking=chunking, create=create, embedders=resources.embedder
+        )
     except (IndexOpenError, ValueError) as error:
         raise fail(str(error)) from error
 
@@ -207,6 +211,16 @@ def _load_model_meanwhile(index: SearchIndex) -> None:
     threading.Thread(target=index.embedder.embed, args=(["citewise"],)).start()
 
 
+class _Chunking(TypedDict, total=False):
+    """The chunking options `ingest` was given (`ChunkingConfig`'s fields)."""
+
+    threshold: float
+    max_chars: int
+    min_chars: int
+    vectors: Literal["pooled", "embed"]
+    paragraph_vectors: Literal["whole", "pooled"]
+
+
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx .jsonl).")],
@@ -264,12 +278,17 @@ def ingest(
     Chunking options apply to a new index; an existing one keeps the settings it was built with, and
     asking for different ones is refused.
     """
-    given = {"threshold": threshold, "max_chars": max_chars, "min_chars": min_chars}
-    given |= {"vectors": None if reembed is None else ("embed" if reembed else "pooled")}
-    given |= {
-        "paragraph_vectors": None if whole_paragraphs is None else ("whole" if whole_paragraphs else "pooled")
-    }
-    given = {key: value for key, value in given.items() if value is not None}
+    given: _Chunking = {}
+    if threshold is not None:
+        given["threshold"] = threshold
+    if max_chars is not None:
+        given["max_chars"] = max_chars
+    if min_chars is not None:
+        given["min_chars"] = min_chars
+    if reembed is not None:
+        given["vectors"] = "embed" if reembed else "pooled"
+    if whole_paragraphs is not None:
+        given["paragraph_vectors"] = "whole" if whole_paragraphs else "pooled"
     chunking = None
     if given:
         stored = None
@@ -417,6 +436,7 @@ def ask(
     budget_seconds: BudgetOption = None,
 ) -> None:
     """Answer a question with citations, references and the evidence table, or write a cited report."""
+    from citewise.context import as_profile
     from citewise.core.questions import BadQuestion, check_question
 
     try:
@@ -430,8 +450,8 @@ def ask(
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, approve_outline=approve,
-            trusted=list(trusted or []), beta=beta, profile=profile, budget_seconds=budget_seconds,
-            resources=resources, store=store,
+            trusted=list(trusted or []), beta=beta, profile=as_profile(profile),
+            budget_seconds=budget_seconds, resources=resources, store=store,
         )  # fmt: skip
         with _quiet("citewise.nodes.failed"):  # the failure is reported below, once
             result = run_question(question, context)
@@ -460,6 +480,18 @@ def _quiet(name: str) -> Iterator[None]:
         logger.disabled = was
 
 
+class _RunSettings(TypedDict, total=False):
+    """The settings of a run beside the options every command shares (one not given: the Context's)."""
+
+    approve_outline: bool
+    trusted: list[str]
+    beta: float
+    profile: Profile
+    budget_seconds: float | None
+    resources: Resources
+    store: str | None
+
+
 def run_context(
     index: Path,
     chroma_url: str | None,
@@ -467,8 +499,8 @@ def run_context(
     judge: str | None,
     k: int,
     mode: AnswerMode,
-    **settings: object,
-):
+    **settings: Unpack[_RunSettings],
+) -> Context:
     """The Context of a run from the options ask, chat and eval share."""
     from citewise.context import Context
 
@@ -478,24 +510,27 @@ def run_context(
     )  # fmt: skip
 
 
-def run_question(question: str, context) -> dict:
+def run_question(question: str, context: Context) -> dict[str, Any]:
     """Run the query graph once; with outline approval, pause at the outline and resume with the edits."""
     import asyncio
+
+    from langchain_core.messages import HumanMessage
+    from langchain_core.runnables import RunnableConfig
 
     from citewise.graph.query import builder, graph
 
     if not context.approve_outline:
-        return asyncio.run(graph.ainvoke({"messages": [("user", question)]}, context=context))
+        return asyncio.run(graph.ainvoke({"messages": [HumanMessage(question)]}, context=context))
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.types import Command
 
     from citewise.app.outline_editor import edit_outline
 
     paused = builder.compile(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "ask"}}
+    config = RunnableConfig(configurable={"thread_id": "ask"})
 
-    async def run() -> dict:
-        result = await paused.ainvoke({"messages": [("user", question)]}, config, context=context)
+    async def run() -> dict[str, Any]:
+        result = await paused.ainvoke({"messages": [HumanMessage(question)]}, config, context=context)
         while result.get("__interrupt__"):
             request = result["__interrupt__"][0].value
             edited = edit_outline(request["outline"])
@@ -523,13 +558,14 @@ def chat(
 ) -> None:
     """Chat with your documents: cited answers, follow-ups that use the conversation, threads kept on disk."""
     from citewise.app.chat import run_chat
+    from citewise.context import as_profile
 
     _check_models(model, judge_model)
     resources = _run_resources(index, chroma_url, store)  # every turn's index, models and embedder
     try:
         context = run_context(
-            index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds,
-            resources=resources, store=store,
+            index, chroma_url, model, judge_model, k, mode, profile=as_profile(profile),
+            budget_seconds=budget_seconds, resources=resources, store=store,
         )  # fmt: skip
         code = run_chat(context, threads=shared.threads_of(threads, store), thread_id=thread)
     except ValueError as error:
@@ -571,6 +607,7 @@ def evaluate_questions(
     from tqdm import tqdm
 
     from citewise.app import evaluate
+    from citewise.context import as_profile
 
     if citation_judge not in ("auto", "llm", "word-overlap"):
         raise fail(f"--citation-judge must be auto, llm or word-overlap, not {citation_judge!r}")
@@ -583,8 +620,8 @@ def evaluate_questions(
     resources = _run_resources(index, chroma_url, store)  # every question's index, models and embedder
     try:
         context = run_context(
-            index, chroma_url, model, judge_model, k, mode, profile=profile, budget_seconds=budget_seconds,
-            resources=resources, store=store,
+            index, chroma_url, model, judge_model, k, mode, profile=as_profile(profile),
+            budget_seconds=budget_seconds, resources=resources, store=store,
         )  # fmt: skip
         with tqdm(total=len(asked), desc="eval", unit="question", file=sys.stderr, disable=None) as bar:
             run = evaluate.run_eval(asked, context, judgments, citation_judge, progress=bar.update)

@@ -9,6 +9,7 @@ import typer
 if TYPE_CHECKING:
     from citewise.index import Index, IngestReport
     from citewise.index.records import IndexStats
+    from citewise.state import RunError
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -17,7 +18,7 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
-def run_failed(problem: dict) -> typer.Exit:
+def run_failed(problem: RunError) -> typer.Exit:
     """The one-line cause and what to do of a run that could not answer; exit 2 for settings, else 1."""
     code = 1 if problem["kind"] in ("model provider", "unexpected") else 2
     typer.echo(f"citewise: {problem['message']}\n{problem['hint']}", err=True)

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citewise.app.alce import (
     Judge,
@@ -47,6 +47,9 @@ from citewise.context import Context
 from citewise.core.evidence import MARKER, is_abstention
 from citewise.core.jsonl import json_objects, numbered_lines
 
+if TYPE_CHECKING:
+    from citewise.state import RunError
+
 DEPTH = 10
 """Rank cut of the retrieval metrics."""
 METRICS = (f"ndcg@{DEPTH}", f"recall@{DEPTH}")
@@ -61,7 +64,7 @@ class EvalInputError(ValueError):
 class EvalRunError(RuntimeError):
     """A run failed for a reason every question would share (settings, a missing index)."""
 
-    def __init__(self, problem: dict[str, str]) -> None:
+    def __init__(self, problem: RunError) -> None:
         super().__init__(problem.get("message", "the run failed"))
         self.problem = problem
 
@@ -250,10 +253,14 @@ async def run_eval(
     Returns the report: settings, the judge, the aggregates and one row per question. Raises EvalRunError
     when a run fails for a reason every question would share.
     """
+    from langchain_core.messages import HumanMessage
+    from langchain_core.runnables import RunnableConfig
+
     from citewise.app.memory import shown_setting
     from citewise.core.indexes import open_index
     from citewise.graph.query import graph
     from citewise.models import usage_scope
+    from citewise.models.records import StageUsage
 
     judge = make_judge(context, judge_kind)
     index = await open_index(context)
@@ -276,7 +283,9 @@ async def run_eval(
         timer = StageTimer()
         started = time.perf_counter()
         result = await graph.ainvoke(
-            {"messages": [("user", question.text)]}, context=context, config={"callbacks": [timer]}
+            {"messages": [HumanMessage(question.text)]},
+            context=context,
+            config=RunnableConfig(callbacks=[timer]),
         )
         seconds = time.perf_counter() - started
         problem = result.get("error")
@@ -285,7 +294,7 @@ async def run_eval(
         judging = time.perf_counter()
         with usage_scope() as meter:
             row = await assess(question, result, scorer, seconds, timer.seconds())
-        spent = meter.usage().get("eval judge", {})
+        spent = meter.usage().get("eval judge", StageUsage(calls=0, input_tokens=0, output_tokens=0))
         row["judge"] = {
             "calls": int(spent.get("calls", 0)),
             "input_tokens": int(spent.get("input_tokens", 0)),

@@ -70,9 +70,9 @@ async def open_checkpointer(setting: str | None = None) -> AsyncIterator[BaseChe
     if path.exists() and path.is_dir():
         raise ValueError(f"the thread store {path} is a directory; give a file such as {DEFAULT_THREADS}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
-        await saver.setup()
-        yield saver
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as sqlite_saver:
+        await sqlite_saver.setup()
+        yield sqlite_saver
 
 
 SETUP_LOCK = "citewise.threads.setup"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import textwrap
 from enum import StrEnum
+from typing import Literal
 
 import typer
 
@@ -23,7 +24,11 @@ class AnswerMode(StrEnum):
     report = "report"
 
 
-ROUTES = {AnswerMode.auto: "auto", AnswerMode.answer: "direct", AnswerMode.report: "report"}
+ROUTES: dict[AnswerMode, Literal["auto", "direct", "report"]] = {
+    AnswerMode.auto: "auto",
+    AnswerMode.answer: "direct",
+    AnswerMode.report: "report",
+}
 
 
 OUTPUT_KEYS: dict[str, object] = {

@@ -29,14 +29,14 @@ import numpy as np
 from citewise.core.evidence import names_title
 from citewise.core.questions import focus, parts
 from citewise.core.text import sentences
-from citewise.index import Index
+from citewise.index.reading import SearchIndex
 from citewise.state import EvidenceRecord
 
 WEIGHT = 0.5
 """Share of the cosine in the answering score (the rest is term coverage); fitted by bench/abstain.py."""
 
 
-def term_weights(index: Index, question: str) -> dict[str, float]:
+def term_weights(index: SearchIndex, question: str) -> dict[str, float]:
     """The question's distinct stemmed terms with their idf over the index's paragraphs."""
     terms = list(dict.fromkeys(index.tokens([question])[0]))
     return dict(zip(terms, index.idf(terms), strict=True))
@@ -49,7 +49,7 @@ def coverage(weights: dict[str, float], tokens: set[str]) -> float:
 
 
 def sentence_signals(
-    index: Index, question: str, records: Sequence[EvidenceRecord]
+    index: SearchIndex, question: str, records: Sequence[EvidenceRecord]
 ) -> tuple[dict[str, float], dict[str, list[tuple[float, float]]]]:
     """Per chunk: its own cosine to the question, and (cosine, coverage) of its sentences against each part.
 
@@ -114,7 +114,7 @@ question asks for (`questions.focus`: an age, a duration, a frequency, a price).
 
 
 def answering_scores(
-    index: Index, question: str, records: Sequence[EvidenceRecord], weight: float = WEIGHT
+    index: SearchIndex, question: str, records: Sequence[EvidenceRecord], weight: float = WEIGHT
 ) -> tuple[dict[str, float], dict[str, float]]:
     """Per chunk: its own text's cosine to the question, and its answering score (see the module).
 

@@ -255,8 +255,8 @@ def read(question: str) -> Question:
     counted = COUNTED.search(question) if kind == "number" else None
     if counted:  # the thing measured, by stem (not a name: "How many transits of GJ 486b")
         many, *others = counted.groups()
-        phrase = many or next((g for g in others if g), "")
-        words = [w for w in phrase.split() if w.lower() not in STOPWORDS]
+        measured = many or next((g for g in others if g), "")
+        words = [w for w in measured.split() if w.lower() not in STOPWORDS]
         words = [w for w in words if not w[0].isupper()]  # "How many SYSREM iterations": the iterations
         plural = [w for w in words if w.endswith("s") and not w.endswith("ss")]  # "people live": people
         head = ((plural or words)[:1] if many else words[-1:]) or [""]  # "the orbital period": period
@@ -508,8 +508,8 @@ def resolved(question: str, names: Sequence[str], before: str) -> str:
         return f"{question} ({', '.join(rest)})" if rest else question
     if names and not DEMONSTRATIVE.search(question):  # "And the radius?": about the subject
         return f"{question} ({', '.join(names)})"
-    own, said = set(content_words(question)), set(content_words(before))
-    words = [w for w in dict.fromkeys(re.findall(r"[\w\-']+", before)) if w.lower() in said - own][:6]
+    own, earlier = set(content_words(question)), set(content_words(before))
+    words = [w for w in dict.fromkeys(re.findall(r"[\w\-']+", before)) if w.lower() in earlier - own][:6]
     return f"{question} ({' '.join(words)})" if words else question
 
 

@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
     from citewise.context import Context
     from citewise.core.outlines import OutlineType
-    from citewise.index import Index
     from citewise.index.embeddings import Embedder
     from citewise.index.reading import SearchIndex
     from citewise.models import LLM, Reranker, ResponseCaches, Servers
@@ -51,7 +50,7 @@ class Resources:
     def __init__(
         self,
         *,
-        index: Index | None = None,
+        index: SearchIndex | None = None,
         embedder: Embedder | None = None,
         models: tuple[LLM | None, LLM | None] | None = None,
         reranker: Reranker | None = _UNSET,
@@ -145,7 +144,7 @@ class Resources:
                 self._indexes[key] = SharedIndex(url, embedder=self.embedder(SharedIndex.model_of(url)))
             return self._indexes[key]
 
-    def open_index(self, index_dir: str, chroma_url: str | None = None) -> Index:
+    def open_index(self, index_dir: str, chroma_url: str | None = None) -> SearchIndex:
         """The index at `index_dir`, opened at the first call (blocking: syncs the stores)."""
         from citewise.index import Index
 

@@ -31,11 +31,11 @@ from citewise.core.evidence import (
     paragraph_texts,
 )
 from citewise.core.text import sentences, user_turns
-from citewise.index import Index
 from citewise.index.citations import soften_source_markers
 from citewise.index.fusion import drop_redundant
+from citewise.index.reading import SearchIndex
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
-from citewise.state import EvidenceRecord
+from citewise.state import EvidenceRecord, State
 
 MAX_LOCAL_SENTENCES = 4
 """Sentences a local answer (or section) may take at most."""
@@ -119,7 +119,7 @@ def candidate_sentences(labelled_texts: Sequence[tuple[str, str]], minimum: int 
 
 
 def select_sentences(
-    index: Index,
+    index: SearchIndex,
     asked: str,
     candidates: list[Sentence],
     limit: int = MAX_LOCAL_SENTENCES,
@@ -150,7 +150,7 @@ def cite(chosen: list[Sentence], prefix: str = "") -> str:
     return " ".join(f"{text} [{prefix}{label}]" for label, text in chosen)
 
 
-def extractive_summary(index: Index, asked: str, text: str, count: int) -> str:
+def extractive_summary(index: SearchIndex, asked: str, text: str, count: int) -> str:
     """The `count` sentences of `text` most similar to `asked`, in reading order."""
     parts = sentences(text)
     if len(parts) <= count:
@@ -161,7 +161,7 @@ def extractive_summary(index: Index, asked: str, text: str, count: int) -> str:
     return " ".join(parts[i] for i in best)
 
 
-def no_answer(state: dict) -> tuple[str, dict[str, str]]:
+def no_answer(state: State) -> tuple[str, dict[str, str]]:
     """The honest reply when nothing passed the threshold, with the closest evidence cited."""
     closest = sorted(state.get("evidence", []), key=lambda r: -r.get("final", 0.0))[:3]
     if not closest:
@@ -265,7 +265,7 @@ def antecedent(lines: Sequence[str], n: int) -> str:
 
 
 def score_candidates(
-    index: Index, question: questions.Question, candidates: list[Candidate], follow_up: str = ""
+    index: SearchIndex, question: questions.Question, candidates: list[Candidate], follow_up: str = ""
 ) -> np.ndarray:
     """Each candidate's score: similarity (with its antecedent when it needs one) + coverage + kind + values.
 
@@ -359,7 +359,7 @@ def pick(
 
 
 def answering_sentences(
-    index: Index,
+    index: SearchIndex,
     question: str,
     sources: Sequence[tuple[str, str, str]],
     bridged: Collection[str] = (),
@@ -422,7 +422,8 @@ def thread_documents(
     sentence of another paper that has "far" is no answer to it. A follow-up that names a thing ("And GJ
     1132b?") may go to another document; so may one whose earlier answer said nothing kept now.
     """
-    fresh, said = [], []
+    fresh: list[Candidate] = []
+    said: list[Candidate] = []
     for candidate in candidates:
         (said if _said_in(candidate.text, said_before) else fresh).append(candidate)
     if questions.entities(question) or not said:
@@ -523,7 +524,7 @@ def _answers(candidate: Candidate, piece: questions.Question) -> bool:
 
 
 def extractive_answer(
-    index: Index, question: str, records: list[EvidenceRecord], earlier: tuple[str, str] | None = None
+    index: SearchIndex, question: str, records: list[EvidenceRecord], earlier: tuple[str, str] | None = None
 ) -> tuple[str, dict[str, str]]:
     """The kept evidence's sentences that answer the question (citewise.core.writing), cited; gaps named.
 

@@ -34,7 +34,7 @@ def after_threshold(state: EvidenceState, runtime: Runtime[Context]) -> Literal[
     lean = runtime.context.lean  # a corrective pass would score every candidate again
     if not kept_any and state.get("attempt", 0) <= runtime.context.max_rewrites and not lean:
         return "rewrite"
-    return END
+    return "__end__"  # END, which langgraph types as a plain str
 
 
 builder = StateGraph(

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
 from urllib.parse import urlparse
 
 import numpy as np
@@ -42,14 +42,17 @@ from citewise.index.records import IndexOpenError
 
 if TYPE_CHECKING:
     import chromadb
+    from chromadb.api.collection_configuration import CreateHNSWConfiguration
+    from chromadb.api.types import Embedding, Metadata
 
 PGVECTOR = "pgvector"
 PAGE = 10_000
 """Ids listed per request when the sweep reads a collection whole."""
-HNSW = {"space": "cosine", "ef_construction": 200, "ef_search": 200}
+HNSW: CreateHNSWConfiguration = {"space": "cosine", "ef_construction": 200, "ef_search": 200}
 """The collections' HNSW settings: the local tier's Chroma and `PgVectors` use the same."""
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class VectorTable(Protocol):
@@ -172,16 +175,18 @@ class ChromaVectors:
         self._collection: chromadb.Collection | None = None
         self._batch: int | None = None
 
-    def _call(self, action: Callable[[], T]) -> T:
+    def _call(self, action: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         with _reaching(self.choice):
-            return action()
+            return action(*args, **kwargs)
 
     def create(self) -> None:
         """Make the collection if it does not exist (cosine HNSW; the store gives every vector)."""
         self._collection = self._call(
-            lambda: self.client.get_or_create_collection(
-                self.name, embedding_function=None, configuration={"hnsw": HNSW}, metadata={"dim": self.dim}
-            )
+            self.client.get_or_create_collection,
+            self.name,
+            embedding_function=None,
+            configuration={"hnsw": HNSW},
+            metadata={"dim": self.dim},
         )
 
     @property
@@ -229,26 +234,22 @@ class ChromaVectors:
         keys, rows = list(last), list(last.values())
         for part in self._batches(len(keys)):
             chosen = rows[part]
-            metas = [dict(metadatas[n]) for n in chosen] if metadatas is not None else None
-            self._call(
-                lambda keys=keys[part], chosen=chosen, metas=metas: self.collection.upsert(
-                    ids=keys,
-                    embeddings=vectors[chosen],
-                    metadatas=metas,  # type: ignore[arg-type]
-                )
+            metas: list[Metadata] | None = (
+                [dict(metadatas[n]) for n in chosen] if metadatas is not None else None
             )
+            self._call(self.collection.upsert, ids=keys[part], embeddings=vectors[chosen], metadatas=metas)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Delete vectors by id (missing ids are ignored)."""
         ids = list(ids)
         for part in self._batches(len(ids)):
-            self._call(lambda part=part: self.collection.delete(ids=ids[part]))
+            self._call(self.collection.delete, ids=ids[part])
 
     def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The k nearest as (id, cosine similarity), best first (orphans included: see the module)."""
         if k < 1:
             return []
-        query = np.asarray(vector, dtype=np.float32)
+        query: Embedding = np.asarray(vector, dtype=np.float32)
         result = self._call(
             lambda: self.collection.query(query_embeddings=[query], n_results=k, include=["distances"])
         )
@@ -285,9 +286,7 @@ class ChromaVectors:
         held: dict[str, str] = {}
         offset = 0
         while True:
-            page = self._call(
-                lambda offset=offset: self.collection.get(include=["metadatas"], limit=PAGE, offset=offset)
-            )
+            page = self._call(self.collection.get, include=["metadatas"], limit=PAGE, offset=offset)
             metadatas = page["metadatas"] or [{}] * len(page["ids"])
             for key, meta in zip(page["ids"], metadatas, strict=True):
                 held[key] = str((meta or {}).get("doc_id", ""))

@@ -193,10 +193,10 @@ def chunk_documents(
     sentences: list[str] = []
     for document in documents:
         texts = [normalize_space(p.text) for p in document.paragraphs]
-        spans = [split_sentences(text, config.max_chars) for text in texts]
+        document_spans = [split_sentences(text, config.max_chars) for text in texts]
         paragraph_texts.append(texts)
-        sentence_spans.append(spans)
-        for text, paragraph_spans in zip(texts, spans, strict=True):
+        sentence_spans.append(document_spans)
+        for text, paragraph_spans in zip(texts, document_spans, strict=True):
             sentences.extend(text[s:e] for s, e in paragraph_spans)
     titles = [normalize_space(d.title) for d in documents] if config.title_context else []
     whole: list[str] = []

@@ -129,7 +129,9 @@ class MiniLMEmbedder:
             if self._torch is None:
                 path = self._package()
                 import torch
-                from transformers import BertModel, BertTokenizerFast
+
+                # transformers 5 exports BertTokenizerFast (BertTokenizer's alias), which its typing omits
+                from transformers import BertModel, BertTokenizerFast  # type: ignore[attr-defined]
 
                 if self.threads is not None:
                     torch.set_num_threads(self.threads)
@@ -355,7 +357,9 @@ class MiniLMEmbedder:
         return [np.asarray(batch) for batch in batches]
 
     def _embed_onnx(self, texts: list[str]) -> np.ndarray:
-        tokenizer, session = self._onnx_model() or (None, None)
+        loaded = self._onnx_model()
+        assert loaded is not None, "embed() uses the ONNX model only once it loaded"
+        tokenizer, session = loaded
         wanted = {i.name for i in session.get_inputs()}
         vectors = np.empty((len(texts), self.dim), dtype=np.float32)
         # tokenized once, padded (on the right) to the longest text; a batch takes its rows cut to its own

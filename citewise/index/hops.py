@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from citewise.index.store import Hit, Index
+from citewise.index.reading import SearchIndex
+from citewise.index.store import Hit
 
 HOP_KEEP = 2
 """The first round's best documents a second round never displaces (measured: keeps HotpotQA R@2 at 0.680)."""
@@ -22,12 +23,12 @@ FOLLOW_UP_CHARS = 1000
 """How much of a first-round paragraph a follow-up query carries (MiniLM reads ~256 word pieces anyway)."""
 
 
-def follow_up_queries(index: Index, question: str, first: Sequence[Hit], count: int) -> list[str]:
+def follow_up_queries(index: SearchIndex, question: str, first: Sequence[Hit], count: int) -> list[str]:
     """The question joined to the paragraph text of each of the first round's `count` best documents."""
     return [f"{question} {hit.title}: {text}" for hit, text in best_paragraphs(index, first, count)]
 
 
-def best_paragraphs(index: Index, hits: Sequence[Hit], count: int) -> list[tuple[Hit, str]]:
+def best_paragraphs(index: SearchIndex, hits: Sequence[Hit], count: int) -> list[tuple[Hit, str]]:
     """The best hit of each of the `count` best documents, with its paragraph's text (FOLLOW_UP_CHARS)."""
     found: list[tuple[Hit, str]] = []
     seen: set[str] = set()
@@ -65,7 +66,13 @@ def interleave(first: Sequence[Hit], later: Sequence[Sequence[Hit]], k: int, kee
 
 
 def two_hop_search(
-    index: Index, question: str, k: int = 10, *, follow_ups: int = 1, keep: int = HOP_KEEP, **search: Any
+    index: SearchIndex,
+    question: str,
+    k: int = 10,
+    *,
+    follow_ups: int = 1,
+    keep: int = HOP_KEEP,
+    **search: Any,
 ) -> list[Hit]:
     """Search the question, then the follow-up queries its best hits suggest, and merge (see the module)."""
     first = index.search(question, k=k, **search)

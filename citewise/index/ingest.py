@@ -34,7 +34,11 @@ class Writing:
     embedder: Embedder
     chunking: ChunkingConfig
     _chroma_key: str
-    vectors: VectorIndex
+
+    @property
+    def vectors(self) -> VectorIndex:
+        """The vector store (Chroma) the ingested chunks' vectors go to."""
+        raise NotImplementedError
 
     def _writing(self) -> AbstractContextManager[None]:
         raise NotImplementedError

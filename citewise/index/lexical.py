@@ -20,9 +20,13 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import Stemmer
+
+if TYPE_CHECKING:  # the class, for annotations: the module itself is imported below, without numba
+    from bm25s import BM25
 
 
 def _bm25s_without_numba() -> ModuleType:
@@ -76,7 +80,7 @@ class LexicalIndex:
         self.parents: list[str] = []
         self.position: dict[str, int] = {}
         self.frequency: dict[str, int] = {}
-        self._retriever: bm25s.BM25 | None = None
+        self._retriever: BM25 | None = None
         if load:
             self._load()
 

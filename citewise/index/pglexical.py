@@ -487,8 +487,8 @@ class PgLexical:
                 ORDER BY distance, c.id LIMIT %(k)s""",
                 query_vector=self._query_vector(sql.Placeholder("terms"), sql.Placeholder("counts")),
             )
-        rows = self.conn.execute(statement, parameters)
-        return [(key, -float(distance)) for key, distance in rows if distance is not None and distance < 0]
+        found = self.conn.execute(statement, parameters)
+        return [(key, -float(distance)) for key, distance in found if distance is not None and distance < 0]
 
     def idf(self, tokens: Sequence[str]) -> list[float]:
         """bm25: each token's inverse document frequency, log((N + 1) / (df + 0.5)), as the local tier's.

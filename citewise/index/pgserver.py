@@ -34,6 +34,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import psycopg
 from psycopg import sql
@@ -183,9 +184,17 @@ class Server:
         )
 
 
+class _Identity(TypedDict, total=False):
+    """Whom `subprocess.run` runs a program as (nothing: as this process)."""
+
+    user: int
+    group: int
+    extra_groups: list[int]
+
+
 def _run(binaries: Binaries, command: Sequence[str], user: str | None, cwd: Path) -> None:
     """Run a PostgreSQL program, as `user` when given; raise with its output when it fails."""
-    identity = {}
+    identity: _Identity = {}
     if user is not None:
         entry = pwd.getpwnam(user)
         identity = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
@@ -244,10 +253,10 @@ def reachable(binaries: Binaries, user: str | None) -> Binaries:
         for folder in (package, package.with_name(f"{package.name}.libs")):
             if folder.is_dir():
                 shutil.copytree(folder, staging / "copy" / folder.name, symlinks=True)
-        for folder, _, files in os.walk(staging):
-            os.chmod(folder, 0o755)
+        for walked, _, files in os.walk(staging):
+            os.chmod(walked, 0o755)
             for file in files:
-                path = Path(folder) / file
+                path = Path(walked) / file
                 if not path.is_symlink():
                     path.chmod(path.stat().st_mode | 0o444)
         try:

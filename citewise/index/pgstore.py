@@ -382,8 +382,8 @@ class PgStore:
                 f"not in {_vectors_place(vectors)}: leave --vectors out, or use another prefix or database"
             )
         if settings.vectors != PGVECTOR:
-            for table in self._tables():
-                table.create()
+            for kind in self._tables():
+                kind.create()
         return settings
 
     def settings(self) -> Settings:
@@ -395,7 +395,7 @@ class PgStore:
         if self._settings is not None:  # settled once for good: read once
             return self._settings
         exists = self.conn.execute("SELECT to_regclass(%s)", [f"{self.prefix}_meta"]).fetchone()
-        stored = {}
+        stored: dict[str, str] = {}
         if exists and exists[0] is not None:
             stored = dict(self.conn.execute(self._sql("SELECT key, value FROM {meta}")).fetchall())
         if not {"embedding_model", "dim", "chunking"} <= set(stored):
@@ -925,7 +925,7 @@ class PgStore:
             self._sql("SELECT id, doc_id, seq, section, text, citations FROM {paragraphs} WHERE id = %s"),
             [paragraph_id],
         ).fetchone()
-        return ParagraphRecord(*row[:5], tuple(row[5])) if row else None
+        return ParagraphRecord(row[0], row[1], row[2], row[3], row[4], tuple(row[5])) if row else None
 
     def bibliography(self, doc_id: str) -> dict[str, str]:
         """A document's reference list, key -> entry text, in the document's order."""

@@ -1,7 +1,8 @@
 """A LangChain retriever over the index's hybrid search, so LangChain chains and the graph can plug it in.
 
-It asks of the index only `search` (citewise.index.Index has it), so this module does not import the
-store, which hands out retrievers with `Index.as_retriever`.
+It asks of the index only `search` (both tiers have it: `citewise.index.Index` and
+`citewise.index.shared.SharedIndex`), so this module does not import the stores, which hand out retrievers
+with `as_retriever`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ from pydantic import ConfigDict, Field
 class SearchHit(Protocol):
     """One search result: its chunk id and every field as a dict (citewise.index.Hit)."""
 
-    chunk_id: str
+    @property
+    def chunk_id(self) -> str:
+        """The chunk's id."""
+        ...
 
     def as_dict(self) -> dict[str, Any]:
         """Every field, the text included."""
@@ -27,9 +31,13 @@ class SearchHit(Protocol):
 
 @runtime_checkable
 class Searchable(Protocol):
-    """What the retriever searches: citewise.index.Index."""
+    """What the retriever searches: either tier's index.
 
-    def search(self, query: str, **kwargs: Any) -> Sequence[SearchHit]:
+    Its `search` is `citewise.index.reading.SearchIndex.search` (the query, k, the mode and the keywords
+    `IndexRetriever.search_kwargs` pass on); this module names no store's types, the stores hand it out.
+    """
+
+    def search(self, *args: Any, **kwargs: Any) -> Sequence[SearchHit]:
         """The best hits for the query, best first."""
         ...
 
@@ -42,9 +50,9 @@ def hit_to_document(hit: SearchHit) -> LCDocument:
 
 
 class IndexRetriever(BaseRetriever):
-    """Hybrid (or BM25 / dense) search over a citewise `Index` as a LangChain `BaseRetriever`.
+    """Hybrid (or BM25 / dense) search over a citewise index (either tier) as a LangChain `BaseRetriever`.
 
-    `search_kwargs` are passed to `Index.search` (k, mode, alpha, fusion, candidates, redundancy).
+    `search_kwargs` are passed to its `search` (k, mode, alpha, fusion, candidates, redundancy).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -116,7 +116,7 @@ class _Lexical:
                     self.parent.update((c, p) for c in chunk_ids)
                     pool.extend(chunk_ids)
                 paragraph_floor = paragraphs[-1][1] / best_paragraph if len(paragraphs) == size else 0.0
-                floor = float(blend_lexical(np.float64(floor), np.float64(paragraph_floor), self.weight))
+                floor = float(blend_lexical(np.asarray(floor), np.asarray(paragraph_floor), self.weight))
             self._best = (best_chunk, best_paragraph)
             pool = list(dict.fromkeys(pool))
             ranked = sorted(

@@ -570,7 +570,7 @@ def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[li
                 nearest.extend(group)
                 groups.remove(group)
     rows: list[list[str]] = []
-    full: list[list[bool]] = []
+    filling: list[list[bool]] = []  # whether each cell's last line fills its column
     widest = [
         max((max(p.right for p in row[c]) for row in filled if row[c]), default=0.0)
         for c in range(len(bounds))
@@ -583,10 +583,10 @@ def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[li
                     text = " ".join(p.text for p in sorted(cell, key=lambda p: p.left))
                     parts[column].append((text, max(p.right for p in cell) >= widest[column] - 0.5 * size))
         rows.append([_cell_text(part) for part in parts])
-        full.append([bool(part) and part[-1][1] for part in parts])
+        filling.append([bool(part) and part[-1][1] for part in parts])
     if sum(sum(bool(cell) for cell in row) >= enough for row in rows) < FULL_ROWS * len(rows):
         return None
-    return None if _prose(rows, full) else rows
+    return None if _prose(rows, filling) else rows
 
 
 def _prose(rows: list[list[str]], full: list[list[bool]]) -> bool:

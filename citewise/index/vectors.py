@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import chromadb
 import numpy as np
-from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+from chromadb.api.types import Documents, Embedding, EmbeddingFunction, Embeddings, Metadata
 from chromadb.config import Settings
 
 from citewise.index.embeddings import Embedder, load_embedder
@@ -109,7 +109,7 @@ class VectorIndex:
         ids: Sequence[str],
         vectors: np.ndarray,
         texts: Sequence[str],
-        metadatas: Sequence[dict[str, str | int]],
+        metadatas: Sequence[Metadata],
     ) -> None:
         """Add or replace chunks, in batches Chroma accepts."""
         for i in range(0, len(ids), self.batch):
@@ -118,7 +118,7 @@ class VectorIndex:
                 ids=list(ids[i:j]),
                 embeddings=vectors[i:j],
                 documents=list(texts[i:j]),
-                metadatas=list(metadatas[i:j]),  # type: ignore[arg-type]
+                metadatas=list(metadatas[i:j]),
             )
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -132,9 +132,8 @@ class VectorIndex:
         No count() first: Chroma answers a query for more than it holds with what it has, and counting cost
         as much as the query itself (3-5 ms a search on SciFact's 43k chunks).
         """
-        result = self.collection.query(
-            query_embeddings=[vector.astype(np.float32)], n_results=k, include=["distances"]
-        )
+        query: Embedding = vector.astype(np.float32)
+        result = self.collection.query(query_embeddings=[query], n_results=k, include=["distances"])
         if not result["ids"]:
             return []
         distances = result["distances"][0] if result["distances"] else []

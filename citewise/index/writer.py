@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from citewise.index.records import IndexStats, IngestReport, ProgressFactory
+
+if TYPE_CHECKING:
+    from citewise.index.embeddings import Embedder
 
 
 class IndexWriter(Protocol):
@@ -124,15 +127,17 @@ def open_writer(
     index_dir: str | Path,
     store: str | None = None,
     chroma_url: str | None = None,
-    embedders: Callable[..., Any] | None = None,
+    embedders: Callable[[str | None], Embedder] | None = None,
 ) -> IndexWriter:
     """The writer of the index a run names.
 
     The shared store at `store`, else the local index at `index_dir` (made when it is not there), opened
-    with the run's `embedders` (loaded once by the way in).
+    with the run's `embedders` (loaded once by the way in; none given: `Index.open`'s own).
     """
     if store:
         return SharedWriter(store)
     from citewise.index import Index
 
+    if embedders is None:
+        return Index.open(index_dir, chroma_url=chroma_url)
     return Index.open(index_dir, chroma_url=chroma_url, embedders=embedders)

@@ -95,7 +95,7 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
         httpx.RemoteProtocolError,
     ]
     try:
-        import httpx2  # type: ignore[import-not-found]
+        import httpx2  # type: ignore[import-not-found, unused-ignore]  # absent before openai 3
     except ImportError:
         return tuple(errors)
     return (*errors, httpx2.TimeoutException, httpx2.NetworkError, httpx2.RemoteProtocolError)

@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import ensure_config
 from langchain_core.utils.function_calling import convert_to_openai_function, convert_to_openai_tool
 from langgraph.constants import TAG_NOSTREAM
@@ -188,6 +188,14 @@ def _usage_of(generations: list[Any]) -> tuple[int, int]:
         if usage:
             return int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
     return 0, 0
+
+
+def _chat_generations(result: LLMResult) -> list[ChatGeneration]:
+    """The generations of a chat model's one prompt.
+
+    A chat model's `agenerate` makes ChatGenerations only; `LLMResult` types them as any kind of Generation.
+    """
+    return cast(list[ChatGeneration], result.generations[0])
 
 
 def finished_at_length(reply: AIMessage | None) -> bool:
@@ -577,11 +585,11 @@ class LLM:
                     finally:
                         used = _usage_of(result.generations[0]) if ok else (0, 0)
                         self.facts.finished(ticket, output_tokens=used[1], input_tokens=used[0], ok=ok)
-                        if ok and used[0] and not from_cache(result.generations[0]):
+                        if ok and used[0] and not from_cache(_chat_generations(result)):
                             self.facts.counted(chars, used[0])
                     if self._cut_off(model, result.generations[0]):
                         raise UnreadableResponse("the reply was cut off before its end (no finish reason)")
-        return result.generations[0]  # type: ignore[return-value]
+        return _chat_generations(result)
 
     @staticmethod
     def _cut_off(model: BaseChatModel, generations: list[Any]) -> bool:
@@ -707,7 +715,7 @@ class LLM:
         """The choices of one request; one None per asked choice when the reply was cut off or filtered."""
         import openai  # here, not at module level: local mode never loads the client
 
-        extra = {"n": n} if n > 1 else {}
+        extra: dict[str, Any] = {"n": n} if n > 1 else {}
         try:
             generations = await self._generate(model, messages, stage=stage, **request.kwargs, **extra)
         except (openai.LengthFinishReasonError, openai.ContentFilterFinishReasonError) as error:
@@ -799,7 +807,13 @@ def models_for(
     if not context.llm or not context.model:
         return None, None
     shared = RunShared(ConcurrencyLimit(context.max_concurrency))
-    kept = {"shared": shared, "servers": servers or Servers(), "caches": caches or ResponseCaches()}
-    writer = LLM(context.model, context, temperature=context.writer_temperature, **kept)
-    judge = LLM(context.judge or context.model, context, temperature=context.judge_temperature, **kept)
+    servers, caches = servers or Servers(), caches or ResponseCaches()
+    writer = LLM(
+        context.model, context, temperature=context.writer_temperature, shared=shared, servers=servers,
+        caches=caches,
+    )  # fmt: skip
+    judge = LLM(
+        context.judge or context.model, context, temperature=context.judge_temperature, shared=shared,
+        servers=servers, caches=caches,
+    )  # fmt: skip
     return judge, writer

@@ -83,7 +83,13 @@ def _served(url: str, key: str) -> set[str] | None:
         import openai
 
         refused = openai.AuthenticationError if reply.status_code == 401 else openai.PermissionDeniedError
-        raise refused(f"GET {url}/models: HTTP {reply.status_code}", response=reply, body=None)
+        # openai 3 types the response as httpx2's; httpx's has all the error reads (request, status_code,
+        # headers). openai 2 types it as httpx's, where the ignore is unused.
+        raise refused(
+            f"GET {url}/models: HTTP {reply.status_code}",
+            response=reply,  # type: ignore[arg-type, unused-ignore]
+            body=None,
+        )
     if reply.status_code != 200:
         return None
     try:

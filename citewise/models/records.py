@@ -6,6 +6,8 @@ below, so the state imports them from here and the model layer imports nothing o
 
 from __future__ import annotations
 
+from typing import Literal
+
 from typing_extensions import TypedDict
 
 
@@ -20,15 +22,20 @@ class StageUsage(TypedDict):
     """Completion tokens, as the provider reported them."""
 
 
+_Count = Literal["calls", "input_tokens", "output_tokens"]
+_COUNTS: tuple[_Count, ...] = ("calls", "input_tokens", "output_tokens")
+"""The counts of a `StageUsage`."""
+
+
 def merge_usage(
     left: dict[str, StageUsage] | None, right: dict[str, StageUsage] | None
 ) -> dict[str, StageUsage]:
     """Add per-stage usage (stages run more than once on a corrective pass accumulate)."""
-    merged: dict[str, StageUsage] = {k: dict(v) for k, v in (left or {}).items()}  # type: ignore[misc]
+    merged: dict[str, StageUsage] = {k: v.copy() for k, v in (left or {}).items()}
     for stage, usage in (right or {}).items():
         base = merged.setdefault(stage, {"calls": 0, "input_tokens": 0, "output_tokens": 0})
-        for key in ("calls", "input_tokens", "output_tokens"):
-            base[key] += int(usage.get(key, 0))  # type: ignore[literal-required]
+        for key in _COUNTS:
+            base[key] += int(usage.get(key, 0))
     return merged
 
 

@@ -25,15 +25,17 @@ logger = logging.getLogger(__name__)
 def _cohere_client(api_key: str, timeout: float, base_url: str | None) -> Any:
     """A cohere.ClientV2 whose own retries are off (tenacity retries) and that always has a timeout."""
     import cohere
+    from cohere.core.request_options import RequestOptions
 
     class NoRetryClientV2(cohere.ClientV2):
-        def rerank(self, **kwargs: Any) -> Any:  # type: ignore[override]
-            options = dict(kwargs.pop("request_options", None) or {})
+        def rerank(self, **kwargs: Any) -> Any:
+            options = RequestOptions(**(kwargs.pop("request_options", None) or {}))
             options.setdefault("max_retries", 0)
             return super().rerank(request_options=options, **kwargs)
 
-    extra = {"base_url": base_url} if base_url else {}
-    return NoRetryClientV2(api_key=api_key, timeout=timeout, **extra)
+    if base_url:  # else left out, not None: the client's default is CO_API_URL
+        return NoRetryClientV2(api_key=api_key, timeout=timeout, base_url=base_url)
+    return NoRetryClientV2(api_key=api_key, timeout=timeout)
 
 
 class Reranker:

@@ -111,8 +111,9 @@ def take_usage(*llms: Metered | None) -> dict[str, StageUsage]:
 
 def from_cache(generations: list[ChatGeneration]) -> bool:
     """True when LangChain served the generations from its cache (it zeroes `total_cost` on cache hits)."""
+    # read as a plain dict: LangChain's cache adds "total_cost", a key its UsageMetadata does not declare
     return bool(generations) and all(
-        isinstance(g.message, AIMessage) and (g.message.usage_metadata or {}).get("total_cost") == 0
+        isinstance(g.message, AIMessage) and dict(g.message.usage_metadata or {}).get("total_cost") == 0
         for g in generations
     )
 

@@ -32,9 +32,9 @@ from citewise.core.indexes import in_thread, open_index
 from citewise.core.judge import ask as judge_ask
 from citewise.core.judge import by_label, fell_back
 from citewise.core.text import sentences
-from citewise.index import Index
 from citewise.index.docstore import document_tags
 from citewise.index.embeddings import Embedder
+from citewise.index.reading import SearchIndex
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import Degraded, EvidenceRecord, Stances, State
 
@@ -82,7 +82,7 @@ def is_trusted(patterns: Sequence[str], file: str, doc_id: str, tags: Sequence[s
     return False
 
 
-def document_sources(index: Index, doc_ids: set[str]) -> dict[str, tuple[str, list[str]]]:
+def document_sources(index: SearchIndex, doc_ids: set[str]) -> dict[str, tuple[str, list[str]]]:
     """The source file and ingest tags of each document (("", []) when it is no longer stored)."""
     sources: dict[str, tuple[str, list[str]]] = {}
     for doc_id in sorted(doc_ids):
@@ -194,7 +194,9 @@ async def _stance_batch(
     if verdicts.first is None:  # the documents' stances stay unknown (flagged), similarity alone stands
         return {}, fell_back("accuracy", verdicts.failure, SIMILARITY_STANDS, list(labels.values()))
     found = by_label(verdicts.first.items, labels, lambda item: item.id)
-    stances = {doc_id: (item.stance, item.reason.strip()) for doc_id, item in found.items()}
+    stances: dict[str, tuple[str, str]] = {
+        doc_id: (item.stance, item.reason.strip()) for doc_id, item in found.items()
+    }
     return stances, []
 
 
@@ -234,8 +236,8 @@ async def accuracy(state: State, runtime: Runtime[Context]) -> dict:
     trusted_docs = {d for d, (f, tags) in sources.items() if is_trusted(context.trusted, f, d, tags)}
     trusted = [r for r in shown if r["doc_id"] in trusted_docs]
     if not trusted:
-        updates = {r["chunk_id"]: {"flags": _flagged(r, NO_TRUSTED)} for r in shown}
-        evidence = [{**r, **updates.get(r["chunk_id"], {})} for r in state.get("evidence", [])]
+        flagged = {r["chunk_id"]: {"flags": _flagged(r, NO_TRUSTED)} for r in shown}
+        evidence = [{**r, **flagged.get(r["chunk_id"], {})} for r in state.get("evidence", [])]
         return {"gentext": "", "evidence": evidence}
     question = state["question"]
     others: dict[str, tuple[str, str]] = {}

@@ -19,7 +19,7 @@ from langgraph.types import interrupt
 
 from citewise.context import Context
 from citewise.core.indexes import in_thread, open_index
-from citewise.index import Index
+from citewise.index.reading import SearchIndex
 from citewise.state import OutlineSection, State
 
 APPROVED = (None, True, "ok", "approve", "approved", "yes")
@@ -35,7 +35,7 @@ class OutlineEditError(ValueError):
 
 
 def edited_outline(
-    reply: Any, planned: list[OutlineSection], index: Index, question: str
+    reply: Any, planned: list[OutlineSection], index: SearchIndex, question: str
 ) -> list[OutlineSection]:
     """The outline the person sent back, validated, with ids for new sections (see the module docstring)."""
     if reply in APPROVED or reply == {}:

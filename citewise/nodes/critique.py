@@ -49,7 +49,9 @@ async def _critique_batch(
     )
     verdicts = await judge_ask(judge, CriticVerdicts, prompt, stage="critique")
     if verdicts.first is None:
-        failed = {r["chunk_id"]: {"flags": [*r.get("flags", []), "critic failed"]} for r in batch}
+        failed: dict[str, EvidenceRecord] = {
+            r["chunk_id"]: {"flags": [*r.get("flags", []), "critic failed"]} for r in batch
+        }
         return failed, fell_back("critique", verdicts.failure, STANDS, list(failed))
     found = by_label(verdicts.first.items, labels, lambda item: item.id)
     return {

@@ -45,8 +45,8 @@ from citewise.core.writing import (
     no_answer,
     select_sentences,
 )
-from citewise.index import Index
 from citewise.index.fusion import drop_redundant
+from citewise.index.reading import SearchIndex
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, SectionResult, State, Validation
@@ -83,7 +83,7 @@ def report_evidence(state: State, sections: list[SectionResult]) -> list[Evidenc
 
 
 def _deduplicated(
-    index: Index, bodies: list[list[Cited]], seen: np.ndarray
+    index: SearchIndex, bodies: list[list[Cited]], seen: np.ndarray
 ) -> tuple[list[list[Cited]], np.ndarray]:
     """Each body without the sentences an earlier part of the report says (empty: it says nothing else)."""
     flat = [sentence for body in bodies for sentence, _ in body]
@@ -106,7 +106,7 @@ def _deduplicated(
 
 
 def _refilled(
-    index: Index,
+    index: SearchIndex,
     intro: list[Cited],
     bodies: list[list[Cited]],
     written: list[list[Cited]],
@@ -166,7 +166,7 @@ FINDING_WEIGHT = 0.1
 
 
 def concluding_sentences(
-    index: Index, question: str, said: list[str], candidates: list[Sentence], seen: np.ndarray
+    index: SearchIndex, question: str, said: list[str], candidates: list[Sentence], seen: np.ndarray
 ) -> list[Sentence]:
     """The conclusion: sentences of the sections' evidence that sum up what the sections say.
 
@@ -191,7 +191,7 @@ def concluding_sentences(
 
 
 def local_report(
-    index: Index, state: State, sections: list[SectionResult], budget: int
+    index: SearchIndex, state: State, sections: list[SectionResult], budget: int
 ) -> tuple[str, dict[str, str]]:
     """The deterministic merge (see the module docstring); returns the markdown and its extra labels."""
     question = state["question"]

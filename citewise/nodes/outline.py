@@ -21,6 +21,7 @@ import logging
 import math
 import re
 from collections import Counter
+from typing import Any
 
 import numpy as np
 from langgraph.runtime import Runtime
@@ -34,7 +35,7 @@ from citewise.core.questions import FORMS, ReportPart, report_parts
 from citewise.core.report import in_focus
 from citewise.core.resources import Resources, resources_of
 from citewise.core.text import STOPWORDS, content_words, ordered_unique
-from citewise.index import Index
+from citewise.index.reading import SearchIndex
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, OutlineSection, PlannedOutline, State
@@ -225,7 +226,9 @@ def cluster_count(chunks: int, context: Context) -> int:
     return max(1, min(chunks, context.max_sections, wanted))
 
 
-def local_outline(index: Index, question: str, records: list[EvidenceRecord], context: Context) -> list[dict]:
+def local_outline(
+    index: SearchIndex, question: str, records: list[EvidenceRecord], context: Context
+) -> list[dict]:
     """Sections from clusters of the kept evidence (see the module docstring)."""
     if not records:
         return []
@@ -244,7 +247,7 @@ def local_outline(index: Index, question: str, records: list[EvidenceRecord], co
     forms: dict[str, Counter] = {}
     terms = distinctive_terms([[r.get("text", "") for r in group] for group in members], asked, forms=forms)
     keywords = " ".join(ordered_unique(content_words(question)))
-    sections = []
+    sections: list[dict[str, Any]] = []
     headings = [heading(group) for group in members]
     for group, words, written in zip(members, terms, headings, strict=True):
         best = max(group, key=lambda r: r.get("final", 0.0))

@@ -14,8 +14,8 @@ from langgraph.runtime import Runtime
 from citewise.context import Context
 from citewise.core.evidence import CLOSEST_HEADING, CONTRADICTS, contradiction_note, is_abstention
 from citewise.core.indexes import in_thread, open_index
-from citewise.index import Index
 from citewise.index.citations import find_markers, readable_entry
+from citewise.index.reading import SearchIndex
 from citewise.state import Citation, References, State
 
 
@@ -30,7 +30,9 @@ def resolve_keys(marker_keys: tuple[str, ...], bibliography: dict[str, str], ord
     return keys
 
 
-def build_references(index: Index, citations: list[Citation], support: list[dict[str, Any]]) -> References:
+def build_references(
+    index: SearchIndex, citations: list[Citation], support: list[dict[str, Any]]
+) -> References:
     """Primary and secondary references for the cited chunks."""
     primary: dict[str, dict[str, Any]] = {}
     chunk_ids = [c["chunk_id"] for c in citations]

@@ -43,14 +43,18 @@ async def rerank(state: State | SectionState, runtime: Runtime[Context]) -> dict
                 }
                 reason = f"{fault_reason(error)}: score order kept"
                 degraded = [degradation("rerank", reason, [r["chunk_id"] for r in ranked])]
-    limit = state.get("evidence_limit") or context.max_evidence
+    section_limit = state.get("evidence_limit")  # a report section's (SectionState); the question's has none
+    limit = section_limit if isinstance(section_limit, int) and section_limit else context.max_evidence
     bridged = [r for r in ranked if BRIDGE_FLAG in r.get("flags", [])][:limit]  # never cut: kept for the hop
     ranked = [r for r in ranked if r not in bridged]
     ranked = ranked[: limit - len(bridged)] + bridged + ranked[limit - len(bridged) :]
     beyond = f"; not shown to the writer: only the best {limit} are (max_evidence)"
-    cut = {r["chunk_id"]: {"rank": 0, "reason": f"{r.get('reason', 'kept')}{beyond}"} for r in ranked[limit:]}
+    cut: dict[str, EvidenceRecord] = {
+        r["chunk_id"]: {"rank": 0, "reason": f"{r.get('reason', 'kept')}{beyond}"} for r in ranked[limit:]
+    }
     ordered = edges_first(ranked[:limit])
-    updates = {r["chunk_id"]: {"rank": n} for n, r in enumerate(ordered, start=1)} | cut
+    updates: dict[str, EvidenceRecord] = {r["chunk_id"]: {"rank": n} for n, r in enumerate(ordered, start=1)}
+    updates |= cut
     for chunk_id, extra in flags.items():
         updates.setdefault(chunk_id, {})["flags"] = extra
     evidence = [{**r, **updates.get(r["chunk_id"], {"rank": 0})} for r in state.get("evidence", [])]

@@ -17,9 +17,10 @@ from langgraph.types import Overwrite
 from citewise.context import Context
 from citewise.core import llms
 from citewise.core.indexes import in_thread, open_index
-from citewise.index import Hit, Index
+from citewise.index import Hit
 from citewise.index.fusion import RRF_K, drop_redundant
 from citewise.index.hops import HOP_KEEP, best_documents, best_paragraphs, follow_up_queries
+from citewise.index.reading import SearchIndex
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import EvidenceRecord, EvidenceState, FollowUpQueries
@@ -33,7 +34,7 @@ Found = list[tuple[str, list[Hit]]]
 
 
 def search_all(
-    index: Index, queries: list[str], context: Context, documents: Sequence[str] = ()
+    index: SearchIndex, queries: list[str], context: Context, documents: Sequence[str] = ()
 ) -> dict[str, EvidenceRecord]:
     """Union of the hits of every query and the local second hop, each chunk with its best score.
 
@@ -45,7 +46,9 @@ def search_all(
     return merge(index, found, context, documents)
 
 
-def first_round(index: Index, queries: list[str], context: Context, documents: Sequence[str] = ()) -> Found:
+def first_round(
+    index: SearchIndex, queries: list[str], context: Context, documents: Sequence[str] = ()
+) -> Found:
     """Every query's hits (pinned documents: searched deeper)."""
     return [(query, _search(index, query, context, set(documents))) for query in queries]
 
@@ -56,7 +59,7 @@ def hop_wanted(found: Found, context: Context, documents: Sequence[str]) -> bool
 
 
 def second_round(
-    index: Index, first: tuple[str, list[Hit]], context: Context, queries: list[str] | None = None
+    index: SearchIndex, first: tuple[str, list[Hit]], context: Context, queries: list[str] | None = None
 ) -> Found:
     """Hits of the follow-up queries beyond the first round's best documents.
 
@@ -76,7 +79,7 @@ def second_round(
 
 
 def merge(
-    index: Index, found: Found, context: Context, documents: Sequence[str] = ()
+    index: SearchIndex, found: Found, context: Context, documents: Sequence[str] = ()
 ) -> dict[str, EvidenceRecord]:
     """The union by chunk (its best-scoring query kept), near-duplicates dropped, capped, as records."""
     best: dict[str, tuple[Hit, str]] = {}
@@ -113,7 +116,7 @@ def merge(
     return records
 
 
-def _search(index: Index, query: str, context: Context, pinned: set[str]) -> list[Hit]:
+def _search(index: SearchIndex, query: str, context: Context, pinned: set[str]) -> list[Hit]:
     return index.search(
         query,
         k=context.k * PINNED_DEPTH if pinned else context.k,
@@ -153,8 +156,8 @@ async def retrieve(state: EvidenceState, runtime: Runtime[Context]) -> dict:
 
 
 async def model_follow_ups(
-    judge: Any, index: Index, first: tuple[str, list[Hit]], context: Context
-) -> list[str]:
+    judge: Any, index: SearchIndex, first: tuple[str, list[Hit]], context: Context
+) -> list[str] | None:
     """The model's second-hop searches from the best first-round passages ([] when it sees no need).
 
     A malformed reply falls back to the local rule (None), so a flaky model never costs the second hop.
@@ -171,12 +174,12 @@ async def model_follow_ups(
     samples = await judge.structured(FollowUpQueries, as_messages(prompt), stage="follow_up")
     reply = samples[0] if samples else None
     if reply is None:
-        return None  # type: ignore[return-value]
+        return None
     if not reply.needed:
         return []
     return [q.strip() for q in reply.queries if q.strip()][: context.second_hop]
 
 
-def _best_passages(index: Index, hits: list[Hit]) -> list[str]:
+def _best_passages(index: SearchIndex, hits: list[Hit]) -> list[str]:
     """The paragraph text of the first round's best documents, titled."""
     return [f"{hit.title}: {text}" for hit, text in best_paragraphs(index, hits, HOP_KEEP)]

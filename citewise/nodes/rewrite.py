@@ -33,7 +33,7 @@ def feedback_terms(texts: list[str], exclude: set[str], count: int = PRF_TERMS) 
     return [word for word, _ in counts.most_common(count)]
 
 
-async def local_rewrite(question: str, state: State, context: Context) -> list[str]:
+async def local_rewrite(question: str, state: State | EvidenceState, context: Context) -> list[str]:
     """Keywords plus pseudo-relevance feedback from the top BM25 hits (correcting: the closest evidence).
 
     `question` is what search reads (`search_question`: a follow-up with the question before it).
@@ -49,8 +49,9 @@ async def local_rewrite(question: str, state: State, context: Context) -> list[s
         texts = [h.text for h in hits]
     expansion = feedback_terms(texts, asked)
     queries = [question if state.get("attempt", 0) == 0 else keywords]
-    asked, replies = user_turns(state.get("messages", []))
-    turn = local_follow_up_turn(asked, state.get("question", question), replies)
+    messages = state.get("messages", [])  # none in the evidence subgraph's state: no conversation there
+    turns, replies = user_turns(messages if isinstance(messages, list) else [])
+    turn = local_follow_up_turn(turns, state.get("question", question), replies)
     if state.get("attempt", 0) == 0 and turn is not None:  # searched in its own words too
         queries.append(own_search(turn))
     if expansion:

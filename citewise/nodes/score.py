@@ -55,7 +55,7 @@ from citewise.core.indexes import in_thread, open_index
 from citewise.core.judge import UNRELIABLE, by_label, fell_back
 from citewise.core.judge import ask as judge_ask
 from citewise.core.questions import report_form
-from citewise.index import Index
+from citewise.index.reading import SearchIndex
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, quote, render
 from citewise.state import Degraded, EvidenceRecord, EvidenceState, RelevanceScores
@@ -95,7 +95,9 @@ def local_relevance(similarity: float, context: Context) -> float:
     return round(100.0 * min(1.0, max(0.0, value)), 1)
 
 
-def question_similarity(index: Index, question: str, records: Sequence[EvidenceRecord]) -> dict[str, float]:
+def question_similarity(
+    index: SearchIndex, question: str, records: Sequence[EvidenceRecord]
+) -> dict[str, float]:
     """Cosine similarity of each chunk's own text to the question itself (not to the query that found it)."""
     ids = [r["chunk_id"] for r in records]
     if not ids:
@@ -162,8 +164,8 @@ async def _score_batch(
     n = 1 if context.lean else context.n_samples
     verdicts = await judge_ask(judge, RelevanceScores, prompt, stage="score", n=n)
     if verdicts.error:  # the provider failed: every chunk scored locally
-        updates = await fallbacks(batch, question, context, f"judge failed ({verdicts.error})")
-        return updates, fell_back("score", verdicts.failure, FALLBACK, list(by_id))
+        scored = await fallbacks(batch, question, context, f"judge failed ({verdicts.error})")
+        return scored, fell_back("score", verdicts.failure, FALLBACK, list(by_id))
     values: dict[str, list[float]] = {cid: [] for cid in [*by_id, CONTROL_ID]}
     for sample in verdicts.samples:  # a chunk listed twice in a sample counts once
         for chunk_id, item in by_label(sample.scores, labels, lambda item: item.id).items():
@@ -201,7 +203,7 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
         )
         # a report request asks for a synthesis no single sentence answers: the threshold alone decides
         synthesis = context.route == "report" or report_form(state["question"]) is not None
-        updates = {
+        scored = {
             chunk_id: {
                 "relevance_mean": local_relevance(value, context),
                 "relevance_spread": 0.0,
@@ -210,7 +212,7 @@ async def score(state: EvidenceState, runtime: Runtime[Context]) -> dict:
             }
             for chunk_id, value in similarity.items()
         }
-        return {"candidates": updates}
+        return {"candidates": scored}
     if context.lean:
         searched = state.get("search_question") or state["question"]
         return await _lean_score(judge, records, state["question"], searched, context)
@@ -294,8 +296,18 @@ def _check_judge(
     The local relevance is averaged in, or taken instead, where the judge is unreliable on this question.
     """
     local = {cid: local_relevance(value, context) for cid, value in similarity.items()}
-    judged = {cid: u["relevance_mean"] for cid, u in updates.items() if u.get("relevance_samples")}
-    spreads = [u["relevance_spread"] for u in updates.values() if len(u.get("relevance_samples") or []) > 1]
+    judged: dict[str, float] = {}
+    spreads: list[float] = []
+    for cid, u in updates.items():  # the judge's (`_score_batch`): samples, their mean and their spread
+        samples = u.get("relevance_samples") or []
+        if samples:
+            mean = u["relevance_mean"]
+            assert mean is not None, "a judged chunk has its samples' mean"
+            judged[cid] = mean
+        if len(samples) > 1:
+            spread = u["relevance_spread"]
+            assert spread is not None, "a chunk judged more than once has its samples' spread"
+            spreads.append(spread)
     synthesis = context.route == "report" or report_form(question) is not None
     for chunk_id, update in updates.items():  # whether the documents answer at all: local mode's rule decides
         if not synthesis:

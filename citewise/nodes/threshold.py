@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 from citewise.context import Context
 from citewise.core.evidence import judge_all, may_bridge, paragraph_texts
 from citewise.core.indexes import in_thread, open_index
-from citewise.state import EvidenceState
+from citewise.state import EvidenceRecord, EvidenceState
 
 
 async def threshold(state: EvidenceState, runtime: Runtime[Context]) -> dict:
@@ -24,7 +24,6 @@ async def threshold(state: EvidenceState, runtime: Runtime[Context]) -> dict:
         kept = [r for r in records if updates[r["chunk_id"]]["kept"]]
         paragraphs = await in_thread(paragraph_texts, await open_index(context), kept)
         cut, updates = judge_all(records, context, paragraphs)
-    evidence = sorted(
-        ({**r, **updates[r["chunk_id"]]} for r in records), key=lambda r: (-r["final"], r["chunk_id"])
-    )
+    judged: list[EvidenceRecord] = [{**r, **updates[r["chunk_id"]]} for r in records]
+    evidence = sorted(judged, key=lambda r: (-r["final"], r["chunk_id"]))
     return {"candidates": updates, "threshold": cut, "evidence": evidence}

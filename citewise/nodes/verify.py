@@ -328,7 +328,9 @@ async def _verified(
     for i in claims:  # a question is no answer, however many of its words the sources share ("How many ...?")
         if asks(parts[i]) or not content_words(LABEL.sub("", parts[i])):  # nor is a fragment ("1 [1].")
             support[i] = []
-    kept_parts, unsupported, fine = [], [], []
+    kept_parts: list[str] = []
+    unsupported: list[str] = []
+    fine: list[dict[str, Any]] = []
     for i, part in enumerate(parts):
         own = is_own_text(part, question)
         if is_structure(part) or own:  # citewise's own words stand as written, never cited
@@ -354,7 +356,12 @@ async def _verified(
             {by_chunk[lines[key][0]] for key in item["lines"] if lines[key][0] in by_chunk}
         )
         item["lines"] = [{"chunk_id": lines[key][0], "text": lines[key][1]} for key in item["lines"]]
-    result = {"answer": text, "citations": citations, "unsupported": unsupported, "support": fine}
+    result: dict[str, Any] = {
+        "answer": text,
+        "citations": citations,
+        "unsupported": unsupported,
+        "support": fine,
+    }
     if state.get("outline"):
         result["sections"] = section_markers(text, state)
     if degraded:

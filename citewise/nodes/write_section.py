@@ -43,7 +43,9 @@ async def write_section(state: SectionState, runtime: Runtime[Context]) -> dict:
     section = state["section"]
     prefix = f"S{state.get('position', 1)}"
     kept = kept_records(state)
-    evidence = [{**r, "report_section": section["id"]} for r in state.get("evidence", [])]
+    evidence: list[EvidenceRecord] = [
+        {**r, "report_section": section["id"]} for r in state.get("evidence", [])
+    ]
     result: SectionResult = {
         "id": section["id"],
         "title": section["title"],
@@ -82,9 +84,8 @@ async def write_section(state: SectionState, runtime: Runtime[Context]) -> dict:
             logger.warning("write_section: %s", reason)
             degraded = [degradation("write_section", reason, [r["chunk_id"] for r in kept])]
     text = relabel(text, prefix, set(labels)).strip()
-    status = "written" if text else "no_evidence"
     result |= {
-        "status": status,
+        "status": "written" if text else "no_evidence",
         "text": text or NO_SECTION_EVIDENCE,
         "labels": {f"{prefix}{label}": chunk_id for label, chunk_id in labels.items()},
     }

@@ -539,7 +539,7 @@ def build_page(context: Context, threads: str | None = None, uploads: Path | Non
     page = ChatPage(context, threads, uploads)
     llm = f"LLM mode: {context.model}" if context.llm else "local mode (no model configured)"
     with gr.Blocks(title="citewise", analytics_enabled=False, fill_width=True) as blocks:
-        blocks.citewise = page  # type: ignore[attr-defined]  # tests and serve reach the handlers through it
+        blocks.citewise = page  # tests and serve reach the handlers through it
         session = gr.State(None)  # set by the first question, a restored thread or New thread
         remembered = gr.BrowserState("", storage_key="citewise-thread")
         where = (
@@ -667,7 +667,7 @@ def serve(
         logger.warning("%s: upload documents on the page, or run `citewise ingest PATH`", error)
         index = None
     blocks = build_page(context, threads, uploads)
-    theme = gr.themes.Default(**THEME_FONTS)
+    theme = gr.themes.Default(font=THEME_FONTS["font"], font_mono=THEME_FONTS["font_mono"])
     blocks.queue(default_concurrency_limit=4).launch(
         server_name=host,
         server_port=port,

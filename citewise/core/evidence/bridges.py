@@ -66,7 +66,7 @@ def bridges(
     the cut (a chunk is kept exactly when its final score reaches the threshold); its reason keeps its own.
     """
     kept = [r for r in records if verdicts[r["chunk_id"]]["kept"]]
-    ranked_docs: list[str] = []  # kept documents, best first
+    ranked_docs: list[str | None] = []  # kept documents, best first
     for r in sorted(kept, key=lambda r: (-verdicts[r["chunk_id"]]["final"], r["chunk_id"])):
         if r.get("doc_id") not in ranked_docs:
             ranked_docs.append(r.get("doc_id"))

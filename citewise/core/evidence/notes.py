@@ -6,20 +6,20 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from citewise.index import Index
+from citewise.index.reading import SearchIndex
 from citewise.prompts.common import quote
 
 if TYPE_CHECKING:  # annotations only: the state's module loads LangGraph (0.5 s)
-    from citewise.state import EvidenceRecord
+    from citewise.state import Citation, EvidenceRecord, SectionState, State
 
 
-def kept_records(state: dict) -> list[EvidenceRecord]:
+def kept_records(state: State | SectionState) -> list[EvidenceRecord]:
     """The kept chunks' records in the order `rerank` chose."""
     by_id = {r["chunk_id"]: r for r in state.get("evidence", [])}
     return [by_id[c] for c in state.get("kept", []) if c in by_id]
 
 
-def paragraph_texts(index: Index, records: Sequence[EvidenceRecord]) -> dict[str, str]:
+def paragraph_texts(index: SearchIndex, records: Sequence[EvidenceRecord]) -> dict[str, str]:
     """The paragraph text of each record, by chunk id (the chunk text when the paragraph is gone)."""
     texts = {}
     for record in records:
@@ -28,7 +28,7 @@ def paragraph_texts(index: Index, records: Sequence[EvidenceRecord]) -> dict[str
     return texts
 
 
-def overview(state: dict) -> str:
+def overview(state: State) -> str:
     """How much evidence the first search kept and where it comes from (for the router and the outline)."""
     kept = [r for r in state.get("evidence", []) if r.get("kept")]
     titles = list(dict.fromkeys(r.get("title", "") for r in kept))
@@ -58,7 +58,7 @@ CONTRADICTS = "contradicts the trusted sources"
 """The flag of evidence whose document contradicts the trusted sources' GenText (Context.trusted)."""
 
 
-def contradiction_note(citations: Sequence[dict], records: Sequence[EvidenceRecord]) -> str:
+def contradiction_note(citations: Sequence[Citation], records: Sequence[EvidenceRecord]) -> str:
     """A line naming the answer's markers whose evidence contradicts the trusted sources ("" when none)."""
     flagged = {r["chunk_id"] for r in records if CONTRADICTS in r.get("flags", [])}
     markers = sorted({c["marker"] for c in citations if c["chunk_id"] in flagged})

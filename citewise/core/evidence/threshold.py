@@ -26,8 +26,7 @@ if TYPE_CHECKING:  # annotations only: the state's module loads LangGraph (0.5 s
 
 def final_score(record: EvidenceRecord) -> float:
     """The critic's score when it judged the chunk, else the reflected score, else the relevance mean."""
-    for key in ("critic", "reflection", "relevance_mean"):
-        value = record.get(key)
+    for value in (record.get("critic"), record.get("reflection"), record.get("relevance_mean")):
         if value is not None:
             return float(value)
     return 0.0

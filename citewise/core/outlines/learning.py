@@ -350,8 +350,8 @@ def shared_headings(structures: list[dict[str, Any]]) -> list[str]:
             if key and key not in firsts:
                 firsts[key] = position / max(1, len(headings) - 1)
                 spellings.setdefault(key, Counter())[heading] += 1
-        for key, position in firsts.items():
-            positions.setdefault(key, []).append(position)
+        for key, relative in firsts.items():
+            positions.setdefault(key, []).append(relative)
     needed = math.ceil(len(structures) / 2)
     shared = [key for key, found in positions.items() if len(found) >= needed]
     shared.sort(key=lambda key: sum(positions[key]) / len(positions[key]))

@@ -85,7 +85,9 @@ def read_layout(path: Path, data: bytes) -> Layout:
         raise PdfReadError(f"corrupt or unreadable PDF ({error})") from error
     try:
         title = str(pdf.get_metadata_dict().get("Title") or "")
-        pages, ocr_pages, image_pages = [], [], []
+        pages: list[list[Line]] = []
+        ocr_pages: list[int] = []
+        image_pages: list[int] = []
         carried: CarriedCaption | None = None  # a caption a page ended with, its table not under it
         gaps = WordGaps()
         for number in range(len(pdf)):

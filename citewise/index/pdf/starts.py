@@ -200,7 +200,8 @@ def _labelled(line: Line, face: str) -> bool:
 
 def _next_lines(lines: list[Line], index: int) -> tuple[Line | None, Line | None]:
     """The two lines after `lines[index]` that are not furniture (None where there are none)."""
-    found: list[Line | None] = [x for x in lines[index + 1 : index + 7] if x.kind != "furniture"][:2]
+    found: list[Line | None] = []
+    found += [x for x in lines[index + 1 : index + 7] if x.kind != "furniture"][:2]
     found += [None] * (2 - len(found))
     return found[0], found[1]
 
