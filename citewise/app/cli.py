@@ -19,7 +19,7 @@ import textwrap
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict, Unpack
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -48,7 +48,7 @@ from citewise.app.terminal import OUTPUT_KEYS, ROUTES, AnswerMode, report_payloa
 from citewise.core.resources import Resources
 
 if TYPE_CHECKING:  # the stores and the embedding model load only when a command needs them: --help is fast
-    from citewise.context import Context, Profile
+    from citewise.context import Context
     from citewise.index import ChunkingConfig, Index, IngestReport
     from citewise.index.reading import SearchIndex
 
@@ -211,16 +211,6 @@ def _load_model_meanwhile(index: SearchIndex) -> None:
     threading.Thread(target=index.embedder.embed, args=(["citewise"],)).start()
 
 
-class _Chunking(TypedDict, total=False):
-    """The chunking options `ingest` was given (`ChunkingConfig`'s fields)."""
-
-    threshold: float
-    max_chars: int
-    min_chars: int
-    vectors: Literal["pooled", "embed"]
-    paragraph_vectors: Literal["whole", "pooled"]
-
-
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx .jsonl).")],
@@ -278,17 +268,12 @@ def ingest(
     Chunking options apply to a new index; an existing one keeps the settings it was built with, and
     asking for different ones is refused.
     """
-    given: _Chunking = {}
-    if threshold is not None:
-        given["threshold"] = threshold
-    if max_chars is not None:
-        given["max_chars"] = max_chars
-    if min_chars is not None:
-        given["min_chars"] = min_chars
-    if reembed is not None:
-        given["vectors"] = "embed" if reembed else "pooled"
-    if whole_paragraphs is not None:
-        given["paragraph_vectors"] = "whole" if whole_paragraphs else "pooled"
+    given: dict[str, Any] = {"threshold": threshold, "max_chars": max_chars, "min_chars": min_chars}
+    given |= {"vectors": None if reembed is None else ("embed" if reembed else "pooled")}
+    given |= {
+        "paragraph_vectors": None if whole_paragraphs is None else ("whole" if whole_paragraphs else "pooled")
+    }
+    given = {key: value for key, value in given.items() if value is not None}  # ChunkingConfig checks them
     chunking = None
     if given:
         stored = None
@@ -436,7 +421,6 @@ def ask(
     budget_seconds: BudgetOption = None,
 ) -> None:
     """Answer a question with citations, references and the evidence table, or write a cited report."""
-    from citewise.context import as_profile
     from citewise.core.questions import BadQuestion, check_question
 
     try:
@@ -450,7 +434,7 @@ def ask(
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, approve_outline=approve,
-            trusted=list(trusted or []), beta=beta, profile=as_profile(profile),
+            trusted=list(trusted or []), beta=beta, profile=profile,
             budget_seconds=budget_seconds, resources=resources, store=store,
         )  # fmt: skip
         with _quiet("citewise.nodes.failed"):  # the failure is reported below, once
@@ -480,18 +464,6 @@ def _quiet(name: str) -> Iterator[None]:
         logger.disabled = was
 
 
-class _RunSettings(TypedDict, total=False):
-    """The settings of a run beside the options every command shares (one not given: the Context's)."""
-
-    approve_outline: bool
-    trusted: list[str]
-    beta: float
-    profile: Profile
-    budget_seconds: float | None
-    resources: Resources
-    store: str | None
-
-
 def run_context(
     index: Path,
     chroma_url: str | None,
@@ -499,9 +471,9 @@ def run_context(
     judge: str | None,
     k: int,
     mode: AnswerMode,
-    **settings: Unpack[_RunSettings],
+    **settings: Any,
 ) -> Context:
-    """The Context of a run from the options ask, chat and eval share."""
+    """The Context of a run from the options ask, chat and eval share (Context checks `settings`)."""
     from citewise.context import Context
 
     return Context(
@@ -558,13 +530,12 @@ def chat(
 ) -> None:
     """Chat with your documents: cited answers, follow-ups that use the conversation, threads kept on disk."""
     from citewise.app.chat import run_chat
-    from citewise.context import as_profile
 
     _check_models(model, judge_model)
     resources = _run_resources(index, chroma_url, store)  # every turn's index, models and embedder
     try:
         context = run_context(
-            index, chroma_url, model, judge_model, k, mode, profile=as_profile(profile),
+            index, chroma_url, model, judge_model, k, mode, profile=profile,
             budget_seconds=budget_seconds, resources=resources, store=store,
         )  # fmt: skip
         code = run_chat(context, threads=shared.threads_of(threads, store), thread_id=thread)
@@ -607,7 +578,6 @@ def evaluate_questions(
     from tqdm import tqdm
 
     from citewise.app import evaluate
-    from citewise.context import as_profile
 
     if citation_judge not in ("auto", "llm", "word-overlap"):
         raise fail(f"--citation-judge must be auto, llm or word-overlap, not {citation_judge!r}")
@@ -620,7 +590,7 @@ def evaluate_questions(
     resources = _run_resources(index, chroma_url, store)  # every question's index, models and embedder
     try:
         context = run_context(
-            index, chroma_url, model, judge_model, k, mode, profile=as_profile(profile),
+            index, chroma_url, model, judge_model, k, mode, profile=profile,
             budget_seconds=budget_seconds, resources=resources, store=store,
         )  # fmt: skip
         with tqdm(total=len(asked), desc="eval", unit="question", file=sys.stderr, disable=None) as bar:

@@ -29,6 +29,7 @@ from citewise.index.citations import is_reference_heading, link_citations, split
 from citewise.index.document import BibEntry, Document, LoadError, Paragraph
 from citewise.index.formulas import formula_text, inline_math
 from citewise.index.pdf import Layout, Line, PdfReadError, iter_text, read_layout
+from citewise.index.pdf.lines import CJK_LETTERS, WIDE_MARKS
 from citewise.index.tables import CAPTION
 from citewise.index.tables import Table as TextTable
 
@@ -557,7 +558,7 @@ BREAK = "\u00ad"
 document (`_unbroken`)."""
 
 
-CJK = re.compile("[\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+CJK = re.compile(f"[{CJK_LETTERS}{WIDE_MARKS}]")
 """Chinese and Japanese characters and their full-width punctuation: text set without spaces between words."""
 
 

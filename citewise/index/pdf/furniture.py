@@ -84,6 +84,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
         highest = max(line.top for line in lines)
         tops.append([line for line in lines if line.top > highest - 1.0])
     heads = [[x for x in top if x.kind == "furniture"] for top in tops]
+    least = max(2, repeated - 1, (len(tops) - 1) / 2)
     for number, top in enumerate(tops):
         for line in top:
             alike = sum(
@@ -91,7 +92,6 @@ def mark_furniture(pages: list[list[Line]]) -> None:
                 for n, head in enumerate(heads)
                 if n != number
             )
-            least = max(2, repeated - 1, (len(tops) - 1) / 2)
             if line.kind == "text" and alike >= least and line.size <= display:
                 line.kind = "furniture"
 

@@ -454,9 +454,12 @@ def line_text(pieces: list[Piece]) -> str:
     return WIDE_SPACE.sub("", " ".join(text.split()))
 
 
+CJK_LETTERS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+"""Kana and Chinese characters (a character class's ranges): text set without spaces between words."""
+WIDE_MARKS = "\u3000-\u303f\uff00-\uffef"
+"""Chinese and Japanese punctuation and the full-width forms (a character class's ranges)."""
 WIDE_SPACE = re.compile(
-    "(?<=[\u3000-\u303f\uff00-\uffef]) (?=\\S)|(?<=\\S) (?=[\u3000-\u303f\uff00-\uffef])"
-    "|(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]) (?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff])"
+    f"(?<=[{WIDE_MARKS}]) (?=\\S)|(?<=\\S) (?=[{WIDE_MARKS}])|(?<=[{CJK_LETTERS}]) (?=[{CJK_LETTERS}])"
 )
 """A gap a word processor's justification leaves in Chinese or Japanese text, or beside full-width punctuation
 ("写作标 准", "（ 1 ）"): no word space, as the script sets none."""
