@@ -249,3 +249,64 @@ def test_footnotes_whose_later_lines_went_back_to_body_size_are_notes() -> None:
     ]
     mark_notes_and_equations(lines, 10.0)
     assert lines[0].kind == "text" and all(x.kind == "note" for x in lines[1:])
+
+
+def test_an_errata_lists_bold_entry_heads_in_lower_case_head_their_entries() -> None:
+    # Lamport's errata: "page 33, line 10" in bold after a finished entry; a bold phrase that wraps within a
+    # sentence, with no gap, and a bold option name in a typewriter face head nothing
+    lines = [
+        line("Errors Corrected in the First Printing", 134, 486, 358, size=12, font="CMBX12"),
+        line("page 25, example of verse environment", 134, 466, 330, size=10, font="CMBX10"),
+        line(
+            "Replace {\\em all\\/} by \\emph{all}. [First reported by Rosemary Bailey.]",
+            134,
+            447,
+            477,
+            size=10,
+        ),
+        line("page 33, line 10", 134, 410, 212, size=10, font="CMBX10"),
+        line(
+            "Not an error, but it would help to add that \u201cthey become arguments.\u201d",
+            134,
+            391,
+            477,
+            size=10,
+        ),
+        line("page 43, table 3.5", 134, 355, 222, size=10, font="CMBX10"),
+        line("Add an entry for the symbol and see the commands set in bold, as the", 134, 337, 477, size=10),
+        line("rules say in the", 134, 325, 200, size=10, font="CMBX10"),
+        line("next chapter about them. The options follow.", 134, 313, 400, size=10),
+        line("balance columns", 134, 290, 200, size=10, font="FiraMono-Bold"),
+    ]
+    mark_headings(lines, 10.0)
+    assert [x.text for x in lines if x.kind == "heading"] == [
+        "Errors Corrected in the First Printing",
+        "page 25, example of verse environment",
+        "page 33, line 10",
+        "page 43, table 3.5",
+    ]
+
+
+def test_page_n_opening_pages_out_of_step_with_the_pages_is_no_page_number() -> None:
+    # an errata list's entries "page 101" and "page 228" open pages 2 and 4; "Page 1" ... "Page 4" at the
+    # feet of another document's pages run with them
+    def pages(heads: list[str | None], feet: list[str | None]) -> list[list[Line]]:
+        made = []
+        for n, (head, foot) in enumerate(zip(heads, feet, strict=True)):
+            page = [
+                line(f"entry body line {'i' * (i + 1)} on page {n}", 134, 690 - 12 * i, page=n)
+                for i in range(6)
+            ]
+            if head:
+                page.insert(0, line(head, 134, 714, 177, page=n))
+            if foot:
+                page.append(line(foot, 290, 140, 320, page=n))
+            made.append(page)
+        return made
+
+    errata = pages([None, "page 101", None, "page 228"], [None] * 4)
+    mark_furniture(errata)
+    assert [errata[1][0].kind, errata[3][0].kind] == ["text", "text"]
+    numbered = pages([None] * 4, ["Page 1", "Page 2", "Page 3", "Page 4"])
+    mark_furniture(numbered)
+    assert all(page[-1].kind == "furniture" for page in numbered)

@@ -14,6 +14,9 @@ from collections import Counter
 from citewise.index.citations import is_reference_heading
 from citewise.index.pdf.lines import ENTRY_LABEL, EQUATION_NUMBER, Line, same_column
 
+PAGE_CALLED = re.compile(r"page\s*(\d{1,4})", re.IGNORECASE)
+"""A page number said with its word: "Page 3"."""
+
 
 def mark_furniture(pages: list[list[Line]]) -> None:
     """Running heads (top or bottom lines repeated across pages, digits aside) and lone page numbers."""
@@ -45,11 +48,15 @@ def mark_furniture(pages: list[list[Line]]) -> None:
         for line in end:
             heights.setdefault(shape(line), []).append(line.top)
 
+    entries = _called_out_of_step(ends)
+
     def repeats(line: Line) -> bool:
         # a running head is short, or stands at one height on every page: a paragraph a manual repeats
         # word for word (its Word and LibreOffice instructions) is no furniture where it starts a page
         if len(pages) < 2 or counts[shape(line)] < repeated or not re.search(r"[^\W_]", line.text):
             return False  # a head says something: "$$" opening two pages is a display's first line
+        if id(line) in entries:
+            return False
         alike = sum(abs(top - line.top) < 2 for top in heights[shape(line)])
         return len(line.text.split()) < 12 or alike >= repeated
 
@@ -60,7 +67,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
             page_number = re.fullmatch(r"(?:page\s*)?[\divxlc]{1,5}(?:\s*(?:of|/)\s*\d+)?", line.text, re.I)
             if number == 0 and line.size > display:  # the title, which later pages repeat as their head
                 continue
-            if page_number or repeats(line):
+            if page_number and id(line) not in entries or repeats(line):
                 line.kind = "furniture"
 
     # a sidebar or a footer block: lines standing at the same place with the same words on several pages,
@@ -72,7 +79,12 @@ def mark_furniture(pages: list[list[Line]]) -> None:
     for number, lines in enumerate(pages if len(pages) >= 2 else []):
         for line in lines:
             title = number == 0 and line.size > display  # a manual repeats its title in the sidebar
-            if placed[place(line)] >= repeated and line.kind == "text" and not title:
+            if (
+                placed[place(line)] >= repeated
+                and line.kind == "text"
+                and not title
+                and id(line) not in entries
+            ):
                 line.kind = "furniture"
     # a line at a page's top, standing where the other pages' running heads stand, in their type, is one
     # too, whatever it says ("Typeset with jpsj2.cls" where later pages say "J. Phys. Soc. Jpn.")
@@ -92,8 +104,21 @@ def mark_furniture(pages: list[list[Line]]) -> None:
                 for n, head in enumerate(heads)
                 if n != number
             )
-            if line.kind == "text" and alike >= least and line.size <= display:
+            if line.kind == "text" and alike >= least and line.size <= display and id(line) not in entries:
                 line.kind = "furniture"
+
+
+def _called_out_of_step(ends: list[list[Line]]) -> set[int]:
+    """Lines "page 101" at pages' ends whose numbers do not run with the pages: an errata list's entries.
+
+    Numbers printed as "Page N" run with the pages (the same offset on two pages at least); "page 101"
+    opening page 2 and "page 228" opening page 5 are entries' heads, not page numbers nor a running head.
+    """
+    called = [
+        (n, int(m[1]), x) for n, end in enumerate(ends) for x in end if (m := PAGE_CALLED.fullmatch(x.text))
+    ]
+    offsets = Counter(value - n for n, value, _ in called)
+    return {id(x) for n, value, x in called if len(called) > 1 and offsets[value - n] < 2}
 
 
 def _mark_line_numbers(lines: list[Line]) -> None:

@@ -181,7 +181,12 @@ def mark_headings(lines: list[Line], body: float) -> None:
         goes_on = (
             above is not None and id(above) in chosen and (above.size, above.bold) == (line.size, line.bold)
         )
-        if not line.text[:1].islower() or goes_on or ITEM_LABEL.match(line.text):  # "a) Rules"
+        if (
+            not line.text[:1].islower()
+            or goes_on
+            or ITEM_LABEL.match(line.text)
+            or _bold_apart(line, lines[:index], chosen)
+        ):
             chosen.add(id(line))
     for index, line in enumerate(lines[1:], start=1):  # a heading's second line in its type: "RESULTS"
         above = lines[index - 1]
@@ -203,6 +208,22 @@ def mark_headings(lines: list[Line], body: float) -> None:
     for line in candidates:
         line.kind = "heading"
         line.level = styles.index(_style(line)) + 1
+
+
+def _bold_apart(line: Line, before: list[Line], chosen: set[int]) -> bool:
+    """A bold line in lower case that starts afresh: under a heading, or a finished sentence after a gap.
+
+    An errata list heads each entry "page 25, line 10" in bold; a bold phrase that wraps within a paragraph
+    follows its line without a gap, and one after a gap follows a line that does not end a sentence.
+    """
+    above = next((x for x in reversed(before) if x.kind in ("text", "table")), None)
+    if not line.bold or line.code or above is None:  # code: an option's name, set in bold
+        return False
+    if id(above) in chosen:
+        return _face(above) != _face(line)
+    apart = above.page != line.page or above.bottom - line.top > 0.6 * line.size
+    ends = above.text.rstrip().rstrip("\"'\u201d\u2019").endswith((".", ")", "]", ":", "!", "?"))
+    return apart and not above.bold and ends
 
 
 def _spaced_headings(lines: list[Line], body: float) -> list[Line]:
