@@ -310,3 +310,18 @@ def test_page_n_opening_pages_out_of_step_with_the_pages_is_no_page_number() -> 
     numbered = pages([None] * 4, ["Page 1", "Page 2", "Page 3", "Page 4"])
     mark_furniture(numbered)
     assert all(page[-1].kind == "furniture" for page in numbered)
+
+
+def test_a_titles_lead_in_over_its_larger_last_word_is_part_of_the_title() -> None:
+    # a Polish manual's cover: authors, "No to" at 50 pt over "CMYK" at 100 pt in one font, an edition line
+    font = "PLSSBX10"
+    lines = [
+        line("Piotr Pianowski", 131, 505, 282, size=19.9, font=font),
+        line("Piotr Strzelczyk", 131, 482, 291, size=19.9, font=font),
+        line("No to", 137, 318, 267, size=49.8, font=font),
+        line("CMYK", 57, 183, 364, size=99.6, font=font),
+        line("Wydanie I", 173, 90, 247, size=15.9, font=font),
+        line("The first paragraph of the manual says what the macros are for.", 90, 60, 480, size=10),
+    ]
+    mark_title(lines, 10.0)
+    assert [x.text for x in lines if x.kind == "title"] == ["No to", "CMYK"]

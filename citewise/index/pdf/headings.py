@@ -62,6 +62,10 @@ SENTENCE_END = re.compile(r"(?:[a-z]{2}|[\])])[.!?](?:\s|$)")
 """A sentence's end: a word's (not a numeral's: "II. METHOD") or a citation's ("[3]."), stop."""
 
 
+JOINING_WORDS = frozenset("a an the of to for and or in on with from by at as".split())
+"""Words a title's line does not end in: the title runs on over the next line."""
+
+
 def mark_title(lines: list[Line], body: float) -> None:
     """The largest type at the top of the first page, before any body text; what else stands there."""
     first = [line for line in lines if line.page == lines[0].page and line.kind == "text"] if lines else []
@@ -81,7 +85,8 @@ def mark_title(lines: list[Line], body: float) -> None:
             # a heading flush at its column's edge under a centred title block ("Introduction"), not the
             # title's next line centred as wide as the text block
             centre, above_centre = (line.left + line.right) / 2, (head[-1].left + head[-1].right) / 2
-            if _face(line) != _face(head[-1]) or abs(centre - above_centre) > 2:
+            larger = line.size > max(x.size for x in head)  # no heading outsizes the title: "No to" / "CMYK"
+            if not larger and (_face(line) != _face(head[-1]) or abs(centre - above_centre) > 2):
                 break
         head.append(line)
     if not head:  # a title in body-size type (AASTeX): bold or capitals, centred, over the abstract
@@ -108,9 +113,15 @@ def mark_title(lines: list[Line], body: float) -> None:
         if line.size < 0.95 * body:  # a journal's name, a stamp; lines in body type over the title stay text
             line.kind = "furniture"
     largest = max(line.size for line in head)
-    bold = next(line for line in head if line.size == largest).bold
+    top = next(line for line in head if line.size == largest)
     for line in head:  # authors, dates, a subtitle in another weight under the title: not the body
-        line.kind = "title" if line.size == largest and line.bold == bold else "furniture"
+        line.kind = "title" if line.size == largest and line.bold == top.bold else "furniture"
+    # a title's lead-in words over it in the same font, smaller ("No to" over "CMYK"); a line under the title
+    # in its font and a smaller size is a subtitle or a heading ("Smart Font Features")
+    n = head.index(top) - 1
+    while n >= 0 and head[n].kind == "furniture" and _display_part(head[n], top):
+        head[n].kind = "title"
+        n -= 1
     # short lines under the title, centred or in italic, before the first heading or paragraph: authors,
     # affiliations
     for line in first[above + len(head) :]:
@@ -119,6 +130,19 @@ def mark_title(lines: list[Line], body: float) -> None:
         if not (_centred(line, body) or line.italic and not line.text.endswith(".")):
             break
         line.kind = "furniture"
+
+
+def _display_part(line: Line, top: Line) -> bool:
+    """Whether a line over a title's largest line leads into it: same font, half its size at least."""
+    fonts = {p.font for p in line.pieces if p.text.strip()}
+    last = line.text.split()[-1].lower() if line.text.split() else ""
+    # it runs on into the title: it ends in a word no title ends in ("No to" / "CMYK"), where an author's
+    # name or "Chapter 1" over a chapter's title stands alone
+    return (
+        last in JOINING_WORDS
+        and fonts == {p.font for p in top.pieces if p.text.strip()}
+        and line.size >= 0.45 * top.size
+    )
 
 
 def _unnumbered(line: Line, first: list[Line]) -> bool:
