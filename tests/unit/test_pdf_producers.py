@@ -8,7 +8,9 @@ from __future__ import annotations
 from citewise.index.loaders import _joined
 from citewise.index.pdf.furniture import mark_contents, mark_furniture
 from citewise.index.pdf.headings import mark_headings, mark_title, split_run_in_headings
-from citewise.index.pdf.lines import BOLD_FONT, Line, Piece, line_text
+from citewise.index.pdf.lines import BOLD_FONT, OMS_LETTERS, Line, Piece, line_text
+from citewise.index.pdf.order import reading_order
+from citewise.index.pdf.pages import _copyright_signs
 from citewise.index.pdf.starts import mark_starts
 
 BODY = "TimesNewRomanPSMT"
@@ -325,3 +327,69 @@ def test_a_titles_lead_in_over_its_larger_last_word_is_part_of_the_title() -> No
     ]
     mark_title(lines, 10.0)
     assert [x.text for x in lines if x.kind == "title"] == ["No to", "CMYK"]
+
+
+def test_computer_moderns_symbols_read_as_their_codes_are_the_symbols() -> None:
+    # a dvips PDF without a ToUnicode map: CMSY10's angle brackets come out as "h" and "i"
+    assert "hoptionsi".translate(OMS_LETTERS) != "hoptionsi"
+    assert "{h".translate(OMS_LETTERS) + "options" + "i}".translate(OMS_LETTERS) == "{⟨options⟩}"
+    assert "x".translate(OMS_LETTERS) == "§" and "A".translate(OMS_LETTERS) == "A"  # capitals: calligraphic
+
+
+def test_plain_texs_copyright_sign_and_accents_set_as_glyphs_of_their_own() -> None:
+    circle = Piece(317, 420, 325, 429, "°", 9, "CMSY9", False)
+    letter = Piece(320, 420, 323, 429, "c ", 9, "CMR9", False)
+    pieces = [Piece(273, 420, 312, 429, "Copyright ", 9, "CMR9", False), circle, letter]
+    _copyright_signs(pieces)
+    assert line_text(pieces) == "Copyright ©"
+    words = [("Sigitas ", 125, 170), ("Toluˇsis", 175, 210), ("and Schr¨oder", 215, 280)]
+    pieces = [Piece(a, 100, b, 110, t, 10, "CMR10", False) for t, a, b in words]
+    assert line_text(pieces) == "Sigitas Tolušis and Schröder"
+
+
+def test_a_macros_name_in_the_margin_is_no_tag_of_the_item_beside_it() -> None:
+    # ltxdoc-style documentation: "\\IfSubmit" set small in the left margin beside each bulleted item
+    lines = [
+        line(f"body text line {i} of the section, running the width of the column", 125, 600 - 12 * i, 468)
+        for i in range(4)
+    ]
+    notes = []
+    for n, name in enumerate(("IfSubmit", "IfAccept", "IfPublish")):
+        y = 540 - 28 * n
+        notes.append(line(f"\\{name}", 72, y, 113, size=9, font="CMTT9"))
+        lines += [
+            notes[-1],
+            line(
+                f"\u2022 \\{name}{{\u27e8then\u27e9}} executes \u27e8then\u27e9, if the option was",
+                140,
+                y,
+                468,
+            ),
+            line("given, otherwise executes \u27e8else\u27e9.", 150, y - 12, 288),
+        ]
+    read = reading_order(lines)
+    assert all(note.kind == "furniture" for note in notes)
+    assert [x.text[:11] for x in read if x.text.startswith("\u2022")] == [
+        "\u2022 \\IfSubmit",
+        "\u2022 \\IfAccept",
+        "\u2022 \\IfPublis",
+    ]
+
+
+def test_a_listings_numbered_lines_are_one_block_apart_from_the_prose() -> None:
+    prose = line("Here are the customization parameters:", 145, 552, 316, size=10, font="CMR10")
+    code = [
+        Line(
+            [
+                Piece(145, 540 - 11 * i, 152, 547 - 11 * i, f"{10 + i} ", 7, "CMR7", False),
+                Piece(156, 540 - 11 * i, 300, 549 - 11 * i, f"\\def\\@x{i}{{y}}", 9, "CMTT9", False),
+            ],
+            page=0,
+            edge=145,
+            far_edge=498,
+        )
+        for i in range(3)
+    ]
+    lines = [prose, *code]
+    mark_starts(lines, 10.0, "CMR10")
+    assert [x.starts for x in lines] == [True, True, False, False]

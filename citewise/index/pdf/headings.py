@@ -21,7 +21,7 @@ from citewise.index.pdf.lines import (
     same_column,
     word_fits,
 )
-from citewise.index.pdf.starts import ITEM_LABEL, label_form
+from citewise.index.pdf.starts import BULLET, ITEM_LABEL, label_form
 
 CAPS_HEADING_WORD = re.compile(
     r"(?:abstract|references|bibliography|acknowledge?ments?|appendix|introduction|conclusions?|summary"
@@ -180,6 +180,7 @@ def mark_headings(lines: list[Line], body: float) -> None:
         if line.kind == "text"
         and id(line) not in running
         and not line.hang  # a tag, its description hanging under it
+        and not BULLET.match(line.text)  # a list's item
         and (line.bold or line.size >= 1.1 * body or _set_apart(line) or _heading_word(line, body))
         and line.heading_size >= 0.85 * body
         and len(line.text.split()) <= 14
@@ -268,6 +269,7 @@ def _spaced_headings(lines: list[Line], body: float) -> list[Line]:
         if (
             line.code
             or line.hang  # a tag, its description hanging under it
+            or BULLET.match(line.text)  # a list's item, its text under it
             or not 1 <= len(words) <= 8
             or not re.search(r"[^\W\d_]{3}", line.text)
             or line.text.rstrip().endswith((".", ":", ";", ",", "!"))

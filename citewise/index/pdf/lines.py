@@ -11,6 +11,7 @@ import dataclasses
 import itertools
 import re
 import statistics
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -69,6 +70,14 @@ DROP_CAPITAL = 2.5
 
 
 LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"})
+
+SYMBOL_FONT = re.compile(r"(?:[A-Z]{6}\+)?CMSY\d", re.IGNORECASE)
+"""Computer Modern's symbols (TeX's OMS encoding), whose glyph names PDFium does not always know."""
+OMS_LETTERS = str.maketrans(
+    dict(zip("`abcdefghijklmnopqrstuvwxyz", "⊢⊣⌊⌋⌈⌉{}⟨⟩|‖↕⇕\\≀√⨿∇∫⊔⊓⊑⊒§†‡", strict=True))
+)
+"""Where a symbol font's glyph came out as its code: a dvips PDF's "hoptionsi" is "⟨options⟩" (no letter
+stands at those codes in the font: its letters are calligraphic capitals)."""
 
 
 @dataclass
@@ -180,7 +189,10 @@ class Line:
     @cached_property
     def code(self) -> bool:
         """Whether it is set wholly in a typewriter face (code, a command, a file shown on its own)."""
-        return all(MONO_FONT.search(p.font) for p in self.pieces if p.text.strip())
+        pieces = [p for p in self.pieces if p.text.strip()]
+        if len(pieces) > 1 and pieces[0].text.strip().isdigit() and len(pieces[0].text.strip()) <= 4:
+            pieces = pieces[1:]  # a listing's line number, in the text's type: "10 \\def\\@headerfont"
+        return all(MONO_FONT.search(p.font) for p in pieces)
 
     @cached_property
     def math_share(self) -> float:
@@ -451,7 +463,33 @@ def line_text(pieces: list[Piece]) -> str:
                 apart = own or gap > 0.2 * size or text[-1] in ",;:."
             text += " " if apart else ""
         text += piece.text.strip()
-    return WIDE_SPACE.sub("", " ".join(text.split()))
+    return _accented(WIDE_SPACE.sub("", " ".join(text.split())))
+
+
+SPACING_ACCENTS = {
+    "\u02c7": "\u030c",  # caron: "Toluˇsis"
+    "\u00b4": "\u0301",  # acute
+    "\u00a8": "\u0308",  # diaeresis: "Schr¨oder"
+    "\u02c6": "\u0302",  # circumflex
+    "\u02dc": "\u0303",  # tilde
+    "\u00af": "\u0304",  # macron
+    "\u02d8": "\u0306",  # breve
+    "\u02d9": "\u0307",  # dot above
+    "\u02da": "\u030a",  # ring above
+    "\u02dd": "\u030b",  # double acute
+    "\u00b8": "\u0327",  # cedilla: "Fran¸cois"
+    "\u02db": "\u0328",  # ogonek
+}
+"""Accents TeX sets as glyphs of their own before the letter they mark (PDFium reads "Schr¨oder")."""
+_MARKS = "".join(SPACING_ACCENTS)
+_ACCENTED = re.compile(f"([{_MARKS}])((?<=[^\\W\\d_][{_MARKS}]) )?([^\\W\\d_])")
+
+
+def _accented(text: str) -> str:
+    """Spacing accents joined to their letters: "Toluˇsis" -> "Tolušis", "caf´e" -> "café"."""
+    if not any(c in text for c in SPACING_ACCENTS):
+        return text
+    return _ACCENTED.sub(lambda m: unicodedata.normalize("NFC", m[3] + SPACING_ACCENTS[m[1]]), text)
 
 
 CJK_LETTERS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"

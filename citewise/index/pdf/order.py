@@ -8,6 +8,7 @@ Texinfo table) made one line, or the tag marked where its description hangs unde
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 
 from citewise.index.pdf.lines import EQUATION_NUMBER, Line, line_text
@@ -101,6 +102,10 @@ def _join_tags(lines: list[Line]) -> list[Line]:
     indents = Counter(round(line.left) for line in text)
     joined: set[int] = set()
     grown: dict[int, Line] = {}  # a description's line -> the line with its tag before it
+    shared = [
+        x for x, n in Counter(round(line.left) for line in text if len(line.text) >= 40).items() if n >= 3
+    ]
+    body_left = min(shared, default=0)
     for tag in text:
         if len(tag.text) > TAG_CHARS or id(tag) in joined:
             continue
@@ -114,13 +119,29 @@ def _join_tags(lines: list[Line]) -> list[Line]:
             >= 0.5 * min(x.top - x.bottom, tag.top - tag.bottom)
             and _descriptions_start(indents, x.left)
         ]
-        if len(beside) == 1 and not EQUATION_NUMBER.match(beside[0].text):
+        if len(beside) == 1 and _margin_note(tag, beside[0], body_left):
+            tag.kind = "furniture"
+        elif len(beside) == 1 and not EQUATION_NUMBER.match(beside[0].text):
             description = beside[0]
             grown[id(description)] = dataclasses.replace(
                 description, pieces=[*tag.pieces, *description.pieces], hang=description.left
             )
             joined.update((id(tag), id(description)))
     return [grown.get(id(line), line) for line in lines if id(line) not in joined or id(line) in grown]
+
+
+def _margin_note(tag: Line, beside: Line, body_left: float) -> bool:
+    """A note in the margin beside a line (a macro's name a documentation sets there), not its tag.
+
+    It stands wholly left of where the page's long lines start, in smaller type than the line, two ems or
+    more from it; a man page's or a definition list's tag stands at the text's edge in the text's size.
+    """
+    return (
+        tag.right < body_left - 0.5 * tag.size
+        and tag.size < 0.95 * beside.size
+        and beside.left - tag.right >= 2 * beside.size
+        and not re.fullmatch(r"[\d.]+", tag.text.strip())
+    )
 
 
 def _descriptions_start(indents: Counter[int], x: float) -> bool:

@@ -7,6 +7,7 @@ the page's middle, footnotes under a footnote rule; a page with only an image re
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import statistics
@@ -18,7 +19,9 @@ from typing import Any
 from citewise.index.pdf.lines import (
     BOLD_FONT,
     LIGATURES,
+    OMS_LETTERS,
     REGULAR_FONT,
+    SYMBOL_FONT,
     TEX_FONT,
     Line,
     Piece,
@@ -174,6 +177,8 @@ def page_lines(
             hidden += spaced.split() != text.split()
             text = spaced
         text = text.translate(LIGATURES).replace("\x02", "-")  # PDFium marks a line-end hyphen
+        if SYMBOL_FONT.match(name):
+            text = text.translate(OMS_LETTERS)
         baseline = matrix[5]
         if obj.container is not None:  # in a form: its matrices scale and move the type too
             (x0, y0), (x1, y1) = in_page(obj, matrix[4], matrix[5]), in_page(obj, matrix[4], matrix[5] + 1.0)
@@ -187,6 +192,7 @@ def page_lines(
         named = TEX_FONT.match(name) or REGULAR_FONT.search(name)
         bold = bool(BOLD_FONT.search(name)) or font.get_weight() >= 600 and not named
         pieces.append(Piece(left, bottom, right, top, text, round(size, 1), name, bold))
+    _copyright_signs(pieces)
     if gaps is not None and glyphs is not None:
         gaps.checked += 1
         gaps.found = gaps.found or hidden >= HIDDEN
@@ -195,6 +201,19 @@ def page_lines(
     _mark_bands(lines, rules)
     _mark_ruled_notes(lines, rules)
     return lines
+
+
+def _copyright_signs(pieces: list[Piece]) -> None:
+    """Plain TeX's copyright sign: a "c" inside a symbol font's large circle (PDFium reads "°c") is "©"."""
+    for circle, letter in itertools.pairwise(pieces):
+        if (
+            circle.text.strip() in ("°", "◯", "○")
+            and SYMBOL_FONT.match(circle.font)
+            and letter.text.startswith("c")
+            and circle.left - 1 <= letter.left
+            and letter.left + 0.6 * letter.size / 2 <= circle.right + 1
+        ):
+            circle.text, letter.text = "©" + circle.text[len(circle.text.rstrip()) :], letter.text[1:]
 
 
 def _mark_ruled_notes(lines: list[Line], rules: list[Rule]) -> None:

@@ -147,6 +147,9 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
         if previous is not None and in_column and previous.code != line.code:
             # code shown on its own lines is a block of its own, and so is the text after it
             line.starts = True
+        elif previous is not None and in_column and line.code and LISTING_LINE.match(line.text):
+            # a listing's numbered lines ("5 \\newcommand...", "6 \\futurelet...") are one block, not items
+            line.starts = previous.bottom - line.bottom > skip
         if line.starts or not same_column(previous or line, line) or not hangs:
             # an item's lines hang right of its label; a line back at the label's edge ends the list
             item = (
@@ -159,6 +162,10 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
         elif hangs and hang is None:
             hang = line.left
         prior, previous, after_display = previous, line, False
+
+
+LISTING_LINE = re.compile(r"\d{1,4}\s")
+"""A listing's line, numbered: its number in the text's type, its code in a typewriter face."""
 
 
 def paragraph_skip(lines: list[Line], pitch: float, body: float) -> float:
