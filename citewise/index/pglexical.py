@@ -48,13 +48,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Literal
 
 import psycopg
 from psycopg import sql
 
-from citewise.index.lexical import LexicalIndex
+from citewise.index.terms import Terms
 
 Method = Literal["bm25", "ts_rank_cd"]
 
@@ -250,7 +249,7 @@ class PgLexical:
         self.conn, self.method, self.prefix = conn, method, prefix
         self.k1, self.b = k1, b
         self.config, self.normalization, self.match = config, normalization, match
-        self._tokenizer = LexicalIndex(Path("."), load=False)  # citewise's tokenizer; its folder is unused
+        self._tokenizer = Terms()
         names = (
             *("chunks", "terms", "stats", "pending", "pending_stats", "weights", "search", "staging"),
             *("chunks_terms", "chunks_tsv", "pending_term"),
@@ -315,7 +314,7 @@ class PgLexical:
         self.conn.execute(self._sql("ANALYZE {chunks}"))
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
-        """Tokens as citewise's BM25 makes them (`LexicalIndex.tokenize`): lower case, stemmed."""
+        """Tokens as citewise's BM25 makes them (`Terms.tokenize`): lower case, stemmed."""
         return self._tokenizer.tokenize(texts)
 
     def register(self, tokens: Sequence[Sequence[str]]) -> None:

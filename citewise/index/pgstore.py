@@ -70,14 +70,22 @@ from psycopg.types.json import Jsonb
 
 from citewise.index.chromavectors import PGVECTOR, ChromaVectors, VectorTable, chroma_client
 from citewise.index.chunking import ChunkedDocument, ChunkingConfig, chunk_documents, chunk_input
-from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord, document_tags, paragraph_id
 from citewise.index.document import Document
 from citewise.index.embeddings import Embedder
 from citewise.index.loaders import iter_files
 from citewise.index.pglexical import PgLexical
 from citewise.index.pgvectors import PgVectors
 from citewise.index.policy import UNCHANGED, decide, where
-from citewise.index.records import IndexOpenError, IndexStats, IngestReport
+from citewise.index.records import (
+    ChunkRecord,
+    DocumentRecord,
+    IndexOpenError,
+    IndexStats,
+    IngestReport,
+    ParagraphRecord,
+    document_tags,
+    paragraph_id,
+)
 
 logger = logging.getLogger(__name__)
 

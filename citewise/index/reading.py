@@ -13,9 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
-from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord
 from citewise.index.embeddings import Embedder
-from citewise.index.records import Hit, IndexStats
+from citewise.index.records import ChunkRecord, DocumentRecord, Hit, IndexStats, ParagraphRecord
 from citewise.index.scoring import Fusion, SearchMode
 
 

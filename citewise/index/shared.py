@@ -40,10 +40,16 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord
 from citewise.index.embeddings import Embedder, RememberedEmbeddings, load_embedder
 from citewise.index.pgstore import DEFAULT_PREFIX, PgStore
-from citewise.index.records import Hit, IndexOpenError, IndexStats
+from citewise.index.records import (
+    ChunkRecord,
+    DocumentRecord,
+    Hit,
+    IndexOpenError,
+    IndexStats,
+    ParagraphRecord,
+)
 from citewise.index.scoring import (
     PARAGRAPH_DENSE_WEIGHT,
     PARAGRAPH_WEIGHT,

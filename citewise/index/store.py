@@ -48,20 +48,29 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from citewise.index.chunking import ChunkingConfig, chunk_input
-from citewise.index.docstore import ChunkRecord, DocStore, DocumentRecord, ParagraphRecord
+from citewise.index.docstore import DocStore
 from citewise.index.embeddings import MODEL_NAMES, Embedder, RememberedEmbeddings, load_embedder
 from citewise.index.ingest import Writing
 from citewise.index.lexical import LexicalIndex
 from citewise.index.paragraphs import Paragraphs, ParagraphVectors
-from citewise.index.records import Hit as Hit
-from citewise.index.records import IndexOpenError as IndexOpenError
-from citewise.index.records import IndexStats as IndexStats
-from citewise.index.records import IngestReport as IngestReport
-from citewise.index.scoring import PARAGRAPH_DENSE_WEIGHT as PARAGRAPH_DENSE_WEIGHT
-from citewise.index.scoring import PARAGRAPH_WEIGHT as PARAGRAPH_WEIGHT
-from citewise.index.scoring import Candidates, blend_lexical, check_search, score_hits
-from citewise.index.scoring import Fusion as Fusion
-from citewise.index.scoring import SearchMode as SearchMode
+from citewise.index.records import (
+    ChunkRecord,
+    DocumentRecord,
+    Hit,
+    IndexOpenError,
+    IndexStats,
+    ParagraphRecord,
+)
+from citewise.index.scoring import (
+    PARAGRAPH_DENSE_WEIGHT,
+    PARAGRAPH_WEIGHT,
+    Candidates,
+    Fusion,
+    SearchMode,
+    blend_lexical,
+    check_search,
+    score_hits,
+)
 
 if TYPE_CHECKING:
     from citewise.index.vectors import VectorIndex
