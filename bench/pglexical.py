@@ -44,8 +44,8 @@ from common import hotpotqa_as_beir, machine, percentiles, print_table, read_qre
 from retrieval import read_passages
 
 from citewise.index.chunking import ChunkingConfig, chunk_input
-from citewise.index.docstore import DocStore
-from citewise.index.lexical import LexicalIndex
+from citewise.index.local.docstore import DocStore
+from citewise.index.local.lexical import LexicalIndex
 from citewise.index.pglexical import PgLexical
 from citewise.index.pgserver import Binaries, find_binaries, serve
 

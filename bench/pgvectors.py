@@ -6,7 +6,7 @@ train claims, embedded once with the same model), k=100 chunks a search (citewis
 
 ``exact``
     The reference: a numpy matrix product over every chunk (what citewise does below 50,000 chunks,
-    `citewise.index.paragraphs`).
+    `citewise.index.local.paragraphs`).
 ``chroma``
     citewise's `VectorIndex` (HNSW, cosine, ef_construction 200, ef_search 200, M 16) in a fresh embedded
     Chroma collection in a temporary folder, the chunks upserted as citewise mirrors them (ids, vectors,
@@ -63,11 +63,11 @@ from ranx import Qrels, Run, evaluate
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, percentiles, print_table, read_qrels, read_queries, save
 
-from citewise.index.docstore import DocStore
 from citewise.index.embeddings import load_embedder
+from citewise.index.local.docstore import DocStore
+from citewise.index.local.vectors import VectorIndex, make_client
 from citewise.index.pgserver import Binaries, Server, find_binaries, serve
 from citewise.index.pgvectors import Kind, PgVectors
-from citewise.index.vectors import VectorIndex, make_client
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CACHE = Path(__file__).resolve().parent / ".cache"

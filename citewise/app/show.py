@@ -51,8 +51,8 @@ def show(
 
 def _stored(text: str, index: Path) -> list[Reading]:
     """The indexed documents whose title or file holds `text`, as stored."""
-    from citewise.index.docstore import DocStore
     from citewise.index.inspect import describe_stored
+    from citewise.index.local.docstore import DocStore
 
     database = index / "docs.sqlite3"
     if not database.exists():

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from citewise.index.chunking import ChunkingConfig
     from citewise.index.document import BibEntry, Document, LoadError, Paragraph
+    from citewise.index.local.store import Index
     from citewise.index.records import Hit, IndexOpenError, IndexStats, IngestReport
-    from citewise.index.store import Index
 
 _HOMES = {
     "ChunkingConfig": "citewise.index.chunking",
@@ -22,7 +22,7 @@ _HOMES = {
     "LoadError": "citewise.index.document",
     "Paragraph": "citewise.index.document",
     "Hit": "citewise.index.records",
-    "Index": "citewise.index.store",
+    "Index": "citewise.index.local.store",
     "IndexOpenError": "citewise.index.records",
     "IndexStats": "citewise.index.records",
     "IngestReport": "citewise.index.records",

@@ -3,8 +3,9 @@
 Two methods behind one class, each in tables of its own (named from `PgLexical.prefix`):
 
 ``bm25``
-    Lucene BM25 as bm25s computes it for citewise (`citewise.index.lexical.LexicalIndex`: k1 1.5, b 0.75,
-    its tokenizer: lower case, English stopwords, Snowball stemming), so that both tiers score alike.
+    Lucene BM25 as bm25s computes it for citewise (the local tier's `LexicalIndex`: k1 1.5, b 0.75, its
+    tokenizer, `citewise.index.terms`: lower case, English stopwords, Snowball stemming), so that both tiers
+    score alike.
     The score of a chunk d for a query q is ``sum over t in q of qtf(t) * idf(t) * tfc(t, d)`` with
     ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``, ``tfc(t, d) = tf / (tf + k1 (1 - b + b |d| / avgdl))``.
     That is an inner product: each chunk stores ``tfc`` as a ``sparsevec`` over term ids (``<p>_terms``:

@@ -1,6 +1,6 @@
 """The shared tier's document store on one PostgreSQL database, with the work queue its ingest workers share.
 
-What the local tier keeps in SQLite (`citewise.index.docstore`) lives here in tables named after a prefix
+What the local tier keeps in SQLite (its `docstore`) lives here in tables named after a prefix
 (``citewise`` by default): ``<p>_files``, ``<p>_documents``, ``<p>_paragraphs``, ``<p>_bibliography`` and
 ``<p>_chunks``, with the same columns. Vectors are in pgvector through `PgVectors` (halfvec, HNSW cosine):
 the chunks' in ``<p>_vectors_chunks``, the paragraphs' (embedded whole, or their chunks' normalised sum with

@@ -11,7 +11,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from citewise.index.lexical import LexicalIndex
+from citewise.index.local.lexical import LexicalIndex
 from citewise.index.pglexical import PgLexical
 from citewise.index.pgserver import Server
 

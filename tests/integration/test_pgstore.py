@@ -25,8 +25,8 @@ from psycopg import sql
 
 from citewise.index.chunking import ChunkingConfig, chunk_input
 from citewise.index.embeddings import Embedder
-from citewise.index.lexical import LexicalIndex
 from citewise.index.loaders import load_path
+from citewise.index.local.lexical import LexicalIndex
 from citewise.index.pgserver import Server
 from citewise.index.pgstore import MAX_ATTEMPTS, Outcome, PgStore
 from citewise.index.pgworker import run

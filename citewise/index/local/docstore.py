@@ -3,7 +3,7 @@
 It holds files, documents, paragraphs, bibliographies, chunks and their vectors. A document and all its
 chunks are written in one transaction, so an interrupted ingest never leaves a half-stored document. Every
 committed change bumps `generation`; the derived stores (Chroma, BM25) record the generation they mirror and
-are brought up to date from here when they lag (see `citewise.index.store`).
+are brought up to date from here when they lag (see `citewise.index.local.store`).
 
 One store is shared by the threads of a process (runs call it through `asyncio.to_thread`): each thread gets
 its own connection, so one thread's transaction never takes in another's statements, and WAL lets them all
