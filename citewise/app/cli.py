@@ -257,8 +257,8 @@ def ingest(
         bool,
         typer.Option(
             "--queue-only",
-            help="With --store: queue the files for the store's workers (python -m citewise.index.pgworker) "
-            "and return, ingesting none here.",
+            help="With --store: queue the files for the store's workers "
+            "(python -m citewise.index.shared.pgworker) and return, ingesting none here.",
         ),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or summary.")] = False,

@@ -43,8 +43,8 @@ def open_served(store: str, resources: Resources) -> SearchIndex:
     import psycopg
 
     from citewise.index import IndexOpenError
-    from citewise.index.pgworker import ensure_store
-    from citewise.index.shared import SharedIndex
+    from citewise.index.shared.index import SharedIndex
+    from citewise.index.shared.pgworker import ensure_store
 
     try:
         SharedIndex.model_of(store)
@@ -105,14 +105,14 @@ def ingest_shared(
     """Queue the files in the shared store (or queue failed ones again) and ingest here, as one worker of any.
 
     The store is made at its first ingest, with the embedding model, chunking and vector store given; others
-    (`python -m citewise.index.pgworker --store URL`) may take files from the same queue meanwhile.
+    (`python -m citewise.index.shared.pgworker --store URL`) may take files from the same queue meanwhile.
     `queue_only`: queue them and leave them to those workers.
     """
     import psycopg
 
     from citewise.index import IndexOpenError
-    from citewise.index.chromavectors import vector_choice
-    from citewise.index.pgworker import ingest as ingest_here
+    from citewise.index.shared.chromavectors import vector_choice
+    from citewise.index.shared.pgworker import ingest as ingest_here
     from citewise.index.writer import tag_files
 
     try:
@@ -126,7 +126,7 @@ def ingest_shared(
         if not quiet:
             typer.echo(
                 f"{verb} (shared store): {queued} files queued for the store's workers "
-                f"(python -m citewise.index.pgworker --store URL)",
+                f"(python -m citewise.index.shared.pgworker --store URL)",
                 err=True,
             )
         return
@@ -158,8 +158,8 @@ def remove_shared(store: str, paths: list[Path]) -> None:
     import psycopg
 
     from citewise.index import IndexOpenError
-    from citewise.index.pgstore import PgStore
-    from citewise.index.shared import SharedIndex
+    from citewise.index.shared.index import SharedIndex
+    from citewise.index.shared.pgstore import PgStore
 
     try:
         SharedIndex.model_of(store)  # a clear error for an unreachable database or a missing store
@@ -203,8 +203,8 @@ def stats_shared(store: str) -> IndexStats:
     import psycopg
 
     from citewise.index import IndexOpenError
-    from citewise.index.pgstore import PgStore
-    from citewise.index.shared import SharedIndex
+    from citewise.index.shared.index import SharedIndex
+    from citewise.index.shared.pgstore import PgStore
 
     try:
         SharedIndex.model_of(store)  # a clear error for an unreachable database or a missing store

@@ -136,7 +136,7 @@ class Resources:
         Raises:
             IndexOpenError: no store there, or one made with an embedding model citewise lacks.
         """
-        from citewise.index.shared import SharedIndex
+        from citewise.index.shared.index import SharedIndex
 
         key = (url, "store")
         with self._opening:

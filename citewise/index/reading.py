@@ -1,9 +1,9 @@
 """The reading API both index tiers give: what the layers above an index (graph, CLI, evaluation) may ask.
 
 `citewise.index.Index` (the local tier: SQLite, Chroma, bm25s under one directory) and
-`citewise.index.shared.SharedIndex` (the shared tier: one PostgreSQL database) both satisfy `SearchIndex`,
-so code that only reads takes either. Writing is each tier's own: `Index.ingest` under the directory's
-write lock, the shared tier's queue and workers (`citewise.index.pgworker`).
+`citewise.index.shared.index.SharedIndex` (the shared tier: one PostgreSQL database) both satisfy
+`SearchIndex`, so code that only reads takes either. Writing is each tier's own: `Index.ingest` under the
+directory's write lock, the shared tier's queue and workers (`citewise.index.shared.pgworker`).
 """
 
 from __future__ import annotations

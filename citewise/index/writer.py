@@ -64,7 +64,7 @@ class SharedWriter:
         tags: Sequence[str] = (),
     ) -> IngestReport:
         """Queue the files and work the queue here; `progress` gets a files bar and a chunks bar."""
-        from citewise.index.pgworker import ingest, summary
+        from citewise.index.shared.pgworker import ingest, summary
 
         files_bar = progress(desc="files", unit="file", position=0) if progress else None
         chunks_bar = progress(desc="chunks", unit="chunk", position=1) if progress else None
@@ -89,14 +89,14 @@ class SharedWriter:
 
     def remove(self, paths: Iterable[str | Path]) -> IngestReport:
         """Each file's documents go in one transaction."""
-        from citewise.index.pgstore import PgStore
+        from citewise.index.shared.pgstore import PgStore
 
         with PgStore(self.store) as shared:
             return shared.remove(list(paths))
 
     def stats(self) -> IndexStats:
         """The store's counts."""
-        from citewise.index.pgstore import PgStore
+        from citewise.index.shared.pgstore import PgStore
 
         with PgStore(self.store) as shared:
             return shared.stats()
@@ -116,7 +116,7 @@ def tag_files(store: str, files: Sequence[str], tags: Sequence[str]) -> int:
     tags = [t for t in tags if t]
     if not tags or not files:
         return 0
-    from citewise.index.pgstore import PgStore
+    from citewise.index.shared.pgstore import PgStore
 
     with PgStore(store) as shared:
         return sum(shared.tag_documents(file, tags) for file in files)

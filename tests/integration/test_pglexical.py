@@ -12,8 +12,8 @@ import psycopg
 import pytest
 
 from citewise.index.local.lexical import LexicalIndex
-from citewise.index.pglexical import PgLexical
-from citewise.index.pgserver import Server
+from citewise.index.shared.pglexical import PgLexical
+from citewise.index.shared.pgserver import Server
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ import psycopg
 import pytest
 
 from citewise.core.evidence import NO_ANSWER
-from citewise.index.pgserver import Server, free_port
-from citewise.index.pgstore import PgStore
+from citewise.index.shared.pgserver import Server, free_port
+from citewise.index.shared.pgstore import PgStore
 
 pytestmark = pytest.mark.integration
 
