@@ -83,6 +83,10 @@ class SearchIndex(Protocol):
         """How much each store holds."""
         ...
 
+    def empty(self) -> bool:
+        """Whether the index holds no chunk (cheaper than `stats`: it counts the records alone)."""
+        ...
+
     def refresh(self) -> None:
         """See what writers committed since the last look (searches do it themselves)."""
         ...

@@ -585,6 +585,10 @@ class Index(Writing, RememberedEmbeddings):
             generation=self.docstore.generation,
         )
 
+    def empty(self) -> bool:
+        """Whether the index holds no chunk (the document store's count: Chroma is not opened for it)."""
+        return self.docstore.counts()["chunks"] == 0
+
     def document(self, doc_id: str) -> DocumentRecord | None:
         """A stored document's title, file and metadata."""
         return self.docstore.document(doc_id)

@@ -428,6 +428,10 @@ class SharedIndex(RememberedEmbeddings):
         with self._store() as store:
             return store.stats()
 
+    def empty(self) -> bool:
+        """Whether the store holds no chunk."""
+        return self.stats().chunks == 0
+
     def document(self, doc_id: str) -> DocumentRecord | None:
         """A stored document's title, file and metadata."""
         with self._store() as store:

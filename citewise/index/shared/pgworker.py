@@ -122,10 +122,12 @@ def ingest(
     threads: int | None = None,
     report: Callable[[Outcome], None] | None = None,
     work: bool = True,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[int, list[Outcome]]:
     """Queue files in the shared store at `dsn` and work the queue here, as one worker of any (until empty).
 
-    `work=False` only queues them, for the store's workers (`python -m citewise.index.shared.pgworker`).
+    `stop` is asked before each claim (True: stop, the file in hand finished). `work=False` only queues
+    them, for the store's workers (`python -m citewise.index.shared.pgworker`).
 
     What `citewise ingest --store`, `citewise requeue` and the chat page's uploads with a store do. To queue,
     the store is made if it is not there (the ``vector`` extension, then `PgStore.create` with the default
@@ -150,7 +152,7 @@ def ingest(
             queued = store.enqueue(paths)
         if not work:
             return queued, []
-        return queued, run(store, store_embedder(store, threads=threads), report=report)
+        return queued, run(store, store_embedder(store, threads=threads), report=report, stop=stop)
 
 
 EXTENSION_LOCK = "citewise.pgworker.vector-extension"
