@@ -2,8 +2,9 @@
 
 `citewise.index.Index` (the local tier: SQLite, Chroma, bm25s under one directory) and
 `citewise.index.shared.index.SharedIndex` (the shared tier: one PostgreSQL database) both satisfy
-`SearchIndex`, so code that only reads takes either. Writing is each tier's own: `Index.ingest` under the
-directory's write lock, the shared tier's queue and workers (`citewise.index.shared.pgworker`).
+`SearchIndex`, so code that only reads takes either. Writing goes through `citewise.index.writer.IndexWriter`:
+`Index.ingest` under the directory's write lock, the shared tier's queue and workers
+(`citewise.index.shared.writer`).
 """
 
 from __future__ import annotations
