@@ -21,8 +21,9 @@ the Python API works as it is; the ways in pass theirs, so that every run of a p
 This is the one module that names the index tiers' classes: a run's settings name a local index folder or a
 shared store's postgresql:// URL, and what is handed back is the reading port (`SearchIndex`: `index`,
 `open_index`, `open_store`) or the writing port (`IndexWriter`: `Resources.writer`, `open_writer`;
-`open_folder` gives a local index as both). What only the shared tier does (queueing with each claim's
-outcome, requeueing, tags, making a store) is its writer's own, reached through `shared_store`.
+`open_folder` gives a local index as both; `stored_documents` reads its records alone, for `citewise show`).
+What only the shared tier does (queueing with each claim's outcome, requeueing, tags, making a store) is its
+writer's own, reached through `shared_store`.
 """
 
 from __future__ import annotations
@@ -30,13 +31,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citewise.deployment import check_settings
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     import numpy as np
 
     from citewise.context import Context
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from citewise.index.chunking import ChunkingConfig
     from citewise.index.embeddings import Embedder
     from citewise.index.reading import SearchIndex
+    from citewise.index.records import DocumentRecord, ParagraphRecord
     from citewise.index.shared.writer import SharedWriter
     from citewise.index.writer import IndexWriter, WritableIndex
     from citewise.models import LLM, Reranker, ResponseCaches, Servers
@@ -316,6 +317,29 @@ def open_writer(
     return open_folder(
         index_dir, chroma_url=chroma_url, chunking=chunking, create=create, embedders=embedders
     )
+
+
+def stored_documents(
+    folder: str | Path, text: str
+) -> list[tuple[DocumentRecord, list[ParagraphRecord], dict[str, str]]] | None:
+    """The local index's documents whose title or file holds `text`, each with its paragraphs and references.
+
+    Read from the index's records alone (no model loaded, no vectors opened); None when `folder` holds no
+    index.
+    """
+    from citewise.index.local.docstore import DocStore
+
+    database = Path(folder) / "docs.sqlite3"
+    if not database.exists():
+        return None
+    store = DocStore(database)
+    try:
+        return [
+            (record, store.paragraphs(record.id), store.bibliography(record.id))
+            for record in store.find_documents(text)
+        ]
+    finally:
+        store.close()
 
 
 def shared_store(url: str) -> SharedWriter:
