@@ -252,7 +252,7 @@ def recall_at_5(
     """R@5 of the questions in a fresh index of the files (hybrid search, as `citewise ask` runs it), and the
     seconds the ingest took. PDFs are read by `reader` (its pages through citewise's line pipeline)."""
     from citewise.index import loaders
-    from citewise.index.store import Index
+    from citewise.index.local.store import Index
 
     shipped = loaders._LOADERS[".pdf"]
     if reader != "citewise":

@@ -2,12 +2,12 @@
 
 SciFact abstracts (../shared/data/scifact/corpus.jsonl, the first `--documents`), each written as a file of
 its own (one BEIR record: a file is the unit of work and of a transaction), go through the queue of a fresh
-`citewise.index.pgstore.PgStore` (its own table prefix per run) in a throwaway PostgreSQL 18 with pgvector
-on 127.0.0.1 (`citewise.index.pgserver`; parallel query off, shared_buffers 256MB). Each run starts its
-workers (`python -m citewise.index.pgworker --threads 1 --poll`: one embedding thread each, the store's
-model, int8 MiniLM as new indexes have it) on an empty queue, waits until every one has loaded its model,
-then queues all the files at once and times until every file has its outcome. The figures: documents and
-chunks a second, the speed-up of 2 workers over 1 (the target is >= 1.6), and how the files fell to the
+`citewise.index.shared.pgstore.PgStore` (its own table prefix per run) in a throwaway PostgreSQL 18 with
+pgvector on 127.0.0.1 (`citewise.index.shared.pgserver`; parallel query off, shared_buffers 256MB). Each run
+starts its workers (`python -m citewise.index.shared.pgworker --threads 1 --poll`: one embedding thread each,
+the store's model, int8 MiniLM as new indexes have it) on an empty queue, waits until every one has loaded its
+model, then queues all the files at once and times until every file has its outcome. The figures: documents
+and chunks a second, the speed-up of 2 workers over 1 (the target is >= 1.6), and how the files fell to the
 workers. The worker processes, the server and this process share the machine's cores; the load average
 before and after each run is recorded, as other work on the machine moves the figures.
 
@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, print_table, save
 
 from citewise.index.embeddings import load_embedder
-from citewise.index.pgserver import serve
-from citewise.index.pgstore import PgStore
+from citewise.index.shared.pgserver import serve
+from citewise.index.shared.pgstore import PgStore
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -69,7 +69,7 @@ def start_worker(dsn: str, prefix: str, name: str) -> subprocess.Popen[str]:
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "citewise.index.pgworker", "--store", dsn, "--prefix", prefix]
+        [sys.executable, "-m", "citewise.index.shared.pgworker", "--store", dsn, "--prefix", prefix]
         + ["--threads", "1", "--poll", str(POLL), "--worker", name],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

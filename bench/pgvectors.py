@@ -6,14 +6,14 @@ train claims, embedded once with the same model), k=100 chunks a search (citewis
 
 ``exact``
     The reference: a numpy matrix product over every chunk (what citewise does below 50,000 chunks,
-    `citewise.index.paragraphs`).
+    `citewise.index.local.paragraphs`).
 ``chroma``
     citewise's `VectorIndex` (HNSW, cosine, ef_construction 200, ef_search 200, M 16) in a fresh embedded
     Chroma collection in a temporary folder, the chunks upserted as citewise mirrors them (ids, vectors,
     texts, metadata), so that its build is timed like the others'.
 ``pg-<kind> m<m>/<ef_construction> ef<ef_search>``
-    `citewise.index.pgvectors.PgVectors`: a table with a ``vector(384)`` or ``halfvec(384)`` column and an
-    HNSW index (``*_cosine_ops``), loaded by COPY and then indexed; every build searched at each ef_search.
+    `citewise.index.shared.pgvectors.PgVectors`: a table with a ``vector(384)`` or ``halfvec(384)`` column and
+    an HNSW index (``*_cosine_ops``), loaded by COPY and then indexed; every build searched at each ef_search.
     ``... +5k upserted`` is the chosen kind and m again at each ef_construction, the last 5,000 chunks
     upserted after the index was built, 500 a call (an ingest adding documents to a built index):
     ``upsert_per_s`` is their rate, searched at the chosen ef_search.
@@ -36,8 +36,8 @@ chunks' vectors pooled), with no relevance judgements: latency and agreement wit
 folder so that nothing in the cache is touched) and the chosen kind and m at each ef_construction and
 ef_search; the server's memory again.
 
-The server is a throwaway one from `citewise.index.pgserver` (PostgreSQL 18, pgvector 0.8), parallel query
-and parallel index builds off (a shared 2-core machine), shared_buffers 512MB; each build runs with
+The server is a throwaway one from `citewise.index.shared.pgserver` (PostgreSQL 18, pgvector 0.8), parallel
+query and parallel index builds off (a shared 2-core machine), shared_buffers 512MB; each build runs with
 maintenance_work_mem 1GB (`PgVectors.create_index`) so that the graph fits.
 
     python bench/pgvectors.py --chunks bench/.cache/scifact --out bench/results/pgvectors.json
@@ -63,11 +63,11 @@ from ranx import Qrels, Run, evaluate
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, percentiles, print_table, read_qrels, read_queries, save
 
-from citewise.index.docstore import DocStore
 from citewise.index.embeddings import load_embedder
-from citewise.index.pgserver import Binaries, Server, find_binaries, serve
-from citewise.index.pgvectors import Kind, PgVectors
-from citewise.index.vectors import VectorIndex, make_client
+from citewise.index.local.docstore import DocStore
+from citewise.index.local.vectors import VectorIndex, make_client
+from citewise.index.shared.pgserver import Binaries, Server, find_binaries, serve
+from citewise.index.shared.pgvectors import Kind, PgVectors
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 CACHE = Path(__file__).resolve().parent / ".cache"

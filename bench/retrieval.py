@@ -44,8 +44,8 @@ from citewise.index import ChunkingConfig, Index
 from citewise.index.embeddings import Embedder
 from citewise.index.fusion import rank, weighted_fusion
 from citewise.index.hops import two_hop_search
-from citewise.index.lexical import LexicalIndex
-from citewise.index.paragraphs import ParagraphVectors
+from citewise.index.local.lexical import LexicalIndex
+from citewise.index.local.paragraphs import ParagraphVectors
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 

@@ -46,11 +46,11 @@ from common import machine, percentiles, print_table, read_queries, save
 
 from citewise.index import Document, Index, Paragraph
 from citewise.index.chunking import Chunk, ChunkedDocument
-from citewise.index.docstore import DocStore
 from citewise.index.embeddings import load_embedder
-from citewise.index.lexical import LexicalIndex
-from citewise.index.paragraphs import ParagraphVectors
-from citewise.index.vectors import VectorIndex, make_client
+from citewise.index.local.docstore import DocStore
+from citewise.index.local.lexical import LexicalIndex
+from citewise.index.local.paragraphs import ParagraphVectors
+from citewise.index.local.vectors import VectorIndex, make_client
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 BUILD_INFO = "bench-build.json"

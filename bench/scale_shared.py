@@ -2,7 +2,7 @@
 
 For each size (100k, 1M chunks) the local index bench/scale.py built (``--local-cache``/scale-100k, scale-1m)
 is copied, as it is, into a shared store (`PgStore`, prefix ``scale``) in a PostgreSQL with pgvector started
-by `citewise.index.pgserver` in ``--cache``/scale-pg-100k, scale-pg-1m (kept, with the figures of each
+by `citewise.index.shared.pgserver` in ``--cache``/scale-pg-100k, scale-pg-1m (kept, with the figures of each
 stage as JSON beside the cluster, so that a rerun only re-measures). Four stages, each a process of its own:
 
 build
@@ -77,10 +77,10 @@ from scale import CACHE, MODES, SEARCH, _child, _du, disk, label, memory_mb, ram
 
 from citewise.index import Index
 from citewise.index.chunking import ChunkingConfig, chunk_input
-from citewise.index.pglexical import PgLexical
-from citewise.index.pgserver import serve
-from citewise.index.pgstore import PgStore
-from citewise.index.shared import SharedIndex
+from citewise.index.shared.index import SharedIndex
+from citewise.index.shared.pglexical import PgLexical
+from citewise.index.shared.pgserver import serve
+from citewise.index.shared.pgstore import PgStore
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 PREFIX = "scale"

@@ -10,8 +10,8 @@ included), both tiers and all modes interleaved query by query so that the machi
 
 A store that does not exist yet is made and filled here: the corpus is written one record a file (a file is
 the workers' unit of work) and ingested by the worker loop in this process. SciFact's 5,183 abstracts take
-a while: fill them ahead with `python -m citewise.index.pgworker` processes (bench/pgingest.py writes the
-files the same way). The tiers' chunks differ a little: the int8 model quantizes per batch, so a document
+a while: fill them ahead with `python -m citewise.index.shared.pgworker` processes (bench/pgingest.py writes
+the files the same way). The tiers' chunks differ a little: the int8 model quantizes per batch, so a document
 embedded in a batch of its own is cut at a sentence boundary or two elsewhere than in the corpus-wide batches
 of a local ingest; documents, which are what is scored, are the same::
 
@@ -50,11 +50,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import hotpotqa_as_beir, machine, percentiles, print_table, read_qrels, read_queries, save
 
 from citewise.index import ChunkingConfig, Index
-from citewise.index.chromavectors import PGVECTOR, vector_choice
-from citewise.index.pgstore import PgStore
-from citewise.index.pgworker import run, store_embedder
 from citewise.index.reading import SearchIndex
-from citewise.index.shared import SharedIndex
+from citewise.index.shared.chromavectors import PGVECTOR, vector_choice
+from citewise.index.shared.index import SharedIndex
+from citewise.index.shared.pgstore import PgStore
+from citewise.index.shared.pgworker import run, store_embedder
 
 MODES: dict[str, dict[str, Any]] = {
     "hybrid": {"mode": "hybrid", "alpha": 0.5},

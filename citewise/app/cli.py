@@ -45,12 +45,13 @@ from citewise.app.options import (
     port_option,
 )
 from citewise.app.terminal import OUTPUT_KEYS, ROUTES, AnswerMode, report_payload, show_answer
-from citewise.core.resources import Resources
+from citewise.core.resources import Resources, open_folder
 
 if TYPE_CHECKING:  # the stores and the embedding model load only when a command needs them: --help is fast
     from citewise.context import Context
-    from citewise.index import ChunkingConfig, Index, IngestReport
+    from citewise.index import ChunkingConfig, IngestReport
     from citewise.index.reading import SearchIndex
+    from citewise.index.writer import WritableIndex
 
 app = typer.Typer(
     name="citewise",
@@ -68,21 +69,21 @@ def _open(
     chunking: ChunkingConfig | None = None,
     create: bool = True,
     resources: Resources | None = None,
-) -> Index:
-    from citewise.index import Index, IndexOpenError
+) -> WritableIndex:
+    """The local index in `index` (`--index`), to search and write; its errors said in one line."""
+    from citewise.index import IndexOpenError
 
+    embedders = resources.embedder if resources is not None else None
     try:
-        if resources is None:
-            return Index.open(index, chroma_url=chroma_url, chunking=chunking, create=create)
-        return Index.open(
-            index, chroma_url=chroma_url, chunking=chunking, create=create, embedders=resources.embedder
+        return open_folder(
+            index, chroma_url=chroma_url, chunking=chunking, create=create, embedders=embedders
         )
     except (IndexOpenError, ValueError) as error:
         raise fail(str(error)) from error
 
 
 def ingest_paths(
-    index: Index, paths: list[Path], quiet: bool = False, tags: Sequence[str] = ()
+    index: WritableIndex, where: Path, paths: list[Path], quiet: bool = False, tags: Sequence[str] = ()
 ) -> IngestReport:
     """Ingest with progress bars on stderr and the summary printed; used by `ingest` and `--docs`."""
     from tqdm import tqdm
@@ -117,7 +118,7 @@ def ingest_paths(
         raise typer.Exit(130)
     if not quiet:
         try:
-            print_report(report, index, "ingest")
+            print_report(report, index, f"index {where.expanduser()}", "ingest")
         except IndexOpenError as error:  # Chroma, first opened for its count, is another model's
             raise fail(str(error)) from error
     return report
@@ -137,7 +138,7 @@ def _searchable(
     docs: list[Path] | None,
     quiet: bool,
     resources: Resources | None = None,
-) -> Index:
+) -> WritableIndex:
     """The index, after ingesting `docs` (a no-op for unchanged files); an empty index is an error.
 
     It embeds with the embedder `resources` keep, when given. An index folder this call made is removed again
@@ -150,12 +151,12 @@ def _searchable(
         raise fail("nothing was ingested", code=1)
     opened = _open(index, chroma_url, create=bool(docs), resources=resources)
     if docs:
-        ingest_paths(opened, docs, quiet=quiet)
-    if opened.docstore.counts()["chunks"] == 0:
+        ingest_paths(opened, index, docs, quiet=quiet)
+    if opened.empty():
         opened.close()
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
-        raise fail(f"index {opened.root} is empty: add documents with `citewise ingest PATH`", code=1)
+        raise fail(f"index {index.expanduser()} is empty: add documents with `citewise ingest PATH`", code=1)
     return opened
 
 
@@ -257,8 +258,8 @@ def ingest(
         bool,
         typer.Option(
             "--queue-only",
-            help="With --store: queue the files for the store's workers (python -m citewise.index.pgworker) "
-            "and return, ingesting none here.",
+            help="With --store: queue the files for the store's workers "
+            "(python -m citewise.index.shared.pgworker) and return, ingesting none here.",
         ),
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or summary.")] = False,
@@ -303,7 +304,7 @@ def ingest(
     if vectors:
         raise fail("--vectors is for a shared store (--store); a local index takes --chroma-url")
     with _open(index, chroma_url, chunking) as opened:
-        report = ingest_paths(opened, paths, quiet, tags=[t.strip() for t in tag or [] if t.strip()])
+        report = ingest_paths(opened, index, paths, quiet, tags=[t.strip() for t in tag or [] if t.strip()])
     nothing_done = not report.documents_added and not report.unchanged_files and not report.documents_removed
     if report.skipped and nothing_done:
         raise fail("nothing was ingested", code=1)
@@ -345,7 +346,7 @@ def remove(
             report = opened.remove(paths)
         except IndexOpenError as error:
             raise fail(str(error)) from error
-        print_report(report, opened, "remove")
+        print_report(report, opened, f"index {index.expanduser()}", "remove")
     if not report.files:
         raise fail("nothing matched in the index", code=1)
 

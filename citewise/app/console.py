@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    from citewise.index import Index, IngestReport
+    from citewise.index import IngestReport
     from citewise.index.records import IndexStats
+    from citewise.index.writer import IndexWriter
     from citewise.state import RunError
 
 
@@ -29,9 +30,9 @@ SKIPPED_SHOWN = 20
 """Skipped files listed one per line; beyond this, a count (a folder of photos need not fill the screen)."""
 
 
-def print_report(report: IngestReport, index: Index, verb: str) -> None:
-    """A local index's ingest or removal report, and what the index holds after it."""
-    print_summary(report, index.stats(), f"index {index.root}", "chroma", verb)
+def print_report(report: IngestReport, index: IndexWriter, where: str, verb: str) -> None:
+    """A local index's ingest or removal report, and what the index (`where`) holds after it."""
+    print_summary(report, index.stats(), where, "chroma", verb)
 
 
 def print_summary(report: IngestReport, stats: IndexStats, where: str, vectors: str, verb: str) -> None:

@@ -51,23 +51,15 @@ def show(
 
 def _stored(text: str, index: Path) -> list[Reading]:
     """The indexed documents whose title or file holds `text`, as stored."""
-    from citewise.index.docstore import DocStore
+    from citewise.core.resources import stored_documents
     from citewise.index.inspect import describe_stored
 
-    database = index / "docs.sqlite3"
-    if not database.exists():
+    found = stored_documents(index, text)
+    if found is None:
         raise fail(f"{text!r} is no file, and there is no index at {index} to look it up in")
-    store = DocStore(database)
-    try:
-        found = store.find_documents(text)
-        if not found:
-            raise fail(f"no file {text!r}, and no indexed document's title or file contains it", code=1)
-        return [
-            describe_stored(record, store.paragraphs(record.id), store.bibliography(record.id))
-            for record in found
-        ]
-    finally:
-        store.close()
+    if not found:
+        raise fail(f"no file {text!r}, and no indexed document's title or file contains it", code=1)
+    return [describe_stored(record, paragraphs, bibliography) for record, paragraphs, bibliography in found]
 
 
 def _print(reading: Reading) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from citewise.app.console import fail, print_summary
-from citewise.core.resources import Resources
+from citewise.core.resources import Resources, shared_store
 
 if TYPE_CHECKING:
     from citewise.index.reading import SearchIndex
@@ -37,22 +37,21 @@ def open_served(store: str, resources: Resources) -> SearchIndex:
     """The shared store a server answers from, made first if it is not there; an empty store is no error.
 
     Replicas may start before any document is ingested, and together with the ingests on a fresh database
-    (`pgworker.ensure_store` is safe run by many at once); they answer "not in your documents" until
+    (making one is safe run by many at once); they answer "not in your documents" until
     documents arrive. A store there already is only read (a replica of a hot standby writes nothing).
     """
     import psycopg
 
     from citewise.index import IndexOpenError
-    from citewise.index.pgworker import ensure_store
-    from citewise.index.shared import SharedIndex
 
+    writer = shared_store(store)
     try:
-        SharedIndex.model_of(store)
+        writer.model()
     except IndexOpenError as error:
         if str(error).startswith("cannot reach"):
             raise fail(first_line(error)) from error
         try:
-            ensure_store(store)
+            writer.make()
         except (IndexOpenError, psycopg.Error) as made:
             raise store_failed(made) from made
     return open_shared(store, resources, empty_ok=True)
@@ -105,20 +104,17 @@ def ingest_shared(
     """Queue the files in the shared store (or queue failed ones again) and ingest here, as one worker of any.
 
     The store is made at its first ingest, with the embedding model, chunking and vector store given; others
-    (`python -m citewise.index.pgworker --store URL`) may take files from the same queue meanwhile.
+    (`python -m citewise.index.shared.pgworker --store URL`) may take files from the same queue meanwhile.
     `queue_only`: queue them and leave them to those workers.
     """
     import psycopg
 
     from citewise.index import IndexOpenError
-    from citewise.index.chromavectors import vector_choice
-    from citewise.index.pgworker import ingest as ingest_here
-    from citewise.index.writer import tag_files
 
+    writer = shared_store(store)
     try:
-        choice = vector_choice(vectors)
-        queued, outcomes = ingest_here(
-            store, paths, requeue=requeue, chunking=chunking, vectors=choice, work=not queue_only
+        queued, outcomes = writer.queue(
+            paths, requeue=requeue, chunking=chunking, vectors=vectors, work=not queue_only
         )
     except (IndexOpenError, ValueError, psycopg.Error) as error:
         raise store_failed(error) from error
@@ -126,14 +122,14 @@ def ingest_shared(
         if not quiet:
             typer.echo(
                 f"{verb} (shared store): {queued} files queued for the store's workers "
-                f"(python -m citewise.index.pgworker --store URL)",
+                f"(python -m citewise.index.shared.pgworker --store URL)",
                 err=True,
             )
         return
     final = [o for o in outcomes if o.state != "retry"]
     failed = [o for o in final if o.state == "failed"]
     try:
-        tagged = tag_files(store, [o.path for o in final if o.state == "done"], tags or [])
+        tagged = writer.tag([o.path for o in final if o.state == "done"], tags or [])
     except psycopg.Error as error:
         raise store_failed(error) from error
     for outcome in failed:
@@ -158,15 +154,12 @@ def remove_shared(store: str, paths: list[Path]) -> None:
     import psycopg
 
     from citewise.index import IndexOpenError
-    from citewise.index.pgstore import PgStore
-    from citewise.index.shared import SharedIndex
 
+    writer = shared_store(store)
     try:
-        SharedIndex.model_of(store)  # a clear error for an unreachable database or a missing store
-        with PgStore(store) as shared:
-            report = shared.remove(paths)
-            stats = shared.stats()
-            vectors = "chroma" if shared.vectors_in_chroma else "pgvector"
+        writer.model()  # a clear error for an unreachable database or a missing store
+        report = writer.remove(paths)
+        stats, vectors = writer.stats(), writer.vectors()
     except (IndexOpenError, psycopg.Error) as error:
         raise store_failed(error) from error
     print_summary(report, stats, f"store {shown(store)}", vectors, "remove")
@@ -203,12 +196,10 @@ def stats_shared(store: str) -> IndexStats:
     import psycopg
 
     from citewise.index import IndexOpenError
-    from citewise.index.pgstore import PgStore
-    from citewise.index.shared import SharedIndex
 
+    writer = shared_store(store)
     try:
-        SharedIndex.model_of(store)  # a clear error for an unreachable database or a missing store
-        with PgStore(store) as shared:
-            return shared.stats()
+        writer.model()  # a clear error for an unreachable database or a missing store
+        return writer.stats()
     except (IndexOpenError, psycopg.Error) as error:
         raise store_failed(error) from error

@@ -17,13 +17,21 @@ What it keeps, each made at its first use:
 
 A Context without one (a script's `Context()`, a test's) gets its own at its first use (`resources_of`), so
 the Python API works as it is; the ways in pass theirs, so that every run of a process shares it.
+
+This is the one module that names the index tiers' classes: a run's settings name a local index folder or a
+shared store's postgresql:// URL, and what is handed back is the reading port (`SearchIndex`: `index`,
+`open_index`, `open_store`) or the writing port (`IndexWriter`: `Resources.writer`, `open_writer`;
+`open_folder` gives a local index as both; `stored_documents` reads its records alone, for `citewise show`).
+What only the shared tier does (queueing with each claim's outcome, requeueing, tags, making a store) is its
+writer's own, reached through `shared_store`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from citewise.deployment import check_settings
@@ -33,8 +41,12 @@ if TYPE_CHECKING:
 
     from citewise.context import Context
     from citewise.core.outlines import OutlineType
+    from citewise.index.chunking import ChunkingConfig
     from citewise.index.embeddings import Embedder
     from citewise.index.reading import SearchIndex
+    from citewise.index.records import DocumentRecord, ParagraphRecord
+    from citewise.index.shared.writer import SharedWriter
+    from citewise.index.writer import IndexWriter, WritableIndex
     from citewise.models import LLM, Reranker, ResponseCaches, Servers
 
 _UNSET: Any = object()
@@ -136,7 +148,7 @@ class Resources:
         Raises:
             IndexOpenError: no store there, or one made with an embedding model citewise lacks.
         """
-        from citewise.index.shared import SharedIndex
+        from citewise.index.shared.index import SharedIndex
 
         key = (url, "store")
         with self._opening:
@@ -146,15 +158,25 @@ class Resources:
 
     def open_index(self, index_dir: str, chroma_url: str | None = None) -> SearchIndex:
         """The index at `index_dir`, opened at the first call (blocking: syncs the stores)."""
-        from citewise.index import Index
-
         key = (index_dir, chroma_url)
         with self._opening:  # one opening at a time: two runs starting together share one handle
             if key not in self._indexes:
-                self._indexes[key] = Index.open(
+                self._indexes[key] = open_folder(
                     index_dir, chroma_url=chroma_url, create=False, embedders=self.embedder
                 )
             return self._indexes[key]
+
+    def writer(self, context: Context) -> IndexWriter:
+        """A writer of the index the context names (the shared store when it names one: where runs read).
+
+        Opened anew at each call, with these resources' embedders; the caller closes it.
+        """
+        return open_writer(
+            index_dir=context.index_dir,
+            store=context.store,
+            chroma_url=context.chroma_url,
+            embedders=self.embedder,
+        )
 
     def forget_index(self, context: Context) -> None:
         """Drop the open index the context names, so that the next run opens it afresh.
@@ -252,3 +274,76 @@ def resources_of(context: Context) -> Resources:
                 context.resources = Resources()
             resources = context.resources
     return resources
+
+
+def open_folder(
+    folder: str | Path,
+    *,
+    chroma_url: str | None = None,
+    chunking: ChunkingConfig | None = None,
+    create: bool = True,
+    embedders: Callable[[str | None], Embedder] | None = None,
+) -> WritableIndex:
+    """The local index in `folder`, to search and to write (made there when `create`).
+
+    Opened with `embedders` (the way in's, loaded once); none given: the index loads its own model.
+
+    Raises:
+        IndexOpenError: no index there (and not `create`), or one that cannot be opened as asked.
+    """
+    from citewise.index.local.store import Index
+
+    if embedders is None:
+        return Index.open(folder, chroma_url=chroma_url, chunking=chunking, create=create)
+    return Index.open(folder, chroma_url=chroma_url, chunking=chunking, create=create, embedders=embedders)
+
+
+def open_writer(
+    *,
+    index_dir: str | Path,
+    store: str | None = None,
+    chroma_url: str | None = None,
+    chunking: ChunkingConfig | None = None,
+    create: bool = True,
+    embedders: Callable[[str | None], Embedder] | None = None,
+) -> IndexWriter:
+    """The writer of the index a run names: the shared store at `store`, else the local one in `index_dir`.
+
+    A shared store keeps the chunking it was made with; `chunking`, `create` and `embedders` are the local
+    index's (`open_folder`).
+    """
+    if store:
+        return shared_store(store)
+    return open_folder(
+        index_dir, chroma_url=chroma_url, chunking=chunking, create=create, embedders=embedders
+    )
+
+
+def stored_documents(
+    folder: str | Path, text: str
+) -> list[tuple[DocumentRecord, list[ParagraphRecord], dict[str, str]]] | None:
+    """The local index's documents whose title or file holds `text`, each with its paragraphs and references.
+
+    Read from the index's records alone (no model loaded, no vectors opened); None when `folder` holds no
+    index.
+    """
+    from citewise.index.local.docstore import DocStore
+
+    database = Path(folder) / "docs.sqlite3"
+    if not database.exists():
+        return None
+    store = DocStore(database)
+    try:
+        return [
+            (record, store.paragraphs(record.id), store.bibliography(record.id))
+            for record in store.find_documents(text)
+        ]
+    finally:
+        store.close()
+
+
+def shared_store(url: str) -> SharedWriter:
+    """The shared store at `url` as its writer, with what only that tier does beside the writing port."""
+    from citewise.index.shared.writer import SharedWriter
+
+    return SharedWriter(url)

@@ -13,7 +13,6 @@ from citewise.context import Context
 from citewise.core.resources import Resources, resources_of
 from citewise.deployment import DeploymentError, allowed_paths, check_settings, data_root, escapes_root
 from citewise.index.loaders import iter_files
-from citewise.index.writer import open_writer
 
 
 class IndexInput(TypedDict):
@@ -48,12 +47,7 @@ def _run(paths: list[str], remove: bool, context: Context, resources: Resources)
         found = [(f, escapes_root(f)) for f in iter_files(allowed)]
         files = [f for f, escapes in found if not escapes]
         escaping = [f for f, escapes in found if escapes]
-    with open_writer(
-        index_dir=context.index_dir,
-        store=context.store,
-        chroma_url=context.chroma_url,
-        embedders=resources.embedder,
-    ) as index:  # the shared store when the run names one: where the query graph reads
+    with resources.writer(context) as index:  # the shared store when the run names one: where runs read
         report = index.remove(files) if remove else index.ingest(files)
         report.skipped.extend((str(f), "a symlink leading outside the data root") for f in escaping)
         return {

@@ -12,7 +12,7 @@ With `title_context`, the document title is part of what a chunk is matched on: 
 document and pooled in (or prefixed to the embedded text), and it is prefixed to the BM25 text.
 
 With `paragraph_vectors="whole"` each paragraph is also embedded whole (title + text, in the same model pass)
-for dense search at paragraph granularity (`citewise.index.paragraphs`); "pooled" derives the paragraph's
+for dense search at paragraph granularity (the local tier's `paragraphs`); "pooled" derives the paragraph's
 vector from its chunks' instead, at no ingest cost. On HotpotQA the whole paragraph lifts dense R@5 from
 0.720 (pooled) to 0.755 and hybrid from 0.800 to 0.810 (bench/results/retrieval-hotpotqa.json).
 """

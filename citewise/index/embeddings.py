@@ -79,7 +79,7 @@ class MiniLMEmbedder:
 
     `threads` caps the threads one embedding call computes on (onnxruntime's intra-op threads, or PyTorch's
     for the process); None leaves the runtime's default, every core. Ingest workers running side by side
-    take one each (`citewise.index.pgworker`), so that N workers use N cores and no more.
+    take one each (`citewise.index.shared.pgworker`), so that N workers use N cores and no more.
     """
 
     dim = 384

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from citewise.index.reading import SearchIndex
-from citewise.index.store import Hit
+from citewise.index.records import Hit
 
 HOP_KEEP = 2
 """The first round's best documents a second round never displaces (measured: keeps HotpotQA R@2 at 0.680)."""

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from citewise.index.docstore import DocumentRecord, ParagraphRecord
 from citewise.index.document import Document, LoadError
+from citewise.index.records import DocumentRecord, ParagraphRecord
 from citewise.index.tables import whole_tables
 
 SHOWN_DROPPED = 12

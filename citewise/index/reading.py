@@ -1,9 +1,10 @@
 """The reading API both index tiers give: what the layers above an index (graph, CLI, evaluation) may ask.
 
 `citewise.index.Index` (the local tier: SQLite, Chroma, bm25s under one directory) and
-`citewise.index.shared.SharedIndex` (the shared tier: one PostgreSQL database) both satisfy `SearchIndex`,
-so code that only reads takes either. Writing is each tier's own: `Index.ingest` under the directory's
-write lock, the shared tier's queue and workers (`citewise.index.pgworker`).
+`citewise.index.shared.index.SharedIndex` (the shared tier: one PostgreSQL database) both satisfy
+`SearchIndex`, so code that only reads takes either. Writing goes through `citewise.index.writer.IndexWriter`:
+`Index.ingest` under the directory's write lock, the shared tier's queue and workers
+(`citewise.index.shared.writer`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
-from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord
 from citewise.index.embeddings import Embedder
-from citewise.index.records import Hit, IndexStats
+from citewise.index.records import ChunkRecord, DocumentRecord, Hit, IndexStats, ParagraphRecord
 from citewise.index.scoring import Fusion, SearchMode
 
 
@@ -82,6 +82,10 @@ class SearchIndex(Protocol):
 
     def stats(self) -> IndexStats:
         """How much each store holds."""
+        ...
+
+    def empty(self) -> bool:
+        """Whether the index holds no chunk (cheaper than `stats`: it counts the records alone)."""
         ...
 
     def refresh(self) -> None:

@@ -1,4 +1,4 @@
-"""What the index hands out and reports: search hits, ingest reports, store counts, and its one error."""
+"""What the index hands out on either tier: stored records, search hits, ingest reports, counts, its error."""
 
 from __future__ import annotations
 
@@ -9,6 +9,53 @@ from typing import Any
 
 class IndexOpenError(Exception):
     """The index cannot be opened or written as asked; the message says why."""
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    """A stored chunk with what a search hit needs to show about it."""
+
+    id: str
+    doc_id: str
+    paragraph_id: str
+    seq: int
+    text: str
+    title: str
+    section: str
+
+
+@dataclass(frozen=True)
+class ParagraphRecord:
+    """A stored paragraph and the bibliography keys it cites."""
+
+    id: str
+    doc_id: str
+    seq: int
+    section: str
+    text: str
+    citations: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """A stored document (without its body)."""
+
+    id: str
+    file: str
+    key: str
+    title: str
+    metadata: dict[str, Any]
+
+
+def document_tags(metadata: dict[str, Any]) -> list[str]:
+    """The tags given at ingest (`citewise ingest --tag`), kept in a document's metadata."""
+    tags = metadata.get("tags")
+    return [str(tag) for tag in tags] if isinstance(tags, list) else []
+
+
+def paragraph_id(doc_id: str, seq: int) -> str:
+    """The id of a document's `seq`-th paragraph."""
+    return f"{doc_id}:p{seq}"
 
 
 @dataclass(frozen=True)

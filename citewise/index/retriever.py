@@ -1,8 +1,8 @@
 """A LangChain retriever over the index's hybrid search, so LangChain chains and the graph can plug it in.
 
 It asks of the index only `search` (both tiers have it: `citewise.index.Index` and
-`citewise.index.shared.SharedIndex`), so this module does not import the stores, which hand out retrievers
-with `as_retriever`.
+`citewise.index.shared.index.SharedIndex`), so this module does not import the stores, which hand out
+retrievers with `as_retriever`.
 """
 
 from __future__ import annotations

@@ -27,9 +27,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from citewise.index.docstore import ChunkRecord
 from citewise.index.fusion import drop_redundant, rank, reciprocal_rank_fusion, weighted_fusion
-from citewise.index.records import Hit
+from citewise.index.records import ChunkRecord, Hit
 
 SearchMode = Literal["hybrid", "bm25", "dense"]
 Fusion = Literal["minmax", "rrf"]

@@ -32,9 +32,9 @@ from citewise.core.indexes import in_thread, open_index
 from citewise.core.judge import ask as judge_ask
 from citewise.core.judge import by_label, fell_back
 from citewise.core.text import sentences
-from citewise.index.docstore import document_tags
 from citewise.index.embeddings import Embedder
 from citewise.index.reading import SearchIndex
+from citewise.index.records import document_tags
 from citewise.prompts.common import DATA_RULE, as_messages, quote, render
 from citewise.state import Degraded, EvidenceRecord, Stances, State
 

@@ -15,7 +15,7 @@ from langgraph.graph import END
 from langgraph.types import Command
 
 from citewise.deployment import DeploymentError
-from citewise.index.store import IndexOpenError
+from citewise.index.records import IndexOpenError
 from citewise.models import (
     MalformedOutput,
     ModelSetupError,

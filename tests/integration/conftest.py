@@ -15,8 +15,8 @@ from support.fake_openai import FakeOpenAI, SchemaResponder
 from citewise.core.resources import Resources
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
-from citewise.index.pgserver import Server
-from citewise.index.pgserver import serve as serve_postgres
+from citewise.index.shared.pgserver import Server
+from citewise.index.shared.pgserver import serve as serve_postgres
 
 SAMPLE = Path(__file__).resolve().parents[2] / "citewise" / "samples" / "unarxive_sample.jsonl"
 

@@ -10,8 +10,8 @@ import pytest
 from support.chroma import ChromaServer
 
 from citewise.index import Index
-from citewise.index.docstore import DocStore
 from citewise.index.embeddings import Embedder
+from citewise.index.local.docstore import DocStore
 
 pytestmark = pytest.mark.integration
 

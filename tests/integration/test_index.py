@@ -14,7 +14,7 @@ from langchain_core.documents import Document as LCDocument
 
 from citewise.index import ChunkingConfig, Index, IndexOpenError
 from citewise.index.embeddings import Embedder
-from citewise.index.paragraphs import ParagraphVectors
+from citewise.index.local.paragraphs import ParagraphVectors
 
 pytestmark = pytest.mark.integration
 

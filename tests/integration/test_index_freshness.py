@@ -22,8 +22,8 @@ import pytest
 
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
-from citewise.index.lexical import LexicalIndex
-from citewise.index.store import SearchMode
+from citewise.index.local.lexical import LexicalIndex
+from citewise.index.scoring import SearchMode
 
 pytestmark = pytest.mark.integration
 

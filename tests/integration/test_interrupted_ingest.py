@@ -251,7 +251,7 @@ class _InterruptAfterCommit:
 
 
 def test_ctrl_c_right_after_a_commit_stays_a_keyboard_interrupt(tmp_path: Path) -> None:
-    from citewise.index.docstore import DocStore
+    from citewise.index.local.docstore import DocStore
 
     store = DocStore(tmp_path / "docs.sqlite3")
     real = store.db

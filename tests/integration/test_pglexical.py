@@ -11,9 +11,9 @@ import numpy as np
 import psycopg
 import pytest
 
-from citewise.index.lexical import LexicalIndex
-from citewise.index.pglexical import PgLexical
-from citewise.index.pgserver import Server
+from citewise.index.local.lexical import LexicalIndex
+from citewise.index.shared.pglexical import PgLexical
+from citewise.index.shared.pgserver import Server
 
 pytestmark = pytest.mark.integration
 

@@ -1,8 +1,8 @@
 """The shared tier's store and its ingest workers (#28): a real PostgreSQL with pgvector on 127.0.0.1.
 
 Files go through the store's queue; workers are this process (`PgStore.work`, with the session's model) or
-real worker processes (`python -m citewise.index.pgworker`, and a small script that stops inside its write
-transaction), each loading the local MiniLM model itself.
+real worker processes (`python -m citewise.index.shared.pgworker`, and a small script that stops inside its
+write transaction), each loading the local MiniLM model itself.
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ from psycopg import sql
 
 from citewise.index.chunking import ChunkingConfig, chunk_input
 from citewise.index.embeddings import Embedder
-from citewise.index.lexical import LexicalIndex
 from citewise.index.loaders import load_path
-from citewise.index.pgserver import Server
-from citewise.index.pgstore import MAX_ATTEMPTS, Outcome, PgStore
-from citewise.index.pgworker import run
+from citewise.index.local.lexical import LexicalIndex
 from citewise.index.records import IndexOpenError
+from citewise.index.shared.pgserver import Server
+from citewise.index.shared.pgstore import PgStore
+from citewise.index.shared.pgworker import run
+from citewise.index.shared.queue import MAX_ATTEMPTS, Outcome
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +41,9 @@ SECONDS = 300  # the most a worker process may take (loading the model on a busy
 
 HOLDER = """
 import sys
-from citewise.index.pgstore import MAX_ATTEMPTS, Outcome, PgStore
-from citewise.index.pgworker import store_embedder
+from citewise.index.shared.pgstore import PgStore
+from citewise.index.shared.queue import MAX_ATTEMPTS, Outcome
+from citewise.index.shared.pgworker import store_embedder
 
 dsn, prefix = sys.argv[1:3]
 with PgStore(dsn, prefix=prefix) as store:
@@ -270,7 +272,7 @@ def test_two_workers_share_the_queue_and_neither_waits_for_the_other(
             [
                 sys.executable,
                 "-m",
-                "citewise.index.pgworker",
+                "citewise.index.shared.pgworker",
                 "--store",
                 postgres.dsn,
                 "--prefix",
@@ -408,9 +410,10 @@ import os
 import signal
 import sys
 
-from citewise.index import pgstore, pgworker, policy
+from citewise.index import policy
+from citewise.index.shared import pgworker, queue
 
-real_load, real_chunk = policy.load_path, pgstore.chunk_documents
+real_load, real_chunk = policy.load_path, queue.chunk_documents
 
 
 def load_path(path):
@@ -427,7 +430,7 @@ def chunk_documents(documents, *args, **kwargs):
     return real_chunk(documents, *args, **kwargs)
 
 
-policy.load_path, pgstore.chunk_documents = load_path, chunk_documents
+policy.load_path, queue.chunk_documents = load_path, chunk_documents
 sys.exit(pgworker.main(sys.argv[1:]))
 """
 """A real worker process (`pgworker.main`) whose loader kills it on files named *crash*, raises on *buggy*,
@@ -437,8 +440,8 @@ and whose chunking raises on a document titled Poison."""
 def _worker(
     server: Server, store: PgStore, *options: str, faulty: bool = True
 ) -> subprocess.CompletedProcess:
-    """Run one worker process over the queue: the faulty one, or `python -m citewise.index.pgworker`."""
-    program = ["-c", FAULTY] if faulty else ["-m", "citewise.index.pgworker"]
+    """Run one worker process: the faulty one, or `python -m citewise.index.shared.pgworker`."""
+    program = ["-c", FAULTY] if faulty else ["-m", "citewise.index.shared.pgworker"]
     arguments = ["--store", _dsn(server, "faulty"), "--prefix", store.prefix, "--worker", "w", *options]
     done = subprocess.run(
         [sys.executable, *program, *arguments],

@@ -13,8 +13,8 @@ import numpy as np
 import psycopg
 import pytest
 
-from citewise.index.pgserver import Server
-from citewise.index.pgvectors import PgVectors
+from citewise.index.shared.pgserver import Server
+from citewise.index.shared.pgvectors import PgVectors
 
 pytestmark = pytest.mark.integration
 

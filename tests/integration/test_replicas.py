@@ -21,7 +21,7 @@ import httpx
 import pytest
 from support.fake_openai import FakeOpenAI, SchemaResponder
 
-from citewise.index.pgserver import Server, free_port
+from citewise.index.shared.pgserver import Server, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -204,12 +204,12 @@ def test_replicas_on_the_shared_tier_find_what_a_worker_commits(
             "zebra's, while the rest of its coat is a dark reddish brown.\n",
             encoding="utf-8",
         )
-        from citewise.index.pgstore import PgStore
+        from citewise.index.shared.pgstore import PgStore
 
         with PgStore(store) as queue:
             assert queue.enqueue([note]) == 1
         worker = subprocess.run(  # a worker process, as on another machine
-            [sys.executable, "-m", "citewise.index.pgworker", "--store", store],
+            [sys.executable, "-m", "citewise.index.shared.pgworker", "--store", store],
             capture_output=True, text=True, timeout=600,
         )  # fmt: skip
         assert worker.returncode == 0, worker.stderr
@@ -292,7 +292,7 @@ def test_ingest_can_only_queue_files_for_the_store_s_workers(postgres: Server, t
         assert conn.execute("SELECT count(*) FROM citewise_documents").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM citewise_queue").fetchone() == (1,)
     worker = subprocess.run(
-        [sys.executable, "-m", "citewise.index.pgworker", "--store", store],
+        [sys.executable, "-m", "citewise.index.shared.pgworker", "--store", store],
         capture_output=True,
         text=True,
         timeout=600,

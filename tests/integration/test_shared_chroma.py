@@ -10,7 +10,7 @@ test_shared_index.py).
 
 A Chroma server cannot join a PostgreSQL transaction: a worker upserts a file's vectors before it commits,
 so one killed in between leaves vectors PostgreSQL never holds. Those must never be seen, and the file must
-go to the next worker (`citewise.index.chromavectors` says how).
+go to the next worker (`citewise.index.shared.chromavectors` says how).
 """
 
 from __future__ import annotations
@@ -31,13 +31,14 @@ import psycopg
 import pytest
 from support.chroma import ChromaServer, free_port
 
-from citewise.index.chromavectors import vector_choice
 from citewise.index.embeddings import Embedder
-from citewise.index.pgserver import Server
-from citewise.index.pgstore import PgStore, _Forgotten
-from citewise.index.pgworker import run
 from citewise.index.records import IndexOpenError
-from citewise.index.shared import SharedIndex
+from citewise.index.shared.chromavectors import vector_choice
+from citewise.index.shared.index import SharedIndex
+from citewise.index.shared.pgserver import Server
+from citewise.index.shared.pgstore import PgStore
+from citewise.index.shared.pgworker import run
+from citewise.index.shared.writes import Forgotten
 
 pytestmark = pytest.mark.integration
 
@@ -63,8 +64,8 @@ FUSED_TOLERANCE = 1e-2
 
 HOLDER = """
 import sys
-from citewise.index.pgstore import PgStore
-from citewise.index.pgworker import store_embedder
+from citewise.index.shared.pgstore import PgStore
+from citewise.index.shared.pgworker import store_embedder
 
 dsn, prefix = sys.argv[1:3]
 with PgStore(dsn, prefix=prefix) as store:
@@ -355,7 +356,7 @@ def test_removal_deletes_from_postgresql_then_chroma_and_spares_a_document_being
     holder = _holder(postgres, store, "storing")
     gone = {key: doc for key, doc in before.items() if key not in after}
     assert set(gone) <= set(_collection_ids(chroma, store))  # upserted, not committed
-    forgotten = _Forgotten()
+    forgotten = Forgotten()
     forgotten.add(set(gone.values()), gone, [])
     deleted: list[int] = []
     with PgStore(f"{postgres.dsn}?application_name=remover", prefix=store.prefix) as remover:
@@ -412,7 +413,7 @@ def test_an_unreachable_chroma_server_is_a_clear_one_line_error(
             [
                 sys.executable,
                 "-m",
-                "citewise.index.pgworker",
+                "citewise.index.shared.pgworker",
                 "--store",
                 postgres.dsn,
                 "--prefix",

@@ -16,8 +16,8 @@ import psycopg
 import pytest
 
 from citewise.core.evidence import NO_ANSWER
-from citewise.index.pgserver import Server, free_port
-from citewise.index.pgstore import PgStore
+from citewise.index.shared.pgserver import Server, free_port
+from citewise.index.shared.pgstore import PgStore
 
 pytestmark = pytest.mark.integration
 
@@ -153,6 +153,45 @@ def test_the_index_graph_writes_to_the_shared_store_the_query_graph_reads(store:
     )
     assert "2 mm a year" in asked["answer"]
     removed = asyncio.run(index_graph.ainvoke({"paths": [str(note)], "remove": True}, context=context))
+    assert removed["report"]["documents_removed"] == 1
+
+
+def test_a_served_index_graph_writes_to_the_store_its_environment_names(
+    store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Served, the store is CITEWISE_STORE's alone: an upload through the index graph lands where questions
+    look, and nothing is written to the local index folder the environment also names."""
+    import asyncio
+
+    from citewise.context import Context
+    from citewise.graph.index import graph as index_graph
+    from citewise.graph.query import graph as query_graph
+
+    note = tmp_path / "moss.md"
+    note.write_text(
+        "# Moss on the Lantern quarry walls\n\nThe silver moss Bryum lanternense covers 40 square metres of "
+        "the quarry's eastern wall.\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("CITEWISE_SERVED", "1")
+    monkeypatch.setenv("CITEWISE_STORE", store)
+    monkeypatch.setenv("CITEWISE_INDEX", str(tmp_path / "never-written"))
+    monkeypatch.setenv("CITEWISE_DATA_ROOT", str(tmp_path))
+    context = Context()  # the server's settings, from its environment, as a served run gets them
+    assert context.store == store
+    added = asyncio.run(index_graph.ainvoke({"paths": ["moss.md"]}, context=context))
+    assert added["error"] is None and added["report"]["documents_added"] == 1
+    assert not (tmp_path / "never-written").exists()  # not the local folder
+    with PgStore(store) as shared:
+        assert str(note.resolve()) in shared.files()
+    asked = asyncio.run(
+        query_graph.ainvoke(
+            {"messages": [("user", "How much of the quarry wall does Bryum lanternense cover?")]},
+            context=context,
+        )
+    )
+    assert "40 square metres" in asked["answer"]
+    removed = asyncio.run(index_graph.ainvoke({"paths": ["moss.md"], "remove": True}, context=context))
     assert removed["report"]["documents_removed"] == 1
 
 

@@ -1,13 +1,14 @@
 """The shared tier answers searches as the local tier does (#28): real PostgreSQL with pgvector on loopback.
 
 The same files (the twelve-document corpus, one file a record, and the bundled unarXive sample) go into a
-local `Index` and, through the queue and the worker loop (`citewise.index.pgworker.run`), into a `PgStore`;
-`SharedIndex` on that store must rank as `Index` does. On these small corpora HNSW (ef_search 200 over a few
-hundred vectors) finds every true neighbour, so the hits are the same chunks in the same order. Their lexical
-and dense scores agree to `SCORE_TOLERANCE` (halfvec vectors; BM25 in float64 against bm25s's float32). The
-fused score agrees less closely, to `FUSED_TOLERANCE`: min-max fusion divides by the range of the whole pool
-of candidates, and the pool's last members are near-ties that the rounding (or equal lexical scores, ordered
-by chunk id here and by BM25 index position locally) settles either way, which moves the dense minimum.
+local `Index` and, through the queue and the worker loop (`citewise.index.shared.pgworker.run`), into a
+`PgStore`; `SharedIndex` on that store must rank as `Index` does. On these small corpora HNSW (ef_search 200
+over a few hundred vectors) finds every true neighbour, so the hits are the same chunks in the same order.
+Their lexical and dense scores agree to `SCORE_TOLERANCE` (halfvec vectors; BM25 in float64 against bm25s's
+float32). The fused score agrees less closely, to `FUSED_TOLERANCE`: min-max fusion divides by the range of
+the whole pool of candidates, and the pool's last members are near-ties that the rounding (or equal lexical
+scores, ordered by chunk id here and by BM25 index position locally) settles either way, which moves the dense
+minimum.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ import pytest
 
 from citewise.index import Index
 from citewise.index.embeddings import Embedder, load_embedder
-from citewise.index.pgserver import Server
-from citewise.index.pgstore import PgStore
-from citewise.index.pgworker import run
 from citewise.index.reading import SearchIndex
 from citewise.index.records import IndexOpenError
-from citewise.index.shared import SharedIndex
+from citewise.index.shared.index import SharedIndex
+from citewise.index.shared.pgserver import Server
+from citewise.index.shared.pgstore import PgStore
+from citewise.index.shared.pgworker import run
 
 pytestmark = pytest.mark.integration
 

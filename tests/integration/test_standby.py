@@ -16,10 +16,10 @@ import psycopg
 import pytest
 
 from citewise.index.embeddings import Embedder
-from citewise.index.pgserver import Server, standby
-from citewise.index.pgstore import PgStore
-from citewise.index.pgworker import run
-from citewise.index.shared import SharedIndex
+from citewise.index.shared.index import SharedIndex
+from citewise.index.shared.pgserver import Server, standby
+from citewise.index.shared.pgstore import PgStore
+from citewise.index.shared.pgworker import run
 
 pytestmark = pytest.mark.integration
 
@@ -173,7 +173,7 @@ def test_the_command_line_reads_from_the_standby_and_says_where_it_must_write(
             assert removed.returncode == 2 and "Traceback" not in removed.stderr
             assert "read-only (a hot standby?)" in removed.stderr and "primary's URL" in removed.stderr
             worker = subprocess.run(
-                [sys.executable, "-m", "citewise.index.pgworker", "--store", secondary, "--once"],
+                [sys.executable, "-m", "citewise.index.shared.pgworker", "--store", secondary, "--once"],
                 capture_output=True, text=True, timeout=900,
             )  # fmt: skip
             assert worker.returncode == 2 and "Traceback" not in worker.stderr

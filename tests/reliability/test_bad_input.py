@@ -140,7 +140,7 @@ def _other_model_vectors(index: Path) -> None:
     import chromadb
     from chromadb.config import Settings
 
-    from citewise.index.vectors import ChromaEmbedding
+    from citewise.index.local.vectors import ChromaEmbedding
 
     class Other:
         name, dim = "bge-base-en-v1.5", 768

@@ -45,7 +45,7 @@ def test_the_command_line_loads_no_store_or_graph_code_until_a_command_needs_it(
     import subprocess
     import sys
 
-    heavy = ("chromadb", "torch", "langgraph", "citewise.index.store")
+    heavy = ("chromadb", "torch", "langgraph", "citewise.index.local.store")
     probe = f"import sys, citewise.app.cli; print(','.join(m for m in {heavy!r} if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == ""

@@ -11,7 +11,7 @@ import pytest
 from citewise.context import Context
 from citewise.deployment import DeploymentError, allowed_paths, check_settings, escapes_root
 from citewise.graph.query import graph
-from citewise.index.store import IndexOpenError
+from citewise.index.records import IndexOpenError
 from citewise.models import MalformedOutput, ModelSetupError
 from citewise.nodes.failed import explain
 

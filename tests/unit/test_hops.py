@@ -16,7 +16,7 @@ from citewise.context import Context
 from citewise.core.evidence import BRIDGE_FLAG, judge_all
 from citewise.core.llms import metered
 from citewise.index.hops import follow_up_queries, interleave
-from citewise.index.store import Hit
+from citewise.index.records import Hit
 from citewise.nodes import retrieve as retrieve_node
 from citewise.nodes.rerank import rerank
 from citewise.nodes.retrieve import search_all

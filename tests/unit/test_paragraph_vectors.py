@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from citewise.index.paragraphs import Paragraphs
+from citewise.index.local.paragraphs import Paragraphs
 
 
 def paragraphs(sizes: list[int]) -> Paragraphs:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from citewise.index.chromavectors import vector_choice
+from citewise.index.shared.chromavectors import vector_choice
 
 
 @pytest.mark.parametrize(

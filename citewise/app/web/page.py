@@ -43,7 +43,6 @@ from citewise.core.text import message_text
 from citewise.index import IndexOpenError
 from citewise.index.loaders import SUPPORTED_SUFFIXES
 from citewise.index.reading import SearchIndex
-from citewise.index.writer import open_writer
 
 logger = logging.getLogger(__name__)
 
@@ -508,13 +507,9 @@ class ChatPage:
             def close(self) -> None:
                 pass
 
-        embedders = resources_of(self.context).embedder  # the model the questions embed with, loaded once
-        with open_writer(
-            index_dir=self.context.index_dir,
-            store=self.context.store,  # queued in the shared store, worked here as one worker of any
-            chroma_url=self.context.chroma_url,
-            embedders=embedders,
-        ) as index:
+        # the shared store when the page answers from one (queued there, worked here as one worker of any);
+        # the model the questions embed with, loaded once
+        with resources_of(self.context).writer(self.context) as index:
             report = index.ingest(paths, progress=Bar)
             return report, index.stats()
 

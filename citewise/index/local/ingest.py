@@ -1,8 +1,8 @@
 """Writing an index: ingest files (skipping unchanged ones by hash), replace changed ones, remove files.
 
-`Writing` is the half of `citewise.index.store.Index` that writes: every write holds the index's write lock,
-commits a document and its chunks to SQLite in one transaction, mirrors them to Chroma after the commit, and
-rebuilds BM25 once at the end (also after an interrupt), so that what was committed is searchable.
+`Writing` is the half of `citewise.index.local.store.Index` that writes: every write holds the index's write
+lock, commits a document and its chunks to SQLite in one transaction, mirrors them to Chroma after the
+commit, and rebuilds BM25 once at the end (also after an interrupt), so that what was committed is searchable.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from citewise.index.chunking import ChunkingConfig, chunk_documents
-from citewise.index.docstore import DocStore
 from citewise.index.document import Document
 from citewise.index.embeddings import Embedder, embedded
 from citewise.index.loaders import SUPPORTED_SUFFIXES, iter_files, unsupported_files
+from citewise.index.local.docstore import DocStore
 from citewise.index.policy import NOTHING_WITHIN_LIMIT, decide
 from citewise.index.records import IngestReport, ProgressFactory
 
 if TYPE_CHECKING:
-    from citewise.index.vectors import VectorIndex
+    from citewise.index.local.vectors import VectorIndex
 
 
 class Writing:

@@ -1,6 +1,6 @@
 """An ingest worker of the shared tier: claims queued files and ingests them until the queue is empty.
 
-Several run at once, on one machine or several, against one store (`citewise.index.pgstore`): each step
+Several run at once, on one machine or several, against one store (`citewise.index.shared.pgstore`): each step
 claims a file no other worker holds, embeds it with this worker's own model, and writes it in one
 transaction. A worker killed at any moment loses nothing committed and leaves nothing half-written (the
 file it held goes back to the queue). A file that fails in any way fails alone: its error is recorded and
@@ -8,16 +8,17 @@ the worker goes on; a file whose claims ended without an outcome `MAX_ATTEMPTS` 
 or raised each time) is recorded failed instead of tried again. SIGTERM and SIGINT stop it between two
 files::
 
-    python -m citewise.index.pgworker --store postgresql://postgres@127.0.0.1:5432/postgres
-    python -m citewise.index.pgworker --store ... --once         # one file, then exit
-    python -m citewise.index.pgworker --store ... --poll 5       # keep looking for work every 5 s
-    python -m citewise.index.pgworker --store ... --requeue      # failed files back in the queue first
-    python -m citewise.index.pgworker --store ... --sweep        # delete killed workers' vectors in Chroma
+    python -m citewise.index.shared.pgworker --store postgresql://postgres@127.0.0.1:5432/postgres
+    python -m citewise.index.shared.pgworker --store ... --once      # one file, then exit
+    python -m citewise.index.shared.pgworker --store ... --poll 5    # keep looking for work every 5 s
+    python -m citewise.index.shared.pgworker --store ... --requeue   # failed files back in the queue first
+    python -m citewise.index.shared.pgworker --store ... --sweep     # delete killed workers' Chroma vectors
 
 The embedding model is the store's (recorded when it was created), computing on `--threads` threads
 (1 by default: N workers on N cores). Files are queued with `PgStore.enqueue`. A store whose vectors are in
-a Chroma server (`citewise.index.chromavectors`) is reached there before the model loads; `--sweep` deletes
-the vectors a killed worker left there (`PgStore.sweep`; harmless meanwhile, searches never return them).
+a Chroma server (`citewise.index.shared.chromavectors`) is reached there before the model loads; `--sweep`
+deletes the vectors a killed worker left there (`PgStore.sweep`; harmless meanwhile, searches never return
+them).
 """
 
 from __future__ import annotations
@@ -36,16 +37,11 @@ import psycopg
 
 from citewise.index.chunking import ChunkingConfig
 from citewise.index.embeddings import MODEL_NAMES, Embedder, MiniLMEmbedder, load_embedder
-from citewise.index.pgstore import (
-    DEFAULT_PREFIX,
-    MAX_ATTEMPTS,
-    UNCHANGED,
-    Outcome,
-    PgStore,
-    Settings,
-    default_worker_name,
-)
+from citewise.index.policy import UNCHANGED
 from citewise.index.records import IndexOpenError, IngestReport
+from citewise.index.shared.pgstore import PgStore
+from citewise.index.shared.queue import MAX_ATTEMPTS, Outcome, default_worker_name
+from citewise.index.shared.schema import DEFAULT_PREFIX, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -126,10 +122,12 @@ def ingest(
     threads: int | None = None,
     report: Callable[[Outcome], None] | None = None,
     work: bool = True,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[int, list[Outcome]]:
     """Queue files in the shared store at `dsn` and work the queue here, as one worker of any (until empty).
 
-    `work=False` only queues them, for the store's workers (`python -m citewise.index.pgworker`).
+    `stop` is asked before each claim (True: stop, the file in hand finished). `work=False` only queues
+    them, for the store's workers (`python -m citewise.index.shared.pgworker`).
 
     What `citewise ingest --store`, `citewise requeue` and the chat page's uploads with a store do. To queue,
     the store is made if it is not there (the ``vector`` extension, then `PgStore.create` with the default
@@ -154,7 +152,7 @@ def ingest(
             queued = store.enqueue(paths)
         if not work:
             return queued, []
-        return queued, run(store, store_embedder(store, threads=threads), report=report)
+        return queued, run(store, store_embedder(store, threads=threads), report=report, stop=stop)
 
 
 EXTENSION_LOCK = "citewise.pgworker.vector-extension"
@@ -223,7 +221,7 @@ def _print(outcome: Outcome) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """The command: ingest queued files into a shared store; 0 when the queue was worked through."""
     parser = argparse.ArgumentParser(
-        prog="python -m citewise.index.pgworker", description=__doc__.split("\n")[0]
+        prog="python -m citewise.index.shared.pgworker", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--store", required=True, help="the store's database: postgresql://user@host:port/db")
     parser.add_argument(

@@ -51,7 +51,7 @@ REQUIRED = ("initdb", "pg_ctl", "postgres")
 SERVER_USER = "postgres"
 """The Unix user the server runs as when the caller is root."""
 
-HBA = """# written by citewise.index.pgserver: trust, but on loopback only
+HBA = """# written by citewise.index.shared.pgserver: trust, but on loopback only
 local all all trust
 host all all 127.0.0.1/32 trust
 host replication all 127.0.0.1/32 trust

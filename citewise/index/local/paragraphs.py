@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from citewise.index.docstore import DocStore
+from citewise.index.local.docstore import DocStore
 
 logger = logging.getLogger(__name__)
 

@@ -3,8 +3,9 @@
 Two methods behind one class, each in tables of its own (named from `PgLexical.prefix`):
 
 ``bm25``
-    Lucene BM25 as bm25s computes it for citewise (`citewise.index.lexical.LexicalIndex`: k1 1.5, b 0.75,
-    its tokenizer: lower case, English stopwords, Snowball stemming), so that both tiers score alike.
+    Lucene BM25 as bm25s computes it for citewise (the local tier's `LexicalIndex`: k1 1.5, b 0.75, its
+    tokenizer, `citewise.index.terms`: lower case, English stopwords, Snowball stemming), so that both tiers
+    score alike.
     The score of a chunk d for a query q is ``sum over t in q of qtf(t) * idf(t) * tfc(t, d)`` with
     ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``, ``tfc(t, d) = tf / (tf + k1 (1 - b + b |d| / avgdl))``.
     That is an inner product: each chunk stores ``tfc`` as a ``sparsevec`` over term ids (``<p>_terms``:
@@ -48,13 +49,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Literal
 
 import psycopg
 from psycopg import sql
 
-from citewise.index.lexical import LexicalIndex
+from citewise.index.terms import Terms
 
 Method = Literal["bm25", "ts_rank_cd"]
 
@@ -250,7 +250,7 @@ class PgLexical:
         self.conn, self.method, self.prefix = conn, method, prefix
         self.k1, self.b = k1, b
         self.config, self.normalization, self.match = config, normalization, match
-        self._tokenizer = LexicalIndex(Path("."), load=False)  # citewise's tokenizer; its folder is unused
+        self._tokenizer = Terms()
         names = (
             *("chunks", "terms", "stats", "pending", "pending_stats", "weights", "search", "staging"),
             *("chunks_terms", "chunks_tsv", "pending_term"),
@@ -315,7 +315,7 @@ class PgLexical:
         self.conn.execute(self._sql("ANALYZE {chunks}"))
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
-        """Tokens as citewise's BM25 makes them (`LexicalIndex.tokenize`): lower case, stemmed."""
+        """Tokens as citewise's BM25 makes them (`Terms.tokenize`): lower case, stemmed."""
         return self._tokenizer.tokenize(texts)
 
     def register(self, tokens: Sequence[Sequence[str]]) -> None:

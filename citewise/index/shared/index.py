@@ -6,7 +6,8 @@ ranks them with `citewise.index.scoring.score_hits`, the function `Index.search`
 differ only where their stores do:
 
 - Dense search is HNSW in pgvector (the local tier searches its up to 50,000 chunks exactly) and vectors are
-  stored as halfvec (a cosine within 1e-4 of float32's, `citewise.index.pgvectors`): near-ties may swap.
+  stored as halfvec (a cosine within 1e-4 of float32's, `citewise.index.shared.pgvectors`): near-ties may
+  swap.
 - A chunk's lexical score mixes its BM25 with its paragraph's, each divided by the query's best
   (`blend_lexical`). The local tier scores every chunk; here the best `depth` are found by Fagin's
   threshold algorithm over the two BM25 rankings: the top n chunks and top n paragraphs are read, every
@@ -40,10 +41,15 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-from citewise.index.docstore import ChunkRecord, DocumentRecord, ParagraphRecord
 from citewise.index.embeddings import Embedder, RememberedEmbeddings, load_embedder
-from citewise.index.pgstore import DEFAULT_PREFIX, PgStore
-from citewise.index.records import Hit, IndexOpenError, IndexStats
+from citewise.index.records import (
+    ChunkRecord,
+    DocumentRecord,
+    Hit,
+    IndexOpenError,
+    IndexStats,
+    ParagraphRecord,
+)
 from citewise.index.scoring import (
     PARAGRAPH_DENSE_WEIGHT,
     PARAGRAPH_WEIGHT,
@@ -54,6 +60,8 @@ from citewise.index.scoring import (
     check_search,
     score_hits,
 )
+from citewise.index.shared.pgstore import PgStore
+from citewise.index.shared.schema import DEFAULT_PREFIX
 
 CONNECTIONS = 8
 """Connections a `SharedIndex` opens at most (searches beyond that many at once wait for one)."""
@@ -419,6 +427,10 @@ class SharedIndex(RememberedEmbeddings):
         """Rows in the store's tables; chunks, vectors and BM25 rows agree once each write committed."""
         with self._store() as store:
             return store.stats()
+
+    def empty(self) -> bool:
+        """Whether the store holds no chunk."""
+        return self.stats().chunks == 0
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         """A stored document's title, file and metadata."""

@@ -1,7 +1,7 @@
 """The index: three stores under one directory, kept in agreement, and hybrid search over them.
 
 This module opens an index, keeps its stores in agreement and searches it; writing (ingest, removal) is
-`citewise.index.ingest`, and what it hands out (hits, reports, counts) is `citewise.index.records`.
+`citewise.index.local.ingest`, and what it hands out (hits, reports, counts) is `citewise.index.records`.
 
 Layout of an index directory::
 
@@ -19,8 +19,8 @@ and nothing is embedded twice. While another process holds the lock, that proces
 
 Chroma is opened on first use, not at open: by a write, a repair or `stats`, and by the first search of an
 index past `EXACT_LIMIT` chunks (opened at open then: its searches read it). Below the limit, dense search is
-exact over the vectors the paragraph vectors hold (see `citewise.index.paragraphs`). Its other checks run
-when it opens: a collection of another model's dimension is refused, and one that holds another count of
+exact over the vectors the paragraph vectors hold (see `citewise.index.local.paragraphs`). Its other checks
+run when it opens: a collection of another model's dimension is refused, and one that holds another count of
 chunks than the document store (a server that lost its data, a deleted folder) is reconciled like a lagging
 one.
 
@@ -48,23 +48,32 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from citewise.index.chunking import ChunkingConfig, chunk_input
-from citewise.index.docstore import ChunkRecord, DocStore, DocumentRecord, ParagraphRecord
 from citewise.index.embeddings import MODEL_NAMES, Embedder, RememberedEmbeddings, load_embedder
-from citewise.index.ingest import Writing
-from citewise.index.lexical import LexicalIndex
-from citewise.index.paragraphs import Paragraphs, ParagraphVectors
-from citewise.index.records import Hit as Hit
-from citewise.index.records import IndexOpenError as IndexOpenError
-from citewise.index.records import IndexStats as IndexStats
-from citewise.index.records import IngestReport as IngestReport
-from citewise.index.scoring import PARAGRAPH_DENSE_WEIGHT as PARAGRAPH_DENSE_WEIGHT
-from citewise.index.scoring import PARAGRAPH_WEIGHT as PARAGRAPH_WEIGHT
-from citewise.index.scoring import Candidates, blend_lexical, check_search, score_hits
-from citewise.index.scoring import Fusion as Fusion
-from citewise.index.scoring import SearchMode as SearchMode
+from citewise.index.local.docstore import DocStore
+from citewise.index.local.ingest import Writing
+from citewise.index.local.lexical import LexicalIndex
+from citewise.index.local.paragraphs import Paragraphs, ParagraphVectors
+from citewise.index.records import (
+    ChunkRecord,
+    DocumentRecord,
+    Hit,
+    IndexOpenError,
+    IndexStats,
+    ParagraphRecord,
+)
+from citewise.index.scoring import (
+    PARAGRAPH_DENSE_WEIGHT,
+    PARAGRAPH_WEIGHT,
+    Candidates,
+    Fusion,
+    SearchMode,
+    blend_lexical,
+    check_search,
+    score_hits,
+)
 
 if TYPE_CHECKING:
-    from citewise.index.vectors import VectorIndex
+    from citewise.index.local.vectors import VectorIndex
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +208,10 @@ class Index(Writing, RememberedEmbeddings):
         return self._vectors
 
     def _open_chroma(self) -> VectorIndex:
-        from citewise.index.vectors import VectorIndex, make_client  # Chroma costs half a second to import
+        from citewise.index.local.vectors import (  # Chroma costs half a second to import
+            VectorIndex,
+            make_client,
+        )
 
         vectors = VectorIndex(make_client(self.root, self.chroma_url), self.embedder, self.collection)
         foreign = vectors.foreign()
@@ -255,7 +267,7 @@ class Index(Writing, RememberedEmbeddings):
                 with another embedding model or other chunking settings than the ones asked for.
         """
         if chroma_url is not None:
-            from citewise.index.vectors import server_address
+            from citewise.index.local.vectors import server_address
 
             server_address(chroma_url)  # a malformed URL is refused now, not at the first write
         root = Path(path).expanduser()
@@ -572,6 +584,10 @@ class Index(Writing, RememberedEmbeddings):
             paragraphs_lexical=len(lexical.paragraphs),
             generation=self.docstore.generation,
         )
+
+    def empty(self) -> bool:
+        """Whether the index holds no chunk (the document store's count: Chroma is not opened for it)."""
+        return self.docstore.counts()["chunks"] == 0
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         """A stored document's title, file and metadata."""

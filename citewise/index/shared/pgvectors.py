@@ -1,6 +1,6 @@
 """Chunk vectors in PostgreSQL with pgvector: the dense half of the shared index tier (#28).
 
-`PgVectors` has `citewise.index.vectors.VectorIndex`'s methods (``upsert``, ``delete``, ``search``, ``count``,
+`PgVectors` has the local tier's `VectorIndex`'s methods (``upsert``, ``delete``, ``search``, ``count``,
 ``ids``) over one table, ``<prefix>_chunks``: the chunk id (primary key), its document and paragraph ids,
 and its vector, with an HNSW index on cosine distance. The chunk texts are not stored: the document store
 has them.

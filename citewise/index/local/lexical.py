@@ -15,45 +15,20 @@ import logging
 import math
 import os
 import shutil
-import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
-import Stemmer
 
-if TYPE_CHECKING:  # the class, for annotations: the module itself is imported below, without numba
+from citewise.index.terms import Terms, bm25s
+
+if TYPE_CHECKING:  # the class, for annotations: the module itself is imported by `terms`, without numba
     from bm25s import BM25
 
 
-def _bm25s_without_numba() -> ModuleType:
-    """bm25s, imported without numba when numba is not loaded yet.
-
-    bm25s imports numba whenever it is installed (ranx, which `citewise eval` uses, installs it) for a
-    retrieval backend citewise does not use: it reads `BM25.get_scores`, plain NumPy. That import was 0.1 s
-    of a cold `ask` (5%). numba stays importable afterwards (ranx imports it when evaluating).
-    """
-    if "numba" in sys.modules:
-        import bm25s
-
-        return bm25s
-    sys.modules["numba"] = None  # type: ignore[assignment]  # `import numba` raises ImportError meanwhile
-    try:
-        import bm25s
-    finally:
-        del sys.modules["numba"]
-    return bm25s
-
-
-bm25s = _bm25s_without_numba()
-
 logger = logging.getLogger(__name__)
-# bm25s pins its own logger at DEBUG on import, which prints every index build; let the application's
-# logging configuration decide instead.
-logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
 LOAD_ATTEMPTS = 5
 """How many times a load follows the pointer when the folder it named was replaced while being read."""
@@ -73,7 +48,7 @@ class LexicalIndex:
         self.name = name
         self.pointer = root / f"{name}.json"
         self.k1, self.b = k1, b
-        self.stemmer = Stemmer.Stemmer("english")
+        self.terms = Terms()
         self.generation = -1
         self.folder: str | None = None
         self.ids: list[str] = []
@@ -145,10 +120,8 @@ class LexicalIndex:
         self.folder, self.generation = name, generation
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
-        """Lower-case, drop English stopwords, stem."""
-        return bm25s.tokenize(
-            list(texts), stopwords="en", stemmer=self.stemmer, return_ids=False, show_progress=False
-        )
+        """Lower-case, drop English stopwords, stem (`Terms.tokenize`)."""
+        return self.terms.tokenize(texts)
 
     def build(
         self, ids: Sequence[str], texts: Sequence[str], generation: int, parents: Sequence[str] = ()
@@ -160,7 +133,7 @@ class LexicalIndex:
         frequency: dict[str, int] = {}
         if ids:
             retriever = bm25s.BM25(k1=self.k1, b=self.b)
-            tokens = bm25s.tokenize(list(texts), stopwords="en", stemmer=self.stemmer, show_progress=False)
+            tokens = self.terms.ids(texts)
             counts = np.zeros(len(tokens.vocab), dtype=np.int64)
             for row in tokens.ids:
                 counts[np.unique(np.asarray(row, dtype=np.int64))] += 1

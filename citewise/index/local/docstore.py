@@ -3,7 +3,7 @@
 It holds files, documents, paragraphs, bibliographies, chunks and their vectors. A document and all its
 chunks are written in one transaction, so an interrupted ingest never leaves a half-stored document. Every
 committed change bumps `generation`; the derived stores (Chroma, BM25) record the generation they mirror and
-are brought up to date from here when they lag (see `citewise.index.store`).
+are brought up to date from here when they lag (see `citewise.index.local.store`).
 
 One store is shared by the threads of a process (runs call it through `asyncio.to_thread`): each thread gets
 its own connection, so one thread's transaction never takes in another's statements, and WAL lets them all
@@ -19,13 +19,13 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from citewise.index.chunking import ChunkedDocument
+from citewise.index.records import ChunkRecord, DocumentRecord, ParagraphRecord, document_tags, paragraph_id
 
 SCHEMA_VERSION = "3"
 BUSY_SECONDS = 30.0
@@ -58,53 +58,6 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id, seq);
 """
-
-
-@dataclass(frozen=True)
-class ChunkRecord:
-    """A stored chunk with what a search hit needs to show about it."""
-
-    id: str
-    doc_id: str
-    paragraph_id: str
-    seq: int
-    text: str
-    title: str
-    section: str
-
-
-@dataclass(frozen=True)
-class ParagraphRecord:
-    """A stored paragraph and the bibliography keys it cites."""
-
-    id: str
-    doc_id: str
-    seq: int
-    section: str
-    text: str
-    citations: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class DocumentRecord:
-    """A stored document (without its body)."""
-
-    id: str
-    file: str
-    key: str
-    title: str
-    metadata: dict[str, Any]
-
-
-def document_tags(metadata: dict[str, Any]) -> list[str]:
-    """The tags given at ingest (`citewise ingest --tag`), kept in a document's metadata."""
-    tags = metadata.get("tags")
-    return [str(tag) for tag in tags] if isinstance(tags, list) else []
-
-
-def paragraph_id(doc_id: str, seq: int) -> str:
-    """The id of a document's `seq`-th paragraph."""
-    return f"{doc_id}:p{seq}"
 
 
 class DocStore:

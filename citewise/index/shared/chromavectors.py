@@ -1,11 +1,12 @@
 """The shared tier's vectors in a Chroma server instead of pgvector (#28): the choice, and `ChromaVectors`.
 
-A shared store (`citewise.index.pgstore`) keeps its chunk and paragraph vectors in one of two places, chosen
-when it is made and recorded in its ``<p>_meta`` table (key ``vectors``), so that every worker and reader
-uses the same one whatever it is told later (`vector_choice` parses the option; another one is refused):
+A shared store (`citewise.index.shared.pgstore`) keeps its chunk and paragraph vectors in one of two places,
+chosen when it is made and recorded in its ``<p>_meta`` table (key ``vectors``), so that every worker and
+reader uses the same one whatever it is told later (`vector_choice` parses the option; another one is
+refused):
 
 ``pgvector`` (the default)
-    `citewise.index.pgvectors`: tables in the same database, written in the same transactions as every
+    `citewise.index.shared.pgvectors`: tables in the same database, written in the same transactions as every
     other row of a file.
 ``chroma://host:port`` (``chroma+https://`` for TLS; ``http://`` and ``https://`` URLs are read alike)
     Two collections on a Chroma server (``chroma run``): ``<name>-chunks`` and ``<name>-paragraphs``, where

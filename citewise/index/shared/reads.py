@@ -1,0 +1,204 @@
+"""Reading the shared store: records by id, the candidates a search ranks, and what each table holds.
+
+What `SharedIndex` (`citewise.index.shared.index`) and the ingest policy (`citewise.index.policy.Recorded`)
+ask of a `PgStore`; every read sees what is committed (a caller's snapshot, if it holds one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from psycopg import sql
+from psycopg.pq import TransactionStatus
+
+from citewise.index.records import ChunkRecord, DocumentRecord, IndexStats, ParagraphRecord
+from citewise.index.shared.schema import Schema
+
+
+class Reads(Schema):
+    """The store's reads (the write and queue halves build on them)."""
+
+    def file_sha(self, path: str) -> str | None:
+        """The content hash recorded when `path` was last ingested, or None."""
+        row = self.conn.execute(self._sql("SELECT sha256 FROM {files} WHERE path = %s"), [path]).fetchone()
+        return str(row[0]) if row else None
+
+    def files(self) -> list[str]:
+        """Every file with documents in the store, or recorded as ingested."""
+        statement = "SELECT DISTINCT file FROM {documents} UNION SELECT path FROM {files} ORDER BY 1"
+        return [r[0] for r in self.conn.execute(self._sql(statement))]
+
+    def document_ids(self, file: str | None = None) -> set[str]:
+        """Ids of all documents, or of those from one file."""
+        if file is None:
+            return {r[0] for r in self.conn.execute(self._sql("SELECT id FROM {documents}"))}
+        statement = self._sql("SELECT id FROM {documents} WHERE file = %s")
+        return {r[0] for r in self.conn.execute(statement, [file])}
+
+    def file_with_sha(self, sha256: str, other_than: str) -> str | None:
+        """Another file recorded with this content hash (the same bytes under another name), or None."""
+        statement = self._sql(
+            "SELECT path FROM {files} WHERE sha256 = %s AND path <> %s ORDER BY path LIMIT 1"
+        )
+        row = self.conn.execute(statement, [sha256, other_than]).fetchone()
+        return str(row[0]) if row else None
+
+    def document_files(self, ids: Iterable[str]) -> dict[str, str]:
+        """The file each of the given stored document ids came from."""
+        statement = self._sql("SELECT id, file FROM {documents} WHERE id = ANY(%s)")
+        return dict(self.conn.execute(statement, [list(ids)]).fetchall())
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        """One stored document, or None."""
+        row = self.conn.execute(
+            self._sql("SELECT id, file, key, title, metadata FROM {documents} WHERE id = %s"), [doc_id]
+        ).fetchone()
+        return DocumentRecord(*row) if row else None
+
+    def paragraphs(self, doc_id: str) -> list[ParagraphRecord]:
+        """A document's paragraphs in reading order."""
+        rows = self.conn.execute(
+            self._sql(
+                """SELECT id, doc_id, seq, section, text, citations FROM {paragraphs}
+                WHERE doc_id = %s ORDER BY seq"""
+            ),
+            [doc_id],
+        )
+        return [ParagraphRecord(i, d, s, sec, t, tuple(c)) for i, d, s, sec, t, c in rows]
+
+    def paragraph(self, paragraph_id: str) -> ParagraphRecord | None:
+        """One paragraph by id, or None."""
+        row = self.conn.execute(
+            self._sql("SELECT id, doc_id, seq, section, text, citations FROM {paragraphs} WHERE id = %s"),
+            [paragraph_id],
+        ).fetchone()
+        return ParagraphRecord(row[0], row[1], row[2], row[3], row[4], tuple(row[5])) if row else None
+
+    def bibliography(self, doc_id: str) -> dict[str, str]:
+        """A document's reference list, key -> entry text, in the document's order."""
+        statement = self._sql("SELECT key, text FROM {bibliography} WHERE doc_id = %s ORDER BY seq")
+        return dict(self.conn.execute(statement, [doc_id]).fetchall())
+
+    def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
+        """Chunk records (with title and section) of the given ids that are stored (others are left out)."""
+        rows = self.conn.execute(
+            self._sql(
+                """SELECT c.id, c.doc_id, c.paragraph_id, c.seq, c.text, d.title, p.section FROM {chunks} AS c
+                JOIN {documents} AS d ON d.id = c.doc_id JOIN {paragraphs} AS p ON p.id = c.paragraph_id
+                WHERE c.id = ANY(%s)"""
+            ),
+            [list(ids)],
+        )
+        return {r[0]: ChunkRecord(*r) for r in rows}
+
+    def stored_vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The given chunk ids that are stored, in the given order, and their vectors (as stored: halfvec).
+
+        With the vectors in Chroma, only ids PostgreSQL holds count (in the caller's snapshot, if any): a
+        search's candidates all pass through here, so a killed worker's orphans are never returned.
+        """
+        if self.vectors_in_chroma:
+            held = self.chunk_paragraphs(ids)
+            ids = [key for key in ids if key in held]
+        found = self.vectors.vectors(ids)
+        kept = [key for key in ids if key in found]
+        matrix = np.zeros((len(kept), self.dim), dtype=np.float32)
+        for n, key in enumerate(kept):
+            matrix[n] = found[key]
+        return kept, matrix
+
+    def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The k chunks nearest a query vector: (chunk id, cosine similarity), best first (HNSW)."""
+        return self.vectors.search(vector, k)
+
+    def dense_paragraphs(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The k paragraphs nearest a query vector: (paragraph id, cosine similarity), best first (HNSW)."""
+        return self.paragraph_vectors.search(vector, k)
+
+    def bm25(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The k best chunks by BM25: (chunk id, score), best first; only chunks sharing a term."""
+        return self.lexical.search(query, k)
+
+    def bm25_paragraphs(self, query: str, k: int) -> list[tuple[str, float]]:
+        """The k best paragraphs by BM25: (paragraph id, score), best first; only those sharing a term."""
+        return self.paragraph_lexical.search(query, k)
+
+    def bm25_scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
+        """The BM25 of each given chunk that shares a term with the query (the others score 0)."""
+        return self.lexical.scores(query, ids)
+
+    def bm25_paragraph_scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
+        """The BM25 of each given paragraph that shares a term with the query (the others score 0)."""
+        return self.paragraph_lexical.scores(query, ids)
+
+    def paragraph_similarities(self, vector: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        """The cosine similarity to a query vector of each given paragraph that has a vector."""
+        return self.paragraph_vectors.similarities(vector, ids)
+
+    def chunk_paragraphs(self, ids: Sequence[str]) -> dict[str, str]:
+        """The paragraph of each given chunk that is stored."""
+        statement = self._sql("SELECT id, paragraph_id FROM {chunks} WHERE id = ANY(%s)")
+        return dict(self.conn.execute(statement, [list(ids)]).fetchall())
+
+    def paragraph_chunks(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """The chunks of each given paragraph, in reading order (a paragraph without chunks is left out)."""
+        rows = self.conn.execute(
+            self._sql(
+                """SELECT c.paragraph_id, c.id FROM {paragraphs} AS p
+                JOIN {chunks} AS c ON c.doc_id = p.doc_id AND c.paragraph_id = p.id
+                WHERE p.id = ANY(%s) ORDER BY c.paragraph_id, c.seq"""
+            ),
+            [list(ids)],
+        )
+        members: dict[str, list[str]] = {}
+        for paragraph, chunk in rows:
+            members.setdefault(paragraph, []).append(chunk)
+        return members
+
+    def generation(self) -> int:
+        """How many work steps have committed (each ingest's write, or failure, is one): it only grows."""
+        row = self.conn.execute(self._sql("SELECT count(*) FROM {outcomes}")).fetchone()
+        return int(row[0]) if row else 0
+
+    def counts(self) -> dict[str, int]:
+        """Rows in each table: files, documents, paragraphs, bibliography, chunks, and the derived ones."""
+        tables = ("files", "documents", "paragraphs", "bibliography", "chunks")
+        parts = [sql.SQL("(SELECT count(*) FROM {})").format(self._names[table]) for table in tables]
+        row = self.conn.execute(sql.SQL("SELECT ") + sql.SQL(", ").join(parts)).fetchone()
+        assert row is not None
+        counts = dict(zip(tables, (int(n) for n in row), strict=True))
+        counts["chunk_vectors"] = self.vectors.count()
+        counts["paragraph_vectors"] = self.paragraph_vectors.count()
+        for name, lexical in (
+            ("chunks_lexical", self.lexical),
+            ("paragraphs_lexical", self.paragraph_lexical),
+        ):
+            statement = sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(f"{lexical.prefix}_chunks"))
+            found = self.conn.execute(statement).fetchone()
+            counts[name] = int(found[0]) if found else 0
+        return counts
+
+    def stats(self) -> IndexStats:
+        """What the store holds, as the local tier's `Index.stats` says it (chunk vectors in `chunk_vectors`).
+
+        One read-only snapshot when the connection is in autocommit (the counts then agree with each other).
+        """
+        snapshot = self.conn.autocommit and self.conn.info.transaction_status == TransactionStatus.IDLE
+        with self.conn.transaction() if snapshot else contextlib.nullcontext():
+            if snapshot:
+                self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            counts = self.counts()
+            generation = self.generation()
+        return IndexStats(
+            files=counts["files"],
+            documents=counts["documents"],
+            paragraphs=counts["paragraphs"],
+            bibliography=counts["bibliography"],
+            chunks=counts["chunks"],
+            chunk_vectors=counts["chunk_vectors"],
+            chunks_lexical=counts["chunks_lexical"],
+            paragraphs_lexical=counts["paragraphs_lexical"],
+            generation=generation,
+        )

@@ -1,0 +1,139 @@
+"""The shared store as the writing port (`SharedWriter`), with the operations only that tier has.
+
+`SharedWriter` writes the store at a PostgreSQL URL as `citewise.index.writer.IndexWriter` says: an ingest
+queues the files in the store and works the queue here as one worker of any (`pgworker.ingest`), a removal
+deletes each file's documents in one transaction, and both report in `IngestReport`. Its other methods are
+the tier's own, for the commands that name a store: queueing with each claim's outcome (`--vectors`,
+`--queue-only`, `citewise requeue`), tagging what was ingested, making the store (`citewise serve --store`)
+and where its vectors are. Nothing stays open between calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from citewise.index.chunking import ChunkingConfig
+from citewise.index.records import IndexStats, IngestReport, ProgressFactory
+from citewise.index.shared.chromavectors import vector_choice
+from citewise.index.shared.index import SharedIndex
+from citewise.index.shared.pgstore import PgStore
+from citewise.index.shared.pgworker import ensure_store, ingest, summary
+from citewise.index.shared.queue import Outcome
+
+
+class SharedWriter:
+    """The shared store at `store` (a postgresql:// URL) as an `IndexWriter`."""
+
+    def __init__(self, store: str) -> None:
+        self.store = store
+
+    def ingest(
+        self,
+        paths: Iterable[str | Path],
+        *,
+        progress: ProgressFactory | None = None,
+        stop: Callable[[], bool] | None = None,
+        tags: Sequence[str] = (),
+    ) -> IngestReport:
+        """Queue the files and work the queue here; `progress` gets a files bar and a chunks bar."""
+        files_bar = progress(desc="files", unit="file", position=0) if progress else None
+        chunks_bar = progress(desc="chunks", unit="chunk", position=1) if progress else None
+
+        def counted(outcome: Outcome) -> None:
+            if outcome.state == "retry":
+                return
+            if files_bar is not None:
+                files_bar.update(1)
+            if chunks_bar is not None and outcome.chunks:
+                chunks_bar.update(outcome.chunks)
+
+        try:
+            _, outcomes = self.queue(paths, report=counted, stop=stop)
+        finally:
+            for bar in (files_bar, chunks_bar):
+                if bar is not None:
+                    bar.close()
+        report = summary(outcomes)
+        report.documents_tagged = self.tag([o.path for o in outcomes if o.state == "done"], tags)
+        return report
+
+    def remove(self, paths: Iterable[str | Path]) -> IngestReport:
+        """Each file's documents go in one transaction."""
+        with PgStore(self.store) as shared:
+            return shared.remove(list(paths))
+
+    def stats(self) -> IndexStats:
+        """The store's counts."""
+        with PgStore(self.store) as shared:
+            return shared.stats()
+
+    def close(self) -> None:
+        """Nothing stays open between calls."""
+
+    def __enter__(self) -> SharedWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # what only the shared tier does -------------------------------------------------------------------
+    def model(self) -> str:
+        """The store's embedding model; a clear error for an unreachable database or no store there.
+
+        Raises:
+            IndexOpenError: the database does not answer ("cannot reach ..."), or holds no store.
+        """
+        return SharedIndex.model_of(self.store)
+
+    def make(self) -> None:
+        """Make the store if it is not there (`pgworker.ensure_store`: safe run by many at once)."""
+        ensure_store(self.store)
+
+    def queue(
+        self,
+        paths: Iterable[str | Path] = (),
+        *,
+        chunking: ChunkingConfig | None = None,
+        vectors: str | None = None,
+        requeue: bool = False,
+        work: bool = True,
+        report: Callable[[Outcome], None] | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> tuple[int, list[Outcome]]:
+        """Queue files (or failed ones again, `requeue`) and, with `work`, work the queue here until empty.
+
+        A store not there is made with `chunking` and `vectors` (the `--vectors` option as given:
+        ``pgvector`` or a Chroma server's address). `pgworker.ingest` says the rest.
+
+        Returns:
+            How many files were queued, and the outcome of each claim made here.
+
+        Raises:
+            ValueError: `vectors` names no vector store.
+            IndexOpenError: no store to requeue in, or one made with another model, chunking or vectors.
+            psycopg.Error: the database cannot be reached, or refuses (a hot standby refuses every write).
+        """
+        return ingest(
+            self.store,
+            [Path(p) for p in paths],
+            requeue=requeue,
+            chunking=chunking,
+            vectors=vector_choice(vectors),
+            work=work,
+            report=report,
+            stop=stop,
+        )
+
+    def tag(self, files: Sequence[str], tags: Sequence[str]) -> int:
+        """Tag every document of `files`; how many documents were tagged."""
+        tags = [t for t in tags if t]
+        if not tags or not files:
+            return 0
+        with PgStore(self.store) as shared:
+            return sum(shared.tag_documents(file, tags) for file in files)
+
+    def vectors(self) -> str:
+        """Where the store keeps its vectors, as a summary says it: "chroma" or "pgvector"."""
+        with PgStore(self.store) as shared:
+            return "chroma" if shared.vectors_in_chroma else "pgvector"
