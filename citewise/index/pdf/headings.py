@@ -197,7 +197,7 @@ def mark_headings(lines: list[Line], body: float) -> None:
     candidates += [
         line for line in lines if id(line) in spaced and id(line) not in {id(c) for c in candidates}
     ]
-    considered, chosen = {id(line) for line in candidates}, set()
+    considered, chosen = {id(line) for line in candidates}, set[int]()
     for index, line in enumerate(lines):
         if id(line) not in considered:
             continue
@@ -210,7 +210,7 @@ def mark_headings(lines: list[Line], body: float) -> None:
             not line.text[:1].islower()
             or goes_on
             or ITEM_LABEL.match(line.text)
-            or _bold_apart(line, lines[:index], chosen)
+            or _bold_apart(lines, index, chosen)
         ):
             chosen.add(id(line))
     for index, line in enumerate(lines[1:], start=1):  # a heading's second line in its type: "RESULTS"
@@ -235,13 +235,14 @@ def mark_headings(lines: list[Line], body: float) -> None:
         line.level = styles.index(_style(line)) + 1
 
 
-def _bold_apart(line: Line, before: list[Line], chosen: set[int]) -> bool:
+def _bold_apart(lines: list[Line], index: int, chosen: set[int]) -> bool:
     """A bold line in lower case that starts afresh: under a heading, or a finished sentence after a gap.
 
     An errata list heads each entry "page 25, line 10" in bold; a bold phrase that wraps within a paragraph
     follows its line without a gap, and one after a gap follows a line that does not end a sentence.
     """
-    above = next((x for x in reversed(before) if x.kind in ("text", "table")), None)
+    line = lines[index]
+    above = next((x for x in reversed(lines[max(0, index - 8) : index]) if x.kind in ("text", "table")), None)
     if not line.bold or line.code or above is None:  # code: an option's name, set in bold
         return False
     if id(above) in chosen:

@@ -1,0 +1,164 @@
+"""Both index tiers through the one port: the same writes and reads, the same answers, on a fresh index each.
+
+Every test runs once per tier, opened only as the ways in open them (`citewise.core.resources`: a writer and
+a reader for the index a Context names, the local folder or a shared store's URL), never by a tier's class.
+So the ingest policy (unchanged files skipped, a changed file replaced, a copy under another name refused, a
+file no loader reads skipped with its reason while the others go in, tags) is checked to hold on both, and a
+third backend is one more `tier` parameter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from citewise.context import Context
+from citewise.core.resources import Resources
+from citewise.index.embeddings import Embedder
+from citewise.index.reading import SearchIndex
+from citewise.index.records import document_tags
+from citewise.index.shared.pgserver import Server
+from citewise.index.writer import IndexWriter
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class Tier:
+    """One fresh index of a tier, as a Context names it, with the resources that open it."""
+
+    name: str
+    context: Context
+    resources: Resources
+    files: Path
+
+    def writer(self) -> IndexWriter:
+        return self.resources.writer(self.context)
+
+    def reader(self) -> SearchIndex:
+        return asyncio.run(self.resources.index(self.context))
+
+    def write(self, name: str, records: list[dict[str, str]]) -> Path:
+        """A BEIR jsonl file of `records` among the tier's files."""
+        path = self.files / name
+        path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        return path
+
+
+@pytest.fixture(params=["local", "shared"])
+def tier(
+    request: pytest.FixtureRequest, tmp_path: Path, embedder: Embedder, postgres: Server
+) -> Iterator[Tier]:
+    """A new, empty index on the tier: a folder, or a database of its own on the test PostgreSQL."""
+    if request.param == "shared":
+        name = f"port_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        context = Context(
+            index_dir=str(tmp_path / "unused"), store=postgres.dsn.rsplit("/", 1)[0] + f"/{name}"
+        )
+    else:
+        context = Context(index_dir=str(tmp_path / "index"))
+    files = tmp_path / "files"
+    files.mkdir()
+    resources = Resources(embedder=embedder)
+    yield Tier(request.param, context, resources, files)
+    resources.close()
+
+
+def _titles(index: SearchIndex, query: str, k: int = 3) -> list[str]:
+    index.refresh()
+    titles = []
+    for hit in index.search(query, k=k):
+        record = index.document(hit.doc_id)
+        assert record is not None, hit
+        titles.append(record.title)
+    return titles
+
+
+def test_an_ingest_is_searched_counted_and_found_again_unchanged(
+    tier: Tier, small_corpus_records: list[dict[str, str]]
+) -> None:
+    files = [tier.write(f"{r['_id']}.jsonl", [r]) for r in small_corpus_records[:6]]
+    with tier.writer() as writer:
+        report = writer.ingest(files)
+        assert (report.files, report.ingested_files, report.documents_added) == (6, 6, 6), report
+        assert report.chunks_added > 0 and not report.skipped
+        stats = writer.stats()
+    assert (stats.files, stats.documents) == (6, 6) and stats.consistent, stats
+    reader = tier.reader()
+    assert not reader.empty()
+    assert _titles(reader, "how vaccines train the immune system")[0] == "How vaccines work"
+    with tier.writer() as writer:
+        again = writer.ingest(files)
+    assert (again.unchanged_files, again.documents_added, again.documents_removed) == (6, 0, 0), again
+
+
+def test_a_changed_file_is_replaced_and_a_copy_under_another_name_refused(
+    tier: Tier, small_corpus_records: list[dict[str, str]]
+) -> None:
+    vaccines, holes = small_corpus_records[0], small_corpus_records[1]
+    first = tier.write("first.jsonl", [vaccines])
+    with tier.writer() as writer:
+        assert writer.ingest([first]).documents_added == 1
+    first.write_text(json.dumps(holes) + "\n", encoding="utf-8")  # the same name, other bytes
+    copy = tier.write("copy.jsonl", [holes])  # the same bytes as first.jsonl now holds
+    with tier.writer() as writer:
+        replaced = writer.ingest([first])
+        refused = writer.ingest([copy])
+        stats = writer.stats()
+    assert (replaced.documents_removed, replaced.documents_added) == (1, 1), replaced
+    assert refused.documents_added == 0
+    ((path, why),) = refused.skipped
+    assert Path(path).name == "copy.jsonl", refused
+    assert why.startswith("the same bytes as ") and why.endswith("first.jsonl, already in the index"), why
+    assert (stats.files, stats.documents) == (1, 1) and stats.consistent, stats
+    assert _titles(tier.reader(), "event horizon of a black hole", k=1) == ["Black holes"]
+
+
+def test_a_file_no_loader_reads_is_skipped_with_its_reason_and_the_others_go_in(
+    tier: Tier, small_corpus_records: list[dict[str, str]]
+) -> None:
+    good = tier.write("good.jsonl", small_corpus_records[:2])
+    broken = tier.files / "report.pdf"
+    broken.write_text("this is a plain text file named as a PDF\n", encoding="utf-8")
+    with tier.writer() as writer:
+        report = writer.ingest([broken, good])
+        stats = writer.stats()
+    assert report.documents_added == 2, report
+    ((path, why),) = report.skipped
+    assert Path(path).name == "report.pdf" and "PDF" in why, why
+    assert (stats.files, stats.documents) == (1, 2), stats
+
+
+def test_tags_given_at_ingest_are_the_documents_and_removal_takes_every_trace(
+    tier: Tier, small_corpus_records: list[dict[str, str]]
+) -> None:
+    tagged = tier.write("guidelines.jsonl", small_corpus_records[2:4])
+    plain = tier.write("other.jsonl", small_corpus_records[4:6])
+    with tier.writer() as writer:
+        report = writer.ingest([tagged], tags=["trusted"])
+        writer.ingest([plain])
+    assert report.documents_tagged == 2, report
+    reader = tier.reader()
+    reader.refresh()
+    tags = {}
+    for hit in reader.search("sourdough starter of wild yeast", k=10):
+        record = reader.document(hit.doc_id)
+        assert record is not None
+        tags[Path(record.file).name] = document_tags(record.metadata)
+    assert tags.get("guidelines.jsonl") == ["trusted"] and tags.get("other.jsonl", []) == [], tags
+    with tier.writer() as writer:
+        removed = writer.remove([tagged])
+        stats = writer.stats()
+    assert removed.documents_removed == 2, removed
+    assert (stats.files, stats.documents) == (1, 2) and stats.consistent, stats
+    reader.refresh()
+    assert "Sourdough baking" not in _titles(reader, "sourdough starter of wild yeast", k=10)
