@@ -340,9 +340,15 @@ class AccessStore:
             cursor.execute(self._sql(statement + " ORDER BY id"), values)
             rows = cursor.fetchall()
         return [
-            {**json.loads(detail), "at": at, "user": name, "action": action}
+            {"at": at, "user": name, "action": action}
+            | _without(json.loads(detail), ("at", "user", "action"))
             for at, name, action, detail in rows
         ]
+
+
+def _without(detail: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """`detail` without `keys` (an event's own fields come first and are never overwritten)."""
+    return {key: value for key, value in detail.items() if key not in keys}
 
 
 def _strings(detail: Any) -> set[str]:

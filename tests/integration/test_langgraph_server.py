@@ -281,7 +281,7 @@ def test_a_client_s_resources_are_dropped_and_the_server_s_answer(served):
 
 
 def test_a_served_thread_is_its_user_s_alone_and_a_revoked_token_is_refused_at_once(served):
-    """LangGraph's auth hook (citewise/app/served_auth.py): tokens from `citewise users add`, owner filters."""
+    """LangGraph's auth hook (citewise/app/served_auth.py): `citewise users add` tokens, owner filters."""
     import httpx
     from langgraph_sdk import get_client
 
