@@ -180,9 +180,11 @@ class AccessStore:
                     yield cursor
                 finally:
                     cursor.close()
-            except Exception:
+            except Exception as error:
                 if self.postgres and self._connection.closed:
                     self._connection = None
+                if type(error).__module__.startswith("psycopg"):  # said in one line, as SQLite's errors are
+                    raise AccessError(_database_error(error, self.where)) from error
                 raise
 
     def _sql(self, statement: str) -> str:
@@ -344,6 +346,16 @@ class AccessStore:
             | _without(json.loads(detail), ("at", "user", "action"))
             for at, name, action, detail in rows
         ]
+
+
+def _database_error(error: BaseException, where: str) -> str:
+    """A PostgreSQL error of the access database in one line (a read-only one says where to write)."""
+    from citewise.app.memory import shown_setting
+
+    first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    if type(error).__name__ == "ReadOnlySqlTransaction":
+        return f"the access database {shown_setting(where)} is read-only (a hot standby?): {first}"
+    return f"the access database {shown_setting(where)}: {first}"
 
 
 def _without(detail: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:

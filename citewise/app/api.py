@@ -19,6 +19,7 @@ The schema FastAPI publishes (`GET /openapi.json`) describes every field of ever
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import secrets
 from collections.abc import AsyncIterator
@@ -32,7 +33,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
-from citewise.app.access import AccessStore, Gate
+from citewise.app.access import AccessError, AccessStore, Gate
 from citewise.app.chat import result_payload
 from citewise.app.memory import claim_thread, delete_thread, open_checkpointer, thread_owner, thread_summaries
 from citewise.app.terminal import ROUTES, AnswerMode
@@ -40,6 +41,8 @@ from citewise.context import Context
 from citewise.core.text import message_text
 from citewise.models.records import Degraded, StageUsage
 from citewise.state.types import EvidenceRecord, OutlineSection, RunError, Validation
+
+logger = logging.getLogger(__name__)
 
 THREAD_ID = re.compile(r"[A-Za-z0-9_.:\-]{1,128}")
 """What a thread id may be: it names a row of the thread store, never a path or a query."""
@@ -289,8 +292,13 @@ def build_app(
         return user
 
     async def log(action: str, user: str, detail: dict[str, Any]) -> None:
-        if audit is not None:
+        """Append to the audit log; one that cannot be written (a standby's) is logged, the reply stands."""
+        if audit is None:
+            return
+        try:
             await run_in_threadpool(audit.record, action, user, detail)
+        except AccessError as error:
+            logger.warning("not written to the audit log: %s", error)
 
     def config(thread_id: str) -> RunnableConfig:
         if not THREAD_ID.fullmatch(thread_id):
