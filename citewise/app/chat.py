@@ -25,7 +25,15 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import StreamPart
 
 from citewise.app.memory import ThreadSummary, open_checkpointer, shown_setting, thread_summaries
-from citewise.app.terminal import OUTPUT_KEYS, ROUTES, AnswerMode, report_payload, show_answer, show_evidence
+from citewise.app.terminal import (
+    OUTPUT_KEYS,
+    ROUTES,
+    AnswerMode,
+    report_payload,
+    show_answer,
+    show_evidence,
+    with_source_keys,
+)
 from citewise.context import Context
 from citewise.core.questions import BadQuestion, check_question
 from citewise.core.text import message_text
@@ -140,7 +148,7 @@ def result_payload(values: dict[str, Any]) -> dict[str, Any]:
     payload["error"] = values.get("error")
     if values.get("route") == "report":
         payload |= report_payload(values)
-    return payload
+    return with_source_keys(payload)
 
 
 class TurnView:

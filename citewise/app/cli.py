@@ -41,13 +41,23 @@ from citewise.app.options import (
     ProfileOption,
     StoreOption,
     ThreadsOption,
+    TrustedProxyOption,
+    UserHeaderOption,
     host_option,
     port_option,
 )
-from citewise.app.terminal import OUTPUT_KEYS, ROUTES, AnswerMode, report_payload, show_answer
+from citewise.app.terminal import (
+    OUTPUT_KEYS,
+    ROUTES,
+    AnswerMode,
+    report_payload,
+    show_answer,
+    with_source_keys,
+)
 from citewise.core.resources import Resources, open_folder
 
 if TYPE_CHECKING:  # the stores and the embedding model load only when a command needs them: --help is fast
+    from citewise.app.access import Gate
     from citewise.context import Context
     from citewise.index import ChunkingConfig, IngestReport
     from citewise.index.reading import SearchIndex
@@ -212,6 +222,35 @@ def _load_model_meanwhile(index: SearchIndex) -> None:
     threading.Thread(target=index.embedder.embed, args=(["citewise"],)).start()
 
 
+def audit_change(
+    index: Path, store: str | None, action: str, paths: Sequence[Path], report: IngestReport | None = None
+) -> None:
+    """Log an ingest or removal from the command line (the local user's) in the index's audit log.
+
+    A log that cannot be written is said on stderr; the change itself stands. On the shared tier the
+    outcome is the workers' (`requeue` shows it): the paths are logged.
+    """
+    from citewise.app.access import LOCAL_USER, AccessError, open_access
+
+    if report is not None and not (report.changed or report.documents_tagged):
+        return  # nothing changed (unchanged files, or nothing could be read): no index folder is made for it
+    detail: dict[str, Any] = {"paths": [str(path.expanduser().resolve()) for path in paths], "via": "cli"}
+    if report is not None:
+        detail |= {
+            "files": report.files,
+            "documents_added": report.documents_added,
+            "documents_removed": report.documents_removed,
+        }
+    try:
+        access = open_access(index, store)
+        try:
+            access.record(action, LOCAL_USER, detail)
+        finally:
+            access.close()
+    except AccessError as error:
+        typer.secho(f"warning: not written to the audit log: {error}", err=True, fg=typer.colors.YELLOW)
+
+
 @app.command()
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (.txt .md .html .pdf .docx .jsonl).")],
@@ -299,12 +338,18 @@ def ingest(
         tags = [t.strip() for t in tag or [] if t.strip()]
         if queue_only and tags:
             raise fail("--tag needs the documents ingested: tag them after the workers have (ingest --tag)")
-        shared.ingest_shared(store, paths, chunking, quiet, vectors=vectors, tags=tags, queue_only=queue_only)
+        try:
+            shared.ingest_shared(
+                store, paths, chunking, quiet, vectors=vectors, tags=tags, queue_only=queue_only
+            )
+        finally:
+            audit_change(index, store, "ingest.queue" if queue_only else "ingest", paths)
         return
     if vectors:
         raise fail("--vectors is for a shared store (--store); a local index takes --chroma-url")
     with _open(index, chroma_url, chunking) as opened:
         report = ingest_paths(opened, index, paths, quiet, tags=[t.strip() for t in tag or [] if t.strip()])
+    audit_change(index, None, "ingest", paths, report)
     nothing_done = not report.documents_added and not report.unchanged_files and not report.documents_removed
     if report.skipped and nothing_done:
         raise fail("nothing was ingested", code=1)
@@ -339,7 +384,10 @@ def remove(
     from citewise.index import IndexOpenError
 
     if store:
-        shared.remove_shared(store, paths)
+        try:
+            shared.remove_shared(store, paths)
+        finally:
+            audit_change(index, store, "remove", paths)
         return
     with _open(index, chroma_url, create=False) as opened:
         try:
@@ -347,6 +395,7 @@ def remove(
         except IndexOpenError as error:
             raise fail(str(error)) from error
         print_report(report, opened, f"index {index.expanduser()}", "remove")
+    audit_change(index, None, "remove", paths, report)
     if not report.files:
         raise fail("nothing matched in the index", code=1)
 
@@ -447,6 +496,7 @@ def ask(
     payload = {key: result.get(key, default) for key, default in OUTPUT_KEYS.items()}
     if result.get("route") == "report":
         payload |= report_payload(result)
+    with_source_keys(payload)
     if as_json:
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
@@ -638,6 +688,28 @@ def stats(
             typer.echo(f"{key:>14}: {value}")
 
 
+def server_gate(
+    host: str,
+    what: str,
+    index: Path,
+    store: str | None,
+    trusted_proxy: list[str] | None,
+    user_header: str | None,
+) -> Gate:
+    """Who a server's requests are (`citewise.app.access.require_login`); refused in one line, exit 2.
+
+    Checked first, before the index and the embedding model load: a server that may not start says so at
+    once.
+    """
+    from citewise.app.access import AccessError, open_access, require_login
+
+    try:
+        access = open_access(index, store)
+        return require_login(host, what, access, trusted_proxy or [], user_header)
+    except AccessError as error:
+        raise fail(str(error)) from error
+
+
 @app.command()
 def serve(
     index: IndexOption = DEFAULT_INDEX,
@@ -648,14 +720,18 @@ def serve(
     judge_model: JudgeOption = None,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
+    trusted_proxy: TrustedProxyOption = None,
+    user_header: UserHeaderOption = None,
 ) -> None:
     """Serve the chat web page: streamed cited answers, clickable citations, the evidence chart, threads.
 
     With --store, questions are answered from the shared store and uploads are queued in it and ingested by
-    the page's process, as `ingest --store` does.
+    the page's process, as `ingest --store` does. Beyond loopback the page asks for a login (a user's name
+    and API token) unless a trusted proxy names the user; without a way in set up, it refuses to start.
     """
     from citewise.context import Context
 
+    gate = server_gate(host, "the page", index, store, trusted_proxy, user_header)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry
     _check_models(model, judge_model)
     resources = Resources()  # every visitor's index, models and embedder
@@ -673,7 +749,7 @@ def serve(
     what = f"the shared store {shared.shown(store)}" if store else str(index)
     typer.echo(f"citewise: serving {what} on http://{host}:{port} (Ctrl-C stops)", err=True)
     try:
-        serve_page(context, host=host, port=port, threads=shared.threads_of(threads, store))
+        serve_page(context, host=host, port=port, threads=shared.threads_of(threads, store), gate=gate)
     except OSError as error:
         raise fail(f"cannot serve on {host}:{port}: {error}") from error
 
@@ -689,8 +765,14 @@ def api(
     k: KOption = 10,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
+    trusted_proxy: TrustedProxyOption = None,
+    user_header: UserHeaderOption = None,
 ) -> None:
-    """Serve the JSON API of one replica: replicas sharing --threads continue each other's threads."""
+    """Serve the JSON API of one replica: replicas sharing --threads continue each other's threads.
+
+    Beyond loopback every request needs a user (a bearer token from `citewise users add`, or a trusted
+    proxy's user header); without a way in set up, it refuses to start.
+    """
     import asyncio
 
     import uvicorn
@@ -702,12 +784,13 @@ def api(
         async with open_checkpointer(threads):
             pass
 
+    gate = server_gate(host, "the API", index, store, trusted_proxy, user_header)
     threads = shared.threads_of(threads, store)
     _check_models(model, judge_model)
     resources = _run_resources(index, chroma_url, store, serving=True)  # every request's index and models
     try:
         context = run_context(
-            index, chroma_url, model, judge_model, k, AnswerMode.answer, resources=resources, store=store
+            index, chroma_url, model, judge_model, k, AnswerMode.auto, resources=resources, store=store
         )
         asyncio.run(reachable())
     except ValueError as error:
@@ -715,7 +798,8 @@ def api(
     what = f"the shared store {shared.shown(store)}" if store else str(index)
     typer.echo(f"citewise: API on http://{host}:{port} for {what} (Ctrl-C stops)", err=True)
     try:
-        uvicorn.run(build_app(context, threads), host=host, port=port, log_level="warning")
+        served = build_app(context, threads, gate=gate, audit=gate.store)
+        uvicorn.run(served, host=host, port=port, log_level="warning", proxy_headers=False)
     except OSError as error:
         raise fail(f"cannot serve on {host}:{port}: {error}") from error
 
@@ -723,9 +807,12 @@ def api(
 def _register_outlines() -> None:
     from citewise.app.outlines_cli import outlines_app
     from citewise.app.show import show
+    from citewise.app.users_cli import audit, users_app
 
     app.add_typer(outlines_app, name="outlines")
     app.command()(show)
+    app.add_typer(users_app, name="users")
+    app.command()(audit)
 
 
 _register_outlines()

@@ -106,3 +106,20 @@ BudgetOption = Annotated[
         help="Time budget of one answer: after it the stages left use their local fallback, and say so.",
     ),
 ]
+TrustedProxyOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--trusted-proxy",
+        metavar="ADDR",
+        help="A reverse proxy's address or network (repeatable): its --user-header is believed (single "
+        "sign-on); from any other address the header is ignored.",
+    ),
+]
+UserHeaderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--user-header",
+        metavar="NAME",
+        help="The header a trusted proxy names its logged-in user in, e.g. X-Forwarded-User.",
+    ),
+]

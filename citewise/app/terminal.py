@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 import typer
 
@@ -46,6 +46,14 @@ OUTPUT_KEYS: dict[str, object] = {
     "gentext": "",
     "degraded": [],
 }
+
+
+def with_source_keys(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload with each citation given its source's own key (from the primary references; "" if none)."""
+    primary = payload.get("references", {}).get("primary", [])
+    keys = {entry.get("doc_id"): entry.get("key", "") for entry in primary}
+    payload["citations"] = [{**c, "key": keys.get(c.get("doc_id"), "")} for c in payload.get("citations", [])]
+    return payload
 
 
 def report_payload(result: dict) -> dict:

@@ -278,3 +278,77 @@ def test_a_client_s_resources_are_dropped_and_the_server_s_answer(served):
         )
         assert result.get("error") is None, result.get("error")
         assert "Jezero" in result["answer"] and result["citations"]
+
+
+def test_a_served_thread_is_its_user_s_alone_and_a_revoked_token_is_refused_at_once(served):
+    """LangGraph's auth hook (citewise/app/served_auth.py): `citewise users add` tokens, owner filters."""
+    import httpx
+    from langgraph_sdk import get_client
+
+    from citewise.app.access import open_access
+
+    url, index_dir, *_ = served
+    access = open_access(index_dir)
+    tokens = {name: access.add_user(name) for name in ("erin", "frank")}
+    question = {"messages": [{"role": "user", "content": "Where did Perseverance land?"}]}
+
+    def client(name):
+        return get_client(url=url, headers={"Authorization": f"Bearer {tokens[name]}"})
+
+    async def probe():
+        erin, frank, local = client("erin"), client("frank"), get_client(url=url)
+        thread = await erin.threads.create()
+        thread_id = thread["thread_id"]
+        assert thread["metadata"]["owner"] == "erin"
+        result = await erin.runs.wait(thread_id, "citewise", input=question)
+        assert "Jezero" in result["answer"]
+        failures = []
+        for attempt in (
+            frank.threads.get(thread_id),
+            frank.threads.get_state(thread_id),
+            frank.runs.wait(thread_id, "citewise", input=question),
+            frank.threads.update(thread_id, metadata={"owner": "frank"}),
+            frank.threads.delete(thread_id),
+            local.threads.get(thread_id),  # loopback without a token: the local user, not erin
+        ):
+            try:
+                await attempt
+            except httpx.HTTPStatusError as error:
+                failures.append(error.response.status_code)
+        assert failures == [404] * 6
+        assert thread_id not in {t["thread_id"] for t in await frank.threads.search()}
+        assert thread_id in {t["thread_id"] for t in await erin.threads.search()}
+        state = await erin.threads.get_state(thread_id)
+        assert len(state["values"]["messages"]) == 2  # unchanged by frank's attempts
+        assert {a["graph_id"] for a in await frank.assistants.search()} == {"citewise", "index"}
+
+        open_access(index_dir).revoke_user("frank")  # as `citewise users revoke frank` does
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            await frank.threads.search()
+        assert refused.value.response.status_code == 401
+        bad = get_client(url=url, headers={"Authorization": "Bearer not-a-token"})
+        with pytest.raises(httpx.HTTPStatusError) as wrong:
+            await bad.threads.search()
+        assert wrong.value.response.status_code == 401
+
+    asyncio.run(probe())
+
+
+def test_the_served_graph_refuses_a_request_from_beyond_loopback_without_a_token(tmp_path, monkeypatch):
+    from citewise.app import served_auth
+    from citewise.app.access import open_access
+
+    monkeypatch.setenv("CITEWISE_INDEX", str(tmp_path / "index"))
+    monkeypatch.setenv("CITEWISE_TRUSTED_PROXIES", "198.51.100.2")
+    monkeypatch.setenv("CITEWISE_USER_HEADER", "X-User")
+    served_auth.served_gate.cache_clear()
+    try:
+        token = open_access(tmp_path / "index").add_user("gina")
+        assert served_auth.request_user(None, "203.0.113.7", {}) is None
+        assert served_auth.request_user(None, "127.0.0.1", {}) == "local"
+        assert served_auth.request_user(f"Bearer {token}", "203.0.113.7", {}) == "gina"
+        assert served_auth.request_user("Basic Z2luYTp4", "127.0.0.1", {}) is None
+        assert served_auth.request_user(None, "198.51.100.2", {"x-user": "hana"}) == "hana"
+        assert served_auth.request_user(None, "203.0.113.7", {"x-user": "hana"}) is None
+    finally:
+        served_auth.served_gate.cache_clear()

@@ -10,6 +10,11 @@ remembers which one was open.
 With a shared store (`Context.store`, `citewise serve --store postgresql://...`) the page answers from it,
 and uploads are queued in it and ingested by the page's process as one worker of any (`index.writer`).
 
+Every event is someone's (`citewise.app.access.Gate`): the user who logged in (Gradio's login form, a user
+name and API token, beyond loopback), a trusted proxy's user header, or the local user on loopback. The
+thread list shows the user's own threads; a thread of another user is never opened or continued (a
+question there starts a new thread). Questions and uploads go to the audit log.
+
 Everything runs on the page's own server: no fonts, scripts or analytics from elsewhere.
 """
 
@@ -31,8 +36,9 @@ import pandas as pd
 import psycopg
 from langchain_core.messages import AIMessageChunk
 
+from citewise.app.access import Gate
 from citewise.app.chat import STREAMED_NODES, new_thread_id, result_payload, stage_lines
-from citewise.app.memory import open_checkpointer, shown_setting, thread_summaries
+from citewise.app.memory import claim_thread, open_checkpointer, shown_setting, thread_owner, thread_summaries
 from citewise.app.terminal import ROUTES, AnswerMode
 from citewise.app.web import render
 from citewise.context import Context
@@ -203,9 +209,19 @@ def evidence_views(turn: Turn | None) -> tuple[str, pd.DataFrame, str]:
 class ChatPage:
     """The page's server side: the compiled graph with its thread store, and the event handlers."""
 
-    def __init__(self, context: Context, threads: str | None = None, uploads: Path | None = None) -> None:
-        """Serve `context`'s index; keep threads in `threads` (see memory); store uploads in `uploads`."""
+    def __init__(
+        self,
+        context: Context,
+        threads: str | None = None,
+        uploads: Path | None = None,
+        gate: Gate | None = None,
+    ) -> None:
+        """Serve `context`'s index; keep threads in `threads` (see memory); store uploads in `uploads`.
+
+        `gate` says who each event is (none: the local user, as on loopback).
+        """
         self.context = context
+        self.gate = gate or Gate(store=None)
         self.threads = threads
         self.uploads = uploads or Path(context.index_dir).expanduser().parent / "uploads"
         self._graph: Any = None
@@ -229,11 +245,32 @@ class ChatPage:
         """Close the thread store."""
         await self._stack.aclose()
 
+    # who is asking ---------------------------------------------------------------------------------------
+    async def user_of(self, request: gr.Request | None) -> str | None:
+        """The user of an event (None: nobody may do anything), looked up afresh at every event.
+
+        A revoked token's login ends at its next event.
+        """
+        if request is None:  # called directly (tests, scripts): the local user, where there is one
+            return None if self.gate.login_required else self.gate.local_user
+        client = request.client.host if request.client else None
+        logged_in = getattr(request, "username", None)
+        return await asyncio.to_thread(self.gate.user_of_session, logged_in, client, request.headers)
+
+    def audit(self, action: str, user: str, detail: dict[str, Any]) -> None:
+        """Append to the audit log (when the page has one); a failure to write it is logged, not shown."""
+        if self.gate.store is None:
+            return
+        try:
+            self.gate.store.record(action, user, detail)
+        except (ValueError, OSError, psycopg.Error) as error:
+            logger.warning("not written to the audit log: %s", error)
+
     # threads ----------------------------------------------------------------------------------------------
-    async def thread_choices(self) -> list[tuple[str, str]]:
-        """The stored threads for the picker: (first question, turns, last update) -> id, newest first."""
+    async def thread_choices(self, user: str | None = None) -> list[tuple[str, str]]:
+        """The user's threads for the picker: (first question, turns, last update) -> id, newest first."""
         await self.graph()
-        summaries = await thread_summaries(self._saver)
+        summaries = await thread_summaries(self._saver, owner=user or self.gate.local_user)
         return [(thread_label(s.title, s.turns, s.updated, s.thread_id), s.thread_id) for s in summaries]
 
     async def thread_turns(self, thread_id: str) -> list[Turn]:
@@ -255,7 +292,7 @@ class ChatPage:
         return turns
 
     # events -----------------------------------------------------------------------------------------------
-    async def load(self, remembered: str | None) -> tuple[Any, ...]:
+    async def load(self, remembered: str | None, request: gr.Request | None = None) -> tuple[Any, ...]:
         """On page load: list the threads and reopen the one this browser had open, if it is stored.
 
         The question box and the Ask button start disabled and are enabled here, last: a question asked while
@@ -263,8 +300,12 @@ class ChatPage:
         """
         skip = gr.skip()
         ready = gr.Textbox(interactive=True), gr.Button(interactive=True)
+        user = await self.user_of(request)
+        if user is None:
+            message = {"role": "assistant", "content": "citewise: log in to use this page (reload it)."}
+            return [message], fresh_session(), gr.Dropdown(choices=[]), skip, skip, skip, skip, skip, skip
         try:
-            choices = await self.thread_choices()
+            choices = await self.thread_choices(user)
         except ValueError as error:  # the thread store cannot be opened: say so in the chat
             message = {"role": "assistant", "content": render.escape_markdown(f"citewise: {error}")}
             session = fresh_session()
@@ -282,9 +323,15 @@ class ChatPage:
         session = {"thread": thread_id, "turns": turns}
         return (history, session, *evidence_views(turns[-1] if turns else None))
 
-    async def switch(self, thread_id: str | None, session: dict[str, Any] | None) -> tuple[Any, ...]:
+    async def switch(
+        self, thread_id: str | None, session: dict[str, Any] | None, request: gr.Request | None = None
+    ) -> tuple[Any, ...]:
         """Open a stored thread picked in the list: its conversation, last evidence and references."""
         if not thread_id or thread_id == (session or {}).get("thread"):  # nothing new to open
+            return (gr.skip(),) * 7
+        user = await self.user_of(request)
+        await self.graph()
+        if user is None or await thread_owner(self._saver, thread_id) != user:  # not theirs: as if absent
             return (gr.skip(),) * 7
         history, session, chart, table, references = await self._open_thread(thread_id)
         return history, session, chart, table, references, render.passage_html(None), thread_id
@@ -308,7 +355,12 @@ class ChatPage:
         return (render.passage_html(turn.passages.get(found[1]), fragment), *evidence_views(turn))
 
     async def ask(
-        self, question: str, mode: str, history: list[dict[str, Any]] | None, session: dict[str, Any] | None
+        self,
+        question: str,
+        mode: str,
+        history: list[dict[str, Any]] | None,
+        session: dict[str, Any] | None,
+        request: gr.Request | None = None,
     ) -> Any:
         """Run one question in the session's thread, streaming the stages and the answer to the chat.
 
@@ -318,11 +370,19 @@ class ChatPage:
         meanwhile would be written over by this turn's stream.
         """
         question = (question or "").strip()
-        if not question:
+        user = await self.user_of(request)
+        if not question or user is None:
             yield (gr.skip(),) * 11
             return
         session = dict(session or {})
         session["thread"] = session.get("thread") or new_thread_id()
+        try:
+            await self.graph()
+            if await claim_thread(self._saver, session["thread"], user) != user:  # another's id: a new thread
+                session = {"thread": new_thread_id(), "turns": []}
+                await claim_thread(self._saver, session["thread"], user)
+        except ValueError:
+            pass  # the thread store cannot be opened: the turn below says so
         turns: list[Turn] = list(session.get("turns") or [])
         history = list(history or [])
         history.append({"role": "user", "content": render.escape_markdown(question)})
@@ -358,6 +418,12 @@ class ChatPage:
                     yield history, skip, skip, skip, skip, skip, skip, skip, skip, skip, skip
             values = (await graph.aget_state(config)).values
             payload = result_payload(values)
+            cited = {
+                c["doc_id"]: {"doc_id": c["doc_id"], "key": c["key"], "title": c["title"]}
+                for c in payload["citations"]
+            }
+            detail = {"thread_id": session["thread"], "question": payload["question"], "via": "page"}
+            await asyncio.to_thread(self.audit, "ask", user, detail | {"cited": list(cited.values())})
         except (ValueError, IndexOpenError, OSError) as error:
             payload = self._failure(question, error, "setting")
             values = {}
@@ -374,7 +440,7 @@ class ChatPage:
         history.extend(turn_messages(turn, len(turns) - 1)[1:])
         chart, table, references = evidence_views(turn)
         try:
-            choices = await self.thread_choices()
+            choices = await self.thread_choices(user)
             threads = gr.Dropdown(choices=choices, value=session["thread"], interactive=True)
         except ValueError:
             threads = gr.Dropdown(interactive=True)
@@ -450,7 +516,7 @@ class ChatPage:
         streamed["message"]["content"] = render.escape_markdown(streamed["text"])
         return True, streamed
 
-    async def ingest(self, files: list[str] | None) -> AsyncIterator[str]:
+    async def ingest(self, files: list[str] | None, request: gr.Request | None = None) -> AsyncIterator[str]:
         """Copy uploaded files beside the index and ingest them; the progress as it goes, then the report.
 
         The progress is this output's own text ("3 of 40 file(s) done, 12 chunks stored, 480 texts embedded"),
@@ -458,7 +524,8 @@ class ChatPage:
         over the output, for the whole of a two-minute upload. The report lists skipped files with their
         reasons.
         """
-        if not files:
+        user = await self.user_of(request)
+        if not files or user is None:
             yield ""
             return
         self.uploads.mkdir(parents=True, exist_ok=True)
@@ -490,6 +557,12 @@ class ChatPage:
             first = (str(error).strip().splitlines() or [type(error).__name__])[0]
             yield render.escape_markdown(f"Nothing was ingested: {first}")
             return
+        detail = {
+            "paths": [str(path) for path in paths],
+            "via": "page",
+            "documents_added": report.documents_added,
+        }
+        await asyncio.to_thread(self.audit, "ingest", user, detail)
         if not self.context.store:  # a shared store's next search sees the commits as it is
             resources_of(self.context).forget_index(self.context)  # the next question opens it afresh
         yield render.ingest_summary(report, stats, "shared store" if self.context.store else "index")
@@ -529,9 +602,11 @@ def fresh_session() -> dict[str, Any]:
     return {"thread": new_thread_id(), "turns": []}
 
 
-def build_page(context: Context, threads: str | None = None, uploads: Path | None = None) -> gr.Blocks:
+def build_page(
+    context: Context, threads: str | None = None, uploads: Path | None = None, gate: Gate | None = None
+) -> gr.Blocks:
     """The chat page over the index `context` names, threads kept in `threads` (see citewise.app.memory)."""
-    page = ChatPage(context, threads, uploads)
+    page = ChatPage(context, threads, uploads, gate)
     llm = f"LLM mode: {context.model}" if context.llm else "local mode (no model configured)"
     with gr.Blocks(title="citewise", analytics_enabled=False, fill_width=True) as blocks:
         blocks.citewise = page  # tests and serve reach the handlers through it
@@ -650,8 +725,12 @@ def serve(
     port: int = 7860,
     threads: str | None = None,
     uploads: Path | None = None,
+    gate: Gate | None = None,
 ) -> None:
     """Serve the chat page on host:port until interrupted (the index is opened first, when there is one).
+
+    With a `gate` that requires a login and trusts no proxy, the page opens with Gradio's login form: a
+    user's name and API token (`citewise users add NAME`).
 
     Once the page answers, the query graph's modules import and the embedding model loads in a thread, so
     that neither keeps the page waiting and both are ready by the first question.
@@ -661,7 +740,7 @@ def serve(
     except IndexOpenError as error:
         logger.warning("%s: upload documents on the page, or run `citewise ingest PATH`", error)
         index = None
-    blocks = build_page(context, threads, uploads)
+    blocks = build_page(context, threads, uploads, gate)
     theme = gr.themes.Default(font=THEME_FONTS["font"], font_mono=THEME_FONTS["font_mono"])
     blocks.queue(default_concurrency_limit=4).launch(
         server_name=host,
@@ -673,6 +752,8 @@ def serve(
         show_error=False,
         favicon_path=None,
         prevent_thread_lock=True,
+        auth=login_check(gate),
+        auth_message="Your user name and API token (citewise users add NAME)." if login_check(gate) else None,
     )
     # not a daemon: ONNX Runtime's threads, torn down mid-load at exit, abort the process
     threading.Thread(target=_warm, args=(index,), name="citewise-warm").start()
@@ -689,3 +770,13 @@ def _warm(index: SearchIndex | None) -> None:
         index.embedder.embed(["citewise"])
     except (OSError, RuntimeError, ValueError) as error:  # the first question loads it again, and says why
         logger.warning("the embedding model did not load yet: %s", error)
+
+
+def login_check(gate: Gate | None) -> Any:
+    """The page's login check (user name, API token) when its gate requires a login and trusts no proxy.
+
+    None: no login form (loopback, or single sign-on by a trusted proxy's header).
+    """
+    if gate is None or not gate.login_required or gate.trusted_proxies:
+        return None
+    return gate.user_of_login
