@@ -31,6 +31,8 @@ here is sent only while the budget lasts, its timeout cut to what is left); tena
 names, is used directly (`faults.retrying`).
 """
 
+from citewise.models.budget import answer_deadline, budget_left
+from citewise.models.concurrency import ConcurrencyLimit, RunShared
 from citewise.models.faults import (
     BACKOFF_INITIAL,
     BACKOFF_MAX,
@@ -52,16 +54,7 @@ from citewise.models.faults import (
     retrying,
     scrub,
 )
-from citewise.models.llm import (
-    LLM,
-    MAX_TOKENS,
-    NOSTREAM_TAGS,
-    ConcurrencyLimit,
-    RunShared,
-    answer_deadline,
-    budget_left,
-    models_for,
-)
+from citewise.models.llm import LLM, MAX_TOKENS, NOSTREAM_TAGS, models_for
 from citewise.models.rerank import Reranker, reranker
 from citewise.models.server import ServerFacts, Servers, is_local
 from citewise.models.specs import (

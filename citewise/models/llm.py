@@ -5,12 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
-import time
-import weakref
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -23,6 +18,8 @@ from langchain_core.utils.function_calling import convert_to_openai_function, co
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel
 
+from citewise.models.budget import budget_left
+from citewise.models.concurrency import ConcurrencyLimit, RunShared
 from citewise.models.faults import (
     BACKOFF_INITIAL,
     BACKOFF_MAX,
@@ -93,75 +90,6 @@ MAX_TIMEOUT_GROWTH = 8
 MIN_REPLY_TOKENS = 128
 """A reply cut shorter to fit the context window keeps at least this many tokens (or a quarter of the stage's
 cap, the larger); a prompt that leaves less is not sent (PromptTooLong)."""
-
-_deadline: ContextVar[float | None] = ContextVar("citewise_deadline", default=None)
-
-
-@contextmanager
-def answer_deadline(deadline: float | None) -> Any:
-    """Requests made inside this block stop being sent after `deadline` (time.time()): BudgetSpent."""
-    token = _deadline.set(deadline)
-    try:
-        yield
-    finally:
-        _deadline.reset(token)
-
-
-def budget_left() -> float | None:
-    """Seconds left of the running answer's time budget (None: no budget)."""
-    deadline = _deadline.get()
-    return None if deadline is None else deadline - time.time()
-
-
-@dataclass
-class _LoopSlots:
-    condition: asyncio.Condition
-    busy: int = 0
-
-
-class ConcurrencyLimit:
-    """At most `limit` requests in flight, per event loop (a cached LLM may see several loops).
-
-    `slot(cap)` lowers the limit for one server (one found to serve one request at a time) without a new
-    limit: the requests in flight finish, and no new one starts until fewer than `cap` are left.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.limit = max(1, int(limit))
-        self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopSlots] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._lock = threading.Lock()
-
-    def _loop_slots(self) -> _LoopSlots:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            slots = self._slots.get(loop)
-            if slots is None:
-                slots = self._slots[loop] = _LoopSlots(asyncio.Condition())
-            return slots
-
-    @asynccontextmanager
-    async def slot(self, cap: int | None = None) -> AsyncIterator[None]:
-        """Hold one of the slots (at most min(limit, cap) held at once) for the block."""
-        slots = self._loop_slots()
-        async with slots.condition:
-            await slots.condition.wait_for(lambda: slots.busy < min(self.limit, cap or self.limit))
-            slots.busy += 1
-        try:
-            yield
-        finally:
-            async with slots.condition:
-                slots.busy -= 1
-                slots.condition.notify_all()
-
-
-@dataclass
-class RunShared:
-    """What the models of one run share: the in-flight limit (what each server supports is ServerFacts)."""
-
-    limit: ConcurrencyLimit
-
 
 # the LLM nodes call ------------------------------------------------------------------------------------
 
