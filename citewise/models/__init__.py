@@ -54,7 +54,7 @@ from citewise.models.faults import (
     retrying,
     scrub,
 )
-from citewise.models.llm import LLM, MAX_TOKENS, NOSTREAM_TAGS, models_for
+from citewise.models.llm import LLM, models_for
 from citewise.models.rerank import Reranker, reranker
 from citewise.models.server import ServerFacts, Servers, is_local
 from citewise.models.specs import (
@@ -67,7 +67,9 @@ from citewise.models.specs import (
     sqlite_cache,
 )
 from citewise.models.structured import METHODS, MalformedOutput, extract_json, validate_output
+from citewise.models.transport import NOSTREAM_TAGS
 from citewise.models.usage import UsageMeter, take_usage, usage_scope
+from citewise.models.window import MAX_TOKENS
 
 __all__ = [
     "BACKOFF_INITIAL",

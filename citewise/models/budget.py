@@ -5,7 +5,7 @@ a parameter, because no signature between the node and the request could carry i
 changing:
 
 - set by `answer_deadline`, which `citewise.core.llms.metered` opens around every node run;
-- read by `budget_left`, in `citewise.models.llm` before each attempt of a request
+- read by `budget_left`, in the transport (`citewise.models.transport`) before each attempt of a request
   (not sent once the budget is spent, its timeout cut to what is left);
 - why not a parameter: the requests are made deep inside node code (`await llm.text(...)` in nodes and the
   helpers they call), and one LLM serves every run of a process, so the deadline cannot live on it either. A
@@ -29,7 +29,7 @@ def answer_deadline(deadline: float | None) -> Iterator[None]:
     """Requests made inside this block stop being sent after `deadline` (time.time()): BudgetSpent.
 
     A ContextVar, not a parameter (the module's docstring says why): `citewise.core.llms.metered` opens this
-    around every node run, and the LLM reads it before each attempt of each request.
+    around every node run, and the transport reads it before each attempt of each request.
     """
     token = _deadline.set(deadline)
     try:

@@ -281,6 +281,12 @@ def fault_reason(error: BaseException) -> str:
     return f"provider failed after retries: {type(error).__name__}{code}"
 
 
+def one_line(text: str, limit: int = 300) -> str:
+    """An error's text in one line of at most `limit` characters (a server may echo the whole prompt)."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else f"{line[: limit - 3]}..."
+
+
 REDACTED = "[redacted key]"
 """What an API key becomes in any text citewise shows or logs."""
 
