@@ -5,17 +5,24 @@
 - `faults`: which provider errors are transient (429, 5xx, timeouts, connection errors, unreadable bodies),
   the retry policy (exponential backoff with jitter, a server's Retry-After honoured), what a fallback
   records in `degraded`, and API keys kept out of every message.
-- `structured`: lenient JSON from a reply, validation against the schema, the JSON-mode and repair prompts.
+- `structured`: structured output's formats: the methods in fallback order, the request each makes of a
+  schema, lenient JSON from a reply, validation against the schema, the JSON-mode and repair prompts.
 - `usage`: calls and tokens per stage, counted per node run.
 - `server`: what each server turned out to be (the structured-output method it takes, whether it honours
   `n`, whether it serves one request at a time, its speed and context window), kept per base URL and model
   by a `Servers` the way in holds (citewise.core.resources.Resources) and hands to the models it builds.
-- `llm`: the `LLM` nodes call: `text(...)` for free text, `structured(schema, ..., n=...)` for n parsed
-  samples in one request. It bounds requests in flight, retries transient errors, falls back through the
-  structured-output methods a server rejects, retries and then repairs malformed output (never raising for
-  it), and counts usage. `models_for(context)` gives the run's (judge, writer) pair, (None, None) in
-  local mode.
+- `window`: what fits a model's context window: each stage's reply cap, evidence budgets, prompt sizes.
+- `concurrency`: the in-flight limit a run's models share. `budget`: the answer's time budget.
+- `transport`: one request: within the in-flight limit and the time budget, retried on transient errors,
+  counted, refitted once after a refusal for length, a reply cut off before its end told apart.
+- `sampling`: structured output: n samples of a schema in one request (or several), falling back through
+  the methods a server rejects, retrying and then repairing malformed output (never raising for it).
+- `llm`: the `LLM` nodes call, a facade over `window`, `transport` and `sampling`: `text(...)` for free text,
+  `structured(schema, ..., n=...)` for n parsed samples; it counts usage. `models_for(context)` gives the
+  run's (judge, writer) pair, (None, None) in local mode.
 - `rerank`: Cohere rerank (when COHERE_API_KEY is set) behind the same retry policy.
+- `preflight`: the model specs checked before a run starts; `settings`: what this layer reads of a run's
+  settings (a protocol); `records`: the usage and fallback records a run's state carries.
 
 Internal calls are tagged so LangGraph's message stream skips them: only the writer's answer streams.
 

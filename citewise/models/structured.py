@@ -1,13 +1,23 @@
-"""Structured output: lenient JSON from a reply, validation against a schema, JSON-mode and repair prompts."""
+"""Structured output's formats: how each method asks for a schema, and how a reply is read against it.
+
+No requests are sent here (citewise.models.sampling sends them): the methods in fallback order and the one a
+provider tries next, the request each method makes of a schema, the JSON-mode and repair prompts, lenient
+JSON from a reply and its validation against the schema.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.utils.function_calling import convert_to_openai_function, convert_to_openai_tool
 from pydantic import BaseModel, ValidationError
+
+from citewise.models.specs import speaks_openai
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +52,100 @@ reply's content; only fix its syntax and shape so that it matches the schema.
 
 class MalformedOutput(ValueError):
     """A model reply that is not valid JSON for the requested schema."""
+
+
+# the methods -------------------------------------------------------------------------------------------
+
+
+def first_method(configured: str, learnt: int | None) -> int:
+    """The index in METHODS a call starts with: the configured method, or the later one a server taught."""
+    index = METHODS.index(configured)
+    return index if learnt is None else max(learnt, index)
+
+
+def next_method(index: int, provider: str) -> int:
+    """The method after METHODS[index] for `provider` (Cohere's json_schema is already json_object)."""
+    index += 1
+    if index < len(METHODS) and METHODS[index] == "json_object_schema" and not speaks_openai(provider):
+        index += 1
+    return index
+
+
+@dataclass(frozen=True)
+class StructuredRequest:
+    """How one structured-output method asks for a schema."""
+
+    method: Method
+    name: str
+    schema_json: str
+    kwargs: dict[str, Any]
+
+
+def structured_request(
+    method: Method, schema: type[BaseModel], provider: str, max_tokens: int | None = None
+) -> StructuredRequest:
+    """What a request by `method` adds to ask `provider` for `schema` (response_format, tools, or nothing)."""
+    function = convert_to_openai_function(schema, strict=True)
+    name, parameters = function["name"], function["parameters"]
+    schema_json = json.dumps(parameters, indent=1)
+    kwargs: dict[str, Any]
+    if method == "json_schema":
+        if provider == "cohere":
+            kwargs = {"response_format": {"type": "json_object", "json_schema": parameters}}
+        else:
+            kwargs = {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": name,
+                        "description": function.get("description", ""),
+                        "schema": parameters,
+                        "strict": True,
+                    },
+                }
+            }
+    elif method == "json_object_schema":  # llama.cpp: JSON constrained to the schema
+        kwargs = {"response_format": {"type": "json_object", "schema": parameters}}
+    elif method == "text":  # nothing asked of the server: the prompt spells the schema out
+        kwargs = {}
+    elif method == "function_calling":
+        if provider == "cohere":
+            kwargs = {"tools": [convert_to_openai_tool(schema)], "tool_choice": "REQUIRED"}
+        else:
+            kwargs = {
+                "tools": [convert_to_openai_tool(schema, strict=True)],
+                "tool_choice": {"type": "function", "function": {"name": name}},
+            }
+    else:
+        kwargs = {"response_format": {"type": "json_object"}}
+    return StructuredRequest(method, name, schema_json, {**kwargs, "max_tokens": max_tokens})
+
+
+def json_mode_messages(messages: list[BaseMessage], request: StructuredRequest) -> list[BaseMessage]:
+    """Spell the schema out in the system prompt (json_mode enforces JSON, not the schema)."""
+    instruction = JSON_MODE_INSTRUCTION.format(name=request.name, schema=request.schema_json)
+    first = messages[0]
+    if isinstance(first, SystemMessage) and isinstance(first.content, str):
+        return [SystemMessage(f"{first.content}\n\n{instruction}"), *messages[1:]]
+    return [SystemMessage(instruction), *messages]
+
+
+def parse_reply(
+    schema: type[Schema], reply: AIMessage | None, method: Method
+) -> tuple[Schema | None, str, str]:
+    """(parsed sample or None, the raw output, what is wrong with it)."""
+    if reply is None:
+        return None, "", "the reply was cut off or filtered"
+    raw = str(reply.text)
+    if method == "function_calling":
+        if reply.tool_calls:
+            raw = json.dumps(reply.tool_calls[0]["args"])
+        elif reply.invalid_tool_calls:
+            raw = reply.invalid_tool_calls[0].get("args") or raw
+    try:
+        return validate_output(schema, raw), raw, ""
+    except MalformedOutput as error:
+        return None, raw, str(error)
 
 
 # lenient JSON ------------------------------------------------------------------------------------------

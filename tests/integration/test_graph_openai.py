@@ -256,9 +256,9 @@ async def test_a_refused_key_in_verification_is_not_word_overlap_verification(
 async def test_a_bug_under_scoring_fails_the_run_as_unexpected(
     serve: Callable[..., FakeOpenAI], corpus_index: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import citewise.models.llm
+    import citewise.models.structured
 
-    validate = citewise.models.llm.validate_output
+    validate = citewise.models.structured.validate_output
 
     def broken(schema: Any, value: Any) -> Any:
         if schema.__name__ == "RelevanceScores":
@@ -266,7 +266,7 @@ async def test_a_bug_under_scoring_fails_the_run_as_unexpected(
         return validate(schema, value)
 
     server = serve()
-    monkeypatch.setattr(citewise.models.llm, "validate_output", broken)
+    monkeypatch.setattr(citewise.models.structured, "validate_output", broken)
     result = await ask(context(corpus_index))
     assert len(scoring(server)) == 1  # reached scoring, and a bug is not retried
     assert result["error"]["kind"] == "unexpected" and result["error"]["stage"] == "evidence"

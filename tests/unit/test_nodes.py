@@ -501,7 +501,7 @@ async def test_a_refused_api_key_is_not_a_fallback(stage: str, install: Callable
 async def test_a_bug_under_a_stage_is_not_swallowed(
     stage: str, install: Callable, index_dir: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import citewise.models.llm
+    import citewise.models.structured
 
     node, state, context, _ = failing_stage(stage, index_dir)
     install(context, judge=ScriptedChatModel(responder=Judge()))
@@ -509,7 +509,7 @@ async def test_a_bug_under_a_stage_is_not_swallowed(
     def broken(schema: Any, value: Any) -> Any:
         raise KeyError("items")  # a bug in the parsing helper, not a provider fault
 
-    monkeypatch.setattr(citewise.models.llm, "validate_output", broken)
+    monkeypatch.setattr(citewise.models.structured, "validate_output", broken)
     with pytest.raises(KeyError, match="items"):
         await node(state, run(context))
 
