@@ -4,12 +4,24 @@ The pair comes from the run's resources (`citewise.core.resources.Resources`, ca
 build one per event loop and model settings: the async provider clients belong to the event loop they were
 first used on, so a new loop (another `asyncio.run`, as the terminal chat and benchmarks do) gets its own
 pair; pairs of closed loops are dropped.
+
+Whether a node runs its local fallback is a ContextVar, `_local_only`, not a parameter:
+
+- set by `metered` (in `_within_budget`) while it runs a node a second time for its local fallback, after
+  the answer's time budget ran out or its prompt did not fit the model's context window;
+- read by `models`, which then gives no models, so the node and the helpers it calls take their local paths;
+- why not a parameter: `models` is called by seventeen nodes, often inside helpers a few calls below the node
+  (a scoring batch, a verification pass), and the node functions are LangGraph's `(state, runtime)`; a flag
+  would have to be threaded through each of them for the one wrapper that sets it. Nor can it ride on the
+  Context: nodes read `context.llm` for more than their models (the local bridge rule, the mode a turn
+  records), and a fallback must not change those.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -20,7 +32,8 @@ from citewise.core.resources import resources_of
 logger = logging.getLogger(__name__)
 
 _local_only: ContextVar[bool] = ContextVar("citewise_local_only", default=False)
-"""Set while a node runs its local fallback because the answer's time budget is spent."""
+"""True while a node runs its local fallback (set by `_within_budget`, read by `models`): see the module's
+docstring for why it is not a parameter."""
 
 
 LEAN_LOCAL = frozenset(
@@ -44,8 +57,9 @@ def models(context: Context, stage: str | None = None) -> tuple[Any, Any]:
 Node = TypeVar("Node", bound=Callable[..., Awaitable[Any]])
 
 
-def _spent(left: float | None) -> bool:
-    return left is not None and left <= 0
+def _spent(deadline: float | None) -> bool:
+    """Whether the answer's time budget, until `deadline` (time.time()), is spent (never, without one)."""
+    return deadline is not None and deadline - time.time() <= 0
 
 
 def metered(node: Node, *, starts_turn: bool = False) -> Node:
@@ -70,8 +84,9 @@ def metered(node: Node, *, starts_turn: bool = False) -> Node:
 
         state = args[0] if args and isinstance(args[0], dict) and not starts_turn else {}
         context = getattr(args[1] if len(args) > 1 else kwargs.get("runtime"), "context", None)
-        with usage_scope() as meter, answer_deadline(state.get("deadline")):
-            result, local = await _within_budget(node, args, kwargs)
+        deadline = state.get("deadline")
+        with usage_scope() as meter, answer_deadline(deadline):
+            result, local = await _within_budget(node, args, kwargs, deadline)
         if local and context is not None and context.llm and isinstance(result, dict):
             entry = degradation(node.__name__, f"{local}: local fallback used", [])
             result = _added(result, "degraded", [entry], merge_degraded)
@@ -83,15 +98,17 @@ def metered(node: Node, *, starts_turn: bool = False) -> Node:
     return run  # type: ignore[return-value]
 
 
-async def _within_budget(node: Callable[..., Awaitable[Any]], args: Any, kwargs: Any) -> tuple[Any, str]:
+async def _within_budget(
+    node: Callable[..., Awaitable[Any]], args: Any, kwargs: Any, deadline: float | None
+) -> tuple[Any, str]:
     """The node's update, and why it ran its local fallback instead ("" when it did not).
 
-    It runs locally (`models` gives no models) when the answer's time budget was spent before it, or when a
-    request failed after the budget ran out.
+    It runs locally (`models` gives no models) when the answer's time budget (until `deadline`, time.time())
+    was spent before it, or when a request failed after the budget ran out.
     """
-    from citewise.models import PromptTooLong, budget_left, is_transient
+    from citewise.models import PromptTooLong, is_transient
 
-    if _spent(budget_left()):
+    if _spent(deadline):
         local = "the answer's time budget was spent before the stage"
     else:
         try:
@@ -99,10 +116,12 @@ async def _within_budget(node: Callable[..., Awaitable[Any]], args: Any, kwargs:
         except PromptTooLong as error:
             local = f"the prompt did not fit the model's context window ({error})"
         except Exception as error:
-            if not (is_transient(error) and _spent(budget_left())):
+            if not (is_transient(error) and _spent(deadline)):
                 raise
             local = f"the answer's time budget ran out during the stage ({type(error).__name__})"
     logger.warning("%s: %s; running its local fallback", getattr(node, "__name__", "node"), local)
+    # a ContextVar, not a parameter (the module's docstring says why): `models` reads it wherever the node
+    # and its helpers ask for their models during this second run
     token = _local_only.set(True)
     try:
         return await node(*args, **kwargs), local

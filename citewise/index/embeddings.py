@@ -4,6 +4,15 @@ The model loads from site-packages with the Hugging Face hub forced offline, so 
 Whoever makes one keeps it (loading costs a few seconds): the ways in keep theirs in
 `citewise.core.resources.Resources`, and an index opened through them embeds with it. Vectors are
 L2-normalised float32, so a dot product is a cosine similarity.
+
+Ingest's progress counts texts as the model embeds them through a ContextVar, `embedded`, not a parameter:
+
+- set by `Writing.ingest` (citewise.index.local.ingest) to its progress bar's counter, for the ingest;
+- read by `MiniLMEmbedder` after each batch it runs through the model;
+- why not a parameter: the texts reach the model through `chunk_documents` and the `Embedder` protocol's
+  `embed(texts)`, which every embedder implements (the model, the remembering wrapper, the tests' fakes) and
+  every search calls; a progress argument would change all of them for the one caller that counts. Nor can
+  a wrapper around `embed` do it: one large file is one call, and its progress must move batch by batch.
 """
 
 from __future__ import annotations
@@ -46,7 +55,8 @@ class Embedder(Protocol):
 
 
 embedded: ContextVar[Callable[[int], None] | None] = ContextVar("citewise_embedded", default=None)
-"""Told each batch's size as texts are embedded in this context: ingest's progress moves while it embeds."""
+"""Told each batch's size as texts are embedded in this context: ingest's progress moves while it embeds (set
+by `Writing.ingest`, read by `MiniLMEmbedder`; the module's docstring says why it is not a parameter)."""
 
 PROBE = ["citewise checks the exported model against the original on this sentence.", "short"]
 """Texts both backends must embed alike before the exported model is used."""

@@ -5,6 +5,16 @@ token counts) or its error, and the callback adds a call to the stage the reques
 (`citewise_stage`, else the LangGraph node that made it). Requests LangChain answered from its cache are not
 counted. A node run (`usage_scope`, which `citewise.core.llms.metered` opens around every node of the
 graphs) sees only its own requests.
+
+The node run's meter is a ContextVar, `_node_usage`, not a parameter:
+
+- set by `usage_scope` (`metered` opens one around every node run; the evaluation opens its own);
+- read by `UsageMeter.add`, which the `UsageCallback` calls from inside LangChain's request machinery, and
+  by `scoped_meter` (`LLM.take_usage`, `Reranker.take_usage`);
+- why not a parameter: the callback is LangChain's and is attached to a model that every run of the process
+  shares, so it cannot hold one run's meter, and LangChain calls it with no argument of ours. The ContextVar
+  follows the node's task into the tasks it gathers and into the callback (run inline in the request's
+  task), so concurrent node runs each count only their own requests.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ def _zero() -> StageUsage:
 
 
 _node_usage: ContextVar[UsageMeter | None] = ContextVar("citewise_node_usage", default=None)
+"""The running node's meter (set by `usage_scope`); the module's docstring says why it is not a parameter."""
 
 
 @contextmanager
@@ -42,7 +53,8 @@ def usage_scope() -> Iterator[UsageMeter]:
     """Count the requests made inside this block (one node run) apart from every other run's.
 
     Models are shared by the runs of a process, so their own meters mix concurrent runs; inside a scope,
-    `take_usage()` hands out only what this block's requests spent.
+    `take_usage()` hands out only what this block's requests spent. The meter reaches the usage callback
+    through a ContextVar, not a parameter: LangChain calls the callback, and passes nothing of ours to it.
     """
     meter = UsageMeter()
     token = _node_usage.set(meter)

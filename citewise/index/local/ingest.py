@@ -73,6 +73,8 @@ class Writing:
         report.skipped.extend(missing)
         report.files = len(files) + len(missing)
         bars = _Bars(progress, len(files))
+        # a ContextVar, not an argument: the model's batch loop is below chunk_documents and the Embedder
+        # protocol, which would all change for this one count (citewise.index.embeddings says more)
         counting = embedded.set(bars.texts_done)
         try:
             with self._writing():
