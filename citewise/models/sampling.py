@@ -130,6 +130,7 @@ class Sampler:
         n: int,
         max_tokens: int | None = None,
     ) -> list[Schema | None]:
+        """`n` samples by `method`: a malformed one asked again, then repaired (else None)."""
         request = structured_request(method, schema, self.provider, max_tokens)
         if method in PROMPTED:
             messages = json_mode_messages(messages, request)
