@@ -93,7 +93,12 @@ def _open(
 
 
 def ingest_paths(
-    index: WritableIndex, where: Path, paths: list[Path], quiet: bool = False, tags: Sequence[str] = ()
+    index: WritableIndex,
+    where: Path,
+    paths: list[Path],
+    quiet: bool = False,
+    tags: Sequence[str] = (),
+    collection: str | None = None,
 ) -> IngestReport:
     """Ingest with progress bars on stderr and the summary printed; used by `ingest` and `--docs`."""
     from tqdm import tqdm
@@ -110,7 +115,9 @@ def ingest_paths(
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, on_interrupt) if in_main else None
     try:
-        report = index.ingest(paths, progress=progress, stop=interrupted.is_set, tags=tags)
+        report = index.ingest(
+            paths, progress=progress, stop=interrupted.is_set, tags=tags, collection=collection
+        )
     except KeyboardInterrupt:
         typer.secho(
             "interrupted: documents committed so far are kept; run the same command again to finish",
@@ -118,7 +125,7 @@ def ingest_paths(
             fg=typer.colors.YELLOW,
         )
         raise typer.Exit(130) from None
-    except IndexOpenError as error:
+    except (IndexOpenError, ValueError) as error:
         raise fail(str(error)) from error
     finally:
         if previous is not None:
@@ -223,7 +230,12 @@ def _load_model_meanwhile(index: SearchIndex) -> None:
 
 
 def audit_change(
-    index: Path, store: str | None, action: str, paths: Sequence[Path], report: IngestReport | None = None
+    index: Path,
+    store: str | None,
+    action: str,
+    paths: Sequence[Path],
+    report: IngestReport | None = None,
+    collection: str | None = None,
 ) -> None:
     """Log an ingest or removal from the command line (the local user's) in the index's audit log.
 
@@ -235,6 +247,8 @@ def audit_change(
     if report is not None and not (report.changed or report.documents_tagged):
         return  # nothing changed (unchanged files, or nothing could be read): no index folder is made for it
     detail: dict[str, Any] = {"paths": [str(path.expanduser().resolve()) for path in paths], "via": "cli"}
+    if collection is not None:
+        detail["collection"] = collection
     if report is not None:
         detail |= {
             "files": report.files,
@@ -293,6 +307,16 @@ def ingest(
             "`--trusted tag:NAME` trusts the documents carrying the tag.",
         ),
     ] = None,
+    collection: Annotated[
+        str | None,
+        typer.Option(
+            "--collection",
+            metavar="NAME",
+            help="Put these files' documents in collection NAME (documents stored before move there); "
+            "users read the collections they are granted (`citewise users grant`). Default: new documents "
+            "go to 'default', stored ones stay where they are.",
+        ),
+    ] = None,
     queue_only: Annotated[
         bool,
         typer.Option(
@@ -314,6 +338,13 @@ def ingest(
         "paragraph_vectors": None if whole_paragraphs is None else ("whole" if whole_paragraphs else "pooled")
     }
     given = {key: value for key, value in given.items() if value is not None}  # ChunkingConfig checks them
+    if collection is not None:
+        from citewise.index.records import check_collection
+
+        try:
+            check_collection(collection)
+        except ValueError as error:
+            raise fail(str(error)) from error
     chunking = None
     if given:
         stored = None
@@ -340,16 +371,26 @@ def ingest(
             raise fail("--tag needs the documents ingested: tag them after the workers have (ingest --tag)")
         try:
             shared.ingest_shared(
-                store, paths, chunking, quiet, vectors=vectors, tags=tags, queue_only=queue_only
+                store,
+                paths,
+                chunking,
+                quiet,
+                vectors=vectors,
+                tags=tags,
+                queue_only=queue_only,
+                collection=collection,
             )
         finally:
-            audit_change(index, store, "ingest.queue" if queue_only else "ingest", paths)
+            audit_change(
+                index, store, "ingest.queue" if queue_only else "ingest", paths, collection=collection
+            )
         return
     if vectors:
         raise fail("--vectors is for a shared store (--store); a local index takes --chroma-url")
     with _open(index, chroma_url, chunking) as opened:
-        report = ingest_paths(opened, index, paths, quiet, tags=[t.strip() for t in tag or [] if t.strip()])
-    audit_change(index, None, "ingest", paths, report)
+        tags = [t.strip() for t in tag or [] if t.strip()]
+        report = ingest_paths(opened, index, paths, quiet, tags=tags, collection=collection)
+    audit_change(index, None, "ingest", paths, report, collection=collection)
     nothing_done = not report.documents_added and not report.unchanged_files and not report.documents_removed
     if report.skipped and nothing_done:
         raise fail("nothing was ingested", code=1)
@@ -807,11 +848,12 @@ def api(
 def _register_outlines() -> None:
     from citewise.app.outlines_cli import outlines_app
     from citewise.app.show import show
-    from citewise.app.users_cli import audit, users_app
+    from citewise.app.users_cli import audit, groups_app, users_app
 
     app.add_typer(outlines_app, name="outlines")
     app.command()(show)
     app.add_typer(users_app, name="users")
+    app.add_typer(groups_app, name="groups")
     app.command()(audit)
 
 

@@ -45,6 +45,33 @@ class ServedContext(Context):
         },
     )
 
+    async def readable(self) -> tuple[str, ...] | None:
+        """What the run's caller may read: their grants, read afresh (LangGraph's auth user of the run).
+
+        A run without an authenticated user (none is configured) reads nothing.
+        """
+        import asyncio
+
+        from langgraph.config import get_config
+
+        from citewise.app.served_auth import served_gate
+
+        try:
+            user = get_config().get("configurable", {}).get("langgraph_auth_user")
+        except RuntimeError:  # not inside a run
+            return ()
+        identity = getattr(user, "identity", None)
+        if identity is None and isinstance(user, dict):
+            identity = user.get("identity")
+        if not identity:
+            return ()
+        gate = served_gate()
+        if identity == gate.local_user:
+            return None
+        if gate.store is None:
+            return ()
+        return await asyncio.to_thread(gate.store.collections_of, str(identity))
+
 
 graph = query_graph.copy(update={"context_schema": ServedContext})
 """The query graph as served."""
