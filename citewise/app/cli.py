@@ -27,6 +27,7 @@ from citewise.app import store_commands as shared
 from citewise.app.console import fail, print_report, run_failed
 from citewise.app.options import (
     DEFAULT_INDEX,
+    AsOption,
     BudgetOption,
     ChromaOption,
     DocsOption,
@@ -453,15 +454,20 @@ def search(
     as_json: JsonOption = False,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
+    as_user: AsOption = None,
 ) -> None:
     """Hybrid search: print the best chunks with their BM25, dense and fused scores."""
+    from citewise.app.users_cli import collections_as
+
+    if store and docs:
+        raise fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
+    readable = collections_as(as_user, index, store)
+    options: dict[str, Any] = {"k": k, "mode": mode.value, "alpha": alpha, "fusion": fusion.value}
     if store:
-        if docs:
-            raise fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
-        hits = shared.search_shared(store, query, k=k, mode=mode.value, alpha=alpha, fusion=fusion.value)
+        hits = shared.search_shared(store, query, collections=readable, **options)
     else:
         with _searchable(index, chroma_url, docs, quiet=as_json) as opened:
-            hits = opened.search(query, k=k, mode=mode.value, alpha=alpha, fusion=fusion.value)
+            hits = opened.search(query, collections=readable, **options)
     if as_json:
         typer.echo(
             json.dumps({"query": query, "mode": mode.value, "hits": [h.as_dict() for h in hits]}, indent=2)
@@ -508,6 +514,7 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
+    as_user: AsOption = None,
     profile: ProfileOption = "auto",
     budget_seconds: BudgetOption = None,
 ) -> None:
@@ -521,12 +528,15 @@ def ask(
     if store and docs:
         raise fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
     _check_models(model, judge_model)
+    from citewise.app.users_cli import collections_as
+
     resources = _run_resources(index, chroma_url, store, docs, quiet=as_json)
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, approve_outline=approve,
             trusted=list(trusted or []), beta=beta, profile=profile,
             budget_seconds=budget_seconds, resources=resources, store=store,
+            collections=collections_as(as_user, index, store),
         )  # fmt: skip
         with _quiet("citewise.nodes.failed"):  # the failure is reported below, once
             result = run_question(question, context)
@@ -661,6 +671,7 @@ def evaluate_questions(
     k: KOption = 10,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
+    as_user: AsOption = None,
     profile: ProfileOption = "auto",
     budget_seconds: BudgetOption = None,
 ) -> None:
@@ -679,11 +690,14 @@ def evaluate_questions(
     except evaluate.EvalInputError as error:
         raise fail(str(error)) from error
     _check_models(model, judge_model)
+    from citewise.app.users_cli import collections_as
+
     resources = _run_resources(index, chroma_url, store)  # every question's index, models and embedder
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, profile=profile,
             budget_seconds=budget_seconds, resources=resources, store=store,
+            collections=collections_as(as_user, index, store),
         )  # fmt: skip
         with tqdm(total=len(asked), desc="eval", unit="question", file=sys.stderr, disable=None) as bar:
             run = evaluate.run_eval(asked, context, judgments, citation_judge, progress=bar.update)

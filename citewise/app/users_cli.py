@@ -30,6 +30,19 @@ def access_of(index: object, store: str | None) -> AccessStore:
         raise fail(str(error)) from error
 
 
+def collections_as(user: str | None, index: object, store: str | None) -> tuple[str, ...] | None:
+    """What a command run `--as USER` may read (None without --as: every collection)."""
+    if user is None:
+        return None
+    access = access_of(index, store)
+    try:
+        return access.collections_of(user)
+    except AccessError as error:
+        raise fail(str(error)) from error
+    finally:
+        access.close()
+
+
 @users_app.command("add")
 def add(
     name: Annotated[str, typer.Argument(help="The user's name (letters, digits, '_', '.', '@', '-').")],
