@@ -319,6 +319,14 @@ class Context:
         """The collections this run may read: `collections` (a served run's: its caller's grants)."""
         return self.collections
 
+    async def writable(self, remove: bool = False) -> str | None:
+        """Where this run's ingest puts documents: None, the administrator's way (see `Writing.ingest`).
+
+        A served run's is its caller's (`citewise.app.served.ServedContext`). Raises PermissionError when
+        the caller may not write (or, with `remove`, remove).
+        """
+        return None
+
     def __post_init__(self) -> None:
         """Refuse settings no run can use, each with the reason (Studio and `Context(...)` alike)."""
         problems = [message for bad, message in self._checks() if bad]

@@ -386,3 +386,34 @@ def test_a_served_run_reads_only_its_caller_s_collections_whatever_the_client_se
         assert leaks == [], shown
     allowed = asyncio.run(ask("hank"))
     assert "Utopia" in allowed["answer"] and hit.doc_id in {c["doc_id"] for c in allowed["citations"]}
+
+
+def test_a_served_upload_goes_to_a_collection_its_caller_may_write_or_is_refused(served):
+    """The index graph ingests a user's files into the first collection they may write; without a write
+    grant, or to remove, a user other than the local one is refused with the reason."""
+    from langgraph_sdk import get_client
+
+    from citewise.app.access import open_access
+    from citewise.index import Index
+
+    url, index_dir, *_ = served
+    root = index_dir.parent
+    (root / "docs" / "owls.txt").write_text("Snowy owls hunt lemmings on the tundra in daylight.\n")
+    access = open_access(index_dir)
+    tokens = {name: access.add_user(name) for name in ("iris", "jack")}
+    access.grant("jack", "birds", "write")
+
+    async def run(name, **given):
+        client = get_client(url=url, headers={"Authorization": f"Bearer {tokens[name]}"})
+        thread = await client.threads.create()
+        return await client.runs.wait(thread["thread_id"], "index", input=given)
+
+    refused = asyncio.run(run("iris", paths=["docs/owls.txt"]))
+    assert "may not add documents" in refused["error"] and refused["report"] == {}
+    added = asyncio.run(run("jack", paths=["docs/owls.txt"]))
+    assert added["error"] is None and added["report"]["documents_added"] == 1, added
+    with Index.open(index_dir) as index:
+        (hit,) = index.search("snowy owls hunting lemmings", k=1, collections=("birds",))
+        assert "owls" in hit.text
+    removal = asyncio.run(run("jack", paths=["docs/owls.txt"], remove=True))
+    assert "administrator" in removal["error"]
