@@ -71,6 +71,14 @@ class Context:
         },
     )
 
+    collections: Annotated[tuple[str, ...] | None, SkipJsonSchema()] = field(
+        default=None,
+        metadata={
+            "description": "The collections this run may read (None: every one; (): none), set by the way in "
+            "from who is asking (citewise.app.access), never from a request: not in the JSON schema."
+        },
+    )
+
     # models ---------------------------------------------------------------------------------------------
     model: str | None = field(
         default_factory=lambda: _env("CITEWISE_MODEL"),
@@ -306,6 +314,18 @@ class Context:
             "first use and keeps it here."
         },
     )
+
+    async def readable(self) -> tuple[str, ...] | None:
+        """The collections this run may read: `collections` (a served run's: its caller's grants)."""
+        return self.collections
+
+    async def writable(self, remove: bool = False) -> str | None:
+        """Where this run's ingest puts documents: None, the administrator's way (see `Writing.ingest`).
+
+        A served run's is its caller's (`citewise.app.served.ServedContext`). Raises PermissionError when
+        the caller may not write (or, with `remove`, remove).
+        """
+        return None
 
     def __post_init__(self) -> None:
         """Refuse settings no run can use, each with the reason (Studio and `Context(...)` alike)."""

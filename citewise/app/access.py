@@ -13,6 +13,12 @@ A server's `Gate` decides who a request is: a valid bearer token's user; else, w
 the operator's trusted proxies, the user its header names (single sign-on); else, on a loopback address,
 the one local user ("local"), as before users existed. Beyond loopback a server without a way in refuses to
 start (`require_login`).
+
+What a user may read and write: documents belong to collections (`citewise ingest --collection NAME`), and
+users and groups are granted read or write on them (`citewise users grant`, `citewise groups`); write
+grants read too. `collections_of` is what a user's searches may see, handed to the run by the way in (the
+API, the page, a served graph); the local user (loopback without logins, and the CLI on this machine) is
+the administrator and sees every collection. Grants, groups and their members are recorded in the audit log.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from citewise.index.records import DEFAULT_COLLECTION
 
 LOCAL_USER = "local"
 """The one user of a loopback server without logins, and the owner of threads from before owners."""
@@ -55,7 +63,14 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS citewise_audit (id {serial} PRIMARY KEY, at TEXT NOT NULL, "
     "user_name TEXT NOT NULL, action TEXT NOT NULL, detail TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS citewise_audit_at ON citewise_audit (at)",
+    "CREATE TABLE IF NOT EXISTS citewise_groups (name TEXT PRIMARY KEY, created TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS citewise_members (group_name TEXT NOT NULL, user_name TEXT NOT NULL, "
+    "PRIMARY KEY (group_name, user_name))",
+    "CREATE TABLE IF NOT EXISTS citewise_grants (principal TEXT NOT NULL, collection TEXT NOT NULL, "
+    "access TEXT NOT NULL, granted TEXT NOT NULL, PRIMARY KEY (principal, collection, access))",
 )
+ACCESS = ("read", "write")
+"""What a grant gives on a collection (write: ingest and remove there, and read it)."""
 SQLITE_APPEND_ONLY = (
     "CREATE TRIGGER IF NOT EXISTS citewise_audit_no_update BEFORE UPDATE ON citewise_audit "
     "BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
@@ -195,7 +210,7 @@ class AccessStore:
         statements = [s.format(serial=serial) for s in SCHEMA]
         with self._cursor() as cursor:
             if self.postgres:
-                cursor.execute("SELECT to_regclass('citewise_audit') IS NOT NULL")
+                cursor.execute("SELECT to_regclass('citewise_grants') IS NOT NULL")
                 if cursor.fetchone()[0]:
                     return  # set up already: nothing written (a hot standby only reads)
                 cursor.execute("SELECT pg_advisory_lock(hashtext(%s))", [SETUP_LOCK])
@@ -295,6 +310,156 @@ class AccessStore:
             return None
         return str(row[0])
 
+    # groups and grants ------------------------------------------------------------------------------------
+    def add_group(self, name: str, by: str = LOCAL_USER) -> None:
+        """Make group `name` (`by` did it).
+
+        Raises:
+            AccessError: a bad name, or a group of that name already.
+        """
+        if not USER_NAME.fullmatch(name):
+            raise AccessError(f"a group name is 1-64 letters, digits, '_', '.', '@' or '-': not {name!r}")
+        with self._cursor() as cursor:
+            cursor.execute(
+                self._sql("INSERT INTO citewise_groups VALUES (%s, %s) ON CONFLICT (name) DO NOTHING"),
+                [name, now()],
+            )
+            if cursor.rowcount == 0:
+                raise AccessError(f"group {name!r} exists already")
+        self.record("group.add", by, {"group": name})
+
+    def groups(self) -> dict[str, list[str]]:
+        """Every group with its members, by name."""
+        with self._cursor() as cursor:
+            cursor.execute("SELECT name FROM citewise_groups ORDER BY name")
+            found: dict[str, list[str]] = {row[0]: [] for row in cursor.fetchall()}
+            cursor.execute(
+                "SELECT group_name, user_name FROM citewise_members ORDER BY group_name, user_name"
+            )
+            for group, user in cursor.fetchall():
+                found.setdefault(group, []).append(user)
+        return found
+
+    def set_member(self, group: str, user: str, member: bool = True, by: str = LOCAL_USER) -> None:
+        """Put `user` in `group` (or take them out, `member=False`).
+
+        Raises:
+            AccessError: no such group, or a bad user name.
+        """
+        if not USER_NAME.fullmatch(user):
+            raise AccessError(f"not a user name: {user!r}")
+        with self._cursor() as cursor:
+            cursor.execute(self._sql("SELECT 1 FROM citewise_groups WHERE name = %s"), [group])
+            if cursor.fetchone() is None:
+                raise AccessError(f"no group {group!r} (`citewise groups add {group}` first)")
+            if member:
+                cursor.execute(
+                    self._sql("INSERT INTO citewise_members VALUES (%s, %s) ON CONFLICT DO NOTHING"),
+                    [group, user],
+                )
+            else:
+                cursor.execute(
+                    self._sql("DELETE FROM citewise_members WHERE group_name = %s AND user_name = %s"),
+                    [group, user],
+                )
+        self.record("group.member" if member else "group.remove", by, {"group": group, "name": user})
+
+    def grant(
+        self, principal: str, collection: str, access: str, *, group: bool = False, by: str = LOCAL_USER
+    ) -> None:
+        """Give user (or `group`) `principal` `access` ("read" or "write") on `collection`.
+
+        Raises:
+            AccessError: a bad name, collection or access.
+        """
+        self._grant_checks(principal, collection, access)
+        with self._cursor() as cursor:
+            cursor.execute(
+                self._sql("INSERT INTO citewise_grants VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"),
+                [_principal(principal, group), collection, access, now()],
+            )
+        self.record("grant.add", by, _grant_detail(principal, collection, access, group))
+
+    def revoke_grant(
+        self, principal: str, collection: str, access: str, *, group: bool = False, by: str = LOCAL_USER
+    ) -> None:
+        """Take back a grant (at every server's next request: grants are read afresh at each).
+
+        Raises:
+            AccessError: no such grant.
+        """
+        self._grant_checks(principal, collection, access)
+        with self._cursor() as cursor:
+            cursor.execute(
+                self._sql(
+                    "DELETE FROM citewise_grants WHERE principal = %s AND collection = %s AND access = %s"
+                ),
+                [_principal(principal, group), collection, access],
+            )
+            if cursor.rowcount == 0:
+                raise AccessError(
+                    f"no {access} grant on {collection!r} to {principal!r} (`citewise users grants`)"
+                )
+        self.record("grant.revoke", by, _grant_detail(principal, collection, access, group))
+
+    def grants(self) -> list[dict[str, str]]:
+        """Every grant: who (user or group), which collection, what access, when."""
+        with self._cursor() as cursor:
+            cursor.execute(
+                "SELECT principal, collection, access, granted FROM citewise_grants ORDER BY 1, 2, 3"
+            )
+            rows = cursor.fetchall()
+        return [
+            {
+                "kind": principal.split(":", 1)[0],
+                "name": principal.split(":", 1)[1],
+                "collection": c,
+                "access": a,
+            }
+            | {"granted": at}
+            for principal, c, a, at in rows
+        ]
+
+    def collections_of(self, user: str, access: str = "read") -> tuple[str, ...] | None:
+        """The collections `user` may read (or write), read afresh: None for the local user (every one).
+
+        Every user reads the default collection (documents ingested without `--collection`, as before
+        collections existed); a write grant gives read too; a group's grants are its members'.
+        """
+        if user == LOCAL_USER:
+            return None
+        wanted = ("read", "write") if access == "read" else ("write", "write")
+        with self._cursor() as cursor:
+            cursor.execute(self._sql("SELECT group_name FROM citewise_members WHERE user_name = %s"), [user])
+            principals = [f"user:{user}", *(f"group:{row[0]}" for row in cursor.fetchall())]
+            marks = ", ".join(["%s"] * len(principals))
+            cursor.execute(
+                self._sql(
+                    f"SELECT DISTINCT collection FROM citewise_grants WHERE principal IN ({marks}) "
+                    "AND access IN (%s, %s)"
+                ),
+                [*principals, *wanted],
+            )
+            found = {row[0] for row in cursor.fetchall()}
+        return tuple(sorted(found | {DEFAULT_COLLECTION} if access == "read" else found))
+
+    def may_write(self, user: str, collection: str) -> bool:
+        """Whether `user` may ingest into and remove from `collection`."""
+        writable = self.collections_of(user, "write")
+        return writable is None or collection in writable
+
+    def _grant_checks(self, principal: str, collection: str, access: str) -> None:
+        from citewise.index.records import check_collection
+
+        if access not in ACCESS:
+            raise AccessError(f"access is read or write, not {access!r}")
+        if not USER_NAME.fullmatch(principal):
+            raise AccessError(f"not a user or group name: {principal!r}")
+        try:
+            check_collection(collection)
+        except ValueError as error:
+            raise AccessError(str(error)) from error
+
     # the audit log ----------------------------------------------------------------------------------------
     def record(self, action: str, user: str, detail: Mapping[str, Any]) -> None:
         """Append one event: `user` did `action`; `detail` says to what (JSON; never a secret).
@@ -346,6 +511,16 @@ class AccessStore:
             | _without(json.loads(detail), ("at", "user", "action"))
             for at, name, action, detail in rows
         ]
+
+
+def _principal(name: str, group: bool) -> str:
+    """How a grant names who it is to: "user:NAME" or "group:NAME"."""
+    return f"{'group' if group else 'user'}:{name}"
+
+
+def _grant_detail(principal: str, collection: str, access: str, group: bool) -> dict[str, str]:
+    """A grant as the audit log records it."""
+    return {"group" if group else "name": principal, "collection": collection, "access": access}
 
 
 def _database_error(error: BaseException, where: str) -> str:

@@ -291,6 +291,14 @@ def build_app(
             )
         return user
 
+    async def readable_by(user: str) -> tuple[str, ...] | None:
+        """What `user`'s runs may read, read afresh at each ask (None: every collection, the local user's)."""
+        if user == gate.local_user:
+            return None
+        if gate.store is None:
+            return ()  # nowhere to look a grant up: nothing
+        return await run_in_threadpool(gate.store.collections_of, user)
+
     async def log(action: str, user: str, detail: dict[str, Any]) -> None:
         """Append to the audit log; one that cannot be written (a standby's) is logged, the reply stands."""
         if audit is None:
@@ -374,7 +382,9 @@ def build_app(
         if pending is not None:  # a turn a killed replica left: its question goes, as the terminal chat does
             update = {"messages": [RemoveMessage(id=pending["id"])]}
             await graph.aupdate_state(settings, update, as_node="references")
-        run_context = dataclasses.replace(context, route=ROUTES[AnswerMode(body.mode)])
+        run_context = dataclasses.replace(
+            context, route=ROUTES[AnswerMode(body.mode)], collections=await readable_by(user)
+        )
         return await run(graph, {"messages": [("user", question)]}, settings, run_context, user, "ask")
 
     @app.post("/threads/{thread_id}/resume", response_model=Reply)
@@ -384,7 +394,8 @@ def build_app(
         graph = app.state.graph
         if await cut_off(graph, settings) is None:
             raise HTTPException(409, "the thread has no cut-off turn to finish")
-        return await run(graph, None, settings, context, user, "ask.resume")
+        run_context = dataclasses.replace(context, collections=await readable_by(user))
+        return await run(graph, None, settings, run_context, user, "ask.resume")
 
     @app.get("/threads/{thread_id}", response_model=Thread)
     async def thread(thread_id: str, user: str = Depends(caller)) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from citewise.app import store_commands as shared
 from citewise.app.console import fail, print_report, run_failed
 from citewise.app.options import (
     DEFAULT_INDEX,
+    AsOption,
     BudgetOption,
     ChromaOption,
     DocsOption,
@@ -93,7 +94,12 @@ def _open(
 
 
 def ingest_paths(
-    index: WritableIndex, where: Path, paths: list[Path], quiet: bool = False, tags: Sequence[str] = ()
+    index: WritableIndex,
+    where: Path,
+    paths: list[Path],
+    quiet: bool = False,
+    tags: Sequence[str] = (),
+    collection: str | None = None,
 ) -> IngestReport:
     """Ingest with progress bars on stderr and the summary printed; used by `ingest` and `--docs`."""
     from tqdm import tqdm
@@ -110,7 +116,9 @@ def ingest_paths(
     in_main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGINT, on_interrupt) if in_main else None
     try:
-        report = index.ingest(paths, progress=progress, stop=interrupted.is_set, tags=tags)
+        report = index.ingest(
+            paths, progress=progress, stop=interrupted.is_set, tags=tags, collection=collection
+        )
     except KeyboardInterrupt:
         typer.secho(
             "interrupted: documents committed so far are kept; run the same command again to finish",
@@ -118,7 +126,7 @@ def ingest_paths(
             fg=typer.colors.YELLOW,
         )
         raise typer.Exit(130) from None
-    except IndexOpenError as error:
+    except (IndexOpenError, ValueError) as error:
         raise fail(str(error)) from error
     finally:
         if previous is not None:
@@ -223,7 +231,12 @@ def _load_model_meanwhile(index: SearchIndex) -> None:
 
 
 def audit_change(
-    index: Path, store: str | None, action: str, paths: Sequence[Path], report: IngestReport | None = None
+    index: Path,
+    store: str | None,
+    action: str,
+    paths: Sequence[Path],
+    report: IngestReport | None = None,
+    collection: str | None = None,
 ) -> None:
     """Log an ingest or removal from the command line (the local user's) in the index's audit log.
 
@@ -235,6 +248,8 @@ def audit_change(
     if report is not None and not (report.changed or report.documents_tagged):
         return  # nothing changed (unchanged files, or nothing could be read): no index folder is made for it
     detail: dict[str, Any] = {"paths": [str(path.expanduser().resolve()) for path in paths], "via": "cli"}
+    if collection is not None:
+        detail["collection"] = collection
     if report is not None:
         detail |= {
             "files": report.files,
@@ -293,6 +308,16 @@ def ingest(
             "`--trusted tag:NAME` trusts the documents carrying the tag.",
         ),
     ] = None,
+    collection: Annotated[
+        str | None,
+        typer.Option(
+            "--collection",
+            metavar="NAME",
+            help="Put these files' documents in collection NAME (documents stored before move there); "
+            "users read the collections they are granted (`citewise users grant`). Default: new documents "
+            "go to 'default', stored ones stay where they are.",
+        ),
+    ] = None,
     queue_only: Annotated[
         bool,
         typer.Option(
@@ -314,6 +339,13 @@ def ingest(
         "paragraph_vectors": None if whole_paragraphs is None else ("whole" if whole_paragraphs else "pooled")
     }
     given = {key: value for key, value in given.items() if value is not None}  # ChunkingConfig checks them
+    if collection is not None:
+        from citewise.index.records import check_collection
+
+        try:
+            check_collection(collection)
+        except ValueError as error:
+            raise fail(str(error)) from error
     chunking = None
     if given:
         stored = None
@@ -340,16 +372,26 @@ def ingest(
             raise fail("--tag needs the documents ingested: tag them after the workers have (ingest --tag)")
         try:
             shared.ingest_shared(
-                store, paths, chunking, quiet, vectors=vectors, tags=tags, queue_only=queue_only
+                store,
+                paths,
+                chunking,
+                quiet,
+                vectors=vectors,
+                tags=tags,
+                queue_only=queue_only,
+                collection=collection,
             )
         finally:
-            audit_change(index, store, "ingest.queue" if queue_only else "ingest", paths)
+            audit_change(
+                index, store, "ingest.queue" if queue_only else "ingest", paths, collection=collection
+            )
         return
     if vectors:
         raise fail("--vectors is for a shared store (--store); a local index takes --chroma-url")
     with _open(index, chroma_url, chunking) as opened:
-        report = ingest_paths(opened, index, paths, quiet, tags=[t.strip() for t in tag or [] if t.strip()])
-    audit_change(index, None, "ingest", paths, report)
+        tags = [t.strip() for t in tag or [] if t.strip()]
+        report = ingest_paths(opened, index, paths, quiet, tags=tags, collection=collection)
+    audit_change(index, None, "ingest", paths, report, collection=collection)
     nothing_done = not report.documents_added and not report.unchanged_files and not report.documents_removed
     if report.skipped and nothing_done:
         raise fail("nothing was ingested", code=1)
@@ -412,15 +454,20 @@ def search(
     as_json: JsonOption = False,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
+    as_user: AsOption = None,
 ) -> None:
     """Hybrid search: print the best chunks with their BM25, dense and fused scores."""
+    from citewise.app.users_cli import collections_as
+
+    if store and docs:
+        raise fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
+    readable = collections_as(as_user, index, store)
+    options: dict[str, Any] = {"k": k, "mode": mode.value, "alpha": alpha, "fusion": fusion.value}
     if store:
-        if docs:
-            raise fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
-        hits = shared.search_shared(store, query, k=k, mode=mode.value, alpha=alpha, fusion=fusion.value)
+        hits = shared.search_shared(store, query, collections=readable, **options)
     else:
         with _searchable(index, chroma_url, docs, quiet=as_json) as opened:
-            hits = opened.search(query, k=k, mode=mode.value, alpha=alpha, fusion=fusion.value)
+            hits = opened.search(query, collections=readable, **options)
     if as_json:
         typer.echo(
             json.dumps({"query": query, "mode": mode.value, "hits": [h.as_dict() for h in hits]}, indent=2)
@@ -467,6 +514,7 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
+    as_user: AsOption = None,
     profile: ProfileOption = "auto",
     budget_seconds: BudgetOption = None,
 ) -> None:
@@ -480,12 +528,15 @@ def ask(
     if store and docs:
         raise fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
     _check_models(model, judge_model)
+    from citewise.app.users_cli import collections_as
+
     resources = _run_resources(index, chroma_url, store, docs, quiet=as_json)
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, approve_outline=approve,
             trusted=list(trusted or []), beta=beta, profile=profile,
             budget_seconds=budget_seconds, resources=resources, store=store,
+            collections=collections_as(as_user, index, store),
         )  # fmt: skip
         with _quiet("citewise.nodes.failed"):  # the failure is reported below, once
             result = run_question(question, context)
@@ -620,6 +671,7 @@ def evaluate_questions(
     k: KOption = 10,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
+    as_user: AsOption = None,
     profile: ProfileOption = "auto",
     budget_seconds: BudgetOption = None,
 ) -> None:
@@ -638,11 +690,14 @@ def evaluate_questions(
     except evaluate.EvalInputError as error:
         raise fail(str(error)) from error
     _check_models(model, judge_model)
+    from citewise.app.users_cli import collections_as
+
     resources = _run_resources(index, chroma_url, store)  # every question's index, models and embedder
     try:
         context = run_context(
             index, chroma_url, model, judge_model, k, mode, profile=profile,
             budget_seconds=budget_seconds, resources=resources, store=store,
+            collections=collections_as(as_user, index, store),
         )  # fmt: skip
         with tqdm(total=len(asked), desc="eval", unit="question", file=sys.stderr, disable=None) as bar:
             run = evaluate.run_eval(asked, context, judgments, citation_judge, progress=bar.update)
@@ -807,11 +862,12 @@ def api(
 def _register_outlines() -> None:
     from citewise.app.outlines_cli import outlines_app
     from citewise.app.show import show
-    from citewise.app.users_cli import audit, users_app
+    from citewise.app.users_cli import audit, groups_app, users_app
 
     app.add_typer(outlines_app, name="outlines")
     app.command()(show)
     app.add_typer(users_app, name="users")
+    app.add_typer(groups_app, name="groups")
     app.command()(audit)
 
 

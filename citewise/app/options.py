@@ -123,3 +123,13 @@ UserHeaderOption = Annotated[
         help="The header a trusted proxy names its logged-in user in, e.g. X-Forwarded-User.",
     ),
 ]
+
+AsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--as",
+        metavar="USER",
+        help="Read only what USER may read (their grants); by default the command line reads every "
+        "collection, as the administrator.",
+    ),
+]

@@ -10,12 +10,14 @@ embedding model loaded once, the models built once per event loop and settings.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import ConfigDict
 from pydantic.json_schema import SkipJsonSchema
 
+from citewise.app.served_auth import served_gate
 from citewise.context import Context
 from citewise.core.resources import Resources
 from citewise.graph.index import graph as index_graph
@@ -44,6 +46,63 @@ class ServedContext(Context):
             "description": "The server's resources (RESOURCES); not in the schema, so never a client's."
         },
     )
+
+    async def readable(self) -> tuple[str, ...] | None:
+        """What the run's caller may read: their grants, read afresh (LangGraph's auth user of the run).
+
+        A run without an authenticated user (none is configured) reads nothing.
+        """
+        identity = _caller()
+        if not identity:
+            return ()
+        gate = served_gate()
+        if identity == gate.local_user:
+            return None
+        if gate.store is None:
+            return ()
+        return await asyncio.to_thread(gate.store.collections_of, identity)
+
+    async def writable(self, remove: bool = False) -> str | None:
+        """Where the caller's uploads go: the first collection (by name) they may write.
+
+        None for the local user (the administrator). Removal through a served graph is the administrator's.
+
+        Raises:
+            PermissionError: the caller may write no collection, or asks to remove as another user.
+        """
+        identity = _caller()
+        gate = served_gate()
+        if identity and identity == gate.local_user:
+            return None
+        if remove:
+            raise PermissionError(
+                "removing documents is the administrator's: `citewise remove` on the server"
+            )
+        writable = (
+            ()
+            if gate.store is None or not identity
+            else await asyncio.to_thread(gate.store.collections_of, identity, "write")
+        )
+        if not writable:
+            raise PermissionError(
+                f"{identity or 'this caller'} may not add documents: an administrator grants it with "
+                f"`citewise users grant {identity or 'NAME'} --write COLLECTION`"
+            )
+        return writable[0]
+
+
+def _caller() -> str | None:
+    """The authenticated user of the run in progress (LangGraph's auth user); None outside a run."""
+    from langgraph.config import get_config
+
+    try:
+        user = get_config().get("configurable", {}).get("langgraph_auth_user")
+    except RuntimeError:  # not inside a run
+        return None
+    identity = getattr(user, "identity", None)
+    if identity is None and isinstance(user, dict):
+        identity = user.get("identity")
+    return str(identity) if identity else None
 
 
 graph = query_graph.copy(update={"context_schema": ServedContext})

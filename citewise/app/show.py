@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from citewise.app.console import fail
-from citewise.app.options import DEFAULT_INDEX, IndexOption, JsonOption
+from citewise.app.options import DEFAULT_INDEX, AsOption, IndexOption, JsonOption
 from citewise.index.inspect import DROPPED_KINDS, Reading
 
 SHOWN_REFERENCES = 8
@@ -23,6 +23,7 @@ def show(
     ],
     index: IndexOption = DEFAULT_INDEX,
     as_json: JsonOption = False,
+    as_user: AsOption = None,
 ) -> None:
     """Show how a document was read: title, sections, references, and what was left out and why.
 
@@ -39,7 +40,9 @@ def show(
         except LoadError as error:
             raise fail(f"{path}: {error}") from error
     else:
-        readings = _stored(document, index)
+        from citewise.app.users_cli import collections_as
+
+        readings = _stored(document, index, collections_as(as_user, index, None))
     if as_json:
         typer.echo(json.dumps([r.as_dict() for r in readings], indent=2, ensure_ascii=False))
         return
@@ -49,12 +52,12 @@ def show(
         _print(reading)
 
 
-def _stored(text: str, index: Path) -> list[Reading]:
-    """The indexed documents whose title or file holds `text`, as stored."""
+def _stored(text: str, index: Path, collections: tuple[str, ...] | None = None) -> list[Reading]:
+    """The indexed documents (of `collections`, None: any) whose title or file holds `text`, as stored."""
     from citewise.core.resources import stored_documents
     from citewise.index.inspect import describe_stored
 
-    found = stored_documents(index, text)
+    found = stored_documents(index, text, collections)
     if found is None:
         raise fail(f"{text!r} is no file, and there is no index at {index} to look it up in")
     if not found:

@@ -100,12 +100,13 @@ def ingest_shared(
     verb: str = "ingest",
     tags: list[str] | None = None,
     queue_only: bool = False,
+    collection: str | None = None,
 ) -> None:
     """Queue the files in the shared store (or queue failed ones again) and ingest here, as one worker of any.
 
     The store is made at its first ingest, with the embedding model, chunking and vector store given; others
     (`python -m citewise.index.shared.pgworker --store URL`) may take files from the same queue meanwhile.
-    `queue_only`: queue them and leave them to those workers.
+    `queue_only`: queue them and leave them to those workers. `collection`: where their documents go.
     """
     import psycopg
 
@@ -114,7 +115,12 @@ def ingest_shared(
     writer = shared_store(store)
     try:
         queued, outcomes = writer.queue(
-            paths, requeue=requeue, chunking=chunking, vectors=vectors, work=not queue_only
+            paths,
+            requeue=requeue,
+            chunking=chunking,
+            vectors=vectors,
+            work=not queue_only,
+            collection=collection,
         )
     except (IndexOpenError, ValueError, psycopg.Error) as error:
         raise store_failed(error) from error

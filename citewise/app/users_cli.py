@@ -1,4 +1,4 @@
-"""`citewise users` (add, list, revoke API tokens) and `citewise audit` (read the audit log).
+"""`citewise users` (API tokens, grants), `citewise groups` and `citewise audit` (read the audit log).
 
 Both work on the access database of the index a command names (`--index`, or `--store` for the shared tier:
 see `citewise.app.access`). Registered on the main CLI beside the other commands.
@@ -28,6 +28,19 @@ def access_of(index: object, store: str | None) -> AccessStore:
         return open_access(str(index), store)
     except AccessError as error:
         raise fail(str(error)) from error
+
+
+def collections_as(user: str | None, index: object, store: str | None) -> tuple[str, ...] | None:
+    """What a command run `--as USER` may read (None without --as: every collection)."""
+    if user is None:
+        return None
+    access = access_of(index, store)
+    try:
+        return access.collections_of(user)
+    except AccessError as error:
+        raise fail(str(error)) from error
+    finally:
+        access.close()
 
 
 @users_app.command("add")
@@ -87,6 +100,148 @@ def revoke(
     finally:
         access.close()
     typer.echo(f"revoked the token of {name}", err=True)
+
+
+Collection = Annotated[
+    list[str] | None,
+    typer.Option("--read", metavar="COLLECTION", help="Read on this collection (repeatable)."),
+]
+WriteCollection = Annotated[
+    list[str] | None,
+    typer.Option("--write", metavar="COLLECTION", help="Write (and read) on this collection (repeatable)."),
+]
+GroupFlag = Annotated[bool, typer.Option("--group", help="NAME is a group (`citewise groups add`).")]
+
+
+def _change_grants(
+    name: str,
+    read: list[str] | None,
+    write: list[str] | None,
+    group: bool,
+    index: object,
+    store: str | None,
+    give: bool,
+) -> None:
+    asked = [(c, "read") for c in read or []] + [(c, "write") for c in write or []]
+    if not asked:
+        raise fail("name a collection: --read COLLECTION or --write COLLECTION")
+    access = access_of(index, store)
+    try:
+        for collection, kind in asked:
+            if give:
+                access.grant(name, collection, kind, group=group)
+            else:
+                access.revoke_grant(name, collection, kind, group=group)
+    except AccessError as error:
+        raise fail(str(error)) from error
+    finally:
+        access.close()
+    said = ", ".join(f"{kind} on {collection}" for collection, kind in asked)
+    typer.echo(f"{'granted' if give else 'revoked'} {said} {'to' if give else 'from'} {name}", err=True)
+
+
+@users_app.command("grant")
+def grant(
+    name: Annotated[str, typer.Argument(help="The user (or, with --group, the group).")],
+    read: Collection = None,
+    write: WriteCollection = None,
+    group: GroupFlag = False,
+    index: IndexOption = DEFAULT_INDEX,
+    store: StoreOption = None,
+) -> None:
+    """Let a user or group read (or write) collections: their searches see those documents only."""
+    _change_grants(name, read, write, group, index, store, give=True)
+
+
+@users_app.command("revoke-grant")
+def revoke_grant(
+    name: Annotated[str, typer.Argument(help="The user (or, with --group, the group).")],
+    read: Collection = None,
+    write: WriteCollection = None,
+    group: GroupFlag = False,
+    index: IndexOption = DEFAULT_INDEX,
+    store: StoreOption = None,
+) -> None:
+    """Take back grants: every server applies it from its next request."""
+    _change_grants(name, read, write, group, index, store, give=False)
+
+
+@users_app.command("grants")
+def list_grants(
+    index: IndexOption = DEFAULT_INDEX,
+    store: StoreOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """List the grants: who (user or group), which collection, read or write."""
+    access = access_of(index, store)
+    try:
+        grants = access.grants()
+    finally:
+        access.close()
+    for row in grants:
+        typer.echo(
+            json.dumps(row)
+            if as_json
+            else f"{row['kind']} {row['name']}\t{row['access']}\t{row['collection']}"
+        )
+
+
+groups_app = typer.Typer(
+    help="Groups of users: a grant to a group (`citewise users grant G --group ...`) is its members'.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+
+
+@groups_app.command("add")
+def add_group(
+    name: Annotated[str, typer.Argument(help="The group's name.")],
+    index: IndexOption = DEFAULT_INDEX,
+    store: StoreOption = None,
+) -> None:
+    """Make a group."""
+    access = access_of(index, store)
+    try:
+        access.add_group(name)
+    except AccessError as error:
+        raise fail(str(error)) from error
+    finally:
+        access.close()
+    typer.echo(f"made group {name}", err=True)
+
+
+@groups_app.command("member")
+def member(
+    group: Annotated[str, typer.Argument(help="The group.")],
+    user: Annotated[str, typer.Argument(help="The user.")],
+    remove: Annotated[bool, typer.Option("--remove", help="Take the user out of the group.")] = False,
+    index: IndexOption = DEFAULT_INDEX,
+    store: StoreOption = None,
+) -> None:
+    """Put a user in a group (or take them out, --remove)."""
+    access = access_of(index, store)
+    try:
+        access.set_member(group, user, member=not remove)
+    except AccessError as error:
+        raise fail(str(error)) from error
+    finally:
+        access.close()
+    typer.echo(f"{user} {'left' if remove else 'joined'} {group}", err=True)
+
+
+@groups_app.command("list")
+def list_groups(
+    index: IndexOption = DEFAULT_INDEX,
+    store: StoreOption = None,
+) -> None:
+    """List the groups and their members."""
+    access = access_of(index, store)
+    try:
+        groups = access.groups()
+    finally:
+        access.close()
+    for name, members in groups.items():
+        typer.echo(f"{name}\t{' '.join(members)}")
 
 
 def audit(

@@ -12,18 +12,20 @@ from typing import Any
 
 from citewise.context import Context
 from citewise.core.resources import resources_of
-from citewise.index.reading import SearchIndex
+from citewise.index.reading import SearchIndex, readable
 
 
 async def open_index(context: Context) -> SearchIndex:
-    """The index the context names (a shared store when it names one), from the run's resources.
+    """The index the context names (a shared store when it names one), as the run's asker may read it.
 
-    Opened at their first use, off the event loop.
+    Opened at their first use, off the event loop, from the run's resources; every search and read by id of
+    the run is of the collections the asker may read (`Context.readable`, `citewise.index.reading.Readable`).
 
     Raises:
         DeploymentError: a served run names another index or store than the server's.
     """
-    return await resources_of(context).index(context)
+    index = await resources_of(context).index(context)
+    return readable(index, await context.readable())
 
 
 async def in_thread(function: Any, *args: Any, **kwargs: Any) -> Any:

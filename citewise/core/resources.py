@@ -320,12 +320,12 @@ def open_writer(
 
 
 def stored_documents(
-    folder: str | Path, text: str
+    folder: str | Path, text: str, collections: tuple[str, ...] | None = None
 ) -> list[tuple[DocumentRecord, list[ParagraphRecord], dict[str, str]]] | None:
     """The local index's documents whose title or file holds `text`, each with its paragraphs and references.
 
-    Read from the index's records alone (no model loaded, no vectors opened); None when `folder` holds no
-    index.
+    Only documents of `collections` (None: every one). Read from the index's records alone (no model loaded,
+    no vectors opened); None when `folder` holds no index.
     """
     from citewise.index.local.docstore import DocStore
 
@@ -336,7 +336,7 @@ def stored_documents(
     try:
         return [
             (record, store.paragraphs(record.id), store.bibliography(record.id))
-            for record in store.find_documents(text)
+            for record in store.find_documents(text, collections=collections)
         ]
     finally:
         store.close()

@@ -39,7 +39,9 @@ class IndexState(IndexInput, IndexOutput):
     """Both."""
 
 
-def _run(paths: list[str], remove: bool, context: Context, resources: Resources) -> dict[str, Any]:
+def _run(
+    paths: list[str], remove: bool, context: Context, resources: Resources, collection: str | None = None
+) -> dict[str, Any]:
     check_settings(context)
     allowed = allowed_paths(paths)
     files, escaping = allowed, []
@@ -48,7 +50,7 @@ def _run(paths: list[str], remove: bool, context: Context, resources: Resources)
         files = [f for f, escapes in found if not escapes]
         escaping = [f for f, escapes in found if escapes]
     with resources.writer(context) as index:  # the shared store when the run names one: where runs read
-        report = index.remove(files) if remove else index.ingest(files)
+        report = index.remove(files) if remove else index.ingest(files, collection=collection)
         report.skipped.extend((str(f), "a symlink leading outside the data root") for f in escaping)
         return {
             "report": {**report.__dict__, "skipped": [list(s) for s in report.skipped]},
@@ -62,8 +64,9 @@ async def ingest(state: IndexState, runtime: Runtime[Context]) -> dict[str, Any]
     resources = resources_of(runtime.context)
     try:
         paths, remove = state["paths"], state.get("remove", False)
-        result = await asyncio.to_thread(_run, paths, remove, runtime.context, resources)
-    except DeploymentError as refused:
+        collection = await runtime.context.writable(remove)  # the caller's, on a served graph
+        result = await asyncio.to_thread(_run, paths, remove, runtime.context, resources, collection)
+    except (DeploymentError, PermissionError) as refused:
         return {"report": {}, "stats": {}, "error": str(refused)}
     resources.forget_index(
         runtime.context

@@ -5,6 +5,11 @@
 `SearchIndex`, so code that only reads takes either. Writing goes through `citewise.index.writer.IndexWriter`:
 `Index.ingest` under the directory's write lock, the shared tier's queue and workers
 (`citewise.index.shared.writer`).
+
+Documents belong to collections. `search` and every read by id take `collections`: None sees every one (an
+administrator, the loopback user), a tuple only those (every store filters inside its own query, see the
+tiers), () nothing. `Readable` is an index as one asker may read it: the runs of a user are handed one
+(`citewise.core.indexes.open_index`), so no step can forget the filter.
 """
 
 from __future__ import annotations
@@ -15,8 +20,15 @@ from typing import Protocol
 import numpy as np
 
 from citewise.index.embeddings import Embedder
-from citewise.index.records import ChunkRecord, DocumentRecord, Hit, IndexStats, ParagraphRecord
-from citewise.index.scoring import Fusion, SearchMode
+from citewise.index.records import (
+    ChunkRecord,
+    Collections,
+    DocumentRecord,
+    Hit,
+    IndexStats,
+    ParagraphRecord,
+)
+from citewise.index.scoring import PARAGRAPH_DENSE_WEIGHT, PARAGRAPH_WEIGHT, Fusion, SearchMode
 
 
 class SearchIndex(Protocol):
@@ -40,8 +52,9 @@ class SearchIndex(Protocol):
         redundancy: float = ...,
         paragraph_weight: float = ...,
         paragraph_dense_weight: float = ...,
+        collections: Collections = None,
     ) -> list[Hit]:
-        """The top-k chunks for a query (`citewise.index.scoring` ranks them, in both tiers alike)."""
+        """The top-k chunks of `collections` for a query (`citewise.index.scoring` ranks them alike)."""
         ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -60,23 +73,23 @@ class SearchIndex(Protocol):
         """Each term's inverse document frequency over the index's paragraphs, log((N + 1) / (df + 0.5))."""
         ...
 
-    def document(self, doc_id: str) -> DocumentRecord | None:
+    def document(self, doc_id: str, collections: Collections = None) -> DocumentRecord | None:
         """A stored document's title, file and metadata."""
         ...
 
-    def paragraph(self, paragraph_id: str) -> ParagraphRecord | None:
+    def paragraph(self, paragraph_id: str, collections: Collections = None) -> ParagraphRecord | None:
         """One stored paragraph."""
         ...
 
-    def paragraphs(self, doc_id: str) -> list[ParagraphRecord]:
+    def paragraphs(self, doc_id: str, collections: Collections = None) -> list[ParagraphRecord]:
         """A stored document's paragraphs in order."""
         ...
 
-    def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
+    def chunks(self, ids: Sequence[str], collections: Collections = None) -> dict[str, ChunkRecord]:
         """Stored chunks by id."""
         ...
 
-    def bibliography(self, doc_id: str) -> dict[str, str]:
+    def bibliography(self, doc_id: str, collections: Collections = None) -> dict[str, str]:
         """A stored document's reference list."""
         ...
 
@@ -95,3 +108,118 @@ class SearchIndex(Protocol):
     def close(self) -> None:
         """Release the index's files or connections."""
         ...
+
+
+class Readable:
+    """An index as one asker may read it: every search and read by id is of `collections` only.
+
+    Args:
+        index: the index (either tier).
+        collections: what the asker may read (None: every collection; (): none).
+    """
+
+    def __init__(self, index: SearchIndex, collections: Collections) -> None:
+        self.index = index
+        self.collections = None if collections is None else tuple(collections)
+        self.embedder = index.embedder
+
+    def __repr__(self) -> str:
+        return f"Readable({self.index!r}, {self.collections!r})"
+
+    def _within(self, collections: Collections) -> Collections:
+        """The asker's collections, narrowed to the ones a call names (never widened)."""
+        if collections is None:
+            return self.collections
+        if self.collections is None:
+            return tuple(collections)
+        return tuple(c for c in collections if c in self.collections)
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        mode: SearchMode = "hybrid",
+        *,
+        alpha: float = 0.5,
+        fusion: Fusion = "minmax",
+        candidates: int = 100,
+        redundancy: float = 0.9,
+        paragraph_weight: float = PARAGRAPH_WEIGHT,
+        paragraph_dense_weight: float = PARAGRAPH_DENSE_WEIGHT,
+        collections: Collections = None,
+    ) -> list[Hit]:
+        """The index's search, of the asker's collections."""
+        return self.index.search(
+            query,
+            k,
+            mode,
+            alpha=alpha,
+            fusion=fusion,
+            candidates=candidates,
+            redundancy=redundancy,
+            paragraph_weight=paragraph_weight,
+            paragraph_dense_weight=paragraph_dense_weight,
+            collections=self._within(collections),
+        )
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The vectors of texts read at answer time."""
+        return self.index.embed(texts)
+
+    def chunk_vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of the asker's chunks (zeros for any other, as for one deleted)."""
+        readable = self.index.chunks(ids, self.collections) if self.collections is not None else None
+        vectors = self.index.chunk_vectors(ids)
+        if readable is not None:
+            for row, chunk_id in enumerate(ids):
+                if chunk_id not in readable:
+                    vectors[row] = 0.0
+        return vectors
+
+    def tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's terms as the index's BM25 reads them."""
+        return self.index.tokens(texts)
+
+    def idf(self, terms: Sequence[str]) -> list[float]:
+        """Each term's inverse document frequency over the index's paragraphs."""
+        return self.index.idf(terms)
+
+    def document(self, doc_id: str, collections: Collections = None) -> DocumentRecord | None:
+        """A document of the asker's collections, or None."""
+        return self.index.document(doc_id, self._within(collections))
+
+    def paragraph(self, paragraph_id: str, collections: Collections = None) -> ParagraphRecord | None:
+        """A paragraph of the asker's collections, or None."""
+        return self.index.paragraph(paragraph_id, self._within(collections))
+
+    def paragraphs(self, doc_id: str, collections: Collections = None) -> list[ParagraphRecord]:
+        """A document's paragraphs, when it is of the asker's collections."""
+        return self.index.paragraphs(doc_id, self._within(collections))
+
+    def chunks(self, ids: Sequence[str], collections: Collections = None) -> dict[str, ChunkRecord]:
+        """The chunks of the asker's collections among `ids`."""
+        return self.index.chunks(ids, self._within(collections))
+
+    def bibliography(self, doc_id: str, collections: Collections = None) -> dict[str, str]:
+        """A document's reference list, when it is of the asker's collections."""
+        return self.index.bibliography(doc_id, self._within(collections))
+
+    def stats(self) -> IndexStats:
+        """How much the whole index holds (counts only)."""
+        return self.index.stats()
+
+    def empty(self) -> bool:
+        """Whether the index holds no chunk."""
+        return self.index.empty()
+
+    def refresh(self) -> None:
+        """See what writers committed since the last look."""
+        self.index.refresh()
+
+    def close(self) -> None:
+        """Nothing: the index is the way in's, and it closes it."""
+
+
+def readable(index: SearchIndex, collections: Collections) -> SearchIndex:
+    """`index` as an asker of `collections` reads it (the index itself for None: every collection)."""
+    return index if collections is None else Readable(index, collections)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -51,6 +52,36 @@ def document_tags(metadata: dict[str, Any]) -> list[str]:
     """The tags given at ingest (`citewise ingest --tag`), kept in a document's metadata."""
     tags = metadata.get("tags")
     return [str(tag) for tag in tags] if isinstance(tags, list) else []
+
+
+DEFAULT_COLLECTION = "default"
+"""The collection of a document ingested without `--collection` (and of every document stored before them)."""
+
+COLLECTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@:\-]{0,63}")
+"""What a collection name may be."""
+
+
+def check_collection(name: str) -> str:
+    """A collection name as given, when it is one.
+
+    Raises:
+        ValueError: 1-64 letters, digits, '_', '.', '@', ':' or '-' (a letter or digit first) it is not.
+    """
+    if not COLLECTION_NAME.fullmatch(name):
+        raise ValueError(
+            f"a collection name is 1-64 letters, digits, '_', '.', '@', ':' or '-': not {name!r}"
+        )
+    return name
+
+
+def document_collection(metadata: dict[str, Any]) -> str:
+    """The collection a document belongs to (`citewise ingest --collection`), kept in its metadata."""
+    collection = metadata.get("collection")
+    return collection if isinstance(collection, str) and collection else DEFAULT_COLLECTION
+
+
+Collections = tuple[str, ...] | None
+"""Which collections a search or a read may see: None for every one (an administrator), () for none."""
 
 
 def paragraph_id(doc_id: str, seq: int) -> str:

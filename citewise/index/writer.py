@@ -28,10 +28,13 @@ class IndexWriter(Protocol):
         progress: ProgressFactory | None = None,
         stop: Callable[[], bool] | None = None,
         tags: Sequence[str] = (),
+        collection: str | None = None,
     ) -> IngestReport:
         """Add files (or folders of files); unchanged ones are skipped, changed ones replaced.
 
         `stop` is asked between files (or batches): True ends the ingest, keeping what was committed.
+        `collection`: the files' documents go there, and the ones stored before move there (None: new
+        documents go to the default collection, stored ones stay where they are).
         """
         ...
 

@@ -222,6 +222,33 @@ def test_past_the_exact_limit_dense_search_goes_to_chroma(searchable: Index, mon
         held.nearest_chunks(np.zeros(searchable.embedder.dim, dtype=np.float32), 3)
 
 
+def test_past_the_exact_limit_a_search_of_some_collections_is_chroma_s_where(
+    index: Index, small_corpus_records: list[dict[str, str]], tmp_path: Path, monkeypatch
+) -> None:
+    """Chroma filters the chunks' `collection` metadata inside its search: k found, none of another."""
+    write_records(tmp_path / "a.jsonl", small_corpus_records[:6])
+    write_records(tmp_path / "b.jsonl", small_corpus_records[6:])
+    index.ingest([tmp_path / "a.jsonl"], collection="a")
+    index.ingest([tmp_path / "b.jsonl"], collection="b")
+    monkeypatch.setattr(
+        index, "paragraph_vectors", ParagraphVectors(index.docstore, index.embedder.dim, exact_limit=0)
+    )
+    query = "how vaccines train the immune system"
+    vector = index.embedder.embed([query])[0]
+    of_b = {
+        c
+        for c, collection in index.docstore.chunk_collections(index.docstore.chunk_ids()).items()
+        if collection == "b"
+    }
+    found = index.vectors.search(vector, 8, ["b"])
+    assert len(found) == 8 and {c for c, _ in found} <= of_b
+    hits = index.search(query, k=5, mode="dense", collections=("b",))
+    assert len(hits) == 5 and {h.chunk_id for h in hits} <= of_b
+    index.ingest([tmp_path / "b.jsonl"], collection="a")  # moved: Chroma's metadata is rewritten
+    assert index.vectors.search(vector, 8, ["b"]) == []
+    assert index.search(query, k=5, mode="dense", collections=("b",)) == []
+
+
 def test_a_search_opens_no_chroma_and_its_first_use_rebuilds_it(filled: Index, embedder: Embedder) -> None:
     """Chroma opens on first use: a deleted folder does not stop a search, and is rebuilt when it is used."""
     from chromadb.api.client import SharedSystemClient

@@ -265,7 +265,8 @@ def test_both_graphs_are_drawn_with_every_node_and_the_form_holds_every_setting(
     assert handled == steps  # every step of the query graph ends a failed run with a reply
     assert {"ingest", "__start__", "__end__"} <= {node["id"] for node in index["nodes"]}
     form = schemas["context_schema"]["properties"]
-    assert set(form) == {f.name for f in fields(Context)} - {"resources"}  # every setting, and no resources
+    # every setting, and neither the resources nor the collections a run may read (the server sets them)
+    assert set(form) == {f.name for f in fields(Context)} - {"resources", "collections"}
     assert schemas["context_schema"]["title"] == "Context"
 
 
@@ -352,3 +353,67 @@ def test_the_served_graph_refuses_a_request_from_beyond_loopback_without_a_token
         assert served_auth.request_user(None, "203.0.113.7", {"x-user": "hana"}) is None
     finally:
         served_auth.served_gate.cache_clear()
+
+
+def test_a_served_run_reads_only_its_caller_s_collections_whatever_the_client_sends(served, tmp_path):
+    """The served graph's runs read the authenticated user's grants (ServedContext.readable): a user
+    without a grant on a collection gets nothing of it, even naming it in the run's context."""
+    from langgraph_sdk import get_client
+
+    from citewise.app.access import open_access
+    from citewise.index import Index
+
+    url, index_dir, *_ = served
+    secret = tmp_path / "space.jsonl"
+    record = {"_id": "athena", "title": "Mission log", "text": "The Athena probe landed in Utopia Planitia."}
+    secret.write_text(json.dumps(record) + "\n")
+    with Index.open(index_dir) as index:
+        assert index.ingest([secret], collection="space").documents_added == 1
+        (hit,) = index.search("Athena probe Utopia Planitia", k=1, collections=("space",))
+    access = open_access(index_dir)
+    tokens = {name: access.add_user(name) for name in ("gail", "hank")}
+    access.grant("hank", "space", "read")
+    question = {"messages": [{"role": "user", "content": "Where did the Athena probe land?"}]}
+
+    async def ask(name, **run):
+        client = get_client(url=url, headers={"Authorization": f"Bearer {tokens[name]}"})
+        thread = await client.threads.create()
+        return await client.runs.wait(thread["thread_id"], "citewise", input=question, **run)
+
+    for run in ({}, {"context": {"collections": ["space"]}}):
+        shown = json.dumps(asyncio.run(ask("gail", **run)))
+        leaks = [s for s in ("Utopia", "Mission log", hit.doc_id, hit.chunk_id) if s in shown]
+        assert leaks == [], shown
+    allowed = asyncio.run(ask("hank"))
+    assert "Utopia" in allowed["answer"] and hit.doc_id in {c["doc_id"] for c in allowed["citations"]}
+
+
+def test_a_served_upload_goes_to_a_collection_its_caller_may_write_or_is_refused(served):
+    """The index graph ingests a user's files into the first collection they may write; without a write
+    grant, or to remove, a user other than the local one is refused with the reason."""
+    from langgraph_sdk import get_client
+
+    from citewise.app.access import open_access
+    from citewise.index import Index
+
+    url, index_dir, *_ = served
+    root = index_dir.parent
+    (root / "docs" / "owls.txt").write_text("Snowy owls hunt lemmings on the tundra in daylight.\n")
+    access = open_access(index_dir)
+    tokens = {name: access.add_user(name) for name in ("iris", "jack")}
+    access.grant("jack", "birds", "write")
+
+    async def run(name, **given):
+        client = get_client(url=url, headers={"Authorization": f"Bearer {tokens[name]}"})
+        thread = await client.threads.create()
+        return await client.runs.wait(thread["thread_id"], "index", input=given)
+
+    refused = asyncio.run(run("iris", paths=["docs/owls.txt"]))
+    assert "may not add documents" in refused["error"] and refused["report"] == {}
+    added = asyncio.run(run("jack", paths=["docs/owls.txt"]))
+    assert added["error"] is None and added["report"]["documents_added"] == 1, added
+    with Index.open(index_dir) as index:
+        (hit,) = index.search("snowy owls hunting lemmings", k=1, collections=("birds",))
+        assert "owls" in hit.text
+    removal = asyncio.run(run("jack", paths=["docs/owls.txt"], remove=True))
+    assert "administrator" in removal["error"]

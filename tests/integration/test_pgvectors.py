@@ -127,3 +127,31 @@ def test_deleted_rows_do_not_shorten_a_search(conn: psycopg.Connection) -> None:
     found = store.search(vectors[0], 100)
     assert len(found) == 100 and not {key for key, _ in found} & set(ids[:200])
     store.drop()
+
+
+def test_a_search_of_a_rare_collection_still_finds_k_inside_the_hnsw_scan(conn: psycopg.Connection) -> None:
+    """2% of the rows in one collection, ef_search 40: the filter is applied as the scan goes (iterative
+    scans), so a search of that collection returns k of its rows, the nearest ones, and nothing else."""
+    rng = np.random.default_rng(5)
+    vectors = normalised(rng, 2000)
+    ids = [f"c{n}" for n in range(2000)]
+    rare = {key for n, key in enumerate(ids) if n % 50 == 0}  # 40 rows
+    placed = [
+        meta | {"collection": "rare" if key in rare else "common"}
+        for key, meta in zip(ids, metadata(ids), strict=True)
+    ]
+    store = PgVectors(conn, DIM, prefix="t_collections", ef_search=40)
+    store.drop()
+    store.create()
+    store.upsert(ids, vectors, None, placed)
+    conn.execute("SET enable_seqscan = off")  # as on a large table: the HNSW index, not a scan and a sort
+    for query in normalised(rng, 10):
+        found = store.search(query, 20, collections=["rare"])
+        assert len(found) == 20 and {key for key, _ in found} <= rare, found
+        exact = sorted(rare, key=lambda key: -float(vectors[int(key[1:])] @ query))[:20]
+        assert len({key for key, _ in found} & set(exact)) >= 18
+    assert store.search(vectors[0], 5, collections=[]) == []
+    assert len(store.search(vectors[0], 50, collections=["rare", "common"])) == 50
+    store.set_collection(sorted(rare)[:10], "common")
+    assert len(store.search(vectors[0], 40, collections=["rare"])) == 30  # moved rows are the other's now
+    store.drop()

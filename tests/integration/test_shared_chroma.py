@@ -182,6 +182,37 @@ def test_chroma_search_options_match_pgvector(
         assert [h.chunk_id for h in chroma.search(query, k=10, **options)] == expected, (options, query)  # type: ignore[arg-type]
 
 
+def test_a_search_of_a_collection_filters_inside_chroma_as_inside_pgvector(
+    both: tuple[SharedIndex, SharedIndex, PgStore], postgres: Server, embedder: Embedder, chroma: ChromaServer
+) -> None:
+    """Files queued again into a collection move there in PostgreSQL and in Chroma's metadata; a search of
+    it finds only its chunks, still k, the same on both vector stores (Chroma's `where`, pgvector's WHERE)."""
+    pgvector, in_chroma, ch = both
+    pg = PgStore(postgres.dsn, prefix=pgvector.prefix)
+    try:
+        moved = [f for f in ch.files() if Path(f).stem in ("vaccines", "black-holes", "tides", "jazz")]
+        assert len(moved) == 4
+        for store in (pg, ch):
+            store.enqueue(moved, "private")
+            assert [o.state for o in run(store, embedder)] == ["done"] * 4
+        private = {d for f in moved for d in ch.document_ids(f)}
+        held = _collection_ids(chroma, ch)
+        meta = chroma.client().get_collection(f"{ch.settings().collection}-chunks").get(include=["metadatas"])
+        placed = {k: m["collection"] for k, m in zip(meta["ids"], meta["metadatas"] or [], strict=True)}
+        assert {placed[k] for k, doc in held.items() if doc in private} == {"private"}
+        for query in QUERIES:
+            expected = pgvector.search(query, k=5, collections=("private",))
+            found = in_chroma.search(query, k=5, collections=("private",))
+            assert len(found) == 5 and {h.doc_id for h in found} <= private, query
+            assert [h.chunk_id for h in found] == [h.chunk_id for h in expected], query
+            assert not {h.doc_id for h in in_chroma.search(query, k=10, collections=("default",))} & private
+    finally:
+        for store in (pg, ch):  # back to the default collection, for the other tests
+            store.enqueue(moved, "default")
+            run(store, embedder)
+        pg.close()
+
+
 def test_the_vectors_are_on_the_chroma_server_and_agree_with_postgresql(
     both: tuple[SharedIndex, SharedIndex, PgStore], chroma: ChromaServer, postgres: Server
 ) -> None:

@@ -153,3 +153,41 @@ def test_the_page_asks_for_a_login_only_beyond_loopback_without_a_proxy(access: 
     access.revoke_user("alice")
     assert not check("alice", token)
     assert gate.user_of_session("alice", "10.0.0.9", {}) is None  # a revoked login ends at its next event
+
+
+def test_grants_to_users_and_groups_say_what_each_reads_and_writes(tmp_path: Path) -> None:
+    access, replica = open_access(tmp_path / "index"), open_access(tmp_path / "index")
+    assert access.collections_of(LOCAL_USER) is None and access.may_write(LOCAL_USER, "anything")
+    assert access.collections_of("nobody") == ("default",)  # the default collection is everyone's
+    assert access.collections_of("nobody", "write") == ()
+    access.grant("ann", "hr", "read")
+    access.grant("ann", "drafts", "write")  # write gives read
+    access.add_group("legal")
+    access.set_member("legal", "ann")
+    access.grant("legal", "contracts", "read", group=True)
+    assert replica.collections_of("ann") == ("contracts", "default", "drafts", "hr")  # read afresh, anywhere
+    assert replica.collections_of("ann", "write") == ("drafts",)
+    assert replica.may_write("ann", "drafts") and not replica.may_write("ann", "hr")
+    assert access.groups() == {"legal": ["ann"]}
+    access.set_member("legal", "ann", member=False)
+    access.revoke_grant("ann", "hr", "read")
+    assert replica.collections_of("ann") == ("default", "drafts")
+    with pytest.raises(AccessError, match="no read grant"):
+        access.revoke_grant("ann", "hr", "read")
+    with pytest.raises(AccessError, match="collection name"):
+        access.grant("ann", "bad name", "read")
+    with pytest.raises(AccessError, match="read or write"):
+        access.grant("ann", "hr", "admin")
+    with pytest.raises(AccessError, match="no group"):
+        access.set_member("nope", "ann")
+    with pytest.raises(AccessError, match="exists already"):
+        access.add_group("legal")
+    assert [row["name"] for row in access.grants()] == ["legal", "ann"]
+    actions = [event["action"] for event in access.events()]
+    assert actions == [
+        "grant.add", "grant.add", "group.add", "group.member", "grant.add", "group.remove", "grant.revoke",
+    ]  # fmt: skip
+    first = access.events()[0] | {"at": ""}
+    assert first == {"at": "", "user": LOCAL_USER, "action": "grant.add"} | {
+        "name": "ann", "collection": "hr", "access": "read"
+    }  # fmt: skip

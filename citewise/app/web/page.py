@@ -257,6 +257,28 @@ class ChatPage:
         logged_in = getattr(request, "username", None)
         return await asyncio.to_thread(self.gate.user_of_session, logged_in, client, request.headers)
 
+    def readable_by(self, user: str) -> tuple[str, ...] | None:
+        """The collections `user`'s questions may read, read afresh (None: every one, the local user's)."""
+        if user == self.gate.local_user:
+            return None
+        return () if self.gate.store is None else self.gate.store.collections_of(user)
+
+    def upload_collection(self, user: str) -> str | None:
+        """Where `user`'s uploads go: the first collection (by name) they may write; None for the local user.
+
+        Raises:
+            ValueError: they may write none.
+        """
+        if user == self.gate.local_user:
+            return None
+        writable = () if self.gate.store is None else self.gate.store.collections_of(user, "write")
+        if not writable:
+            raise ValueError(
+                f"{user} may not add documents: an administrator grants it with "
+                f"`citewise users grant {user} --write COLLECTION`"
+            )
+        return writable[0]
+
     def audit(self, action: str, user: str, detail: dict[str, Any]) -> None:
         """Append to the audit log (when the page has one); a failure to write it is logged, not shown."""
         if self.gate.store is None:
@@ -400,7 +422,10 @@ class ChatPage:
         lines: list[str] = []
         streamed: dict[str, Any] | None = None
         started = time.perf_counter()
-        context = dataclasses.replace(self.context, route=ROUTES[AnswerMode(mode or "auto")])
+        collections = await asyncio.to_thread(self.readable_by, user)
+        context = dataclasses.replace(
+            self.context, route=ROUTES[AnswerMode(mode or "auto")], collections=collections
+        )
         config = {"configurable": {"thread_id": session["thread"]}}
         try:
             graph = await self.graph()
@@ -528,6 +553,11 @@ class ChatPage:
         if not files or user is None:
             yield ""
             return
+        try:
+            collection = await asyncio.to_thread(self.upload_collection, user)
+        except ValueError as error:
+            yield render.escape_markdown(f"Nothing was ingested: {error}")
+            return
         self.uploads.mkdir(parents=True, exist_ok=True)
         paths = []
         for file in files:
@@ -537,7 +567,7 @@ class ChatPage:
             paths.append(target)
         state = {"files": 0, "total": len(paths), "chunks": 0}
         started = time.perf_counter()
-        work = asyncio.ensure_future(asyncio.to_thread(self._ingest, paths, state))
+        work = asyncio.ensure_future(asyncio.to_thread(self._ingest, paths, state, collection))
         shown = None
         while not work.done():
             text = render.ingest_progress(
@@ -562,13 +592,17 @@ class ChatPage:
             "via": "page",
             "documents_added": report.documents_added,
         }
+        if collection is not None:
+            detail["collection"] = collection
         await asyncio.to_thread(self.audit, "ingest", user, detail)
         if not self.context.store:  # a shared store's next search sees the commits as it is
             resources_of(self.context).forget_index(self.context)  # the next question opens it afresh
         yield render.ingest_summary(report, stats, "shared store" if self.context.store else "index")
 
-    def _ingest(self, paths: list[Path], state: dict[str, int]) -> tuple[Any, Any]:
-        """Ingest `paths` (in a worker thread), counting files and chunks done into `state`."""
+    def _ingest(
+        self, paths: list[Path], state: dict[str, int], collection: str | None = None
+    ) -> tuple[Any, Any]:
+        """Ingest `paths` into `collection` (in a worker thread), counting what is done into `state`."""
 
         class Bar:
             def __init__(self, desc: str = "", **_: Any) -> None:
@@ -583,7 +617,7 @@ class ChatPage:
         # the shared store when the page answers from one (queued there, worked here as one worker of any);
         # the model the questions embed with, loaded once
         with resources_of(self.context).writer(self.context) as index:
-            report = index.ingest(paths, progress=Bar)
+            report = index.ingest(paths, progress=Bar, collection=collection)
             return report, index.stats()
 
 

@@ -25,7 +25,15 @@ from typing import Any
 import numpy as np
 
 from citewise.index.chunking import ChunkedDocument
-from citewise.index.records import ChunkRecord, DocumentRecord, ParagraphRecord, document_tags, paragraph_id
+from citewise.index.records import (
+    DEFAULT_COLLECTION,
+    ChunkRecord,
+    Collections,
+    DocumentRecord,
+    ParagraphRecord,
+    document_tags,
+    paragraph_id,
+)
 
 SCHEMA_VERSION = "3"
 BUSY_SECONDS = 30.0
@@ -38,9 +46,10 @@ CREATE TABLE IF NOT EXISTS files (
 );
 CREATE TABLE IF NOT EXISTS documents (
     id TEXT PRIMARY KEY, file TEXT NOT NULL, key TEXT NOT NULL, title TEXT NOT NULL,
-    metadata TEXT NOT NULL, added_at REAL NOT NULL
+    metadata TEXT NOT NULL, added_at REAL NOT NULL, collection TEXT NOT NULL DEFAULT 'default'
 );
 CREATE INDEX IF NOT EXISTS documents_file ON documents(file);
+CREATE INDEX IF NOT EXISTS documents_collection ON documents(collection);
 CREATE TABLE IF NOT EXISTS paragraphs (
     id TEXT PRIMARY KEY, doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
     seq INTEGER NOT NULL, section TEXT NOT NULL, text TEXT NOT NULL, citations TEXT NOT NULL, vector BLOB
@@ -86,6 +95,9 @@ class DocStore:
             self.set_meta("schema", SCHEMA_VERSION)
         elif version not in (None, SCHEMA_VERSION):
             raise ValueError(f"{self.path} has index schema {version}; this citewise reads {SCHEMA_VERSION}")
+        if version is not None and not self._has_column("documents", "collection"):
+            # documents gained their collection: the ones stored before are in the default collection
+            self.db.execute("ALTER TABLE documents ADD COLUMN collection TEXT NOT NULL DEFAULT 'default'")
         self.db.executescript(_SCHEMA)
         if version is None:
             self.set_meta("schema", SCHEMA_VERSION)
@@ -96,6 +108,9 @@ class DocStore:
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
         ).fetchone()
         return self.get_meta("schema") if has_meta else None
+
+    def _has_column(self, table: str, column: str) -> bool:
+        return any(row[1] == column for row in self.db.execute(f"PRAGMA table_info({table})"))
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -214,16 +229,27 @@ class DocStore:
                 found[doc_id] = file
         return found
 
-    def add(self, chunked: Sequence[ChunkedDocument], file: str) -> None:
-        """Store documents with their paragraphs, bibliography and chunks, all in one transaction."""
+    def add(
+        self, chunked: Sequence[ChunkedDocument], file: str, collection: str = DEFAULT_COLLECTION
+    ) -> None:
+        """Store documents (in `collection`) with their paragraphs, bibliography and chunks, at once."""
         now = time.time()
         with self.transaction() as db:
             for item in chunked:
                 doc = item.document
                 doc_id = doc.id
+                metadata = {**doc.metadata, "collection": collection}
                 db.execute(
-                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?)",
-                    (doc_id, file, doc.key, doc.title, json.dumps(doc.metadata, ensure_ascii=False), now),
+                    "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        doc_id,
+                        file,
+                        doc.key,
+                        doc.title,
+                        json.dumps(metadata, ensure_ascii=False),
+                        now,
+                        collection,
+                    ),
                 )
                 whole = item.paragraph_vectors
                 db.executemany(
@@ -288,6 +314,47 @@ class DocStore:
             raise
         return len(rows)
 
+    def move_documents(self, file: str, collection: str) -> list[str]:
+        """Put every document of a file in `collection`; return the chunk ids of the documents moved.
+
+        A move changes what searches may return, so it is a generation: the derived stores reload their
+        collections (BM25 masks, paragraph vectors) and the caller rewrites Chroma's metadata.
+        """
+        db = self.db
+        rows = db.execute(
+            "SELECT id, metadata FROM documents WHERE file = ? AND collection != ?", (file, collection)
+        ).fetchall()
+        if not rows:
+            return []
+        moved: list[str] = []
+        with self.transaction() as db:
+            for doc_id, stored in rows:
+                metadata = {**json.loads(stored), "collection": collection}
+                db.execute(
+                    "UPDATE documents SET metadata = ?, collection = ? WHERE id = ?",
+                    (json.dumps(metadata, ensure_ascii=False), collection, doc_id),
+                )
+                moved += [r[0] for r in db.execute("SELECT id FROM chunks WHERE doc_id = ?", (doc_id,))]
+        return moved
+
+    def collections(self) -> dict[str, str]:
+        """The collection of every stored document, by id."""
+        return dict(self.db.execute("SELECT id, collection FROM documents").fetchall())
+
+    def chunk_collections(self, ids: Sequence[str]) -> dict[str, str]:
+        """The collection of each given chunk that is stored."""
+        found: dict[str, str] = {}
+        for batch in _batches(list(ids), 900):
+            marks = ",".join("?" * len(batch))
+            found.update(
+                self.db.execute(
+                    "SELECT c.id, d.collection FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                    f"WHERE c.id IN ({marks})",
+                    batch,
+                ).fetchall()
+            )
+        return found
+
     def delete_documents(self, ids: Iterable[str], forget_file: str | None = None) -> list[str]:
         """Delete documents (and, by cascade, their paragraphs, bibliography and chunks); return chunk ids.
 
@@ -310,42 +377,56 @@ class DocStore:
         """Delete every document of a file and the file record; return the deleted chunk ids."""
         return self.delete_documents(self.document_ids(path), forget_file=path)
 
-    def document(self, doc_id: str) -> DocumentRecord | None:
-        """One stored document, or None."""
+    def document(self, doc_id: str, collections: Collections = None) -> DocumentRecord | None:
+        """One stored document (in one of `collections`, None: any), or None."""
+        where, values = _readable(collections, "collection")
         row = self.db.execute(
-            "SELECT id, file, key, title, metadata FROM documents WHERE id = ?", (doc_id,)
+            f"SELECT id, file, key, title, metadata FROM documents WHERE id = ?{where}", (doc_id, *values)
         ).fetchone()
         return DocumentRecord(row[0], row[1], row[2], row[3], json.loads(row[4])) if row else None
 
-    def find_documents(self, text: str, limit: int = 20) -> list[DocumentRecord]:
-        """Documents whose title or file contains `text` (any case), exact titles first."""
+    def find_documents(
+        self, text: str, limit: int = 20, collections: Collections = None
+    ) -> list[DocumentRecord]:
+        """Documents (of `collections`, None: any) whose title or file holds `text`, exact titles first."""
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where, values = _readable(collections, "collection")
         rows = self.db.execute(
             "SELECT id, file, key, title, metadata FROM documents "
-            "WHERE title LIKE ? ESCAPE '\\' OR file LIKE ? ESCAPE '\\' "
+            f"WHERE (title LIKE ? ESCAPE '\\' OR file LIKE ? ESCAPE '\\'){where} "
             "ORDER BY lower(title) = lower(?) DESC, title, file LIMIT ?",
-            (pattern, pattern, text, limit),
+            (pattern, pattern, *values, text, limit),
         )
         return [DocumentRecord(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}")) for r in rows]
 
-    def paragraphs(self, doc_id: str) -> list[ParagraphRecord]:
-        """A document's paragraphs in reading order."""
+    def paragraphs(self, doc_id: str, collections: Collections = None) -> list[ParagraphRecord]:
+        """A document's paragraphs in reading order (none when it is in none of `collections`)."""
+        where, values = _readable(collections, "d.collection")
         rows = self.db.execute(
-            "SELECT id, doc_id, seq, section, text, citations FROM paragraphs WHERE doc_id = ? ORDER BY seq",
-            (doc_id,),
+            "SELECT p.id, p.doc_id, p.seq, p.section, p.text, p.citations FROM paragraphs p "
+            f"JOIN documents d ON d.id = p.doc_id WHERE p.doc_id = ?{where} ORDER BY p.seq",
+            (doc_id, *values),
         )
         return [ParagraphRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5]))) for r in rows]
 
-    def paragraph(self, paragraph_id: str) -> ParagraphRecord | None:
-        """One paragraph by id, or None."""
+    def paragraph(self, paragraph_id: str, collections: Collections = None) -> ParagraphRecord | None:
+        """One paragraph by id (of a document in one of `collections`), or None."""
+        where, values = _readable(collections, "d.collection")
         r = self.db.execute(
-            "SELECT id, doc_id, seq, section, text, citations FROM paragraphs WHERE id = ?", (paragraph_id,)
+            "SELECT p.id, p.doc_id, p.seq, p.section, p.text, p.citations FROM paragraphs p "
+            f"JOIN documents d ON d.id = p.doc_id WHERE p.id = ?{where}",
+            (paragraph_id, *values),
         ).fetchone()
         return ParagraphRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5]))) if r else None
 
-    def bibliography(self, doc_id: str) -> dict[str, str]:
-        """A document's reference list, key -> entry text, in the document's order."""
-        rows = self.db.execute("SELECT key, text FROM bibliography WHERE doc_id = ? ORDER BY seq", (doc_id,))
+    def bibliography(self, doc_id: str, collections: Collections = None) -> dict[str, str]:
+        """A document's reference list, key -> entry text, in its order (empty outside `collections`)."""
+        where, values = _readable(collections, "d.collection")
+        rows = self.db.execute(
+            "SELECT b.key, b.text FROM bibliography b JOIN documents d ON d.id = b.doc_id "
+            f"WHERE b.doc_id = ?{where} ORDER BY b.seq",
+            (doc_id, *values),
+        )
         return dict(rows.fetchall())
 
     # chunks ---------------------------------------------------------------------------------------------
@@ -353,16 +434,17 @@ class DocStore:
         """Every chunk id, in a stable order."""
         return [r[0] for r in self.db.execute("SELECT id FROM chunks ORDER BY rowid")]
 
-    def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
-        """Chunk records (with title and section) for the given ids that are stored (others are left out)."""
+    def chunks(self, ids: Sequence[str], collections: Collections = None) -> dict[str, ChunkRecord]:
+        """Chunk records (with title and section) of the given ids that are stored, in `collections`."""
         found: dict[str, ChunkRecord] = {}
+        where, values = _readable(collections, "d.collection")
         for batch in _batches(list(ids), 900):
             marks = ",".join("?" * len(batch))
             rows = self.db.execute(
                 "SELECT c.id, c.doc_id, c.paragraph_id, c.seq, c.text, d.title, p.section FROM chunks c "
                 "JOIN documents d ON d.id = c.doc_id JOIN paragraphs p ON p.id = c.paragraph_id "
-                f"WHERE c.id IN ({marks})",
-                batch,
+                f"WHERE c.id IN ({marks}){where}",
+                (*batch, *values),
             )
             for r in rows:
                 found[r[0]] = ChunkRecord(*r)
@@ -380,20 +462,29 @@ class DocStore:
                 matrix[i] = np.frombuffer(by_id[chunk_id], dtype=np.float32)
         return matrix
 
-    def stored_vectors(self, ids: Sequence[str], dim: int) -> tuple[list[str], np.ndarray]:
-        """The given chunk ids that are still stored, in the given order, and their vectors, one row each."""
-        by_id = self._vector_bytes(ids)
+    def stored_vectors(
+        self, ids: Sequence[str], dim: int, collections: Collections = None
+    ) -> tuple[list[str], np.ndarray]:
+        """The given chunk ids still stored (in `collections`), in the given order, and their vectors."""
+        by_id = self._vector_bytes(ids, collections)
         kept = [chunk_id for chunk_id in ids if chunk_id in by_id]
         matrix = np.zeros((len(kept), dim), dtype=np.float32)
         for i, chunk_id in enumerate(kept):
             matrix[i] = np.frombuffer(by_id[chunk_id], dtype=np.float32)
         return kept, matrix
 
-    def _vector_bytes(self, ids: Sequence[str]) -> dict[str, bytes]:
+    def _vector_bytes(self, ids: Sequence[str], collections: Collections = None) -> dict[str, bytes]:
         by_id: dict[str, bytes] = {}
+        where, values = _readable(collections, "d.collection")
         for batch in _batches(list(ids), 900):
             marks = ",".join("?" * len(batch))
-            by_id.update(self.db.execute(f"SELECT id, vector FROM chunks WHERE id IN ({marks})", batch))
+            statement = f"SELECT id, vector FROM chunks WHERE id IN ({marks})"
+            if where:
+                statement = (
+                    "SELECT c.id, c.vector FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                    f"WHERE c.id IN ({marks}){where}"
+                )
+            by_id.update(self.db.execute(statement, (*batch, *values)))
         return by_id
 
     def iter_chunks(self, batch_size: int = 5000) -> Iterator[list[tuple[str, str, str, str, str, bytes]]]:
@@ -424,6 +515,15 @@ class DocStore:
         for table in ("files", "documents", "paragraphs", "bibliography", "chunks"):
             count[table] = self.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
         return count
+
+
+def _readable(collections: Collections, column: str) -> tuple[str, tuple[str, ...]]:
+    """A WHERE clause's "AND column IN (...)" for `collections` and its values ("" for None: every one)."""
+    if collections is None:
+        return "", ()
+    if not collections:
+        return " AND 0", ()
+    return f" AND {column} IN ({','.join('?' * len(collections))})", tuple(collections)
 
 
 def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:

@@ -21,10 +21,15 @@ from citewise.index.embeddings import Embedder, embedded
 from citewise.index.loaders import SUPPORTED_SUFFIXES, iter_files, unsupported_files
 from citewise.index.local.docstore import DocStore
 from citewise.index.policy import NOTHING_WITHIN_LIMIT, decide
-from citewise.index.records import IngestReport, ProgressFactory
+from citewise.index.records import DEFAULT_COLLECTION, IngestReport, ProgressFactory, check_collection
 
 if TYPE_CHECKING:
     from citewise.index.local.vectors import VectorIndex
+
+
+def chunk_metadata(doc_id: str, paragraph_id: str, title: str, collection: str) -> dict[str, str]:
+    """What Chroma keeps with a chunk's vector: its document, paragraph, title and collection."""
+    return {"doc_id": doc_id, "paragraph_id": paragraph_id, "title": title[:500], "collection": collection}
 
 
 class Writing:
@@ -57,6 +62,7 @@ class Writing:
         progress: ProgressFactory | None = None,
         stop: Callable[[], bool] | None = None,
         tags: Sequence[str] = (),
+        collection: str | None = None,
     ) -> IngestReport:
         """Add files (or folders of files) to the index.
 
@@ -65,10 +71,15 @@ class Writing:
         given, is a tqdm-like factory used for a files bar and a chunks bar. `stop`, when given, is asked
         between batches: once it says True the ingest ends with KeyboardInterrupt, what was committed kept
         (so an interrupt a library swallowed still stops it at the next batch). `tags` are added to every
-        document of every file ingested or found unchanged (tags already there are kept).
+        document of every file ingested or found unchanged (tags already there are kept). `collection` is
+        where the files' documents go (and the ones stored before move to); None: new documents go to the
+        default collection and stored ones stay where they are.
         """
+        if collection is not None:
+            check_collection(collection)
         started = time.perf_counter()
         report = IngestReport()
+        moved = False
         files, missing = _expand(paths)
         report.skipped.extend(missing)
         report.files = len(files) + len(missing)
@@ -80,11 +91,16 @@ class Writing:
             with self._writing():
                 try:
                     for file in files:
-                        if self._ingest_file(file, report, batch_documents, bars, stop) and tags:
-                            report.documents_tagged += self.docstore.tag_documents(str(file.resolve()), tags)
+                        into = collection or DEFAULT_COLLECTION
+                        if self._ingest_file(file, report, batch_documents, bars, stop, into):
+                            if tags:
+                                name = str(file.resolve())
+                                report.documents_tagged += self.docstore.tag_documents(name, tags)
+                            if collection is not None:
+                                moved = self._move(str(file.resolve()), collection) or moved
                         bars.file_done()
                 finally:  # also after an interrupt: BM25 holds what was committed
-                    if report.changed:
+                    if report.changed or moved:
                         self._rebuild_bm25(self.docstore.generation)
         finally:
             embedded.reset(counting)
@@ -92,8 +108,22 @@ class Writing:
             report.seconds = time.perf_counter() - started
         return report
 
+    def _move(self, file: str, collection: str) -> bool:
+        """Put a file's stored documents in `collection` (Chroma's metadata too); whether any moved."""
+        with self._mirroring():
+            chunks = self.docstore.move_documents(file, collection)
+            if chunks:
+                self.vectors.set_collection(chunks, collection)
+        return bool(chunks)
+
     def _ingest_file(
-        self, file: Path, report: IngestReport, batch: int, bars: _Bars, stop: Callable[[], bool] | None
+        self,
+        file: Path,
+        report: IngestReport,
+        batch: int,
+        bars: _Bars,
+        stop: Callable[[], bool] | None,
+        collection: str = DEFAULT_COLLECTION,
     ) -> bool:
         """Ingest one file as `citewise.index.policy` decides; whether its documents are stored."""
         decision = decide(file, self.docstore)
@@ -108,7 +138,7 @@ class Writing:
         for i in range(0, len(decision.fresh), batch):
             if stop is not None and stop():
                 raise KeyboardInterrupt
-            self._add(decision.fresh[i : i + batch], decision.name, report, bars)
+            self._add(decision.fresh[i : i + batch], decision.name, report, bars, collection)
         stale = self.docstore.document_ids(decision.name) - set(decision.documents)
         if stale:
             with self._mirroring():
@@ -121,7 +151,9 @@ class Writing:
         report.ingested_files += 1
         return True
 
-    def _add(self, documents: list[Document], file: str, report: IngestReport, bars: _Bars) -> None:
+    def _add(
+        self, documents: list[Document], file: str, report: IngestReport, bars: _Bars, collection: str
+    ) -> None:
         chunked = []
         for item in chunk_documents(documents, self.embedder, self.chunking):
             if item.chunks:
@@ -137,15 +169,11 @@ class Writing:
                 ids.append(chunk.id)
                 texts.append(chunk.text)
                 metadatas.append(
-                    {
-                        "doc_id": doc.id,
-                        "paragraph_id": f"{doc.id}:p{chunk.paragraph}",
-                        "title": doc.title[:500],
-                    }
+                    chunk_metadata(doc.id, f"{doc.id}:p{chunk.paragraph}", doc.title, collection)
                 )
                 vectors.append(vector)
         with self._mirroring():
-            self.docstore.add(chunked, file)
+            self.docstore.add(chunked, file, collection)
             self.vectors.upsert(ids, np.asarray(vectors), texts, metadatas)
         report.documents_added += len(chunked)
         report.chunks_added += len(ids)

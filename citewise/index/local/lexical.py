@@ -174,12 +174,16 @@ class LexicalIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def score_all(self, query: str) -> np.ndarray:
-        """The BM25 score of every indexed text for a query, in `ids` order (zeros when nothing matches)."""
+    def score_all(self, query: str, mask: np.ndarray | None = None) -> np.ndarray:
+        """The BM25 score of every indexed text for a query, in `ids` order (zeros when nothing matches).
+
+        `mask` (one weight a text, 0 or 1) is bm25s's `weight_mask`: the texts it zeroes score 0, inside
+        bm25s's scoring (the texts of collections a search may not see).
+        """
         if self._retriever is None:
             return np.zeros(len(self.ids), dtype=np.float32)
         tokens = self.tokenize([query])[0]
         known = [t for t in tokens if t in self._retriever.vocab_dict]
         if not known:
             return np.zeros(len(self.ids), dtype=np.float32)
-        return np.asarray(self._retriever.get_scores(known), dtype=np.float32)
+        return np.asarray(self._retriever.get_scores(known, weight_mask=mask), dtype=np.float32)

@@ -27,8 +27,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from citewise.index.local.docstore import DocStore
+from citewise.index.records import Collections
 
 logger = logging.getLogger(__name__)
+
+UNREADABLE = -2.0
+"""The similarity a search gives the paragraphs of collections it may not see (below any cosine)."""
 
 EXACT_LIMIT = 50_000
 """Up to this many chunks, their vectors are held for exact dense search (77 MB of float32 at the limit)."""
@@ -47,6 +51,9 @@ class Paragraphs:
         parent: paragraph id of each chunk id.
         chunk_ids: chunk ids in `chunk_matrix` row order (empty past `EXACT_LIMIT`).
         chunk_matrix: one L2-normalised vector per chunk, or None past `EXACT_LIMIT` (Chroma searches).
+        names: the collections' names, in the order `paragraph_collection` and `chunk_collection` number them.
+        paragraph_collection: the number of each paragraph's collection, in `ids` order.
+        chunk_collection: the number of each held chunk's collection, in `chunk_ids` order.
     """
 
     generation: int
@@ -57,29 +64,57 @@ class Paragraphs:
     parent: dict[str, str]
     chunk_ids: list[str] = field(default_factory=list)
     chunk_matrix: np.ndarray | None = None
+    names: list[str] = field(default_factory=list)
+    paragraph_collection: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    chunk_collection: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+
+    def readable(self, collections: Collections, chunks: bool = False) -> np.ndarray | None:
+        """Which paragraphs (or held chunks) are in `collections`, as a boolean mask; None for every one."""
+        if collections is None:
+            return None
+        wanted = [n for n, name in enumerate(self.names) if name in collections]
+        return np.isin(self.chunk_collection if chunks else self.paragraph_collection, wanted)
 
     @property
     def exact(self) -> bool:
         """Whether the chunk vectors are held here (dense chunk search needs no Chroma)."""
         return self.chunk_matrix is not None
 
-    def nearest_chunks(self, query_vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The k chunks nearest the query as (id, cosine similarity), best first: exact, over every chunk."""
+    def nearest_chunks(
+        self, query_vector: np.ndarray, k: int, collections: Collections = None
+    ) -> list[tuple[str, float]]:
+        """The k chunks of `collections` nearest the query as (id, cosine), best first: exact.
+
+        The chunks of other collections are left out before ranking (a search of one collection still
+        finds k when it holds k).
+        """
         if self.chunk_matrix is None:
             raise RuntimeError("the chunk vectors are not held (past EXACT_LIMIT): search Chroma")
         if not self.chunk_ids or k < 1:
             return []
         similarities = self.chunk_matrix @ query_vector.astype(np.float32)
-        return [(self.chunk_ids[i], float(similarities[i])) for i in _best(similarities, k)]
+        rows = np.arange(len(self.chunk_ids))
+        mask = self.readable(collections, chunks=True)
+        if mask is not None:
+            rows = rows[mask]
+            similarities = similarities[mask]
+        return [(self.chunk_ids[rows[i]], float(similarities[i])) for i in _best(similarities, k)]
 
-    def similarities(self, query_vector: np.ndarray) -> np.ndarray:
-        """The cosine similarity of every paragraph to the query, in `ids` order."""
-        return self.matrix @ query_vector.astype(np.float32)
+    def similarities(self, query_vector: np.ndarray, collections: Collections = None) -> np.ndarray:
+        """Every paragraph's cosine similarity to the query, in `ids` order (-2 outside `collections`)."""
+        similarities = self.matrix @ query_vector.astype(np.float32)
+        mask = self.readable(collections)
+        if mask is not None:
+            similarities[~mask] = UNREADABLE
+        return similarities
 
     def of_chunks(self, chunk_ids: Sequence[str], similarities: np.ndarray) -> np.ndarray:
         """The similarity of each given chunk's paragraph (0 for a chunk these vectors do not hold)."""
         found = [self.position.get(self.parent.get(c, ""), -1) for c in chunk_ids]
-        return np.array([similarities[i] if i >= 0 else 0.0 for i in found], dtype=np.float32)
+        return np.array(
+            [similarities[i] if i >= 0 and similarities[i] > UNREADABLE else 0.0 for i in found],
+            dtype=np.float32,
+        )
 
     def top_chunks(self, similarities: np.ndarray, limit: int) -> list[str]:
         """The chunks of the most similar paragraphs, best paragraph first, `limit` chunks at most.
@@ -92,6 +127,8 @@ class Paragraphs:
             return []
         chunks: list[str] = []
         for i in _best(similarities, limit):
+            if similarities[i] <= UNREADABLE:  # the rest are of collections the search may not see
+                break
             chunks.extend(self.chunks[i][: limit - len(chunks)])
             if len(chunks) >= limit:
                 break
@@ -127,12 +164,20 @@ class ParagraphVectors:
         exact = self.docstore.counts()["chunks"] <= self.exact_limit
         chunk_ids: list[str] = []
         chunk_vectors: list[np.ndarray] = []
+        of_document = self.docstore.collections()
+        names = sorted(set(of_document.values()))
+        number = {name: n for n, name in enumerate(names)}
+        collection_of: dict[str, int] = {}  # each paragraph's
+        chunk_collection: list[int] = []
         for rows in self.docstore.iter_chunks():
-            for chunk_id, _, paragraph_id, _, _, vector in rows:
+            for chunk_id, doc_id, paragraph_id, _, _, vector in rows:
                 own = np.frombuffer(vector, dtype=np.float32)
+                code = number.get(of_document.get(doc_id, ""), -1)  # -1: a document deleted meanwhile
+                collection_of[paragraph_id] = code
                 if exact:
                     chunk_ids.append(chunk_id)
                     chunk_vectors.append(own)
+                    chunk_collection.append(code)
                 if paragraph_id in sums:
                     sums[paragraph_id] = sums[paragraph_id] + own
                 else:
@@ -160,6 +205,9 @@ class ParagraphVectors:
             parent,
             chunk_ids,
             chunk_matrix,
+            names,
+            np.array([collection_of[p] for p in ids], dtype=np.int32),
+            np.array(chunk_collection, dtype=np.int32),
         )
 
     def _normalised(self, rows: list[np.ndarray]) -> np.ndarray:

@@ -50,11 +50,13 @@ import numpy as np
 from citewise.index.chunking import ChunkingConfig, chunk_input
 from citewise.index.embeddings import MODEL_NAMES, Embedder, RememberedEmbeddings, load_embedder
 from citewise.index.local.docstore import DocStore
-from citewise.index.local.ingest import Writing
+from citewise.index.local.ingest import Writing, chunk_metadata
 from citewise.index.local.lexical import LexicalIndex
 from citewise.index.local.paragraphs import Paragraphs, ParagraphVectors
 from citewise.index.records import (
+    DEFAULT_COLLECTION,
     ChunkRecord,
+    Collections,
     DocumentRecord,
     Hit,
     IndexOpenError,
@@ -88,12 +90,47 @@ def _known_model(stored: str | None) -> str | None:
 
 
 class _Lexical:
-    """The chunk and paragraph BM25 indexes that searches read: replaced whole, never changed, on a reload."""
+    """The chunk and paragraph BM25 indexes that searches read: replaced whole, never changed, on a reload.
+
+    Each keeps the masks of the collections searches asked for (`masks`): one weight a text, 1 for a text of
+    a document in one of them; a search of some collections scores only their texts (bm25s's `weight_mask`).
+    """
+
+    MASKS_KEPT = 32
+    """Masks kept (one per set of collections asked for: a user's, a group's)."""
 
     def __init__(self, chunks: LexicalIndex, paragraphs: LexicalIndex) -> None:
         self.chunks = chunks
         self.paragraphs = paragraphs
         self._parents: np.ndarray | None = None
+        self._masks: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
+        self._masks_lock = threading.Lock()
+
+    def masks(
+        self, collections: Collections, of_document: Callable[[], dict[str, str]]
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The chunk and paragraph masks of `collections` (None, None: every collection).
+
+        `of_document` reads each document's collection (the document store's, as of now).
+        """
+        if collections is None:
+            return None, None
+        key = tuple(sorted(set(collections)))
+        with self._masks_lock:
+            found = self._masks.get(key)
+        if found is None:
+            documents = of_document()
+            wanted = set(key)
+
+            def mask(ids: Sequence[str]) -> np.ndarray:
+                return np.array([documents.get(_document_of(i), "") in wanted for i in ids], dtype=np.float32)
+
+            found = (mask(self.chunks.parents), mask(self.paragraphs.ids))
+            with self._masks_lock:
+                if len(self._masks) >= self.MASKS_KEPT:
+                    self._masks.pop(next(iter(self._masks)))
+                self._masks[key] = found
+        return found
 
     @property
     def generation(self) -> int:
@@ -107,14 +144,27 @@ class _Lexical:
             self._parents = np.array([position.get(p, absent) for p in self.chunks.parents], dtype=np.int64)
         return self._parents
 
-    def scores(self, query: str, paragraph_weight: float) -> np.ndarray:
-        """Per chunk (in BM25 order): (1 - w) * its BM25 / max + w * its paragraph's BM25 / max, in [0, 1]."""
-        own = self.chunks.score_all(query)
+    def scores(
+        self,
+        query: str,
+        paragraph_weight: float,
+        masks: tuple[np.ndarray | None, np.ndarray | None] = (None, None),
+    ) -> np.ndarray:
+        """Per chunk (in BM25 order): (1 - w) * its BM25 / max + w * its paragraph's BM25 / max, in [0, 1].
+
+        With `masks` (see `masks`), the texts they zero score 0 and the maxima are the readable texts'.
+        """
+        chunk_mask, paragraph_mask = masks
+        if chunk_mask is not None and len(chunk_mask) != len(self.chunks):
+            chunk_mask = None  # an index built before chunks kept their paragraph: masked below instead
+        own = self.chunks.score_all(query, chunk_mask)
+        if masks[0] is not None and chunk_mask is None:
+            own = np.zeros_like(own)  # (rebuilt on open; until then its chunks cannot be told apart)
         if own.size and own.max() > 0:
             own = own / own.max()
         if paragraph_weight <= 0 or not len(self.paragraphs) or len(self.chunks.parents) != len(own):
             return own  # (the last: an index built before chunks kept their paragraph; rebuilt on open)
-        paragraphs = self.paragraphs.score_all(query)
+        paragraphs = self.paragraphs.score_all(query, paragraph_mask)
         if paragraphs.size and paragraphs.max() > 0:
             paragraphs = paragraphs / paragraphs.max()
         paragraphs = np.append(paragraphs, np.float32(0.0))  # the score of an absent paragraph
@@ -133,18 +183,24 @@ class _Pool:
         lexical: np.ndarray | None,
         paragraphs: Paragraphs | None,
         paragraph_similarity: np.ndarray | None,
+        collections: Collections,
+        masks: tuple[np.ndarray | None, np.ndarray | None],
     ) -> None:
         self.index, self.view, self.query, self.paragraph_weight = index, view, query, paragraph_weight
         self.lexical, self.paragraphs, self.paragraph_similarity = lexical, paragraphs, paragraph_similarity
+        self.collections, self.masks = collections, masks
 
     def stored_vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
-        """The ids the document store holds, and their vectors (float32, as embedded)."""
-        return self.index.docstore.stored_vectors(ids, self.index.embedder.dim)
+        """The ids the document store holds in the search's collections, and their vectors (float32).
+
+        The pool's gate: a candidate of another collection (none reaches here) would drop out before scoring.
+        """
+        return self.index.docstore.stored_vectors(ids, self.index.embedder.dim, self.collections)
 
     def lexical_scores(self, ids: Sequence[str]) -> list[float]:
         """Each chunk's blended BM25 score, from the search's BM25 indexes (0 for one they do not hold)."""
         if self.lexical is None:  # a dense search: scored now, for the hits' lexical score
-            self.lexical = self.view.scores(self.query, self.paragraph_weight)
+            self.lexical = self.view.scores(self.query, self.paragraph_weight, self.masks)
         scores, position = self.lexical, self.view.chunks.position
         return [float(scores[position[i]]) if i in position and scores.size else 0.0 for i in ids]
 
@@ -156,7 +212,12 @@ class _Pool:
 
     def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
         """The stored chunks' records."""
-        return self.index.docstore.chunks(ids)
+        return self.index.docstore.chunks(ids, self.collections)
+
+
+def _document_of(text_id: str) -> str:
+    """The document id of a paragraph id (`paragraph_id`: document id, ":p", position)."""
+    return text_id.rsplit(":p", 1)[0]
 
 
 class Index(Writing, RememberedEmbeddings):
@@ -205,6 +266,11 @@ class Index(Writing, RememberedEmbeddings):
             self._vectors = self._open_chroma()
         if self._vectors.count() != self.docstore.counts()["chunks"]:  # e.g. a server lost its data
             self._bring_chroma_in_step()
+        key = f"{self._chroma_key}:collections"
+        if self.docstore.get_meta(key) is None:  # chunks mirrored before they carried their collection
+            for rows in self.docstore.iter_chunks():
+                self._mirror(rows)
+            self.docstore.set_meta(key, "1")
         return self._vectors
 
     def _open_chroma(self) -> VectorIndex:
@@ -437,7 +503,10 @@ class Index(Writing, RememberedEmbeddings):
     def _mirror(self, rows: Sequence[tuple[str, str, str, str, str, bytes]]) -> None:
         ids = [r[0] for r in rows]
         vectors = np.stack([np.frombuffer(r[5], dtype=np.float32) for r in rows])
-        metadatas = [{"doc_id": r[1], "paragraph_id": r[2], "title": r[3][:500]} for r in rows]
+        of_document = self.docstore.collections()
+        metadatas = [
+            chunk_metadata(r[1], r[2], r[3], of_document.get(r[1], DEFAULT_COLLECTION)) for r in rows
+        ]
         self.vectors.upsert(ids, vectors, [r[4] for r in rows], metadatas)
 
     def _rebuild_bm25(self, generation: int) -> None:
@@ -498,8 +567,9 @@ class Index(Writing, RememberedEmbeddings):
         redundancy: float = 0.9,
         paragraph_weight: float = PARAGRAPH_WEIGHT,
         paragraph_dense_weight: float = PARAGRAPH_DENSE_WEIGHT,
+        collections: Collections = None,
     ) -> list[Hit]:
-        """Return the top-k chunks for `query`.
+        """Return the top-k chunks for `query` among the documents of `collections` (None: every one).
 
         Args:
             query: the search text.
@@ -514,15 +584,20 @@ class Index(Writing, RememberedEmbeddings):
             paragraph_dense_weight: the same for the dense side: share of a chunk's dense score that comes
                 from its paragraph's vector; the chunks of the `candidates` paragraphs nearest the query join
                 the dense candidates (0 = the chunk's own vector only).
+            collections: search only these collections' documents: every store leaves the others out
+                before it ranks (bm25s's weight mask, the paragraph vectors' mask, Chroma's `where`), so the
+                scores are normalised and fused over readable candidates only; () finds nothing.
         """
         check_search(k, mode, fusion)
-        if not query.strip():
+        if not query.strip() or (collections is not None and not collections):
             return []
+        collections = None if collections is None else tuple(collections)
         depth = max(candidates, k)
         self.refresh()
         view = self._lexical  # this search reads one pair of BM25 indexes, whatever a reload swaps in
+        masks = view.masks(collections, self.docstore.collections)
         query_vector = self._query_vector(query)
-        lexical_all = view.scores(query, paragraph_weight) if mode != "dense" else None
+        lexical_all = view.scores(query, paragraph_weight, masks) if mode != "dense" else None
         lexical: list[tuple[str, float]] = []
         if lexical_all is not None and lexical_all.size:
             top = np.argsort(-lexical_all, kind="stable")[:depth]
@@ -535,14 +610,24 @@ class Index(Writing, RememberedEmbeddings):
             paragraphs = self.paragraph_vectors.current()
         if mode != "bm25" and paragraphs is not None:
             if paragraphs.exact:
-                semantic = paragraphs.nearest_chunks(query_vector, depth)
+                semantic = paragraphs.nearest_chunks(query_vector, depth, collections)
             else:
-                semantic = self.vectors.search(query_vector, depth)
+                semantic = self.vectors.search(query_vector, depth, collections)
         if paragraphs is not None and paragraph_dense_weight > 0:
-            paragraph_similarity = paragraphs.similarities(query_vector)
+            paragraph_similarity = paragraphs.similarities(query_vector, collections)
             if mode != "bm25":
                 widened = paragraphs.top_chunks(paragraph_similarity, depth)
-        reader = _Pool(self, view, query, paragraph_weight, lexical_all, paragraphs, paragraph_similarity)
+        reader = _Pool(
+            self,
+            view,
+            query,
+            paragraph_weight,
+            lexical_all,
+            paragraphs,
+            paragraph_similarity,
+            collections,
+            masks,
+        )
         return score_hits(
             query_vector,
             Candidates(lexical, semantic, widened),
@@ -589,25 +674,25 @@ class Index(Writing, RememberedEmbeddings):
         """Whether the index holds no chunk (the document store's count: Chroma is not opened for it)."""
         return self.docstore.counts()["chunks"] == 0
 
-    def document(self, doc_id: str) -> DocumentRecord | None:
-        """A stored document's title, file and metadata."""
-        return self.docstore.document(doc_id)
+    def document(self, doc_id: str, collections: Collections = None) -> DocumentRecord | None:
+        """A stored document's title, file and metadata (None outside `collections`)."""
+        return self.docstore.document(doc_id, collections)
 
-    def paragraphs(self, doc_id: str) -> list[ParagraphRecord]:
-        """A stored document's paragraphs in order."""
-        return self.docstore.paragraphs(doc_id)
+    def paragraphs(self, doc_id: str, collections: Collections = None) -> list[ParagraphRecord]:
+        """A stored document's paragraphs in order (none outside `collections`)."""
+        return self.docstore.paragraphs(doc_id, collections)
 
-    def paragraph(self, paragraph_id: str) -> ParagraphRecord | None:
-        """One stored paragraph."""
-        return self.docstore.paragraph(paragraph_id)
+    def paragraph(self, paragraph_id: str, collections: Collections = None) -> ParagraphRecord | None:
+        """One stored paragraph (None outside `collections`)."""
+        return self.docstore.paragraph(paragraph_id, collections)
 
-    def bibliography(self, doc_id: str) -> dict[str, str]:
-        """A stored document's reference list."""
-        return self.docstore.bibliography(doc_id)
+    def bibliography(self, doc_id: str, collections: Collections = None) -> dict[str, str]:
+        """A stored document's reference list (empty outside `collections`)."""
+        return self.docstore.bibliography(doc_id, collections)
 
-    def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
-        """Stored chunks by id."""
-        return self.docstore.chunks(ids)
+    def chunks(self, ids: Sequence[str], collections: Collections = None) -> dict[str, ChunkRecord]:
+        """Stored chunks by id (those of `collections`)."""
+        return self.docstore.chunks(ids, collections)
 
     def as_retriever(self, **search_kwargs: Any) -> Any:
         """A LangChain retriever over this index's hybrid search."""

@@ -126,14 +126,26 @@ class VectorIndex:
         for i in range(0, len(ids), self.batch):
             self.collection.delete(ids=list(ids[i : i + self.batch]))
 
-    def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The k nearest chunks as (id, cosine similarity), best first (fewer when there are fewer).
+    def set_collection(self, ids: Sequence[str], collection: str) -> None:
+        """Record that the given chunks are in `collection` now (their metadata's `collection`)."""
+        for i in range(0, len(ids), self.batch):
+            batch = list(ids[i : i + self.batch])
+            self.collection.update(ids=batch, metadatas=[{"collection": collection}] * len(batch))
 
-        No count() first: Chroma answers a query for more than it holds with what it has, and counting cost
-        as much as the query itself (3-5 ms a search on SciFact's 43k chunks).
+    def search(
+        self, vector: np.ndarray, k: int, collections: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The k nearest chunks (of `collections`, None: all) as (id, cosine), best first (fewer when fewer).
+
+        `collections` is Chroma's `where` filter on the chunks' metadata: applied inside its search, so k
+        are found when the collections hold k. No count() first: Chroma answers a query for more than it
+        holds with what it has, and counting cost as much as the query itself (3-5 ms a search on SciFact).
         """
         query: Embedding = vector.astype(np.float32)
-        result = self.collection.query(query_embeddings=[query], n_results=k, include=["distances"])
+        where: Any = None if collections is None else {"collection": {"$in": list(collections)}}
+        result = self.collection.query(
+            query_embeddings=[query], n_results=k, include=["distances"], where=where
+        )
         if not result["ids"]:
             return []
         distances = result["distances"][0] if result["distances"] else []

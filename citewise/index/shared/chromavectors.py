@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from urllib.parse import urlparse
 
 import numpy as np
@@ -77,8 +77,14 @@ class VectorTable(Protocol):
         """Delete vectors by id (missing ids are ignored)."""
         ...
 
-    def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The k nearest as (id, cosine similarity), best first."""
+    def search(
+        self, vector: np.ndarray, k: int, collections: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The k nearest (of documents in `collections`, None: any) as (id, cosine), best first."""
+        ...
+
+    def set_collection(self, ids: Sequence[str], collection: str) -> None:
+        """Record that the given vectors' documents are in `collection` now."""
         ...
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
@@ -246,18 +252,34 @@ class ChromaVectors:
         for part in self._batches(len(ids)):
             self._call(self.collection.delete, ids=ids[part])
 
-    def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The k nearest as (id, cosine similarity), best first (orphans included: see the module)."""
+    def search(
+        self, vector: np.ndarray, k: int, collections: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The k nearest as (id, cosine similarity), best first (orphans included: see the module).
+
+        `collections` is Chroma's `where` on the vectors' metadata, applied inside its search.
+        """
         if k < 1:
             return []
         query: Embedding = np.asarray(vector, dtype=np.float32)
+        where: Any = None if collections is None else {"collection": {"$in": list(collections)}}
         result = self._call(
-            lambda: self.collection.query(query_embeddings=[query], n_results=k, include=["distances"])
+            lambda: self.collection.query(
+                query_embeddings=[query], n_results=k, include=["distances"], where=where
+            )
         )
         if not result["ids"] or not result["distances"]:
             return []
         pairs = zip(result["ids"][0], result["distances"][0], strict=True)
         return [(key, 1.0 - float(distance)) for key, distance in pairs]
+
+    def set_collection(self, ids: Sequence[str], collection: str) -> None:
+        """Record that the given vectors' documents are in `collection` now (their metadata)."""
+        ids = list(ids)
+        for part in self._batches(len(ids)):
+            chosen = ids[part]
+            metas: list[Metadata] = [{"collection": collection} for _ in chosen]
+            self._call(self.collection.update, ids=chosen, metadatas=metas)
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vector of each given id the collection holds, as float32."""

@@ -44,6 +44,7 @@ from psycopg_pool import ConnectionPool
 from citewise.index.embeddings import Embedder, RememberedEmbeddings, load_embedder
 from citewise.index.records import (
     ChunkRecord,
+    Collections,
     DocumentRecord,
     Hit,
     IndexOpenError,
@@ -75,8 +76,16 @@ class _Lexical:
     Scores are divided by the query's best chunk and best paragraph BM25, as the local tier's are.
     """
 
-    def __init__(self, store: PgStore, query: str, weight: float, lanes: _Lanes | None = None) -> None:
+    def __init__(
+        self,
+        store: PgStore,
+        query: str,
+        weight: float,
+        lanes: _Lanes | None = None,
+        collections: Collections = None,
+    ) -> None:
         self.store, self.query, self.weight, self.lanes = store, query, weight, lanes
+        self.collections = collections  # the BM25 tops (and so the best scores) are of these only
         self.own: dict[str, float] = {}  # chunk -> its BM25 / the best (0 when it shares no term)
         self.paragraph: dict[str, float] = {}  # paragraph -> its BM25 / the best
         self.parent: dict[str, str] = {}  # chunk -> its paragraph
@@ -87,11 +96,14 @@ class _Lexical:
         if self._best is None:
             if self.weight > 0 and self.lanes is not None:
                 chunk, paragraph = self.lanes.together(
-                    partial(self.store.bm25, self.query, 1), methodcaller("bm25_paragraphs", self.query, 1)
+                    partial(self.store.bm25, self.query, 1, self.collections),
+                    methodcaller("bm25_paragraphs", self.query, 1, self.collections),
                 )
             else:
-                chunk = self.store.bm25(self.query, 1)
-                paragraph = self.store.bm25_paragraphs(self.query, 1) if self.weight > 0 else []
+                chunk = self.store.bm25(self.query, 1, self.collections)
+                paragraph = (
+                    self.store.bm25_paragraphs(self.query, 1, self.collections) if self.weight > 0 else []
+                )
             self._best = (chunk[0][1] if chunk else 0.0, paragraph[0][1] if paragraph else 0.0)
         return self._best
 
@@ -101,13 +113,13 @@ class _Lexical:
         while True:
             if self.weight > 0 and self.lanes is not None:  # the paragraphs' top on the side connection
                 chunks, paragraphs = self.lanes.together(
-                    partial(self.store.bm25, self.query, size),
-                    methodcaller("bm25_paragraphs", self.query, size),
+                    partial(self.store.bm25, self.query, size, self.collections),
+                    methodcaller("bm25_paragraphs", self.query, size, self.collections),
                 )
             else:
-                chunks = self.store.bm25(self.query, size)
+                chunks = self.store.bm25(self.query, size, self.collections)
                 wanted = self.weight > 0 and chunks
-                paragraphs = self.store.bm25_paragraphs(self.query, size) if wanted else []
+                paragraphs = self.store.bm25_paragraphs(self.query, size, self.collections) if wanted else []
             if not chunks:
                 return []
             best_chunk, best_paragraph = chunks[0][1], 0.0
@@ -188,8 +200,8 @@ class _Pool:
         self.store, self.query_vector, self.lexical = store, query_vector, lexical
 
     def stored_vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
-        """The stored ids and their vectors (halfvec, widened to float32)."""
-        return self.store.stored_vectors(ids)
+        """The stored ids (of the search's collections: the pool's gate) and their vectors (as float32)."""
+        return self.store.stored_vectors(ids, self.lexical.collections)
 
     def lexical_scores(self, ids: Sequence[str]) -> list[float]:
         """Each chunk's lexical score."""
@@ -206,7 +218,7 @@ class _Pool:
 
     def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
         """The stored chunks' records."""
-        return self.store.chunks(ids)
+        return self.store.chunks(ids, self.lexical.collections)
 
 
 class SharedIndex(RememberedEmbeddings):
@@ -357,28 +369,34 @@ class SharedIndex(RememberedEmbeddings):
         redundancy: float = 0.9,
         paragraph_weight: float = PARAGRAPH_WEIGHT,
         paragraph_dense_weight: float = PARAGRAPH_DENSE_WEIGHT,
+        collections: Collections = None,
     ) -> list[Hit]:
-        """Return the top-k chunks for `query`; the arguments are `Index.search`'s, and mean the same."""
+        """Return the top-k chunks for `query`; the arguments are `Index.search`'s, and mean the same.
+
+        `collections`: every candidate query (the BM25 tops of chunks and paragraphs, the HNSW tops) holds
+        the collections' filter in its SQL, so the scores are normalised and fused over readable candidates.
+        """
         check_search(k, mode, fusion)
-        if not query.strip():
+        if not query.strip() or (collections is not None and not collections):
             return []
+        collections = None if collections is None else tuple(collections)
         depth = max(candidates, k)
         query_vector = self._query_vector(query)
         with self._snapshot() as (store, lanes):
-            lexical = _Lexical(store, query, paragraph_weight, lanes)
+            lexical = _Lexical(store, query, paragraph_weight, lanes, collections)
             top = lexical.top(depth) if mode != "dense" else []
             semantic: list[tuple[str, float]] = []
             nearest: list[str] = []
             if mode != "bm25" and paragraph_dense_weight > 0 and lanes is not None:
                 semantic, found = lanes.together(
-                    partial(store.dense, query_vector, depth),
-                    methodcaller("dense_paragraphs", query_vector, depth),
+                    partial(store.dense, query_vector, depth, collections),
+                    methodcaller("dense_paragraphs", query_vector, depth, collections),
                 )
                 nearest = [p for p, _ in found]
             elif mode != "bm25":
-                semantic = store.dense(query_vector, depth)
+                semantic = store.dense(query_vector, depth, collections)
                 if paragraph_dense_weight > 0:
-                    nearest = [p for p, _ in store.dense_paragraphs(query_vector, depth)]
+                    nearest = [p for p, _ in store.dense_paragraphs(query_vector, depth, collections)]
             widened: list[str] = []
             if nearest:
                 members = store.paragraph_chunks(nearest)
@@ -432,30 +450,30 @@ class SharedIndex(RememberedEmbeddings):
         """Whether the store holds no chunk."""
         return self.stats().chunks == 0
 
-    def document(self, doc_id: str) -> DocumentRecord | None:
-        """A stored document's title, file and metadata."""
+    def document(self, doc_id: str, collections: Collections = None) -> DocumentRecord | None:
+        """A stored document's title, file and metadata (None outside `collections`)."""
         with self._store() as store:
-            return store.document(doc_id)
+            return store.document(doc_id, collections)
 
-    def paragraphs(self, doc_id: str) -> list[ParagraphRecord]:
-        """A stored document's paragraphs in order."""
+    def paragraphs(self, doc_id: str, collections: Collections = None) -> list[ParagraphRecord]:
+        """A stored document's paragraphs in order (none outside `collections`)."""
         with self._store() as store:
-            return store.paragraphs(doc_id)
+            return store.paragraphs(doc_id, collections)
 
-    def paragraph(self, paragraph_id: str) -> ParagraphRecord | None:
-        """One stored paragraph."""
+    def paragraph(self, paragraph_id: str, collections: Collections = None) -> ParagraphRecord | None:
+        """One stored paragraph (None outside `collections`)."""
         with self._store() as store:
-            return store.paragraph(paragraph_id)
+            return store.paragraph(paragraph_id, collections)
 
-    def bibliography(self, doc_id: str) -> dict[str, str]:
-        """A stored document's reference list."""
+    def bibliography(self, doc_id: str, collections: Collections = None) -> dict[str, str]:
+        """A stored document's reference list (empty outside `collections`)."""
         with self._store() as store:
-            return store.bibliography(doc_id)
+            return store.bibliography(doc_id, collections)
 
-    def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
-        """Stored chunks by id."""
+    def chunks(self, ids: Sequence[str], collections: Collections = None) -> dict[str, ChunkRecord]:
+        """Stored chunks by id (those of `collections`)."""
         with self._store() as store:
-            return store.chunks(ids)
+            return store.chunks(ids, collections)
 
     def as_retriever(self, **search_kwargs: Any) -> Any:
         """A LangChain retriever over this index's hybrid search."""

@@ -49,11 +49,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import psycopg
 from psycopg import sql
 
+from citewise.index.records import DEFAULT_COLLECTION
 from citewise.index.terms import Terms
 
 Method = Literal["bm25", "ts_rank_cd"]
@@ -89,7 +90,8 @@ PRUNE_MARGIN = 0.999
 """A term is left out of the candidates' filter only while its bound stays under this share of the floor: the
 scores are computed in single precision (pgvector), the bound in double."""
 
-SEARCH = """CREATE OR REPLACE FUNCTION {search}(query_terms text[], query_counts integer[], k integer)
+SEARCH = """CREATE OR REPLACE FUNCTION {search_in}(
+    query_terms text[], query_counts integer[], k integer, collections text[])
     RETURNS TABLE (id text, distance double precision) LANGUAGE plpgsql STABLE SET enable_seqscan = off AS $$
     DECLARE
         _vector sparsevec;
@@ -115,6 +117,7 @@ SEARCH = """CREATE OR REPLACE FUNCTION {search}(query_terms text[], query_counts
             _probe := _probe || _ids[i];
             SELECT count(*), max(s.d) INTO _found, _worst FROM (
                 SELECT c.weights <#> _vector AS d FROM {chunks} AS c WHERE c.terms && _probe
+                AND (collections IS NULL OR c.collection = ANY(collections))
                 ORDER BY 1 LIMIT k) AS s;
             IF _found >= k THEN
                 _floor := -_worst;
@@ -128,7 +131,8 @@ SEARCH = """CREATE OR REPLACE FUNCTION {search}(query_terms text[], query_counts
             END IF;
         END LOOP;
         RETURN QUERY SELECT c.id, c.weights <#> _vector AS distance FROM {chunks} AS c
-            WHERE c.terms && _ids[1:_last] ORDER BY 2, c.id LIMIT k;
+            WHERE c.terms && _ids[1:_last] AND (collections IS NULL OR c.collection = ANY(collections))
+            ORDER BY 2, c.id LIMIT k;
     END $$"""
 """bm25: the k best chunks, found among fewer candidates than every chunk sharing a term (MaxScore's idea).
 
@@ -136,7 +140,11 @@ The chunks holding the query's heaviest (rarest) terms are scored first, the few
 or more: the k-th best of them is a floor under the k-th best of all. The lightest terms whose weights add up
 to less than that floor cannot lift a chunk holding none of the others to it (a chunk's weight for a term,
 ``tfc``, is below 1), so only chunks holding one of the other terms are candidates. Those are scored whole,
-as before: the same k chunks, the same scores, the same order."""
+as before: the same k chunks, the same scores, the same order.
+
+`collections` (NULL: every chunk) keeps only the chunks of those collections, in the floor's probes and in
+the final scan alike: the floor is the k-th best readable chunk's, so pruning stays exact for a filtered
+search, and k are returned when the collections hold k chunks sharing a term."""
 
 BM25_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS {terms} (
@@ -158,6 +166,8 @@ BM25_SCHEMA = (
         tfs integer[] NOT NULL,
         avgdl double precision NOT NULL,
         weights sparsevec NOT NULL)""",
+    # a table made before documents had collections gains the column (its rows: the default collection)
+    "ALTER TABLE {chunks} ADD COLUMN IF NOT EXISTS collection text NOT NULL DEFAULT 'default'",
     "CREATE INDEX IF NOT EXISTS {chunks_terms} ON {chunks} USING gin (terms)",
     # tfc of each term id (terms in id order), with the average length given
     """CREATE OR REPLACE FUNCTION {weights}(
@@ -196,8 +206,9 @@ BM25_ADD = (
         SELECT term, count(*) AS n FROM {staging}, unnest(terms) AS term GROUP BY term) AS c
     JOIN {terms} AS v ON v.term = c.term""",
     "INSERT INTO {pending_stats} SELECT count(*), coalesce(sum(length), 0) FROM {staging}",
-    """INSERT INTO {chunks} (id, length, terms, tfs, avgdl, weights)
-    SELECT s.id, s.length, m.terms, m.tfs, a.avgdl, {weights}(m.terms, m.tfs, s.length, a.avgdl)
+    """INSERT INTO {chunks} (id, length, terms, tfs, avgdl, weights, collection)
+    SELECT s.id, s.length, m.terms, m.tfs, a.avgdl, {weights}(m.terms, m.tfs, s.length, a.avgdl),
+        s.collection
     FROM {staging} AS s
     CROSS JOIN {average} AS a
     CROSS JOIN LATERAL (
@@ -252,7 +263,8 @@ class PgLexical:
         self.config, self.normalization, self.match = config, normalization, match
         self._tokenizer = Terms()
         names = (
-            *("chunks", "terms", "stats", "pending", "pending_stats", "weights", "search", "staging"),
+            *("chunks", "terms", "stats", "pending", "pending_stats", "weights", "search", "search_in"),
+            "staging",
             *("chunks_terms", "chunks_tsv", "pending_term"),
         )
         self._names = {name: sql.Identifier(f"{prefix}_{name}") for name in names}
@@ -294,7 +306,7 @@ class PgLexical:
         with self.conn.transaction():
             for name in ("chunks", "terms", "stats", "pending", "pending_stats"):
                 self.conn.execute(self._sql(f"DROP TABLE IF EXISTS {{{name}}}"))
-            for name in ("weights", "search"):
+            for name in ("weights", "search", "search_in"):
                 self.conn.execute(self._sql(f"DROP FUNCTION IF EXISTS {{{name}}}"))
 
     def analyze(self) -> None:
@@ -332,7 +344,11 @@ class PgLexical:
                 self.conn.execute(self._sql(VOCABULARY), [terms])
 
     def add(
-        self, ids: Sequence[str], texts: Sequence[str], tokens: Sequence[Sequence[str]] | None = None
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        tokens: Sequence[Sequence[str]] | None = None,
+        collections: Sequence[str] | None = None,
     ) -> None:
         """Index new chunks (an id already indexed is an error: `remove` it first).
 
@@ -344,9 +360,12 @@ class PgLexical:
             ids: The chunks' ids.
             texts: Their texts.
             tokens: bm25: the texts as `tokenize` made them, when the caller has them already.
+            collections: bm25: each text's document's collection (None: the default collection).
         """
         if len(ids) != len(texts) or (tokens is not None and len(tokens) != len(ids)):
             raise ValueError("as many ids as texts (and tokenized texts)")
+        if collections is not None and len(collections) != len(ids):
+            raise ValueError("as many collections as ids")
         if not ids:
             return
         with self.conn.transaction(), self.conn.cursor() as cur:
@@ -361,14 +380,17 @@ class PgLexical:
                 cur.execute(self._sql(insert))
                 return
             staging = (
-                "CREATE TEMP TABLE {staging} (id text, length int, terms text[], tfs int[]) ON COMMIT DROP"
+                "CREATE TEMP TABLE {staging} (id text, length int, terms text[], tfs int[], collection text)"
+                " ON COMMIT DROP"
             )
             cur.execute(self._sql(staging))
+            named = [DEFAULT_COLLECTION] * len(ids) if collections is None else list(collections)
             with cur.copy(self._sql("COPY {staging} FROM STDIN")) as copy:
-                copy.set_types(["text", "int4", "text[]", "int4[]"])
-                for key, words in zip(ids, self.tokenize(texts) if tokens is None else tokens, strict=True):
+                copy.set_types(["text", "int4", "text[]", "int4[]", "text"])
+                every = zip(ids, self.tokenize(texts) if tokens is None else tokens, named, strict=True)
+                for key, words, collection in every:
                     counts = Counter(words)
-                    copy.write_row((key, len(words), list(counts), list(counts.values())))
+                    copy.write_row((key, len(words), list(counts), list(counts.values()), collection))
             for statement in BM25_ADD:
                 cur.execute(self._sql(statement))
 
@@ -446,8 +468,20 @@ class PgLexical:
             )
             return cur.rowcount
 
+    def set_collection(self, ids: Sequence[str], collection: str) -> None:
+        """bm25: record that the given texts' documents are in `collection` now (caller's transaction)."""
+        if self.method == "bm25":
+            statement = self._sql("UPDATE {chunks} SET collection = %s WHERE id = ANY(%s)")
+            self.conn.execute(statement, [collection, list(ids)])
+
     def search(
-        self, query: str, k: int = 10, *, prefilter: bool = True, prune: bool = True
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        prefilter: bool = True,
+        prune: bool = True,
+        collections: Sequence[str] | None = None,
     ) -> list[tuple[str, float]]:
         """The `k` best chunks for a query: ``(chunk id, score)``, best first, ties by id.
 
@@ -458,20 +492,32 @@ class PgLexical:
                 sequential scan, for comparison).
             prune: bm25, with `prefilter`: leave out the chunks that hold only terms too light to reach the
                 top k (`SEARCH`); False scores every chunk sharing a term (for comparison: the same result).
+            collections: bm25: only chunks of these collections (None: every chunk), in the SQL's WHERE.
         """
         if self.method == "ts_rank_cd":
+            if collections is not None:
+                raise ValueError("a search of some collections: bm25 only")
             return self._search_ts(query, k)
         counts = Counter(self.tokenize([query])[0])
-        if not counts:
+        if not counts or (collections is not None and not collections):
             return []
-        parameters = {"terms": list(counts), "counts": list(counts.values()), "k": k}
+        parameters: dict[str, Any] = {
+            "terms": list(counts),
+            "counts": list(counts.values()),
+            "k": k,
+            "collections": None if collections is None else list(collections),
+        }
+        readable = "(%(collections)s::text[] IS NULL OR c.collection = ANY(%(collections)s::text[]))"
         if prefilter and prune:
-            statement = self._sql("SELECT id, distance FROM {search}(%(terms)s, %(counts)s, %(k)s)")
+            statement = self._sql(
+                "SELECT id, distance FROM {search_in}(%(terms)s, %(counts)s, %(k)s, %(collections)s::text[])"
+            )
         elif prefilter:
             statement = self._sql(
                 """WITH q AS ({query_vector})
                 SELECT c.id, c.weights <#> (SELECT vector FROM q) AS distance FROM {chunks} AS c
-                WHERE c.terms && (SELECT ids FROM q) ORDER BY distance, c.id LIMIT %(k)s""",
+                WHERE c.terms && (SELECT ids FROM q) AND {readable} ORDER BY distance, c.id LIMIT %(k)s""",
+                readable=sql.SQL(readable),
                 query_vector=self._query_vector(sql.Placeholder("terms"), sql.Placeholder("counts")),
             )
             with self.conn.transaction():  # the GIN index whatever the planner thinks (see the module)
@@ -484,7 +530,8 @@ class PgLexical:
             statement = self._sql(
                 """WITH q AS ({query_vector})
                 SELECT c.id, c.weights <#> (SELECT vector FROM q) AS distance FROM {chunks} AS c
-                ORDER BY distance, c.id LIMIT %(k)s""",
+                WHERE {readable} ORDER BY distance, c.id LIMIT %(k)s""",
+                readable=sql.SQL(readable),
                 query_vector=self._query_vector(sql.Placeholder("terms"), sql.Placeholder("counts")),
             )
         found = self.conn.execute(statement, parameters)

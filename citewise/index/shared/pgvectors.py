@@ -62,23 +62,31 @@ from psycopg import sql
 from psycopg.adapt import Dumper
 from psycopg.pq import Format
 
+from citewise.index.records import DEFAULT_COLLECTION
+
 Kind = Literal["halfvec", "vector"]
 
 SCHEMA = """CREATE TABLE IF NOT EXISTS {chunks} (
     id text PRIMARY KEY,
     doc_id text NOT NULL,
     paragraph_id text NOT NULL,
-    embedding {kind}({dim}) NOT NULL)"""
+    embedding {kind}({dim}) NOT NULL,
+    collection text NOT NULL DEFAULT 'default')"""
+COLLECTION = "ALTER TABLE {chunks} ADD COLUMN IF NOT EXISTS collection text NOT NULL DEFAULT 'default'"
+"""A table made before documents had collections gains the column (its rows: the default collection)."""
 
 SEARCH_SETTINGS = (
     "SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', 'strict_order', false)"
 )
 """A search's settings, for the session (in autocommit, a transaction's own would end before the query)."""
 
-SEARCH = """SELECT id, embedding <=> %(query)b AS distance FROM {chunks}
+SEARCH = """SELECT id, embedding <=> %(query)b AS distance FROM {chunks} {where}
     ORDER BY embedding <=> %(query)b LIMIT {k}"""
 """k is written into the statement: psycopg prepares a statement run five times, and a generic plan with an
-unknown LIMIT may be costed away from the index."""
+unknown LIMIT may be costed away from the index. `where` is empty, or the collections' filter: the HNSW
+scan applies it to the rows it visits, and with ``hnsw.iterative_scan`` it goes on scanning until k rows
+passed it (or ``hnsw.max_scan_tuples``, 20,000 by default, were visited), so a search of a few collections
+still finds k when they hold k."""
 
 INDEX = """CREATE INDEX IF NOT EXISTS {hnsw} ON {chunks}
     USING hnsw (embedding {ops}) WITH (m = {m}, ef_construction = {ef_construction})"""
@@ -173,6 +181,7 @@ class PgVectors:
     def create(self, index: bool = True) -> None:
         """Create the table, and its HNSW index unless `index` is False (a bulk load indexes afterwards)."""
         self.conn.execute(self._sql(SCHEMA))
+        self.conn.execute(self._sql(COLLECTION))
         if index:
             self.create_index()
 
@@ -208,7 +217,8 @@ class PgVectors:
             ids: Chunk ids.
             vectors: One vector a chunk, shape (len(ids), dim).
             texts: Ignored (the document store holds the texts); accepted as `VectorIndex.upsert` takes it.
-            metadatas: Each chunk's ``doc_id`` and ``paragraph_id`` (empty strings when absent).
+            metadatas: Each chunk's ``doc_id``, ``paragraph_id`` (empty strings when absent) and
+                ``collection`` (the default collection when absent).
         """
         vectors = np.asarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or len(vectors) != len(ids) or (len(ids) and vectors.shape[1] != self.dim):
@@ -221,22 +231,24 @@ class PgVectors:
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.execute(
                 self._sql(
-                    "CREATE TEMP TABLE {staging} (id text, doc_id text, paragraph_id text, embedding {kind})"
-                    " ON COMMIT DROP"
+                    "CREATE TEMP TABLE {staging} (id text, doc_id text, paragraph_id text, embedding {kind},"
+                    " collection text) ON COMMIT DROP"
                 )
             )
             with cur.copy(self._sql("COPY {staging} FROM STDIN (FORMAT BINARY)")) as copy:
-                copy.set_types(["text", "text", "text", self._oid])
+                copy.set_types(["text", "text", "text", self._oid, "text"])
                 for key, n in last.items():
                     meta = metadatas[n] if metadatas is not None else {}
                     doc, paragraph = str(meta.get("doc_id", "")), str(meta.get("paragraph_id", ""))
-                    copy.write_row((key, doc, paragraph, vectors[n]))
+                    collection = str(meta.get("collection") or DEFAULT_COLLECTION)
+                    copy.write_row((key, doc, paragraph, vectors[n], collection))
             cur.execute(
                 self._sql(
-                    """INSERT INTO {chunks} (id, doc_id, paragraph_id, embedding)
-                    SELECT id, doc_id, paragraph_id, embedding FROM {staging}
+                    """INSERT INTO {chunks} (id, doc_id, paragraph_id, embedding, collection)
+                    SELECT id, doc_id, paragraph_id, embedding, collection FROM {staging}
                     ON CONFLICT (id) DO UPDATE SET doc_id = excluded.doc_id,
-                        paragraph_id = excluded.paragraph_id, embedding = excluded.embedding"""
+                        paragraph_id = excluded.paragraph_id, embedding = excluded.embedding,
+                        collection = excluded.collection"""
                 )
             )
 
@@ -246,7 +258,19 @@ class PgVectors:
             cur.execute(self._sql("DELETE FROM {chunks} WHERE id = ANY(%s)"), [list(ids)])
             return cur.rowcount
 
-    def search(self, vector: np.ndarray, k: int, ef_search: int | None = None) -> list[tuple[str, float]]:
+    def set_collection(self, ids: Sequence[str], collection: str) -> None:
+        """Record that the given rows' documents are in `collection` now (in the caller's transaction)."""
+        self.conn.execute(
+            self._sql("UPDATE {chunks} SET collection = %s WHERE id = ANY(%s)"), [collection, list(ids)]
+        )
+
+    def search(
+        self,
+        vector: np.ndarray,
+        k: int,
+        collections: Sequence[str] | None = None,
+        ef_search: int | None = None,
+    ) -> list[tuple[str, float]]:
         """The k nearest chunks as (id, cosine similarity), best first (fewer when there are fewer).
 
         The settings (``hnsw.ef_search``, ``hnsw.iterative_scan``) and the query go in one round trip
@@ -255,15 +279,20 @@ class PgVectors:
         Args:
             vector: The query vector (any norm: the distance is the cosine).
             k: How many chunks at most.
+            collections: Only rows of these collections (None: every row), filtered inside the HNSW scan.
             ef_search: HNSW candidates for this search (`ef_search` when None; at least k).
         """
-        if k < 1:
+        if k < 1 or (collections is not None and not collections):
             return []
         ef = max(k, self.ef_search if ef_search is None else ef_search)
         query = QUERY[self.kind](np.asarray(vector, dtype=np.float32))
+        where = sql.SQL("WHERE collection = ANY(%(collections)s)" if collections is not None else "")
+        parameters: dict[str, Any] = {"query": query}
+        if collections is not None:
+            parameters["collections"] = list(collections)
         with self.conn.pipeline():
             self.conn.execute(SEARCH_SETTINGS, [str(ef)])
-            cursor = self.conn.execute(self._sql(SEARCH, k=sql.Literal(int(k))), {"query": query})
+            cursor = self.conn.execute(self._sql(SEARCH, k=sql.Literal(int(k)), where=where), parameters)
         return [(key, 1.0 - float(distance)) for key, distance in cursor.fetchall()]
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:

@@ -123,6 +123,7 @@ def ingest(
     report: Callable[[Outcome], None] | None = None,
     work: bool = True,
     stop: Callable[[], bool] | None = None,
+    collection: str | None = None,
 ) -> tuple[int, list[Outcome]]:
     """Queue files in the shared store at `dsn` and work the queue here, as one worker of any (until empty).
 
@@ -149,7 +150,7 @@ def ingest(
             store.settings()
             queued = len(store.requeue(paths))
         else:
-            queued = store.enqueue(paths)
+            queued = store.enqueue(paths, collection)
         if not work:
             return queued, []
         return queued, run(store, store_embedder(store, threads=threads), report=report, stop=stop)

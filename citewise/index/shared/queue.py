@@ -38,7 +38,7 @@ not after each: a fold is two short transactions, and until it runs a search onl
 pending changes of its own terms, through an index on the term)."""
 
 
-CLAIM = """SELECT q.id, q.path FROM {queue} AS q
+CLAIM = """SELECT q.id, q.path, q.collection FROM {queue} AS q
     WHERE NOT EXISTS (SELECT 1 FROM {outcomes} AS o WHERE o.item = q.id)
     ORDER BY q.id LIMIT 1 FOR UPDATE OF q SKIP LOCKED"""
 """The oldest queued file no other worker holds and no worker finished (one killed before the release)."""
@@ -54,14 +54,18 @@ ENQUEUE = (
     "DELETE FROM {queue} AS q USING {outcomes} AS o WHERE o.item = q.id",
     "INSERT INTO {queue} (path) SELECT unnest(%s::text[]) ORDER BY 1 ON CONFLICT (path) DO NOTHING",
 )
+ENQUEUE_INTO = """INSERT INTO {queue} (path, collection) SELECT unnest(%s::text[]), %s ORDER BY 1
+    ON CONFLICT (path) DO NOTHING"""
+"""Files queued with the collection their documents go to (NULL: new ones to the default)."""
 
 
 @dataclass(frozen=True)
 class WorkItem:
-    """A claimed queue row: its id and the file's path."""
+    """A claimed queue row: its id, the file's path and the collection named for it (None: none named)."""
 
     id: int
     path: str
+    collection: str | None = None
 
 
 class _Retry(Exception):
@@ -104,16 +108,18 @@ def default_worker_name() -> str:
 class Queue(Writes):
     """The store's work queue (on a second connection of its own for claims)."""
 
-    def enqueue(self, paths: Iterable[str | Path]) -> int:
+    def enqueue(self, paths: Iterable[str | Path], collection: str | None = None) -> int:
         """Queue files (folders: the supported files under them) for the workers; returns how many were new.
 
         A file queued already (waiting, or being ingested) is not queued twice; a file ingested before is
-        queued again (a worker finds it unchanged, or replaces its documents).
+        queued again (a worker finds it unchanged, or replaces its documents). `collection` goes with each
+        file: its documents are stored in it, and those stored before move to it (None: new documents go to
+        the default collection, stored ones stay where they are).
         """
         files = sorted({str(path.resolve()) for path in iter_files(paths)})
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.execute(self._sql(ENQUEUE[0]))
-            cur.execute(self._sql(ENQUEUE[1]), [files])
+            cur.execute(self._sql(ENQUEUE_INTO), [files, collection])
             return cur.rowcount
 
     def queued(self) -> int:
@@ -178,7 +184,7 @@ class Queue(Writes):
                 row = claims.execute(self._sql(CLAIM)).fetchone()
                 if row is None:
                     return None
-                item = WorkItem(int(row[0]), str(row[1]))
+                item = WorkItem(int(row[0]), str(row[1]), row[2])
                 outcome = self._attempt(item, embedder, settings.chunking, worker, before_commit)
                 claims.execute(self._sql("DELETE FROM {queue} WHERE id = %s"), [item.id])
         except _Retry as retry:  # the claim ends, the file stays queued: its next claim tries it again
@@ -299,6 +305,8 @@ class Queue(Writes):
         outcome.skipped.extend(decision.skipped)
         if decision.action == "unchanged":
             outcome.skipped.append((item.path, UNCHANGED))
+            if item.collection is not None:
+                return self._finish(outcome, before_commit, move=item.collection)
             return self._finish(outcome, before_commit)
         if decision.action == "skip":
             return self._failed(outcome, decision.reason, before_commit)
@@ -320,7 +328,9 @@ class Queue(Writes):
         with self.conn.transaction(), self.conn.cursor() as cur:
             stale = set(self.document_ids(item.path)) - set(unique)
             outcome.removed = self._delete(cur, sorted(stale), forgotten)
-            inserted = self._insert(cur, prepared, item.path, outcome.skipped)
+            inserted = self._insert(cur, prepared, item.path, outcome.skipped, item.collection)
+            if item.collection is not None:
+                self._move(cur, item.path, item.collection)
             outcome.documents = len(inserted)
             outcome.chunks = sum(len(rows.chunk_ids) for doc, rows in prepared if doc.id in inserted)
             count = self.conn.execute(
@@ -358,9 +368,13 @@ class Queue(Writes):
             ],
         )
 
-    def _finish(self, outcome: Outcome, before_commit: Callable[[WorkItem], None] | None) -> Outcome:
-        """Record an outcome that writes nothing else (an unchanged or a failed file)."""
+    def _finish(
+        self, outcome: Outcome, before_commit: Callable[[WorkItem], None] | None, move: str | None = None
+    ) -> Outcome:
+        """Record an outcome that writes nothing else (an unchanged or a failed file; `move`: to there)."""
         with self.conn.transaction(), self.conn.cursor() as cur:
+            if move is not None:
+                self._move(cur, outcome.path, move)
             self._record(cur, outcome)
             if before_commit is not None:
                 before_commit(WorkItem(outcome.item, outcome.path))

@@ -13,8 +13,15 @@ import numpy as np
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
-from citewise.index.records import ChunkRecord, DocumentRecord, IndexStats, ParagraphRecord
+from citewise.index.records import ChunkRecord, Collections, DocumentRecord, IndexStats, ParagraphRecord
 from citewise.index.shared.schema import Schema
+
+READABLE = sql.SQL("(%(collections)s::text[] IS NULL OR d.collection = ANY(%(collections)s::text[]))")
+"""A read's filter: the document (``d``) is in one of the collections given (NULL: any)."""
+
+
+def _listed(collections: Collections) -> list[str] | None:
+    return None if collections is None else list(collections)
 
 
 class Reads(Schema):
@@ -50,57 +57,88 @@ class Reads(Schema):
         statement = self._sql("SELECT id, file FROM {documents} WHERE id = ANY(%s)")
         return dict(self.conn.execute(statement, [list(ids)]).fetchall())
 
-    def document(self, doc_id: str) -> DocumentRecord | None:
-        """One stored document, or None."""
+    def document(self, doc_id: str, collections: Collections = None) -> DocumentRecord | None:
+        """One stored document (in one of `collections`, None: any), or None."""
         row = self.conn.execute(
-            self._sql("SELECT id, file, key, title, metadata FROM {documents} WHERE id = %s"), [doc_id]
+            self._sql(
+                "SELECT id, file, key, title, metadata FROM {documents} AS d "
+                "WHERE id = %(id)s AND {readable}",
+                readable=READABLE,
+            ),
+            {"id": doc_id, "collections": _listed(collections)},
         ).fetchone()
         return DocumentRecord(*row) if row else None
 
-    def paragraphs(self, doc_id: str) -> list[ParagraphRecord]:
-        """A document's paragraphs in reading order."""
+    def paragraphs(self, doc_id: str, collections: Collections = None) -> list[ParagraphRecord]:
+        """A document's paragraphs in reading order (none outside `collections`)."""
         rows = self.conn.execute(
             self._sql(
-                """SELECT id, doc_id, seq, section, text, citations FROM {paragraphs}
-                WHERE doc_id = %s ORDER BY seq"""
+                """SELECT p.id, p.doc_id, p.seq, p.section, p.text, p.citations FROM {paragraphs} AS p
+                JOIN {documents} AS d ON d.id = p.doc_id WHERE p.doc_id = %(id)s AND {readable}
+                ORDER BY p.seq""",
+                readable=READABLE,
             ),
-            [doc_id],
+            {"id": doc_id, "collections": _listed(collections)},
         )
         return [ParagraphRecord(i, d, s, sec, t, tuple(c)) for i, d, s, sec, t, c in rows]
 
-    def paragraph(self, paragraph_id: str) -> ParagraphRecord | None:
-        """One paragraph by id, or None."""
+    def paragraph(self, paragraph_id: str, collections: Collections = None) -> ParagraphRecord | None:
+        """One paragraph by id (of a document in `collections`), or None."""
         row = self.conn.execute(
-            self._sql("SELECT id, doc_id, seq, section, text, citations FROM {paragraphs} WHERE id = %s"),
-            [paragraph_id],
+            self._sql(
+                """SELECT p.id, p.doc_id, p.seq, p.section, p.text, p.citations FROM {paragraphs} AS p
+                JOIN {documents} AS d ON d.id = p.doc_id WHERE p.id = %(id)s AND {readable}""",
+                readable=READABLE,
+            ),
+            {"id": paragraph_id, "collections": _listed(collections)},
         ).fetchone()
         return ParagraphRecord(row[0], row[1], row[2], row[3], row[4], tuple(row[5])) if row else None
 
-    def bibliography(self, doc_id: str) -> dict[str, str]:
-        """A document's reference list, key -> entry text, in the document's order."""
-        statement = self._sql("SELECT key, text FROM {bibliography} WHERE doc_id = %s ORDER BY seq")
-        return dict(self.conn.execute(statement, [doc_id]).fetchall())
+    def bibliography(self, doc_id: str, collections: Collections = None) -> dict[str, str]:
+        """A document's reference list, key -> entry text, in its order (empty outside `collections`)."""
+        statement = self._sql(
+            """SELECT b.key, b.text FROM {bibliography} AS b JOIN {documents} AS d ON d.id = b.doc_id
+            WHERE b.doc_id = %(id)s AND {readable} ORDER BY b.seq""",
+            readable=READABLE,
+        )
+        return dict(
+            self.conn.execute(statement, {"id": doc_id, "collections": _listed(collections)}).fetchall()
+        )
 
-    def chunks(self, ids: Sequence[str]) -> dict[str, ChunkRecord]:
-        """Chunk records (with title and section) of the given ids that are stored (others are left out)."""
+    def chunks(self, ids: Sequence[str], collections: Collections = None) -> dict[str, ChunkRecord]:
+        """Chunk records (with title and section) of the given ids that are stored, in `collections`."""
         rows = self.conn.execute(
             self._sql(
                 """SELECT c.id, c.doc_id, c.paragraph_id, c.seq, c.text, d.title, p.section FROM {chunks} AS c
                 JOIN {documents} AS d ON d.id = c.doc_id JOIN {paragraphs} AS p ON p.id = c.paragraph_id
-                WHERE c.id = ANY(%s)"""
+                WHERE c.id = ANY(%(ids)s) AND {readable}""",
+                readable=READABLE,
             ),
-            [list(ids)],
+            {"ids": list(ids), "collections": _listed(collections)},
         )
         return {r[0]: ChunkRecord(*r) for r in rows}
 
-    def stored_vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
-        """The given chunk ids that are stored, in the given order, and their vectors (as stored: halfvec).
+    def readable_chunks(self, ids: Sequence[str], collections: Collections) -> set[str]:
+        """The given chunk ids that are stored, of documents in `collections`."""
+        statement = self._sql(
+            """SELECT c.id FROM {chunks} AS c JOIN {documents} AS d ON d.id = c.doc_id
+            WHERE c.id = ANY(%(ids)s) AND {readable}""",
+            readable=READABLE,
+        )
+        rows = self.conn.execute(statement, {"ids": list(ids), "collections": _listed(collections)})
+        return {r[0] for r in rows}
+
+    def stored_vectors(
+        self, ids: Sequence[str], collections: Collections = None
+    ) -> tuple[list[str], np.ndarray]:
+        """The given chunk ids stored (in `collections`), in the given order, and their vectors (halfvec).
 
         With the vectors in Chroma, only ids PostgreSQL holds count (in the caller's snapshot, if any): a
-        search's candidates all pass through here, so a killed worker's orphans are never returned.
+        search's candidates all pass through here, so a killed worker's orphans are never returned; nor is
+        a chunk of a collection the search may not see.
         """
-        if self.vectors_in_chroma:
-            held = self.chunk_paragraphs(ids)
+        if self.vectors_in_chroma or collections is not None:
+            held = self.readable_chunks(ids, collections)
             ids = [key for key in ids if key in held]
         found = self.vectors.vectors(ids)
         kept = [key for key in ids if key in found]
@@ -109,21 +147,23 @@ class Reads(Schema):
             matrix[n] = found[key]
         return kept, matrix
 
-    def dense(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The k chunks nearest a query vector: (chunk id, cosine similarity), best first (HNSW)."""
-        return self.vectors.search(vector, k)
+    def dense(self, vector: np.ndarray, k: int, collections: Collections = None) -> list[tuple[str, float]]:
+        """The k chunks (of `collections`) nearest a query vector: (chunk id, cosine), best first (HNSW)."""
+        return self.vectors.search(vector, k, collections)
 
-    def dense_paragraphs(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The k paragraphs nearest a query vector: (paragraph id, cosine similarity), best first (HNSW)."""
-        return self.paragraph_vectors.search(vector, k)
+    def dense_paragraphs(
+        self, vector: np.ndarray, k: int, collections: Collections = None
+    ) -> list[tuple[str, float]]:
+        """The k paragraphs (of `collections`) nearest a query vector: (id, cosine), best first (HNSW)."""
+        return self.paragraph_vectors.search(vector, k, collections)
 
-    def bm25(self, query: str, k: int) -> list[tuple[str, float]]:
-        """The k best chunks by BM25: (chunk id, score), best first; only chunks sharing a term."""
-        return self.lexical.search(query, k)
+    def bm25(self, query: str, k: int, collections: Collections = None) -> list[tuple[str, float]]:
+        """The k best chunks (of `collections`) by BM25: (chunk id, score), best first; sharing a term."""
+        return self.lexical.search(query, k, collections=collections)
 
-    def bm25_paragraphs(self, query: str, k: int) -> list[tuple[str, float]]:
-        """The k best paragraphs by BM25: (paragraph id, score), best first; only those sharing a term."""
-        return self.paragraph_lexical.search(query, k)
+    def bm25_paragraphs(self, query: str, k: int, collections: Collections = None) -> list[tuple[str, float]]:
+        """The k best paragraphs (of `collections`) by BM25: (id, score), best first; sharing a term."""
+        return self.paragraph_lexical.search(query, k, collections=collections)
 
     def bm25_scores(self, query: str, ids: Sequence[str]) -> dict[str, float]:
         """The BM25 of each given chunk that shares a term with the query (the others score 0)."""

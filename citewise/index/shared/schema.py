@@ -37,8 +37,12 @@ SCHEMA = (
         path text PRIMARY KEY, sha256 text NOT NULL, size bigint NOT NULL, documents integer NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS {documents} (
         id text PRIMARY KEY, file text NOT NULL, key text NOT NULL, title text NOT NULL,
-        metadata jsonb NOT NULL, added_at timestamptz NOT NULL DEFAULT now())""",
+        metadata jsonb NOT NULL, added_at timestamptz NOT NULL DEFAULT now(),
+        collection text NOT NULL DEFAULT 'default')""",
+    # a store made before documents had collections: its documents are in the default one
+    "ALTER TABLE {documents} ADD COLUMN IF NOT EXISTS collection text NOT NULL DEFAULT 'default'",
     "CREATE INDEX IF NOT EXISTS {documents_file} ON {documents} (file)",
+    "CREATE INDEX IF NOT EXISTS {documents_collection} ON {documents} (collection)",
     """CREATE TABLE IF NOT EXISTS {paragraphs} (
         id text PRIMARY KEY, doc_id text NOT NULL REFERENCES {documents} (id) ON DELETE CASCADE,
         seq integer NOT NULL, section text NOT NULL, text text NOT NULL, citations jsonb NOT NULL)""",
@@ -53,7 +57,8 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS {chunks_doc} ON {chunks} (doc_id, seq)",
     """CREATE TABLE IF NOT EXISTS {queue} (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, path text NOT NULL UNIQUE,
-        enqueued_at timestamptz NOT NULL DEFAULT now())""",
+        enqueued_at timestamptz NOT NULL DEFAULT now(), collection text)""",
+    "ALTER TABLE {queue} ADD COLUMN IF NOT EXISTS collection text",
     """CREATE TABLE IF NOT EXISTS {outcomes} (
         item bigint PRIMARY KEY, path text NOT NULL, state text NOT NULL CHECK (state IN ('done', 'failed')),
         error text, documents integer NOT NULL, chunks integer NOT NULL, skipped jsonb NOT NULL,
@@ -131,6 +136,7 @@ class Schema:
         names = (
             *("meta", "files", "documents", "paragraphs", "bibliography", "chunks", "queue", "outcomes"),
             *("attempts", "documents_file", "paragraphs_doc", "chunks_doc", "attempts_item"),
+            "documents_collection",
         )
         self._names = {name: sql.Identifier(f"{prefix}_{name}") for name in names}
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from citewise.index.chunking import ChunkingConfig
-from citewise.index.records import IndexStats, IngestReport, ProgressFactory
+from citewise.index.records import IndexStats, IngestReport, ProgressFactory, check_collection
 from citewise.index.shared.chromavectors import vector_choice
 from citewise.index.shared.index import SharedIndex
 from citewise.index.shared.pgstore import PgStore
@@ -35,8 +35,9 @@ class SharedWriter:
         progress: ProgressFactory | None = None,
         stop: Callable[[], bool] | None = None,
         tags: Sequence[str] = (),
+        collection: str | None = None,
     ) -> IngestReport:
-        """Queue the files and work the queue here; `progress` gets a files bar and a chunks bar."""
+        """Queue the files (into `collection`) and work the queue here; `progress` gets two bars."""
         files_bar = progress(desc="files", unit="file", position=0) if progress else None
         chunks_bar = progress(desc="chunks", unit="chunk", position=1) if progress else None
 
@@ -49,7 +50,7 @@ class SharedWriter:
                 chunks_bar.update(outcome.chunks)
 
         try:
-            _, outcomes = self.queue(paths, report=counted, stop=stop)
+            _, outcomes = self.queue(paths, report=counted, stop=stop, collection=collection)
         finally:
             for bar in (files_bar, chunks_bar):
                 if bar is not None:
@@ -100,11 +101,14 @@ class SharedWriter:
         work: bool = True,
         report: Callable[[Outcome], None] | None = None,
         stop: Callable[[], bool] | None = None,
+        collection: str | None = None,
     ) -> tuple[int, list[Outcome]]:
         """Queue files (or failed ones again, `requeue`) and, with `work`, work the queue here until empty.
 
         A store not there is made with `chunking` and `vectors` (the `--vectors` option as given:
-        ``pgvector`` or a Chroma server's address). `pgworker.ingest` says the rest.
+        ``pgvector`` or a Chroma server's address). `collection`: where the files' documents go (and the
+        ones stored before move to; None: new ones to the default collection). `pgworker.ingest` says the
+        rest.
 
         Returns:
             How many files were queued, and the outcome of each claim made here.
@@ -123,6 +127,7 @@ class SharedWriter:
             work=work,
             report=report,
             stop=stop,
+            collection=check_collection(collection) if collection is not None else None,
         )
 
     def tag(self, files: Sequence[str], tags: Sequence[str]) -> int:

@@ -21,7 +21,7 @@ from psycopg.types.json import Jsonb
 from citewise.index.chunking import ChunkedDocument, ChunkingConfig, chunk_input
 from citewise.index.document import Document
 from citewise.index.policy import where
-from citewise.index.records import IngestReport, document_tags, paragraph_id
+from citewise.index.records import DEFAULT_COLLECTION, IngestReport, document_tags, paragraph_id
 from citewise.index.shared.chromavectors import ChromaVectors
 from citewise.index.shared.pglexical import PgLexical
 from citewise.index.shared.reads import Reads
@@ -113,19 +113,29 @@ class Writes(Reads):
         documents: list[tuple[Document, DocumentRows]],
         file: str,
         skipped: list[tuple[str, str]],
+        collection: str | None = None,
     ) -> set[str]:
         """Insert the documents of `file` no other file holds, with all their rows; returns the ids inserted.
 
-        A document another file stored meanwhile is added to `skipped` as a duplicate.
+        They go to `collection` (None: the default one). A document another file stored meanwhile is added
+        to `skipped` as a duplicate.
         """
+        collection = collection or DEFAULT_COLLECTION
         inserted: set[str] = set()
         for doc, _ in documents:
             cur.execute(
                 self._sql(
-                    """INSERT INTO {documents} (id, file, key, title, metadata) VALUES (%s, %s, %s, %s, %s)
-                    ON CONFLICT (id) DO NOTHING RETURNING id"""
+                    """INSERT INTO {documents} (id, file, key, title, metadata, collection)
+                    VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING id"""
                 ),
-                [doc.id, file, doc.key, doc.title, Jsonb(doc.metadata)],
+                [
+                    doc.id,
+                    file,
+                    doc.key,
+                    doc.title,
+                    Jsonb({**doc.metadata, "collection": collection}),
+                    collection,
+                ],
             )
             if cur.fetchone() is None:  # another worker stored it a moment ago, from another file
                 skipped.append((where(file, doc), "duplicate of a document stored meanwhile"))
@@ -150,16 +160,58 @@ class Writes(Reads):
         chunk_vectors = np.asarray(every("chunk_vectors"), dtype=np.float32).reshape(-1, self.dim)
         if self.vectors_in_chroma:  # held to the commit: a removal of these documents waits (`_forget`)
             self._lock_documents(cur, sorted(inserted))
-        self.vectors.upsert(every("chunk_ids"), chunk_vectors, metadatas=every("chunk_meta"))
+
+        def placed(metas: list[dict[str, str | int]]) -> list[dict[str, str | int]]:
+            return [{**meta, "collection": collection} for meta in metas]
+
+        self.vectors.upsert(every("chunk_ids"), chunk_vectors, metadatas=placed(every("chunk_meta")))
         paragraph_vectors = np.asarray(every("paragraph_vectors"), dtype=np.float32).reshape(-1, self.dim)
         self.paragraph_vectors.upsert(
-            every("vector_paragraph_ids"), paragraph_vectors, metadatas=every("paragraph_meta")
+            every("vector_paragraph_ids"), paragraph_vectors, metadatas=placed(every("paragraph_meta"))
         )
-        self.lexical.add(every("chunk_ids"), every("chunk_texts"), every("chunk_tokens"))
+        chunk_ids, paragraph_ids = every("chunk_ids"), every("paragraph_ids")
+        self.lexical.add(
+            chunk_ids, every("chunk_texts"), every("chunk_tokens"), [collection] * len(chunk_ids)
+        )
         self.paragraph_lexical.add(
-            every("paragraph_ids"), every("paragraph_texts"), every("paragraph_tokens")
+            paragraph_ids,
+            every("paragraph_texts"),
+            every("paragraph_tokens"),
+            [collection] * len(paragraph_ids),
         )
         return inserted
+
+    def _move(self, cur: psycopg.Cursor[Any], file: str, collection: str) -> int:
+        """Put every document of `file` in `collection`, in every table (inside the caller's transaction).
+
+        Vectors in a Chroma server get their metadata rewritten at once (outside the transaction: a search
+        meanwhile reads the new collection's filter there, and PostgreSQL's old one gates its pool). Returns
+        how many documents moved.
+        """
+        rows = cur.execute(
+            self._sql("SELECT id, metadata FROM {documents} WHERE file = %s AND collection <> %s FOR UPDATE"),
+            [file, collection],
+        ).fetchall()
+        if not rows:
+            return 0
+        doc_ids = [doc_id for doc_id, _ in rows]
+        for doc_id, metadata in rows:
+            cur.execute(
+                self._sql("UPDATE {documents} SET metadata = %s, collection = %s WHERE id = %s"),
+                [Jsonb({**metadata, "collection": collection}), collection, doc_id],
+            )
+        chunk_ids = [
+            r[0] for r in cur.execute(self._sql("SELECT id FROM {chunks} WHERE doc_id = ANY(%s)"), [doc_ids])
+        ]
+        paragraph_ids = [
+            r[0]
+            for r in cur.execute(self._sql("SELECT id FROM {paragraphs} WHERE doc_id = ANY(%s)"), [doc_ids])
+        ]
+        self.vectors.set_collection(chunk_ids, collection)
+        self.paragraph_vectors.set_collection(paragraph_ids, collection)
+        self.lexical.set_collection(chunk_ids, collection)
+        self.paragraph_lexical.set_collection(paragraph_ids, collection)
+        return len(rows)
 
     def _lock_documents(self, cur: psycopg.Cursor[Any], doc_ids: Sequence[str]) -> None:
         """Take the documents' advisory locks for the caller's transaction, in the order given (sort it)."""
