@@ -299,3 +299,30 @@ def test_serve_answers_from_the_shared_store_and_ingests_uploads_there(store: st
             server.wait()
     with PgStore(store) as opened:
         opened.remove([uploaded])
+
+
+def test_a_store_an_older_citewise_made_is_upgraded_when_opened_and_keeps_its_documents(
+    postgres: Server,
+) -> None:
+    """A store made before documents had collections (no `schema` mark, no collection column) answers."""
+    name = f"older_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = postgres.dsn.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        assert citewise("ingest", str(SAMPLE), "--store", url).returncode == 0
+        with psycopg.connect(url, autocommit=True) as conn:  # the tables as an older citewise left them
+            conn.execute("DELETE FROM citewise_meta WHERE key = 'schema'")
+            conn.execute("ALTER TABLE citewise_documents DROP COLUMN collection")
+        with PgStore(url) as shared:
+            assert not shared.current()
+        asked = citewise(
+            "ask", "Which telescopes observed the transits of GJ 486b?", "--store", url, "--json"
+        )
+        assert asked.returncode == 0, asked.stderr
+        assert "Subaru" in json.loads(asked.stdout)["answer"]
+        with PgStore(url) as shared:
+            assert shared.current() and shared.stats().documents == 3
+    finally:
+        with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")

@@ -22,6 +22,9 @@ from citewise.index.shared.pglexical import PgLexical
 from citewise.index.shared.pgvectors import PgVectors
 
 DEFAULT_PREFIX = "citewise"
+SCHEMA_VERSION = "2"
+"""The tables' form a store records once `create` has brought it there (2: documents in collections). A store
+of an older citewise lacks it: `create` brings it up to date; a reader must not search it as it is."""
 
 ATTEMPTS = (
     """CREATE TABLE IF NOT EXISTS {attempts} (
@@ -243,6 +246,10 @@ class Schema:
             with self.conn.cursor() as cur:
                 insert = "INSERT INTO {meta} VALUES (%s, %s) ON CONFLICT (key) DO NOTHING"
                 cur.executemany(self._sql(insert), list(asked.items()))
+                version = (
+                    "INSERT INTO {meta} VALUES ('schema', %s) ON CONFLICT (key) DO UPDATE SET value = %s"
+                )
+                cur.execute(self._sql(version), [SCHEMA_VERSION, SCHEMA_VERSION])
             self._settings = None
             if self.settings().vectors == PGVECTOR:
                 for table in self._pgvectors:
@@ -263,6 +270,14 @@ class Schema:
             for kind in self._tables():
                 kind.create()
         return settings
+
+    def current(self) -> bool:
+        """Whether the store's tables have this citewise's form (`SCHEMA_VERSION`, which `create` gives)."""
+        exists = self.conn.execute("SELECT to_regclass(%s)", [f"{self.prefix}_meta"]).fetchone()
+        if not exists or exists[0] is None:
+            return False
+        row = self.conn.execute(self._sql("SELECT value FROM {meta} WHERE key = 'schema'")).fetchone()
+        return row is not None and row[0] == SCHEMA_VERSION
 
     def settings(self) -> Settings:
         """The embedding model, dimension and chunking the store was made with.

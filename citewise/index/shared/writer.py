@@ -87,6 +87,11 @@ class SharedWriter:
         """
         return SharedIndex.model_of(self.store)
 
+    def current(self) -> bool:
+        """Whether the store's tables have this citewise's form (False: `make` brings them up to date)."""
+        with PgStore(self.store) as shared:
+            return shared.current()
+
     def make(self) -> None:
         """Make the store if it is not there (`pgworker.ensure_store`: safe run by many at once)."""
         ensure_store(self.store)
