@@ -7,6 +7,8 @@ see `citewise.app.access`). Registered on the main CLI beside the other commands
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -22,25 +24,27 @@ users_app = typer.Typer(
 )
 
 
-def access_of(index: object, store: str | None) -> AccessStore:
-    """The access database of the index named (its error in one line, exit 2)."""
+@contextmanager
+def access_of(index: object, store: str | None) -> Iterator[AccessStore]:
+    """The access database of the index named, closed after; its errors in one line (exit 2)."""
     try:
-        return open_access(str(index), store)
+        access = open_access(str(index), store)
     except AccessError as error:
         raise fail(str(error)) from error
+    try:
+        yield access
+    except AccessError as error:
+        raise fail(str(error)) from error
+    finally:
+        access.close()
 
 
 def collections_as(user: str | None, index: object, store: str | None) -> tuple[str, ...] | None:
     """What a command run `--as USER` may read (None without --as: every collection)."""
     if user is None:
         return None
-    access = access_of(index, store)
-    try:
+    with access_of(index, store) as access:
         return access.collections_of(user)
-    except AccessError as error:
-        raise fail(str(error)) from error
-    finally:
-        access.close()
 
 
 @users_app.command("add")
@@ -50,13 +54,8 @@ def add(
     store: StoreOption = None,
 ) -> None:
     """Make a user and print their API token, once: only its hash is kept."""
-    access = access_of(index, store)
-    try:
+    with access_of(index, store) as access:
         token = access.add_user(name)
-    except AccessError as error:
-        raise fail(str(error)) from error
-    finally:
-        access.close()
     typer.echo(token)
     typer.echo(
         f"the API token of {name}, shown this once: send it as `Authorization: Bearer TOKEN` "
@@ -72,11 +71,8 @@ def list_users(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
     """List the users: name, when their token was made, and when it was revoked."""
-    access = access_of(index, store)
-    try:
+    with access_of(index, store) as access:
         users = access.users()
-    finally:
-        access.close()
     for user in users:
         if as_json:
             typer.echo(json.dumps(user.as_dict()))
@@ -92,13 +88,8 @@ def revoke(
     store: StoreOption = None,
 ) -> None:
     """Revoke a user's token: every server refuses it from its next request."""
-    access = access_of(index, store)
-    try:
+    with access_of(index, store) as access:
         access.revoke_user(name)
-    except AccessError as error:
-        raise fail(str(error)) from error
-    finally:
-        access.close()
     typer.echo(f"revoked the token of {name}", err=True)
 
 
@@ -125,17 +116,12 @@ def _change_grants(
     asked = [(c, "read") for c in read or []] + [(c, "write") for c in write or []]
     if not asked:
         raise fail("name a collection: --read COLLECTION or --write COLLECTION")
-    access = access_of(index, store)
-    try:
+    with access_of(index, store) as access:
         for collection, kind in asked:
             if give:
                 access.grant(name, collection, kind, group=group)
             else:
                 access.revoke_grant(name, collection, kind, group=group)
-    except AccessError as error:
-        raise fail(str(error)) from error
-    finally:
-        access.close()
     said = ", ".join(f"{kind} on {collection}" for collection, kind in asked)
     typer.echo(f"{'granted' if give else 'revoked'} {said} {'to' if give else 'from'} {name}", err=True)
 
@@ -173,11 +159,8 @@ def list_grants(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
 ) -> None:
     """List the grants: who (user or group), which collection, read or write."""
-    access = access_of(index, store)
-    try:
+    with access_of(index, store) as access:
         grants = access.grants()
-    finally:
-        access.close()
     for row in grants:
         typer.echo(
             json.dumps(row)
@@ -200,13 +183,8 @@ def add_group(
     store: StoreOption = None,
 ) -> None:
     """Make a group."""
-    access = access_of(index, store)
-    try:
+    with access_of(index, store) as access:
         access.add_group(name)
-    except AccessError as error:
-        raise fail(str(error)) from error
-    finally:
-        access.close()
     typer.echo(f"made group {name}", err=True)
 
 
@@ -219,13 +197,8 @@ def member(
     store: StoreOption = None,
 ) -> None:
     """Put a user in a group (or take them out, --remove)."""
-    access = access_of(index, store)
-    try:
+    with access_of(index, store) as access:
         access.set_member(group, user, member=not remove)
-    except AccessError as error:
-        raise fail(str(error)) from error
-    finally:
-        access.close()
     typer.echo(f"{user} {'left' if remove else 'joined'} {group}", err=True)
 
 
@@ -235,11 +208,8 @@ def list_groups(
     store: StoreOption = None,
 ) -> None:
     """List the groups and their members."""
-    access = access_of(index, store)
-    try:
+    with access_of(index, store) as access:
         groups = access.groups()
-    finally:
-        access.close()
     for name, members in groups.items():
         typer.echo(f"{name}\t{' '.join(members)}")
 
@@ -261,13 +231,8 @@ def audit(
 
     An ask lists the documents its answer cited. `--json`: one JSON object a line.
     """
-    access = access_of(index, store)
-    try:
+    with access_of(index, store) as access:
         events = access.events(user=user, since=since, until=until)
-    except AccessError as error:
-        raise fail(str(error)) from error
-    finally:
-        access.close()
     for event in events:
         if as_json:
             typer.echo(json.dumps(event, ensure_ascii=False))
