@@ -95,6 +95,8 @@ class PrimaryReference(TypedDict, total=False):
     """The file it was ingested from."""
     key: str
     """The source's own key ("" when none)."""
+    authors: str
+    """Its authors as its file names them (absent when it does not)."""
     markers: list[int]
     """The answer's markers that cite it."""
     flags: list[str]

@@ -48,6 +48,9 @@ def build_references(
                 "key": record.key if record else "",
                 "markers": [],
             }
+            authors = record.metadata.get("authors") if record else None
+            if isinstance(authors, str) and authors.strip():  # as the loader read them (unarXive's metadata)
+                primary[doc_id]["authors"] = authors
         primary[doc_id]["markers"].append(citation["marker"])
     fine_lines = {(line["chunk_id"], line["text"]) for item in support for line in item.get("lines", [])}
     secondary: dict[tuple[str, str], dict[str, Any]] = {}

@@ -109,7 +109,7 @@ class References(TypedDict):
     """Primary references (source documents) and secondary ones (works cited in the used paragraphs)."""
 
     primary: list[dict[str, Any]]
-    """One entry per source document used: doc id, title, file, markers that cite it."""
+    """One entry per source document used: doc id, title, file, key, authors when known, its markers."""
     secondary: list[dict[str, Any]]
     """One entry per bibliography entry cited in a used paragraph: doc id, key, text, fine-grained flag."""
 
