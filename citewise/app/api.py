@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, HTTPException, Request, Response
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from langchain_core.runnables import RunnableConfig
@@ -35,6 +35,7 @@ from typing_extensions import TypedDict
 
 from citewise.app.access import AccessError, AccessStore, Gate
 from citewise.app.chat import result_payload
+from citewise.app.export import MEDIA_TYPES, render
 from citewise.app.memory import claim_thread, delete_thread, open_checkpointer, thread_owner, thread_summaries
 from citewise.app.terminal import ROUTES, AnswerMode
 from citewise.context import Context
@@ -413,6 +414,31 @@ def build_app(
         if pending is not None:
             pending.pop("id")
         return {"thread_id": thread_id, "messages": messages, "cut_off": pending}
+
+    @app.get(
+        "/threads/{thread_id}/export",
+        response_class=Response,
+        responses={200: {"content": {media: {} for media in MEDIA_TYPES.values()}}},
+    )
+    async def export(
+        thread_id: str,
+        kind: Annotated[Literal["md", "docx", "bib", "ris"], Query(alias="format")] = "md",
+        user: str = Depends(caller),
+    ) -> Response:
+        """The thread's last answer or report as a file: Markdown, DOCX, or the works it cites (BibTeX, RIS).
+
+        409 while the thread's last turn is cut off (finish it with `resume` first); 404 before any answer.
+        """
+        settings = await owned(thread_id, user)
+        graph = app.state.graph
+        if await cut_off(graph, settings) is not None:
+            raise HTTPException(409, "the thread's last turn was cut off: resume it, then export")
+        values = (await graph.aget_state(settings)).values
+        if not values.get("answer"):
+            raise HTTPException(404, f"thread {thread_id} has no answer to export")
+        data = await run_in_threadpool(render, result_payload(values), kind)
+        disposition = f'attachment; filename="citewise-{thread_id}.{kind}"'
+        return Response(data, media_type=MEDIA_TYPES[kind], headers={"Content-Disposition": disposition})
 
     @app.delete("/threads/{thread_id}", status_code=204)
     async def delete(thread_id: str, user: str = Depends(caller)) -> Response:

@@ -512,6 +512,15 @@ def ask(
         typer.Option(min=0.0, max=1.0, help="With --trusted: weight of topicality against accuracy."),
     ] = 0.5,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    export: Annotated[
+        Path | None,
+        typer.Option(
+            "--export",
+            metavar="FILE",
+            help="Also write the answer to FILE: .md (numbered references), .docx, or the cited works as "
+            ".bib or .ris.",
+        ),
+    ] = None,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
     as_user: AsOption = None,
@@ -519,11 +528,14 @@ def ask(
     budget_seconds: BudgetOption = None,
 ) -> None:
     """Answer a question with citations, references and the evidence table, or write a cited report."""
+    from citewise.app.export import ExportError, export_format, write_export
     from citewise.core.questions import BadQuestion, check_question
 
     try:
         question = check_question(question)
-    except BadQuestion as error:
+        if export is not None:
+            export_format(export)  # a file name of no known format is refused before the question runs
+    except (BadQuestion, ExportError) as error:
         raise fail(str(error)) from error
     if store and docs:
         raise fail("--docs ingests into a local index; with --store: `citewise ingest PATH --store URL`")
@@ -550,8 +562,14 @@ def ask(
     with_source_keys(payload)
     if as_json:
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
-        return
-    show_answer(payload)
+    else:
+        show_answer(payload)
+    if export is not None:  # after the answer is shown: a file that cannot be written loses nothing
+        try:
+            write_export(payload, export.expanduser())
+        except OSError as error:
+            raise fail(f"cannot write {export}: {error}") from error
+        typer.echo(f"wrote {export}", err=True)
 
 
 @contextlib.contextmanager
