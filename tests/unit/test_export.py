@@ -12,7 +12,9 @@ from support.exports import bib_unescape, markdown_markers, read_bibtex, read_ri
 
 from citewise.app.export import ExportError, export_format, render, split_authors, to_markdown
 
-HOSTILE = "Evil} {title \\ with\nER  - \n# Heading\r\nTY  - JOUR\n@misc{x, [9](http://x) _a_ *b* 50% & $1 #2 ~^"
+HOSTILE = (
+    "Evil} {title \\ with\nER  - \n# Heading\r\nTY  - JOUR\n@misc{x, [9](http://x) _a_ *b* 50% & $1 #2 ~^"
+)
 """A title a document could carry: braces, a backslash, line breaks, RIS tags and Markdown at line starts."""
 
 
@@ -27,19 +29,36 @@ def hostile_payload() -> dict:
         ),
         "sections": [{"id": "s1", "title": "Findings"}],
         "citations": [
-            {"marker": 1, "chunk_id": "c1", "doc_id": "d1", "key": "2212.11816", "title": HOSTILE,
-             "text": "Quoted [43] text\nER  - "},
+            {
+                "marker": 1,
+                "chunk_id": "c1",
+                "doc_id": "d1",
+                "key": "2212.11816",
+                "title": HOSTILE,
+                "text": "Quoted [43] text\nER  - ",
+            },
             {"marker": 2, "chunk_id": "c2", "doc_id": "d2", "key": "", "title": "Plain", "text": "t"},
         ],  # fmt: skip
         "references": {
             "primary": [
-                {"doc_id": "d1", "title": HOSTILE, "file": "/p/{a}.pdf", "key": "2212.11816",
-                 "authors": "Ann Lee, Bo Kim and Cy Park", "markers": [1]},
+                {
+                    "doc_id": "d1",
+                    "title": HOSTILE,
+                    "file": "/p/{a}.pdf",
+                    "key": "2212.11816",
+                    "authors": "Ann Lee, Bo Kim and Cy Park",
+                    "markers": [1],
+                },
                 {"doc_id": "d2", "title": "Plain", "file": "/p/b.txt", "key": "", "markers": [2]},
             ],  # fmt: skip
             "secondary": [
-                {"doc_id": "d1", "cited_in": HOSTILE, "key": "b0", "fine": True,
-                 "text": "Lee, A. 2020, J}\nER  - , doi: 10.1000/x_y. https://e.org/a"},
+                {
+                    "doc_id": "d1",
+                    "cited_in": HOSTILE,
+                    "key": "b0",
+                    "fine": True,
+                    "text": "Lee, A. 2020, J}\nER  - , doi: 10.1000/x_y. https://e.org/a",
+                },
             ],  # fmt: skip
         },
     }
