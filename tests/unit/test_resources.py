@@ -31,10 +31,11 @@ def base_url(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_context_schema_leaves_resources_out_and_the_served_one_is_the_same() -> None:
     schema = graph.get_context_jsonschema()
-    assert "resources" not in schema["properties"]
+    # neither the resources nor the asker's collections are settings a client may give (the way in sets them)
+    assert "resources" not in schema["properties"] and "collections" not in schema["properties"]
     assert served_graph.get_context_jsonschema() == schema  # Studio's form is unchanged, name and all
     assert schema["title"] == "Context"
-    assert len(schema["properties"]) == len(dataclasses.fields(Context)) - 1
+    assert len(schema["properties"]) == len(dataclasses.fields(Context)) - 2
 
 
 def test_a_served_run_s_json_context_gets_the_server_s_resources() -> None:

@@ -231,29 +231,36 @@ class Schema:
         key = f"citewise.pgstore.create:{self.prefix}"
         with self.conn.transaction():  # one creator at a time: CREATE ... IF NOT EXISTS races otherwise
             self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [key])
-            for statement in SCHEMA:
-                self.conn.execute(self._sql(statement))
-            self.lexical.create()
-            self.paragraph_lexical.create()
-            self.conn.execute(self._sql(VECTORS_OF_A_NEW_STORE), [vectors or PGVECTOR])
-            asked = {
-                "embedding_model": model,
-                "dim": str(self.dim),
-                "chunking": json.dumps(chunking.as_dict(), sort_keys=True),
-            }
-            if vectors not in (None, PGVECTOR):  # a tag of its own: two databases' stores may share a server
-                asked["vector_collection"] = f"citewise-{self.prefix}-{uuid.uuid4().hex[:8]}"
-            with self.conn.cursor() as cur:
-                insert = "INSERT INTO {meta} VALUES (%s, %s) ON CONFLICT (key) DO NOTHING"
-                cur.executemany(self._sql(insert), list(asked.items()))
-                version = (
-                    "INSERT INTO {meta} VALUES ('schema', %s) ON CONFLICT (key) DO UPDATE SET value = %s"
-                )
-                cur.execute(self._sql(version), [SCHEMA_VERSION, SCHEMA_VERSION])
-            self._settings = None
-            if self.settings().vectors == PGVECTOR:
-                for table in self._pgvectors:
-                    table.create()
+            # a store in this citewise's form is left alone: its DDL (ALTER TABLE ... IF NOT EXISTS takes an
+            # exclusive lock even when the column is there) would wait for a worker's open claim while that
+            # worker's other connection waits for the lock: two ingests started together hung so
+            if not self.current():
+                for statement in SCHEMA:
+                    self.conn.execute(self._sql(statement))
+                self.lexical.create()
+                self.paragraph_lexical.create()
+                self.conn.execute(self._sql(VECTORS_OF_A_NEW_STORE), [vectors or PGVECTOR])
+                asked = {
+                    "embedding_model": model,
+                    "dim": str(self.dim),
+                    "chunking": json.dumps(chunking.as_dict(), sort_keys=True),
+                }
+                if vectors not in (
+                    None,
+                    PGVECTOR,
+                ):  # a tag of its own: two databases' stores may share a server
+                    asked["vector_collection"] = f"citewise-{self.prefix}-{uuid.uuid4().hex[:8]}"
+                with self.conn.cursor() as cur:
+                    insert = "INSERT INTO {meta} VALUES (%s, %s) ON CONFLICT (key) DO NOTHING"
+                    cur.executemany(self._sql(insert), list(asked.items()))
+                    version = (
+                        "INSERT INTO {meta} VALUES ('schema', %s) ON CONFLICT (key) DO UPDATE SET value = %s"
+                    )
+                    cur.execute(self._sql(version), [SCHEMA_VERSION, SCHEMA_VERSION])
+                self._settings = None
+                if self.settings().vectors == PGVECTOR:
+                    for table in self._pgvectors:
+                        table.create()
         settings = self.settings()
         if (settings.model, settings.dim, settings.chunking) != (model, self.dim, chunking):
             raise IndexOpenError(
