@@ -42,7 +42,6 @@ SECONDARY_NOTE = (
     "From the cited documents' own bibliographies (* cited in the very line that supports the answer)."
 )
 
-_VERTICAL = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
 _XML_UNSAFE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _HEADING_LINE = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 _DOI = re.compile(r"\b(10\.\d{4,9}/[^\s,;\"'<>{}\\%#]+)")
@@ -96,8 +95,12 @@ def write_export(payload: dict[str, Any], path: Path) -> None:
 
 # the reply, read once for every format ---------------------------------------------------------------------
 def one_line(text: Any) -> str:
-    """Text on one line: line and paragraph breaks (of every kind) and runs of spaces become one space."""
-    return " ".join(_VERTICAL.sub(" ", str(text)).split())
+    """Text on one line: line and paragraph breaks (of every kind) and runs of spaces become one space.
+
+    `str.split` breaks at every character Unicode calls a space: the separators of lines and paragraphs
+    (carriage return, vertical tab, form feed, the information separators, NEL, U+2028, U+2029) among them.
+    """
+    return " ".join(str(text).split())
 
 
 @dataclass(frozen=True)
