@@ -25,7 +25,6 @@ def open_shared(store: str, resources: Resources, *, empty_ok: bool = False) -> 
     from citewise.index import IndexOpenError
 
     try:
-        up_to_date(store)
         opened = resources.open_store(store)
         if not empty_ok and opened.stats().chunks == 0:
             raise fail("the shared store is empty: add documents with `citewise ingest PATH --store URL`", 1)
@@ -56,35 +55,6 @@ def open_served(store: str, resources: Resources) -> SearchIndex:
         except (IndexOpenError, psycopg.Error) as made:
             raise store_failed(made) from made
     return open_shared(store, resources, empty_ok=True)
-
-
-def up_to_date(store: str) -> None:
-    """Bring a store an older citewise made up to this one's tables (collections), or say it cannot be read.
-
-    Its documents keep their rows: `make` only adds what is missing (documents without a collection are in
-    "default"), under the store's lock, so replicas started together upgrade it once. A hot standby cannot
-    write: it is refused with how to upgrade the primary, rather than failing at every search.
-    """
-    import psycopg
-
-    from citewise.index import IndexOpenError
-
-    writer = shared_store(store)
-    try:
-        if writer.current():
-            return
-        writer.model()  # no store there: nothing to upgrade (opening says so)
-    except (IndexOpenError, psycopg.Error):
-        return  # unreachable, or no store: opening it says which, as before
-    try:
-        writer.make()
-    except psycopg.errors.ReadOnlySqlTransaction as error:
-        raise fail(
-            "the shared store was made by an older citewise and this server cannot write to upgrade it: run "
-            "`citewise ingest --store URL` once against the primary (its documents are kept)"
-        ) from error
-    except (IndexOpenError, psycopg.Error) as error:
-        raise store_failed(error) from error
 
 
 def first_line(error: BaseException) -> str:

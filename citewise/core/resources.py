@@ -145,14 +145,21 @@ class Resources:
     def open_store(self, url: str) -> SearchIndex:
         """The shared store at `url` (the shared tier, `citewise.index.shared`), opened at the first call.
 
+        A store an older citewise made is brought up to date first (`SharedWriter.up_to_date`), whichever way
+        in opens it: the CLI, a replica, the page or the served graph.
+
         Raises:
-            IndexOpenError: no store there, or one made with an embedding model citewise lacks.
+            IndexOpenError: no store there, one made with an embedding model citewise lacks, or an older store
+                on a database that cannot be written.
+            psycopg.Error: the database refused that upgrade otherwise.
         """
         from citewise.index.shared.index import SharedIndex
 
         key = (url, "store")
         with self._opening:
             if key not in self._indexes:
+                # a store an older citewise made: its tables brought up to date before it is read
+                shared_store(url).up_to_date()
                 self._indexes[key] = SharedIndex(url, embedder=self.embedder(SharedIndex.model_of(url)))
             return self._indexes[key]
 

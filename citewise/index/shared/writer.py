@@ -14,7 +14,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from citewise.index.chunking import ChunkingConfig
-from citewise.index.records import IndexStats, IngestReport, ProgressFactory, check_collection
+from citewise.index.records import (
+    IndexOpenError,
+    IndexStats,
+    IngestReport,
+    ProgressFactory,
+    check_collection,
+)
 from citewise.index.shared.chromavectors import vector_choice
 from citewise.index.shared.index import SharedIndex
 from citewise.index.shared.pgstore import PgStore
@@ -95,6 +101,34 @@ class SharedWriter:
     def make(self) -> None:
         """Make the store if it is not there (`pgworker.ensure_store`: safe run by many at once)."""
         ensure_store(self.store)
+
+    def up_to_date(self) -> None:
+        """Bring a store an older citewise made up to this one's tables (collections) before it is read.
+
+        Its documents keep their rows: `make` only adds what is missing (documents without a collection are
+        in "default"), under the store's lock, so replicas started together upgrade it once. A database that
+        cannot be reached, or holds no store, is left for opening it to say so.
+
+        Raises:
+            IndexOpenError: the store is older and the database cannot be written (a hot standby): how to
+                upgrade the primary, rather than a failure at every search.
+            psycopg.Error: the database refused the upgrade otherwise.
+        """
+        import psycopg
+
+        try:
+            if self.current():
+                return
+            self.model()
+        except (IndexOpenError, psycopg.Error):
+            return
+        try:
+            self.make()
+        except psycopg.errors.ReadOnlySqlTransaction as error:
+            raise IndexOpenError(
+                "the shared store was made by an older citewise and this server cannot write to upgrade it: "
+                "run `citewise ingest --store URL` once against the primary (its documents are kept)"
+            ) from error
 
     def queue(
         self,
