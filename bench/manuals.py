@@ -47,6 +47,8 @@ from citewise.index.document import Document
 from citewise.index.loaders import load_path
 
 TRUTH = Path(__file__).parent / "data" / "manuals.json"
+CONTENTS = re.compile(r"(?:table of )?contents")
+"""A table of contents' heading, as compared."""
 SLACK = 12
 """Characters a paragraph may carry beyond its truth's first or last words: a list label, a footnote mark."""
 _NUMBER = re.compile(r"^\s*(?:(?:[A-Z]\.?)?\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-Za-z]\.)\s+")  # "B.2 "
@@ -77,8 +79,10 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, Any]:
         t
         for t in truth["sections"]
         if any(fuzz.ratio(heading(t), h) >= 90 for h in headings)
-        # a reference list's heading files no paragraph: its entries are the bibliography
+        # a reference list's heading files no paragraph: its entries are the bibliography; nor does a table
+        # of contents' heading: its lines are kept out of the passages, with it
         or (is_reference_heading(t) and bool(document.bibliography))
+        or (CONTENTS.fullmatch(heading(t)) is not None and bool(document.metadata.get("contents_lines")))
     ]
     recovered, filed = 0, 0
     missed: list[str] = []

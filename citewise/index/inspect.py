@@ -23,6 +23,7 @@ DROPPED_KINDS = {
     "furniture": "page furniture (running heads, page numbers, margin stamps, author lines)",
     "note": "footnotes",
     "equation": "display equations",
+    "contents": "a table of contents (lines that repeat the headings, with page numbers)",
 }
 
 

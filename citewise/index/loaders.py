@@ -498,6 +498,9 @@ def _pdf_documents(path: Path, layout: Layout) -> list[Document]:
     metadata: dict[str, Any] = {"pages": layout.pages}
     if layout.ocr_pages:
         metadata["ocr_pages"] = [n + 1 for n in layout.ocr_pages]
+    contents = sum(line.kind == "contents" for line in layout.lines)
+    if contents:
+        metadata["contents_lines"] = contents  # a table of contents, kept out of the passages
     return _finish(path, title, paragraphs, metadata)
 
 

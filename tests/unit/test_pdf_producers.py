@@ -202,7 +202,7 @@ def test_a_table_of_contents_over_a_page_break_keeps_the_first_heading_after_it(
             line("Body text of the section.", 134, 420, page=2 + n),
         ]
     mark_contents(lines)
-    assert all(x.kind == "furniture" for x in lines[:7] if x.text != "1")
+    assert all(x.kind == "contents" for x in lines[:7] if x.text != "1")
     assert [x.kind for x in lines[7::2]] == ["heading"] * 6
 
 
@@ -393,3 +393,89 @@ def test_a_listings_numbered_lines_are_one_block_apart_from_the_prose() -> None:
     lines = [prose, *code]
     mark_starts(lines, 10.0, "CMR10")
     assert [x.starts for x in lines] == [True, True, False, False]
+
+
+def test_a_key_on_a_line_of_its_own_with_a_note_far_right_is_apart_from_its_description() -> None:
+    # pgfkeys documentation (drawmatrix): the key in typewriter at the margin, "(style, no default)" set
+    # right, the description indented under it; its row read as one line, or as two (the note far right)
+    key = Line(
+        [
+            Piece(154, 654, 263, 664, "/drawmatrix/label pos=", 10, "CMTT10", False),
+            Piece(270, 654, 310, 664, "<position>", 10, "CMTI10", False),
+            Piece(330, 654, 506, 664, "(style, no default, initially bbox.center)", 10, "CMR10", False),
+        ],
+        page=0,
+        edge=154,
+        far_edge=507,
+    )
+    stacked = [
+        line("/drawmatrix/every bbox", 154, 600, 268, font="CMTT10", size=10, edge=154, far_edge=507),
+        line("(style, no value)", 438, 600, 506, font="CMR10", size=10, edge=154, far_edge=507),
+    ]
+
+    def described(above: list[Line], top: float) -> list[Line]:
+        under = [
+            line("Define the position of the label within the picture. The", 174, top, 507, **CM),
+            line("following nodes are available: bbox and the matrix.", 174, top - 12, 507, **CM),
+            line("matrix (matrix itself).", 174, top - 24, 272, **CM),
+        ]
+        lines = [*above, *under]
+        mark_starts(lines, 10.0, "CMR10")
+        return under
+
+    assert [x.starts for x in described([key], 640)] == [True, False, False]
+    assert [x.starts for x in described(stacked, 586)] == [True, False, False]
+    # a hanging paragraph whose first line runs on into its text in the body's face stays one paragraph
+    hanging = line("Knuth, D. E. The TeXbook. Addison-Wesley, Reading, Massachusetts,", 154, 654, 506, **CM)
+    assert [x.starts for x in described([hanging], 640)] == [False, False, False]
+
+
+CM = {"font": "CMR10", "size": 10, "edge": 154, "far_edge": 507}
+
+
+def test_cm_super_typewriter_is_code_and_code_atop_a_page_after_a_closed_sentence_is_a_block() -> None:
+    # xcomment's documentation: cm-super's SFTT for code; a paragraph ends a page, its code on the next
+    assert line("\\def\\rescan#1{%", 115, 597, font="SFTT1000").code
+    prose = line("ments and goes into comment mode by invoking \\xc@begin.", 111, 166, 441, **CM, page=8)
+    code = line("\\def\\@xcomment#1#2{%", 115, 690, 219, font="SFTT1000", size=10, page=9, edge=111)
+    lines = [line("Otherwise, it processes its arguments and goes into comm-", 111, 181, 499, **CM, page=8)]
+    lines += [prose, code]
+    mark_starts(lines, 10.0, "CMR10")
+    assert code.starts
+    # a paragraph running on to the next page in the body's face still runs on
+    more = line("on with the same sentence of the paragraph.", 111, 690, 300, **CM, page=9)
+    lines = [line("and the paragraph goes", 111, 181, 499, **CM, page=8), more]
+    mark_starts(lines, 10.0, "CMR10")
+    assert not more.starts
+
+
+def test_a_contents_entrys_page_number_read_apart_is_the_contents_and_the_abstract_after_it_is_not() -> None:
+    # xcomment's contents: bold entries, their page numbers read as lines of their own; "Abstract" heads
+    # the next page once
+    entries = [
+        "1 Usage notes",
+        "3",
+        "2 The implementation",
+        "6",
+        "2.1 User commands 7",
+        "2.2 Preliminaries 8",
+    ]
+    lines = [line("Contents", 111, 700, kind="heading")]
+    lines += [
+        line(
+            t,
+            111 if len(t) > 2 else 494,
+            674 - 13 * (n // 2 if len(t) <= 2 else n),
+            kind="heading" if n < 3 else "text",
+        )
+        for n, t in enumerate(entries)
+    ]
+    lines.append(line("Abstract", 284, 701, page=1, kind="heading"))
+    lines.append(line("The style option verbatim.sty allows one to", 156, 678, page=1))
+    for n, text in enumerate(
+        ["1 Usage notes", "2 The implementation", "2.1 User commands", "2.2 Preliminaries"]
+    ):
+        lines += [line(text, 111, 556, page=2 + n, kind="heading"), line("Body text.", 111, 530, page=2 + n)]
+    mark_contents(lines)
+    assert [x.kind for x in lines[:7]] == ["contents"] * 7
+    assert lines[7].kind == "heading"

@@ -40,7 +40,7 @@ from citewise.index.pdf.headings import (
     mark_title,
     split_run_in_headings,
 )
-from citewise.index.pdf.lines import Line
+from citewise.index.pdf.lines import MONO_FONT, Line
 from citewise.index.pdf.order import join_split_tables, mark_tags, reading_order
 from citewise.index.pdf.pages import WordGaps, caption_at_foot, has_image, ocr_lines, page_lines
 from citewise.index.pdf.starts import mark_starts
@@ -114,6 +114,11 @@ def read_layout(path: Path, data: bytes) -> Layout:
         faces[piece.size, piece.font] += len(piece.text)
     # the body is one face in one size: a manual's examples set in another font at 10 pt outweigh its
     # 12 pt text by size alone (elsarticle's documentation)
+    # and the body is prose: a package's documentation whose implementation part prints its code in 9 pt
+    # typewriter has more characters in it than in its 10 pt text (Frankenstein's moredefs)
+    prose = Counter({key: n for key, n in faces.items() if not MONO_FONT.search(key[1])})
+    if prose and prose.total() >= 0.2 * faces.total():
+        faces = prose
     body, face = faces.most_common(1)[0][0] if faces else (10.0, "")
     mark_furniture(pages)
     ordered = join_split_tables([line for page in pages for line in reading_order(page)])

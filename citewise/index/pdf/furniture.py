@@ -261,12 +261,17 @@ def mark_contents(lines: list[Line]) -> None:
     run: list[Line] = []
     listed: set[str] = set()  # the entries of the contents so far
     for line in lines:
-        if line.kind == "furniture":  # a page number or a running head between a contents' pages
+        if line.kind in ("furniture", "contents"):  # a page number or a running head between its pages
             continue
         entry = _entry_text(line.text) if line.kind in ("text", "heading") else ""
+        if run and line.kind == "text" and re.fullmatch(r"\d{1,4}|[ivxlc]{1,6}", entry):
+            run.append(line)  # an entry's page number, read as a line of its own right of it
+            continue
         # a heading line starts a run only when its heading stands twice: a contents line read as a heading;
-        # a heading the contents already listed is the document's own, after its contents
-        if headings[entry] and (line.kind == "text" or run or headings[entry] >= 2) and entry not in listed:
+        # a heading the contents already listed is the document's own, after its contents (and so is one
+        # standing once on the page after the run: the abstract's heading after the contents' page)
+        after = bool(run) and run[-1].page == line.page
+        if headings[entry] and (line.kind == "text" or after or headings[entry] >= 2) and entry not in listed:
             run.append(line)
             listed.add(entry)
             continue
@@ -279,7 +284,7 @@ def _drop_contents(lines: list[Line], run: list[Line]) -> None:
     if len(run) < 4:
         return
     for entry in run:
-        entry.kind = "furniture"
+        entry.kind = "contents"
     at = lines.index(run[0])
     if at and re.fullmatch(r"(?:table of )?contents", _entry_text(lines[at - 1].text)):
-        lines[at - 1].kind = "furniture"
+        lines[at - 1].kind = "contents"

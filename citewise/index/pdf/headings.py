@@ -86,8 +86,13 @@ def mark_title(lines: list[Line], body: float) -> None:
             # title's next line centred as wide as the text block
             centre, above_centre = (line.left + line.right) / 2, (head[-1].left + head[-1].right) / 2
             larger = line.size > max(x.size for x in head)  # no heading outsizes the title: "No to" / "CMYK"
-            if not larger and (_face(line) != _face(head[-1]) or abs(centre - above_centre) > 2):
-                break
+            # a title line ending in "of" runs on into the next, centred under it in its size, in italic
+            # too ("Documentation of the LaTeX class of" / "North-Western European Journal of Mathematics")
+            words = head[-1].text.split()
+            runs_on = bool(words) and words[-1].lower() in JOINING_WORDS and line.size == head[-1].size
+            if not larger and not (runs_on and abs(centre - above_centre) <= 2):
+                if _face(line) != _face(head[-1]) or abs(centre - above_centre) > 2:
+                    break
         head.append(line)
     if not head:  # a title in body-size type (AASTeX): bold or capitals, centred, over the abstract
         for line in first[above:]:
@@ -428,6 +433,7 @@ def split_run_in_headings(lines: list[Line]) -> list[Line]:
             and phrase.endswith((".", ":"))
             and len(phrase.split()) <= 10
             and not ADMONITION.match(phrase)
+            and not phrase[:1].islower()  # a description list's term ("free. If such a key ...")
         ):
             heading = Line(
                 bold,

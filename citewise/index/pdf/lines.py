@@ -61,7 +61,10 @@ SMALL_CAPS_FONT = re.compile(r"CMCSC|\b(?:SF|EC)CC|SmallCap|[-_]SC$|Caps\d*(?:-|
 """A small-capitals face: its lower-case letters print as capitals (TeX's cmcsc: "Finer Objectives")."""
 
 
-MONO_FONT = re.compile(r"(?:cm|lm|ec|t1x|x)tt|mono|courier|typewriter|consol", re.IGNORECASE)
+MONO_FONT = re.compile(
+    r"(?:cm|lm|ec|t1x|x|sf)tt|mono|courier|typewriter|consol|menlo|monaco|sourcecode|firacode|pcr[rbo]",
+    re.IGNORECASE,
+)
 """A typewriter face: a line set wholly in one is code (a command shown on its own line)."""
 
 
@@ -115,7 +118,7 @@ class Line:
     pieces: list[Piece]
     page: int
     column: str = "full"  # "left", "right" or "full" (spans the page's middle)
-    kind: str = "text"  # "text", "title", "heading", "equation", "furniture", "note", "table"
+    kind: str = "text"  # "text", "title", "heading", "equation", "furniture", "note", "table", "contents"
     level: int = 0  # heading level, 1 for the largest headings
     starts: bool = False  # starts a paragraph (or a reference entry)
     edge: float = 0.0  # the left edge of its column on its page

@@ -139,7 +139,7 @@ def _margin_note(tag: Line, beside: Line, body_left: float) -> bool:
     return (
         tag.right < body_left - 0.5 * tag.size
         and tag.size < 0.95 * beside.size
-        and beside.left - tag.right >= 2 * beside.size
+        and beside.left - tag.right >= beside.size
         and not re.fullmatch(r"[\d.]+", tag.text.strip())
     )
 

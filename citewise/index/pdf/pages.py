@@ -96,6 +96,17 @@ WORD_GAP = 0.2
 """Ems between two glyphs of one text object that make a word space."""
 
 
+def _slanted(matrix: tuple[float, ...]) -> bool:
+    """Whether a text object's matrix sets it at a slant (15 to 75 degrees off the page's axes).
+
+    Text turned a quarter (a margin's arXiv stamp, a table's column heads) is read; text set diagonally
+    across a page is a watermark, and its huge glyphs otherwise join the lines they cross.
+    """
+    a, b = matrix[0], matrix[1]
+    angle = math.degrees(math.atan2(abs(b), abs(a))) if a or b else 0.0
+    return 15 < angle < 75
+
+
 def _glyphs(textpage: Any, limit: int) -> dict[int, list[tuple[str, float, float]]]:
     """Each text object's glyphs (by the object's address), in order: character, left and right x.
 
@@ -168,6 +179,8 @@ def page_lines(
             continue
         left, _, right, _ = page_box(obj)
         matrix = obj.get_matrix().get()
+        if _slanted(matrix):
+            continue  # a watermark set across the page ("DRAFT", "TRAVAIL EN COURS"), not the text's
         # the type's height: the matrix's vertical axis (microtype's font expansion widens glyphs, a = 1.02)
         size = obj.get_font_size() * (math.hypot(matrix[2], matrix[3]) or 1.0)
         font = obj.get_font()

@@ -9,7 +9,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from citewise.index.pdf.lines import Line, bold_label, line_pitch, same_column, text_gaps, word_fits
+from citewise.index.pdf.lines import (
+    MONO_FONT,
+    Line,
+    bold_label,
+    line_pitch,
+    same_column,
+    text_gaps,
+    word_fits,
+)
 
 BULLETS = "\u2022\u25aa\u25cf\u25e6\u2023\u2219\u25b6\u25ba\u27a2"
 
@@ -133,6 +141,12 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             line.starts = True  # a bullet, a nested item, or a line back left of the list's labels
         elif sibling or ended and (_label_ends(line, face) or LABEL.match(line.text)):
             line.starts = True  # the next item; or a bold label after a line that ended by choice
+        elif ended and in_column and bold_label(line) and previous.text.rstrip().endswith((":", ";", ".")):
+            line.starts = True  # a bold term opening a line after a clause that ended short ("by default")
+        elif ended and in_column and previous.left - line.left >= 2 * body and line.text[:1].isupper():
+            # back at the edge after a line set well in that ended short (a box's or a display's line), a
+            # sentence starts afresh
+            line.starts = True
         elif hung and not hangs:
             line.starts = True
         elif hangs and in_column:
@@ -144,8 +158,15 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
         else:  # a paragraph goes on after a display and into the next column
             # where paragraphs are set flush and spaced apart, a last line that ended by choice ended it
             line.starts = indented or spaced and not after_display and ended
-        if previous is not None and in_column and previous.code != line.code:
-            # code shown on its own lines is a block of its own, and so is the text after it
+        if previous is not None and not line.starts and not line.code and _term_above(previous, prior, line):
+            line.starts = True  # a key or a command on a line of its own, its description set in under it
+        if (
+            previous is not None
+            and previous.code != line.code
+            and (in_column or line.code and _closed(previous))
+        ):
+            # code shown on its own lines is a block of its own, and so is the text after it (code at the
+            # top of the next page or column after a sentence that ended there too)
             line.starts = True
         elif previous is not None and in_column and line.code and LISTING_LINE.match(line.text):
             # a listing's numbered lines ("5 \\newcommand...", "6 \\futurelet...") are one block, not items
@@ -216,6 +237,39 @@ def _next_lines(lines: list[Line], index: int) -> tuple[Line | None, Line | None
 def _labelled_text(line: Line | None, face: str) -> bool:
     """Whether a text line opens with a label: the next item of a description list."""
     return line is not None and line.kind == "text" and _labelled(line, face)
+
+
+def _closed(line: Line) -> bool:
+    """Whether a line ends a sentence short of its column's far edge (a code line's first word may not fit
+    where a word of prose would have)."""
+    return line.text.rstrip().endswith((".", ":")) and line.right < line.far_edge - 2 * line.size
+
+
+def _term_above(previous: Line, prior: Line | None, line: Line) -> bool:
+    """Whether `line` is set in under a term on a line of its own: a key or a command in a typewriter face.
+
+    pgfkeys and ltxdoc manuals ("/drawmatrix/label pos=<position>  (style, no default)"), man pages and
+    Texinfo definitions put the term at the margin, a note about it set apart at the right, and its
+    description indented under it; a hanging paragraph's first line runs on into its text instead. The
+    term's row may have been read as two lines (the note far right of it): `prior` on the same baseline.
+    """
+    row = [previous]
+    if prior is not None and abs(prior.bottom - previous.bottom) < 1 and prior.page == previous.page:
+        row.insert(0, prior)
+    pieces = sorted((p for x in row for p in x.pieces if p.text.strip()), key=lambda p: p.left)
+    if not pieces or not MONO_FONT.search(pieces[0].font) or line.left - pieces[0].left < 0.6 * line.size:
+        return False
+    term = [pieces[0]]
+    for piece in pieces[1:]:
+        if piece.left - term[-1].right >= line.size:
+            break  # the note set apart from the term
+        term.append(piece)
+    rest = pieces[len(term) :]
+    mono = sum(len(p.text.strip()) for p in term if MONO_FONT.search(p.font))
+    # the term is mostly typewriter, and what follows it stands well right of where the description starts
+    return 2 * mono >= sum(len(p.text.strip()) for p in term) and (
+        not rest or rest[0].left > line.left + 4 * line.size
+    )
 
 
 def _hangs_on(hanging: Line, after: Line | None) -> bool:
