@@ -240,8 +240,10 @@ def _labelled_text(line: Line | None, face: str) -> bool:
 
 
 def _closed(line: Line) -> bool:
-    """Whether a line ends a sentence short of its column's far edge (a code line's first word may not fit
-    where a word of prose would have)."""
+    """Whether a line ends a sentence short of its column's far edge.
+
+    A code line's long first word may not have fit there, where a word of prose would have.
+    """
     return line.text.rstrip().endswith((".", ":")) and line.right < line.far_edge - 2 * line.size
 
 
