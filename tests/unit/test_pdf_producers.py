@@ -479,3 +479,119 @@ def test_a_contents_entrys_page_number_read_apart_is_the_contents_and_the_abstra
     mark_contents(lines)
     assert [x.kind for x in lines[:7]] == ["contents"] * 7
     assert lines[7].kind == "heading"
+
+
+def test_a_paragraph_under_a_full_line_goes_on_whatever_starts_left_of_it_next() -> None:
+    # polexpr's list item: a paragraph set in under a bullet, its second line followed by the next bullet
+    lines = [
+        line(
+            "It means to use decimal notation, with perhaps a trailing denominator if the",
+            114,
+            346,
+            505,
+            **TX,
+        ),
+        line("and will suppress trailing zeros after the decimal mark.", 114.6, 334, 332, **TX),
+        line(
+            "\u2022 As these are expandable macros, they are usable to redefine it as well:",
+            106,
+            314,
+            453,
+            **TX,
+        ),
+    ]
+    mark_starts(lines, 10.0, "TeXGyreTermesX-Regular")
+    assert [x.starts for x in lines] == [True, False, True]
+
+
+TX = {"font": "TeXGyreTermesX-Regular", "size": 10, "edge": 89, "far_edge": 510}
+
+
+def test_a_bold_term_in_lower_case_is_no_run_in_heading_and_opens_its_item() -> None:
+    # nwejm's description list: "free. If such a key ...", "by default i.e. when ..." after "the key:"
+    term = Line(
+        [
+            Piece(65, 539, 85, 549, "free. ", 10, "KpRoman-Bold", True),
+            Piece(
+                91,
+                539,
+                426,
+                549,
+                "If such a key is for instance named freekey, then it is",
+                10,
+                "KpRoman",
+                False,
+            ),
+        ],
+        page=0,
+        starts=True,
+        edge=65,
+        far_edge=427,
+    )
+    (same,) = split_run_in_headings([term])
+    assert same.kind == "text" and same.text.startswith("free. If such")
+    clause = line(
+        "They indicate the value of the key:", 65, 392, 280, font="KpRoman", size=10, edge=65, far_edge=427
+    )
+    by_default = Line(
+        [
+            Piece(65, 374, 110, 384, "by default ", 10, "KpRoman-Bold", True),
+            Piece(
+                112, 374, 426, 384, "i.e. when the key is used alone without any value;", 10, "KpRoman", False
+            ),
+        ],
+        page=0,
+        edge=65,
+        far_edge=427,
+    )
+    mark_starts([clause, by_default], 10.0, "KpRoman")
+    assert by_default.starts
+
+
+def test_a_title_line_ending_in_of_runs_on_into_the_next_in_italic() -> None:
+    # nwejm: "Documentation of the LaTeX class of" / italic "North-Western European Journal of Mathematics"
+    # / "for authors", centred, one size
+    lines = [
+        line("Documentation of the LaTeX class of", 111.5, 565, 381, size=17.2, edge=65, far_edge=426),
+        line(
+            "North-Western European Journal of Mathematics",
+            70.3,
+            547,
+            420.8,
+            size=17.2,
+            font="KpRoman-Italic",
+            edge=65,
+            far_edge=426,
+        ),
+        line("for authors", 204.3, 525, 287.1, size=17.2, edge=65, far_edge=426),
+        line("Version 1.0.5 as of September 21, 2022", 169, 508, 322, size=9, edge=65, far_edge=426),
+        line("This class is used to typeset the articles of the journal and much more text.", 65, 400, 426),
+    ]
+    mark_title(lines, 10.0)
+    assert [x.kind for x in lines[:3]] == ["title"] * 3
+
+
+def test_a_long_numbered_heading_in_large_bold_type_is_a_heading_with_its_second_line() -> None:
+    bold = {"font": "TeXGyreTermesX-Bold", "size": 14.3, "edge": 89, "far_edge": 510}
+    lines = [
+        line("This may evolve in future versions of the package and of this document.", 89, 290, 489, **TX),
+        line(
+            "8 The degree 41 polynomial with -2, -1.9, -1.8, ..., 0, 0.1, ..., 1.9, 2 as",
+            89.7,
+            255,
+            505,
+            **bold,
+        ),
+        line("roots", 111.2, 237, 141, **bold),
+        line("In the defining expression we could have used i/10 but this gives less.", 89.5, 205, 505, **TX),
+    ]
+    mark_headings(lines, 10.0)
+    assert [x.kind for x in lines] == ["text", "heading", "heading", "text"]
+
+
+def test_text_set_diagonally_is_a_watermark_and_text_turned_a_quarter_is_read() -> None:
+    from citewise.index.pdf.pages import _slanted
+
+    assert _slanted((0.7071, 0.7071, -0.7071, 0.7071, 63, 135))  # "TRAVAIL EN COURS" at 45 degrees
+    assert not _slanted((1.0, 0.0, 0.0, 1.0, 90, 700))  # upright
+    assert not _slanted((0.0, 1.0, -1.0, 0.0, 20, 300))  # a margin's arXiv stamp, turned a quarter

@@ -188,7 +188,7 @@ def mark_headings(lines: list[Line], body: float) -> None:
         and not BULLET.match(line.text)  # a list's item
         and (line.bold or line.size >= 1.1 * body or _set_apart(line) or _heading_word(line, body))
         and line.heading_size >= 0.85 * body
-        and len(line.text.split()) <= 14
+        and (len(line.text.split()) <= 14 or _long_numbered(line, body))
         and re.search(r"[^\W\d_]", line.text)
         and not line.text.endswith((",", ";"))
         and not DATE.fullmatch(line.text.strip())
@@ -238,6 +238,16 @@ def mark_headings(lines: list[Line], body: float) -> None:
     for line in candidates:
         line.kind = "heading"
         line.level = styles.index(_style(line)) + 1
+
+
+def _long_numbered(line: Line, body: float) -> bool:
+    """A numbered heading in large bold type, of 24 words at most ("8 The degree 41 polynomial with ...")."""
+    return (
+        line.bold
+        and line.size >= 1.2 * body
+        and len(line.text.split()) <= 24
+        and bool(NUMBERED.match(line.text))
+    )
 
 
 def _bold_apart(lines: list[Line], index: int, chosen: set[int]) -> bool:

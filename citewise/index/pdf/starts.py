@@ -72,6 +72,16 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
                 and abs(previous.left - line.left) < 0.3 * body
                 and not word_fits(previous, line, max(previous.right, line.right))
             )
+            # (nor under a full line at its own edge: a list item's or an indented block's paragraph goes on
+            # whatever starts left of it next, the next item's bullet or the next paragraph's indent)
+            goes_on = goes_on or (
+                previous is not None
+                and not after_display
+                and same_column(previous, line)
+                and abs(previous.left - line.left) < 0.3 * body
+                and previous.right >= line.far_edge - body
+                and not word_fits(previous, line)
+            )
             indented = not goes_on and 0.6 * body <= line.left - following.left <= 8 * body
         from_edge = 0.6 * body <= line.left - line.edge <= 8 * body
         in_column = previous is not None and same_column(previous, line)
