@@ -595,3 +595,20 @@ def test_text_set_diagonally_is_a_watermark_and_text_turned_a_quarter_is_read() 
     assert _slanted((0.7071, 0.7071, -0.7071, 0.7071, 63, 135))  # "TRAVAIL EN COURS" at 45 degrees
     assert not _slanted((1.0, 0.0, 0.0, 1.0, 90, 700))  # upright
     assert not _slanted((0.0, 1.0, -1.0, 0.0, 20, 300))  # a margin's arXiv stamp, turned a quarter
+
+
+def test_a_bold_abstract_heading_in_the_abstracts_smaller_type_is_a_heading() -> None:
+    # interfaces' first page: "Abstract" in 9 pt bold sans over a 9 pt abstract, the body 10.9 pt
+    sans = {"size": 9.0, "edge": 98, "far_edge": 540}
+    lines = [
+        line("Abstract", 301, 673, 337, font="NimbusSanL-Bold", **sans),
+        line(
+            "interfaces provides a small number of user friendly macros to access features",
+            98.7,
+            654,
+            539.6,
+            **sans,
+        ),
+    ]
+    mark_headings(lines, 10.9)
+    assert [x.kind for x in lines] == ["heading", "text"]

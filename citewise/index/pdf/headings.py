@@ -187,7 +187,8 @@ def mark_headings(lines: list[Line], body: float) -> None:
         and not line.hang  # a tag, its description hanging under it
         and not BULLET.match(line.text)  # a list's item
         and (line.bold or line.size >= 1.1 * body or _set_apart(line) or _heading_word(line, body))
-        and line.heading_size >= 0.85 * body
+        # (a bold "Abstract" alone on its line may be set in the abstract's smaller type)
+        and (line.heading_size >= 0.85 * body or line.bold and CAPS_HEADING_WORD.fullmatch(line.text.strip()))
         and (len(line.text.split()) <= 14 or _long_numbered(line, body))
         and re.search(r"[^\W\d_]", line.text)
         and not line.text.endswith((",", ";"))
