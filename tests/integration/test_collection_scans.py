@@ -1,4 +1,4 @@
-"""A search of a few collections on the shared tier reads their rows alone, and finds what it must.
+"""A search of a few collections reads their rows alone, and finds what it must (shared tier, local tier).
 
 One collection of ten (or three) is a small share of the chunks: the HNSW graph and the BM25 terms' GIN index
 would visit about ten times the rows the search keeps. The collection index makes such a search read the
@@ -6,19 +6,26 @@ collection's rows only, exactly: the dense top k is the exact one of the readabl
 one every chunk of those collections sharing a term gives. A search of most collections goes the BM25
 floor's way, with the same results as an unpruned scan; which of its two plans a dense search takes is the
 planner's to cost (on these 3,000 rows even nine collections of ten are cheaper to read whole).
+
+On the local tier a search's candidates are read from SQLite by chunk id with the collections' filter: by id
+first, not every chunk of the collections through the collection index.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import psycopg
 import pytest
 
+from citewise.index import Index
+from citewise.index.embeddings import Embedder
 from citewise.index.records import IndexOpenError
 from citewise.index.shared.pglexical import PgLexical
 from citewise.index.shared.pgserver import Server
@@ -162,3 +169,27 @@ def test_a_store_without_the_collection_indexes_gains_them_and_a_read_only_serve
     finally:
         with psycopg.connect(postgres.dsn, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+def test_a_local_search_s_candidates_are_read_by_chunk_id_then_kept_by_collection(
+    tmp_path: Path, embedder: Embedder, small_corpus_records: list[dict[str, str]]
+) -> None:
+    with Index.open(tmp_path / "index", embedder=embedder) as index:
+        for name, records in (("a", small_corpus_records[:6]), ("b", small_corpus_records[6:])):
+            path = tmp_path / f"{name}.jsonl"
+            path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+            index.ingest([path], collection=name)
+        homes = index.docstore.chunk_collections(index.docstore.chunk_ids())
+        of_a = [chunk for chunk, home in homes.items() if home == "a"]
+        ran: list[str] = []
+        index.docstore.db.set_trace_callback(ran.append)
+        asked = [*of_a[:3], *(f"gone-{n}" for n in range(150))]  # a search's hundred-odd candidates
+        kept, matrix = index.docstore.stored_vectors(asked, embedder.dim, ("a",))
+        records = index.docstore.chunks(asked, ("a",))
+        index.docstore.db.set_trace_callback(None)
+        assert kept == of_a[:3] and matrix.shape == (3, embedder.dim) and set(records) == set(of_a[:3])
+        reads = [statement for statement in ran if "c.id IN" in statement]
+        assert len(reads) == 2, ran
+        for statement in reads:  # the first step of each plan: chunks by their primary key
+            plan = index.docstore.db.execute("EXPLAIN QUERY PLAN " + statement).fetchall()
+            assert plan[0][3].startswith("SEARCH c USING INDEX sqlite_autoindex_chunks"), plan
