@@ -169,7 +169,7 @@ def _searchable(
         raise fail("nothing was ingested", code=1)
     opened = _open(index, chroma_url, create=bool(docs), resources=resources)
     if docs:
-        ingest_paths(opened, index, docs, quiet=quiet)
+        audit_change(index, None, "ingest", docs, ingest_paths(opened, index, docs, quiet=quiet))
     if opened.empty():
         opened.close()
         if made is not None:
@@ -243,19 +243,11 @@ def audit_change(
     A log that cannot be written is said on stderr; the change itself stands. On the shared tier the
     outcome is the workers' (`requeue` shows it): the paths are logged.
     """
-    from citewise.app.access import LOCAL_USER, AccessError, open_access
+    from citewise.app.access import LOCAL_USER, AccessError, change_detail, open_access
 
     if report is not None and not (report.changed or report.documents_tagged):
         return  # nothing changed (unchanged files, or nothing could be read): no index folder is made for it
-    detail: dict[str, Any] = {"paths": [str(path.expanduser().resolve()) for path in paths], "via": "cli"}
-    if collection is not None:
-        detail["collection"] = collection
-    if report is not None:
-        detail |= {
-            "files": report.files,
-            "documents_added": report.documents_added,
-            "documents_removed": report.documents_removed,
-        }
+    detail = change_detail(paths, "cli", None if report is None else report.__dict__, collection)
     try:
         access = open_access(index, store)
         try:

@@ -68,6 +68,9 @@ async def ingest(state: IndexState, runtime: Runtime[Context]) -> dict[str, Any]
         result = await asyncio.to_thread(_run, paths, remove, runtime.context, resources, collection)
     except (DeploymentError, PermissionError) as refused:
         return {"report": {}, "stats": {}, "error": str(refused)}
+    given = [str(p) for p in allowed_paths(paths)]
+    change = {"paths": given, "report": result["report"], "collection": collection}
+    await asyncio.to_thread(runtime.context.log, "remove" if remove else "ingest", change)  # served: audited
     resources.forget_index(
         runtime.context
     )  # the next run reopens (an open one would see it at its next search)
