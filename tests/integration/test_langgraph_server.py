@@ -442,6 +442,7 @@ def test_a_served_ask_failed_ask_and_ingest_are_in_the_audit_log_as_the_caller_s
     refused, failed = asyncio.run(run("citewise", input=question, context={"index_dir": "/elsewhere"}))
     _, added = asyncio.run(run("index", input={"paths": ["docs/herons.txt"]}))
     assert answered["citations"] and failed["error"] and added["report"]["documents_added"] == 1
+    assert added["stats"] == {}  # the whole index's counts are the administrator's
 
     events = open_access(index_dir).events(user="kate")
     asks = {e["thread_id"]: e for e in events if e["action"] == "ask"}
