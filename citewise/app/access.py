@@ -720,17 +720,20 @@ def require_login(
     store: AccessStore,
     trusted_proxies: Sequence[str] = (),
     user_header: str | None = None,
+    login: bool = False,
 ) -> Gate:
     """The gate of a server binding `host`: beyond loopback a login is required, and a way in must exist.
 
+    `login` requires one on loopback too (`--login`: a machine several people use).
+
     Raises:
-        AccessError: `host` is not loopback and no user holds a token and no proxy is trusted (one line
-            saying how to set one up), or only half of the proxy settings is given.
+        AccessError: `host` is not loopback (or `login`) and no user holds a token and no proxy is trusted
+            (one line saying how to set one up), or only half of the proxy settings is given.
     """
     networks = proxy_networks(trusted_proxies)
     if bool(networks) != bool(user_header):
         raise AccessError("single sign-on needs both --trusted-proxy ADDR and --user-header NAME")
-    if is_loopback(host):
+    if is_loopback(host) and not login:
         return Gate(store, login_required=False, trusted_proxies=networks, user_header=user_header)
     if not networks and not store.has_users():
         raise AccessError(f"{what} on {host} needs a login and none is set up: {SETUP_HINT}")

@@ -36,6 +36,7 @@ from citewise.app.options import (
     JsonOption,
     JudgeOption,
     KOption,
+    LoginOption,
     Mode,
     ModelOption,
     ModeOption,
@@ -760,6 +761,7 @@ def server_gate(
     store: str | None,
     trusted_proxy: list[str] | None,
     user_header: str | None,
+    login: bool = False,
 ) -> Gate:
     """Who a server's requests are (`citewise.app.access.require_login`); refused in one line, exit 2.
 
@@ -770,7 +772,7 @@ def server_gate(
 
     try:
         access = open_access(index, store)
-        return require_login(host, what, access, trusted_proxy or [], user_header)
+        return require_login(host, what, access, trusted_proxy or [], user_header, login)
     except AccessError as error:
         raise fail(str(error)) from error
 
@@ -787,6 +789,7 @@ def serve(
     store: StoreOption = None,
     trusted_proxy: TrustedProxyOption = None,
     user_header: UserHeaderOption = None,
+    login: LoginOption = False,
 ) -> None:
     """Serve the chat web page: streamed cited answers, clickable citations, the evidence chart, threads.
 
@@ -796,7 +799,7 @@ def serve(
     """
     from citewise.context import Context
 
-    gate = server_gate(host, "the page", index, store, trusted_proxy, user_header)
+    gate = server_gate(host, "the page", index, store, trusted_proxy, user_header, login)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry
     _check_models(model, judge_model)
     resources = Resources()  # every visitor's index, models and embedder
@@ -832,6 +835,7 @@ def api(
     store: StoreOption = None,
     trusted_proxy: TrustedProxyOption = None,
     user_header: UserHeaderOption = None,
+    login: LoginOption = False,
 ) -> None:
     """Serve the JSON API of one replica: replicas sharing --threads continue each other's threads.
 
@@ -849,7 +853,7 @@ def api(
         async with open_checkpointer(threads):
             pass
 
-    gate = server_gate(host, "the API", index, store, trusted_proxy, user_header)
+    gate = server_gate(host, "the API", index, store, trusted_proxy, user_header, login)
     threads = shared.threads_of(threads, store)
     _check_models(model, judge_model)
     resources = _run_resources(index, chroma_url, store, serving=True)  # every request's index and models
