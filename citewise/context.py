@@ -11,6 +11,7 @@ It also carries what is not a setting: the run's `resources` (the open index, th
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, cast
 
@@ -326,6 +327,14 @@ class Context:
         the caller may not write (or, with `remove`, remove).
         """
         return None
+
+    def log(self, action: str, run: Mapping[str, Any]) -> None:
+        """What this run did, for an audit log: nothing here (the API and the page log it themselves).
+
+        A served run's goes to the server's audit log as its caller's (`citewise.app.served.ServedContext`).
+        `action` is "ask" (`run`: the turn's question, route, citations and error, when its run ends) or
+        "ingest" / "remove" (`run`: the paths, the report and the collection).
+        """
 
     def __post_init__(self) -> None:
         """Refuse settings no run can use, each with the reason (Studio and `Context(...)` alike)."""

@@ -513,6 +513,47 @@ class AccessStore:
         ]
 
 
+def ask_detail(thread_id: str | None, turn: Mapping[str, Any]) -> dict[str, Any]:
+    """An ask as the audit log records it (the API's, a served graph's).
+
+    The thread, the question, the route, the documents its answer cited (id, key, title; each once) and
+    whether the run failed. `turn` holds the run's question, route, citations, references and error (the
+    state's names; a citation's key, when it has none, is its primary reference's).
+    """
+    primary = (turn.get("references") or {}).get("primary") or []
+    keys = {entry.get("doc_id"): entry.get("key", "") for entry in primary}  # a citation's source's own key
+    cited = {}
+    for c in turn.get("citations") or []:
+        key = c.get("key") or keys.get(c["doc_id"], "")
+        cited[c["doc_id"]] = {"doc_id": c["doc_id"], "key": key, "title": c["title"]}
+    return {
+        "thread_id": thread_id,
+        "question": turn.get("question"),
+        "route": turn.get("route"),
+        "cited": list(cited.values()),
+        "failed": bool(turn.get("error")),
+    }
+
+
+def change_detail(
+    paths: Sequence[str | Path],
+    via: str,
+    report: Mapping[str, Any] | None = None,
+    collection: str | None = None,
+) -> dict[str, Any]:
+    """An ingest or removal as the audit log records it (the command line's, a served graph's).
+
+    The paths given (absolute), the way in (`via`: cli, langgraph), the collection named, and from `report`
+    (an `IngestReport`'s fields) the files and the documents added and removed.
+    """
+    detail: dict[str, Any] = {"paths": [str(Path(path).expanduser().resolve()) for path in paths], "via": via}
+    if collection is not None:
+        detail["collection"] = collection
+    if report is not None:
+        detail |= {key: report.get(key, 0) for key in ("files", "documents_added", "documents_removed")}
+    return detail
+
+
 def _principal(name: str, group: bool) -> str:
     """How a grant names who it is to: "user:NAME" or "group:NAME"."""
     return f"{'group' if group else 'user'}:{name}"
@@ -679,17 +720,20 @@ def require_login(
     store: AccessStore,
     trusted_proxies: Sequence[str] = (),
     user_header: str | None = None,
+    login: bool = False,
 ) -> Gate:
     """The gate of a server binding `host`: beyond loopback a login is required, and a way in must exist.
 
+    `login` requires one on loopback too (`--login`: a machine several people use).
+
     Raises:
-        AccessError: `host` is not loopback and no user holds a token and no proxy is trusted (one line
-            saying how to set one up), or only half of the proxy settings is given.
+        AccessError: `host` is not loopback (or `login`) and no user holds a token and no proxy is trusted
+            (one line saying how to set one up), or only half of the proxy settings is given.
     """
     networks = proxy_networks(trusted_proxies)
     if bool(networks) != bool(user_header):
         raise AccessError("single sign-on needs both --trusted-proxy ADDR and --user-header NAME")
-    if is_loopback(host):
+    if is_loopback(host) and not login:
         return Gate(store, login_required=False, trusted_proxies=networks, user_header=user_header)
     if not networks and not store.has_users():
         raise AccessError(f"{what} on {host} needs a login and none is set up: {SETUP_HINT}")

@@ -33,7 +33,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
-from citewise.app.access import AccessError, AccessStore, Gate
+from citewise.app.access import AccessError, AccessStore, Gate, ask_detail
 from citewise.app.chat import result_payload
 from citewise.app.export import MEDIA_TYPES, render
 from citewise.app.memory import claim_thread, delete_thread, open_checkpointer, thread_owner, thread_summaries
@@ -329,14 +329,7 @@ def build_app(
         await graph.ainvoke(given, settings, context=run_context, durability="sync")
         payload = result_payload((await graph.aget_state(settings)).values)
         thread_id = settings["configurable"]["thread_id"]
-        cited = {
-            c["doc_id"]: {"doc_id": c["doc_id"], "key": c["key"], "title": c["title"]}
-            for c in payload["citations"]
-        }
-        detail = {"thread_id": thread_id, "question": payload["question"], "route": payload["route"]}
-        await log(
-            action, user, detail | {"cited": list(cited.values()), "failed": bool(payload.get("error"))}
-        )
+        await log(action, user, ask_detail(thread_id, payload))
         return {"thread_id": thread_id, **payload}
 
     async def cut_off(graph: Any, settings: RunnableConfig) -> dict[str, Any] | None:

@@ -36,6 +36,7 @@ from citewise.app.options import (
     JsonOption,
     JudgeOption,
     KOption,
+    LoginOption,
     Mode,
     ModelOption,
     ModeOption,
@@ -169,7 +170,7 @@ def _searchable(
         raise fail("nothing was ingested", code=1)
     opened = _open(index, chroma_url, create=bool(docs), resources=resources)
     if docs:
-        ingest_paths(opened, index, docs, quiet=quiet)
+        audit_change(index, None, "ingest", docs, ingest_paths(opened, index, docs, quiet=quiet))
     if opened.empty():
         opened.close()
         if made is not None:
@@ -243,19 +244,11 @@ def audit_change(
     A log that cannot be written is said on stderr; the change itself stands. On the shared tier the
     outcome is the workers' (`requeue` shows it): the paths are logged.
     """
-    from citewise.app.access import LOCAL_USER, AccessError, open_access
+    from citewise.app.access import LOCAL_USER, AccessError, change_detail, open_access
 
     if report is not None and not (report.changed or report.documents_tagged):
         return  # nothing changed (unchanged files, or nothing could be read): no index folder is made for it
-    detail: dict[str, Any] = {"paths": [str(path.expanduser().resolve()) for path in paths], "via": "cli"}
-    if collection is not None:
-        detail["collection"] = collection
-    if report is not None:
-        detail |= {
-            "files": report.files,
-            "documents_added": report.documents_added,
-            "documents_removed": report.documents_removed,
-        }
+    detail = change_detail(paths, "cli", None if report is None else report.__dict__, collection)
     try:
         access = open_access(index, store)
         try:
@@ -768,6 +761,7 @@ def server_gate(
     store: str | None,
     trusted_proxy: list[str] | None,
     user_header: str | None,
+    login: bool = False,
 ) -> Gate:
     """Who a server's requests are (`citewise.app.access.require_login`); refused in one line, exit 2.
 
@@ -778,7 +772,7 @@ def server_gate(
 
     try:
         access = open_access(index, store)
-        return require_login(host, what, access, trusted_proxy or [], user_header)
+        return require_login(host, what, access, trusted_proxy or [], user_header, login)
     except AccessError as error:
         raise fail(str(error)) from error
 
@@ -795,6 +789,7 @@ def serve(
     store: StoreOption = None,
     trusted_proxy: TrustedProxyOption = None,
     user_header: UserHeaderOption = None,
+    login: LoginOption = False,
 ) -> None:
     """Serve the chat web page: streamed cited answers, clickable citations, the evidence chart, threads.
 
@@ -804,7 +799,7 @@ def serve(
     """
     from citewise.context import Context
 
-    gate = server_gate(host, "the page", index, store, trusted_proxy, user_header)
+    gate = server_gate(host, "the page", index, store, trusted_proxy, user_header, login)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # before gradio is imported: no telemetry
     _check_models(model, judge_model)
     resources = Resources()  # every visitor's index, models and embedder
@@ -840,6 +835,7 @@ def api(
     store: StoreOption = None,
     trusted_proxy: TrustedProxyOption = None,
     user_header: UserHeaderOption = None,
+    login: LoginOption = False,
 ) -> None:
     """Serve the JSON API of one replica: replicas sharing --threads continue each other's threads.
 
@@ -857,7 +853,7 @@ def api(
         async with open_checkpointer(threads):
             pass
 
-    gate = server_gate(host, "the API", index, store, trusted_proxy, user_header)
+    gate = server_gate(host, "the API", index, store, trusted_proxy, user_header, login)
     threads = shared.threads_of(threads, store)
     _check_models(model, judge_model)
     resources = _run_resources(index, chroma_url, store, serving=True)  # every request's index and models

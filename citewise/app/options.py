@@ -115,6 +115,14 @@ TrustedProxyOption = Annotated[
         "sign-on); from any other address the header is ignored.",
     ),
 ]
+LoginOption = Annotated[
+    bool,
+    typer.Option(
+        "--login",
+        help="Ask every request for a user (a token, or a trusted proxy's header) on loopback too: a machine "
+        "several people use.",
+    ),
+]
 UserHeaderOption = Annotated[
     str | None,
     typer.Option(

@@ -11,17 +11,22 @@ embedding model loaded once, the models built once per event loop and settings.
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from pydantic import ConfigDict
 from pydantic.json_schema import SkipJsonSchema
 
+from citewise.app.access import AccessError, ask_detail, change_detail
 from citewise.app.served_auth import served_gate
 from citewise.context import Context
 from citewise.core.resources import Resources
 from citewise.graph.index import graph as index_graph
 from citewise.graph.query import graph as query_graph
+
+logger = logging.getLogger(__name__)
 
 RESOURCES = Resources()
 """The server's index, chat models, embedder, reranker and outline centroids (each made at first use)."""
@@ -89,6 +94,39 @@ class ServedContext(Context):
                 f"`citewise users grant {identity or 'NAME'} --write COLLECTION`"
             )
         return writable[0]
+
+    def log(self, action: str, run: Mapping[str, Any]) -> None:
+        """Append what the run did to the server's audit log as its caller's (the API's, the CLI's shapes).
+
+        An ask when the turn ends (answered or failed), with the documents it cited; an ingest or removal
+        through the index graph that changed something. A log that cannot be written (a standby's) is
+        logged; the run's reply stands.
+        """
+        identity, gate = _caller(), served_gate()
+        if not identity or gate.store is None:
+            return
+        if action == "ask":
+            detail = ask_detail(_thread_id(), run) | {"via": "langgraph"}
+        else:
+            report = run.get("report") or {}
+            if not (report.get("documents_added") or report.get("documents_removed")):
+                return  # nothing changed, as the command line leaves it out
+            detail = change_detail(run["paths"], "langgraph", report, run.get("collection"))
+        try:
+            gate.store.record(action, identity, detail)
+        except AccessError as error:
+            logger.warning("not written to the audit log: %s", error)
+
+
+def _thread_id() -> str | None:
+    """The thread of the run in progress (None outside a run, or for a run without a thread)."""
+    from langgraph.config import get_config
+
+    try:
+        thread = get_config().get("configurable", {}).get("thread_id")
+    except RuntimeError:
+        return None
+    return str(thread) if thread else None
 
 
 def _caller() -> str | None:

@@ -30,7 +30,7 @@ class IndexOutput(TypedDict):
     report: dict[str, Any]
     """Files, documents and chunks added or removed, files skipped with reasons, seconds."""
     stats: dict[str, Any]
-    """Counts in each store after the run."""
+    """Counts in each store after the run (the administrator's; empty for a user's run)."""
     error: NotRequired[str | None]
     """Why nothing was read (a path outside the data root, a setting only the server decides); else None."""
 
@@ -42,6 +42,11 @@ class IndexState(IndexInput, IndexOutput):
 def _run(
     paths: list[str], remove: bool, context: Context, resources: Resources, collection: str | None = None
 ) -> dict[str, Any]:
+    """Ingest or remove: the report, and what the index holds.
+
+    The counts are the administrator's (whose `collection` is None) alone: a user's would include
+    collections they may not read.
+    """
     check_settings(context)
     allowed = allowed_paths(paths)
     files, escaping = allowed, []
@@ -54,7 +59,7 @@ def _run(
         report.skipped.extend((str(f), "a symlink leading outside the data root") for f in escaping)
         return {
             "report": {**report.__dict__, "skipped": [list(s) for s in report.skipped]},
-            "stats": index.stats().as_dict(),
+            "stats": index.stats().as_dict() if collection is None else {},
             "error": None,
         }
 
@@ -68,6 +73,9 @@ async def ingest(state: IndexState, runtime: Runtime[Context]) -> dict[str, Any]
         result = await asyncio.to_thread(_run, paths, remove, runtime.context, resources, collection)
     except (DeploymentError, PermissionError) as refused:
         return {"report": {}, "stats": {}, "error": str(refused)}
+    given = [str(p) for p in allowed_paths(paths)]
+    change = {"paths": given, "report": result["report"], "collection": collection}
+    await asyncio.to_thread(runtime.context.log, "remove" if remove else "ingest", change)  # served: audited
     resources.forget_index(
         runtime.context
     )  # the next run reopens (an open one would see it at its next search)

@@ -12,8 +12,10 @@ import logging
 from langchain_core.messages import AIMessage
 from langgraph.errors import NodeError
 from langgraph.graph import END
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
+from citewise.context import Context
 from citewise.deployment import DeploymentError
 from citewise.index.records import IndexOpenError
 from citewise.models import (
@@ -83,9 +85,12 @@ def explain(error: BaseException, stage: str) -> RunError:
     return {"stage": stage, "kind": kind, "message": cause, "hint": hint}
 
 
-def failed(state: State, error: NodeError) -> Command:
+def failed(state: State, error: NodeError, runtime: Runtime[Context] | None = None) -> Command:
     """End the run with the reason as the reply; nothing of this turn is shown as an answer."""
     problem = explain(error.error, error.node)
+    if runtime is not None:  # the turn is over (a served run's is audited as a failed ask)
+        turn = {"question": state.get("question"), "route": state.get("route"), "error": problem}
+        runtime.context.log("ask", {**turn, "citations": []})
     trace = error.error if problem["kind"] == "unexpected" else None  # known causes need no traceback
     logger.error("run failed in %s: %s (%s)", error.node, problem["message"], problem["kind"], exc_info=trace)
     reply = f"citewise could not answer this ({problem['kind']}, in {problem['stage']}): {problem['message']}"

@@ -6,6 +6,7 @@ are those whose markers appear in the very source lines that support an answer s
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -121,4 +122,7 @@ async def references(state: State, runtime: Runtime[Context]) -> dict:
         "references": refs,
         "messages": [AIMessage(content=answer + sources_footer(refs, abstained=abstained))],
     }
+    turn = {"question": state.get("question"), "route": state.get("route"), "citations": citations}
+    turn["references"] = refs
+    await asyncio.to_thread(runtime.context.log, "ask", turn)  # the turn is over (a served run: audited)
     return {**result, "answer": answer} if note else result

@@ -140,3 +140,42 @@ def test_grants_are_read_afresh_and_a_revoked_one_hides_the_collection_at_the_ne
     assert _leaks(after.text, deployment.documents["legal"]) == [], after.json()
     events = deployment.access.events(user="local")
     assert [e["action"] for e in events if e["action"].startswith("grant")][-1] == "grant.revoke"
+
+
+async def test_a_user_s_upload_on_the_page_reports_its_own_ingest_and_not_the_index_s_counts(
+    tmp_path: Path, embedder: Embedder, small_corpus_records: list[dict[str, str]]
+) -> None:
+    """The whole index's counts include collections the uploader may not read: only the administrator's
+    upload summary holds them (as only the administrator's index graph run returns them)."""
+    from types import SimpleNamespace
+
+    from citewise.app.web.page import ChatPage
+
+    resources = Resources(embedder=embedder)
+    context = Context(index_dir=str(tmp_path / "index"), resources=resources)
+    corpus = tmp_path / "hr.jsonl"
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in small_corpus_records[:6]), encoding="utf-8")
+    with resources.writer(context) as writer:
+        writer.ingest([corpus], collection="hr")
+    access = open_access(context.index_dir)
+    access.add_user("cleo")
+    access.grant("cleo", "notes", "write")
+    owls, herons = tmp_path / "owls.txt", tmp_path / "herons.txt"
+    owls.write_text("Snowy owls hunt lemmings on the tundra in daylight.\n")
+    herons.write_text("Grey herons nest together in colonies called heronries.\n")
+    cleo = SimpleNamespace(client=SimpleNamespace(host=REMOTE[0]), username="cleo", headers={})
+    pages = (
+        (ChatPage(context, str(tmp_path / "t.sqlite"), gate=require_login("0.0.0.0", "page", access)), cleo),
+        (ChatPage(context, str(tmp_path / "t.sqlite")), None),  # loopback: the administrator
+    )
+    shown = []
+    try:
+        for (page, request), upload in zip(pages, (owls, herons), strict=True):
+            shown.append([part async for part in page.ingest([str(upload)], request)][-1])  # type: ignore[arg-type]
+    finally:
+        for page, _ in pages:
+            await page.close()
+        access.close()
+        resources.close()
+    assert "Ingested 1 of 1 file(s)" in shown[0] and "now holds" not in shown[0], shown[0]
+    assert "The index now holds 8 documents" in shown[1], shown[1]

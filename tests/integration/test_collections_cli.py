@@ -76,3 +76,29 @@ def test_grants_to_users_and_groups_decide_what_a_command_run_as_them_reads(
     assert actions.count("grant.add") == 2 and actions.count("grant.revoke") == 1, actions
     assert {"group.add", "group.member"} <= set(actions)
     assert any(e["action"] == "ingest" and e.get("collection") == "hr" for e in events)
+
+
+def test_an_ask_with_docs_logs_its_ingest_as_the_ingest_command_does(
+    tmp_path: Path, small_corpus_records: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CITEWISE_STORE", raising=False)
+    index = tmp_path / "index"
+    notes, more = tmp_path / "notes.jsonl", tmp_path / "more.jsonl"
+    notes.write_text("".join(json.dumps(r) + "\n" for r in small_corpus_records[:3]), encoding="utf-8")
+    more.write_text(json.dumps(small_corpus_records[3]) + "\n", encoding="utf-8")
+    for _ in range(2):  # the second ingests nothing: unchanged files are not logged, as by `ingest`
+        asked = run("ask", "How do vaccines work?", "--docs", notes, "--index", index, "--json")
+        assert asked.exit_code == 0, asked.output
+    assert run("ingest", more, "--index", index, "-q").exit_code == 0
+    events = [json.loads(line) for line in run("audit", "--index", index, "--json").stdout.splitlines()]
+    by_ask, by_ingest = [e for e in events if e["action"] == "ingest"]
+    assert {key: by_ask[key] for key in by_ask if key != "at"} == {
+        "user": "local",
+        "action": "ingest",
+        "paths": [str(notes.resolve())],
+        "via": "cli",
+        "files": 1,
+        "documents_added": 3,
+        "documents_removed": 0,
+    }
+    assert set(by_ask) == set(by_ingest) and by_ingest["paths"] == [str(more.resolve())]

@@ -417,3 +417,54 @@ def test_a_served_upload_goes_to_a_collection_its_caller_may_write_or_is_refused
         assert "owls" in hit.text
     removal = asyncio.run(run("jack", paths=["docs/owls.txt"], remove=True))
     assert "administrator" in removal["error"]
+
+
+def test_a_served_ask_failed_ask_and_ingest_are_in_the_audit_log_as_the_caller_s(served):
+    """Runs of the served graphs are audited as the API's asks and the command line's ingests are."""
+    from langgraph_sdk import get_client
+
+    from citewise.app.access import open_access
+
+    url, index_dir, *_ = served
+    root = index_dir.parent
+    (root / "docs" / "herons.txt").write_text("Grey herons nest together in colonies called heronries.\n")
+    access = open_access(index_dir)
+    token = access.add_user("kate")
+    access.grant("kate", "wading", "write")
+    question = {"messages": [{"role": "user", "content": "Where did Perseverance land?"}]}
+
+    async def run(graph, **given):
+        client = get_client(url=url, headers={"Authorization": f"Bearer {token}"})
+        thread = await client.threads.create()
+        return thread["thread_id"], await client.runs.wait(thread["thread_id"], graph, **given)
+
+    asked, answered = asyncio.run(run("citewise", input=question))
+    refused, failed = asyncio.run(run("citewise", input=question, context={"index_dir": "/elsewhere"}))
+    _, added = asyncio.run(run("index", input={"paths": ["docs/herons.txt"]}))
+    assert answered["citations"] and failed["error"] and added["report"]["documents_added"] == 1
+    assert added["stats"] == {}  # the whole index's counts are the administrator's
+
+    events = open_access(index_dir).events(user="kate")
+    asks = {e["thread_id"]: e for e in events if e["action"] == "ask"}
+    keys = {entry["doc_id"]: entry["key"] for entry in answered["references"]["primary"]}
+    cited = {
+        c["doc_id"]: {"doc_id": c["doc_id"], "key": keys[c["doc_id"]], "title": c["title"]}
+        for c in answered["citations"]
+    }
+    assert asks[asked] == {
+        "at": asks[asked]["at"],
+        "user": "kate",
+        "action": "ask",
+        "thread_id": asked,
+        "question": answered["question"],
+        "route": answered["route"],
+        "cited": list(cited.values()),  # each cited document once, with its own key, as the API logs it
+        "failed": False,
+        "via": "langgraph",
+    }
+    assert asks[refused]["failed"] is True and asks[refused]["cited"] == []
+    assert len(asks) == 2  # one record a turn
+    (ingest,) = [e for e in events if e["action"] == "ingest"]
+    assert ingest["paths"] == [str((root / "docs" / "herons.txt").resolve())]
+    assert (ingest["collection"], ingest["via"], ingest["documents_added"]) == ("wading", "langgraph", 1)
+    assert token not in json.dumps(events)

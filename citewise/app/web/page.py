@@ -597,7 +597,9 @@ class ChatPage:
         await asyncio.to_thread(self.audit, "ingest", user, detail)
         if not self.context.store:  # a shared store's next search sees the commits as it is
             resources_of(self.context).forget_index(self.context)  # the next question opens it afresh
-        yield render.ingest_summary(report, stats, "shared store" if self.context.store else "index")
+        holder = "shared store" if self.context.store else "index"
+        totals = stats if collection is None else None  # a user's upload: not the whole index's counts
+        yield render.ingest_summary(report, totals, holder)
 
     def _ingest(
         self, paths: list[Path], state: dict[str, int], collection: str | None = None

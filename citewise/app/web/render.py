@@ -404,7 +404,11 @@ def ingest_progress(files: int, total: int, chunks: int, seconds: float, texts: 
 
 
 def ingest_summary(report: Any, stats: Any, holder: str = "index") -> str:
-    """An ingest's result for the page: files ingested, unchanged and skipped (each with the reason)."""
+    """An ingest's result for the page: files ingested, unchanged and skipped (each with the reason).
+
+    With `stats`, what the whole index holds now (the administrator's); None leaves it out (a user's upload:
+    the index's counts include collections they may not read).
+    """
     lines = [
         f"**Ingested {report.ingested_files} of {report.files} file(s)** "
         f"({report.unchanged_files} unchanged, "
@@ -413,5 +417,6 @@ def ingest_summary(report: Any, stats: Any, holder: str = "index") -> str:
     ]
     for path, reason in report.skipped:
         lines.append(f"- skipped {escape_markdown(Path(path).name)}: {escape_markdown(reason)}")
-    lines.append(f"\nThe {holder} now holds {stats.documents} documents and {stats.chunks} chunks.")
+    if stats is not None:
+        lines.append(f"\nThe {holder} now holds {stats.documents} documents and {stats.chunks} chunks.")
     return "\n".join(lines)

@@ -442,8 +442,8 @@ class DocStore:
             marks = ",".join("?" * len(batch))
             rows = self.db.execute(
                 "SELECT c.id, c.doc_id, c.paragraph_id, c.seq, c.text, d.title, p.section FROM chunks c "
-                "JOIN documents d ON d.id = c.doc_id JOIN paragraphs p ON p.id = c.paragraph_id "
-                f"WHERE c.id IN ({marks}){where}",
+                "CROSS JOIN documents d ON d.id = c.doc_id CROSS JOIN paragraphs p ON p.id = c.paragraph_id "
+                f"WHERE c.id IN ({marks}){where}",  # CROSS JOIN: by chunk id first (see _vector_bytes)
                 (*batch, *values),
             )
             for r in rows:
@@ -480,8 +480,11 @@ class DocStore:
             marks = ",".join("?" * len(batch))
             statement = f"SELECT id, vector FROM chunks WHERE id IN ({marks})"
             if where:
+                # CROSS JOIN keeps the chunks looked up by id as the outer loop: SQLite's planner otherwise
+                # reads every chunk of the collections through the collection index (three collections of
+                # ten on 16,600 chunks: 3.5 ms a search's candidates, against 0.2)
                 statement = (
-                    "SELECT c.id, c.vector FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                    "SELECT c.id, c.vector FROM chunks c CROSS JOIN documents d ON d.id = c.doc_id "
                     f"WHERE c.id IN ({marks}){where}"
                 )
             by_id.update(self.db.execute(statement, (*batch, *values)))

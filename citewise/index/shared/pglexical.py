@@ -86,6 +86,10 @@ QUERY_VECTOR = """
     FROM ({query_terms_rows}) AS t"""
 """bm25: the query's term ids and its sparse vector of ``qtf * idf``."""
 
+DIRECT_ROWS = 10_000
+"""bm25: a search of collections holding fewer chunks than this scores their chunks sharing a term directly
+(no floor's probes): at most this many rows read, where the probes read the whole index's candidates."""
+
 PRUNE_MARGIN = 0.999
 """A term is left out of the candidates' filter only while its bound stays under this share of the floor: the
 scores are computed in single precision (pgvector), the bound in double."""
@@ -103,6 +107,7 @@ SEARCH = """CREATE OR REPLACE FUNCTION {search_in}(
         _floor double precision;
         _bound double precision := 0;
         _last integer;
+        _readable bigint;
     BEGIN
         SELECT array_agg(t.id ORDER BY t.weight DESC, t.id),
             array_agg(t.weight::float8 ORDER BY t.weight DESC, t.id),
@@ -112,6 +117,18 @@ SEARCH = """CREATE OR REPLACE FUNCTION {search_in}(
             RETURN;
         END IF;
         _last := array_length(_ids, 1);
+        IF collections IS NOT NULL THEN
+            -- a few collections' chunks (fewer than {direct}) are scored whole, found through the
+            -- collection index and the terms' GIN index together: planned with the collections known
+            EXECUTE 'SELECT count(*) FROM (SELECT 1 FROM {chunks} WHERE collection = ANY($1) LIMIT $2) AS s'
+                INTO _readable USING collections, {direct};
+            IF _readable < {direct} THEN
+                RETURN QUERY EXECUTE 'SELECT c.id, (c.weights <#> $1)::float8 FROM {chunks} AS c
+                    WHERE c.collection = ANY($2) AND c.terms && $3 ORDER BY 2, c.id LIMIT $4'
+                    USING _vector, collections, _ids, k;
+                RETURN;
+            END IF;
+        END IF;
         -- a floor: the k-th best score among the chunks holding the heaviest terms (fewest chunks)
         FOR i IN 1 .. array_length(_ids, 1) - 1 LOOP
             _probe := _probe || _ids[i];
@@ -142,9 +159,14 @@ to less than that floor cannot lift a chunk holding none of the others to it (a 
 ``tfc``, is below 1), so only chunks holding one of the other terms are candidates. Those are scored whole,
 as before: the same k chunks, the same scores, the same order.
 
-`collections` (NULL: every chunk) keeps only the chunks of those collections, in the floor's probes and in
-the final scan alike: the floor is the k-th best readable chunk's, so pruning stays exact for a filtered
-search, and k are returned when the collections hold k chunks sharing a term."""
+`collections` (NULL: every chunk) keeps only the chunks of those collections. When they hold fewer than
+`DIRECT_ROWS` chunks (counted through the collection index, up to that many), their chunks sharing a term
+are scored whole, with no floor: the statement is planned with the collections known, so PostgreSQL ANDs the
+collection index with the terms' GIN index and reads only those rows (one collection of ten on 16,600
+SciFact chunks: about 0.6 ms, where the floor's probes, each finding a tenth of what they read, took 11).
+Larger collections go the floor's way with the filter in the probes and the final scan alike: the floor is
+the k-th best readable chunk's, so pruning stays exact. Either way the same k chunks, the same scores, the
+same order, and k are returned when the collections hold k chunks sharing a term."""
 
 BM25_SCHEMA = (
     """CREATE TABLE IF NOT EXISTS {terms} (
@@ -169,6 +191,7 @@ BM25_SCHEMA = (
     # a table made before documents had collections gains the column (its rows: the default collection)
     "ALTER TABLE {chunks} ADD COLUMN IF NOT EXISTS collection text NOT NULL DEFAULT 'default'",
     "CREATE INDEX IF NOT EXISTS {chunks_terms} ON {chunks} USING gin (terms)",
+    "CREATE INDEX IF NOT EXISTS {chunks_collection} ON {chunks} (collection)",
     # tfc of each term id (terms in id order), with the average length given
     """CREATE OR REPLACE FUNCTION {weights}(
         terms integer[], tfs integer[], length integer, avgdl double precision)
@@ -265,7 +288,7 @@ class PgLexical:
         names = (
             *("chunks", "terms", "stats", "pending", "pending_stats", "weights", "search", "search_in"),
             "staging",
-            *("chunks_terms", "chunks_tsv", "pending_term"),
+            *("chunks_terms", "chunks_tsv", "pending_term", "chunks_collection"),
         )
         self._names = {name: sql.Identifier(f"{prefix}_{name}") for name in names}
 
@@ -295,7 +318,12 @@ class PgLexical:
                 rows = self._query_terms(sql.Identifier("query_terms"), sql.Identifier("query_counts"))
                 for statement in BM25_SCHEMA:
                     self.conn.execute(
-                        self._sql(statement, query_terms_rows=rows, margin=sql.Literal(PRUNE_MARGIN))
+                        self._sql(
+                            statement,
+                            query_terms_rows=rows,
+                            margin=sql.Literal(PRUNE_MARGIN),
+                            direct=sql.Literal(DIRECT_ROWS),
+                        )
                     )
             else:
                 for statement in TS_SCHEMA:

@@ -74,6 +74,8 @@ SCHEMA = """CREATE TABLE IF NOT EXISTS {chunks} (
     collection text NOT NULL DEFAULT 'default')"""
 COLLECTION = "ALTER TABLE {chunks} ADD COLUMN IF NOT EXISTS collection text NOT NULL DEFAULT 'default'"
 """A table made before documents had collections gains the column (its rows: the default collection)."""
+COLLECTION_INDEX = "CREATE INDEX IF NOT EXISTS {collection_index} ON {chunks} (collection)"
+"""What lets a search of a few collections read their rows alone (an exact search: see `SEARCH`)."""
 
 SEARCH_SETTINGS = (
     "SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', 'strict_order', false)"
@@ -83,10 +85,19 @@ SEARCH_SETTINGS = (
 SEARCH = """SELECT id, embedding <=> %(query)b AS distance FROM {chunks} {where}
     ORDER BY embedding <=> %(query)b LIMIT {k}"""
 """k is written into the statement: psycopg prepares a statement run five times, and a generic plan with an
-unknown LIMIT may be costed away from the index. `where` is empty, or the collections' filter: the HNSW
-scan applies it to the rows it visits, and with ``hnsw.iterative_scan`` it goes on scanning until k rows
-passed it (or ``hnsw.max_scan_tuples``, 20,000 by default, were visited), so a search of a few collections
-still finds k when they hold k."""
+unknown LIMIT may be costed away from the index. `where` is empty, or the collections' filter, written into
+the statement too, so that the planner knows how many rows the collections hold (their share in the
+column's statistics) and picks one of two plans by its costs:
+
+- a few collections' rows read through the collection index (`COLLECTION_INDEX`) and ranked exactly, as a
+  sort of their distances: one collection of ten on 16,600 SciFact chunks, 1,544 rows in 0.8 ms;
+- the HNSW scan with the filter applied to the rows it visits: with ``hnsw.iterative_scan`` it goes on until
+  k rows passed it (or ``hnsw.max_scan_tuples``, 20,000 by default, were visited), so a search of a few
+  collections still finds k when they hold k; but it visits about k / (their share) rows, and for that one
+  collection of ten took 18 ms against 2 unfiltered.
+
+The exact plan ranks as exact search does, so a filtered search finds at least what the HNSW search of every
+collection finds of those collections."""
 
 INDEX = """CREATE INDEX IF NOT EXISTS {hnsw} ON {chunks}
     USING hnsw (embedding {ops}) WITH (m = {m}, ef_construction = {ef_construction})"""
@@ -157,7 +168,7 @@ class PgVectors:
             raise ValueError(f"unknown vector kind {kind!r}")
         self.conn, self.dim, self.prefix, self.kind = conn, dim, prefix, kind
         self.m, self.ef_construction, self.ef_search = m, ef_construction, ef_search
-        names = ("chunks", "hnsw", "staging")
+        names = ("chunks", "hnsw", "staging", "collection_index")
         self._names = {name: sql.Identifier(f"{prefix}_{name}") for name in names}
         row = conn.execute("SELECT %s::regtype::oid", [kind]).fetchone()
         if row is None:
@@ -182,6 +193,7 @@ class PgVectors:
         """Create the table, and its HNSW index unless `index` is False (a bulk load indexes afterwards)."""
         self.conn.execute(self._sql(SCHEMA))
         self.conn.execute(self._sql(COLLECTION))
+        self.conn.execute(self._sql(COLLECTION_INDEX))
         if index:
             self.create_index()
 
@@ -286,10 +298,10 @@ class PgVectors:
             return []
         ef = max(k, self.ef_search if ef_search is None else ef_search)
         query = QUERY[self.kind](np.asarray(vector, dtype=np.float32))
-        where = sql.SQL("WHERE collection = ANY(%(collections)s)" if collections is not None else "")
+        where: sql.Composable = sql.SQL("")
+        if collections is not None:  # a literal: the plan is chosen knowing the collections (see SEARCH)
+            where = sql.SQL("WHERE collection = ANY({}::text[])").format(sql.Literal(list(collections)))
         parameters: dict[str, Any] = {"query": query}
-        if collections is not None:
-            parameters["collections"] = list(collections)
         with self.conn.pipeline():
             self.conn.execute(SEARCH_SETTINGS, [str(ef)])
             cursor = self.conn.execute(self._sql(SEARCH, k=sql.Literal(int(k)), where=where), parameters)

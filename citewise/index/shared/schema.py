@@ -22,9 +22,12 @@ from citewise.index.shared.pglexical import PgLexical
 from citewise.index.shared.pgvectors import PgVectors
 
 DEFAULT_PREFIX = "citewise"
-SCHEMA_VERSION = "2"
-"""The tables' form a store records once `create` has brought it there (2: documents in collections). A store
-of an older citewise lacks it: `create` brings it up to date; a reader must not search it as it is."""
+SCHEMA_VERSION = "3"
+"""The tables' form a store records once `create` has brought it there (2: documents in collections; 3: an
+index on the collection of the vector and BM25 tables, and the BM25 search that uses it). A store of an older
+citewise lacks it: `create` brings it up to date; a reader must not search one without collections."""
+SEARCHABLE = ("2", SCHEMA_VERSION)
+"""The forms a reader may search as they are (2 answers alike, a search of a few collections more slowly)."""
 
 ATTEMPTS = (
     """CREATE TABLE IF NOT EXISTS {attempts} (
@@ -285,6 +288,14 @@ class Schema:
             return False
         row = self.conn.execute(self._sql("SELECT value FROM {meta} WHERE key = 'schema'")).fetchone()
         return row is not None and row[0] == SCHEMA_VERSION
+
+    def searchable(self) -> bool:
+        """Whether a reader may search the store as it is (`SEARCHABLE`), though `create` would add to it."""
+        exists = self.conn.execute("SELECT to_regclass(%s)", [f"{self.prefix}_meta"]).fetchone()
+        if not exists or exists[0] is None:
+            return False
+        row = self.conn.execute(self._sql("SELECT value FROM {meta} WHERE key = 'schema'")).fetchone()
+        return row is not None and row[0] in SEARCHABLE
 
     def settings(self) -> Settings:
         """The embedding model, dimension and chunking the store was made with.

@@ -10,6 +10,7 @@ and where its vectors are. Nothing stays open between calls.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from citewise.index.shared.index import SharedIndex
 from citewise.index.shared.pgstore import PgStore
 from citewise.index.shared.pgworker import ensure_store, ingest, summary
 from citewise.index.shared.queue import Outcome
+
+logger = logging.getLogger(__name__)
 
 
 class SharedWriter:
@@ -109,6 +112,9 @@ class SharedWriter:
         in "default"), under the store's lock, so replicas started together upgrade it once. A database that
         cannot be reached, or holds no store, is left for opening it to say so.
 
+        A store one form behind that a reader may search as it is (`schema.SEARCHABLE`) is left as it is on a
+        database that cannot be written, with a warning.
+
         Raises:
             IndexOpenError: the store is older and the database cannot be written (a hot standby): how to
                 upgrade the primary, rather than a failure at every search.
@@ -125,6 +131,14 @@ class SharedWriter:
         try:
             self.make()
         except psycopg.errors.ReadOnlySqlTransaction as error:
+            with PgStore(self.store) as shared:
+                if shared.searchable():  # a hot standby of a store one form behind: it answers as it is
+                    logger.warning(
+                        "the shared store was made by an older citewise and this server cannot upgrade it: "
+                        "searches of a few collections are slower until `citewise ingest --store URL` runs "
+                        "once against the primary"
+                    )
+                    return
             raise IndexOpenError(
                 "the shared store was made by an older citewise and this server cannot write to upgrade it: "
                 "run `citewise ingest --store URL` once against the primary (its documents are kept)"
