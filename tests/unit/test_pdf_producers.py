@@ -502,6 +502,16 @@ def test_a_paragraph_under_a_full_line_goes_on_whatever_starts_left_of_it_next()
     ]
     mark_starts(lines, 10.0, "TeXGyreTermesX-Regular")
     assert [x.starts for x in lines] == [True, False, True]
+    # a paragraph of one full line, indented, then the next paragraph's indented first line over a line at
+    # the column's edge: that line starts its paragraph
+    lm = {"font": "LMRoman10-Regular", "size": 10, "edge": 57, "far_edge": 292}
+    lines = [
+        line("Integration of eqs (3) and (4) in x1 and x2 over the disc yields", 66.9, 151, 285.2, **lm),
+        line("We can obtain a more compact form of this ex-", 66.8, 138.7, 291.9, **lm),
+        line("pression by using the Wigner-Eckart theorem and the", 57, 126.8, 292.1, **lm),
+    ]
+    mark_starts(lines, 10.0, "LMRoman10-Regular")
+    assert [x.starts for x in lines] == [True, True, False]
 
 
 TX = {"font": "TeXGyreTermesX-Regular", "size": 10, "edge": 89, "far_edge": 510}

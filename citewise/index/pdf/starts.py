@@ -73,9 +73,11 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
                 and not word_fits(previous, line, max(previous.right, line.right))
             )
             # (nor under a full line at its own edge: a list item's or an indented block's paragraph goes on
-            # whatever starts left of it next, the next item's bullet or the next paragraph's indent)
+            # whatever starts left of it next, the next item's bullet or the next paragraph's indent; where
+            # the next line is back at the column's edge, a line set in is a paragraph's indented first line)
             goes_on = goes_on or (
                 previous is not None
+                and following.left - line.edge >= 0.6 * body
                 and not after_display
                 and same_column(previous, line)
                 and abs(previous.left - line.left) < 0.3 * body
