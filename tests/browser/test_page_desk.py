@@ -99,7 +99,8 @@ def test_a_marker_opens_the_cited_pdf_page_with_the_supporting_lines_marked_wher
     view = page.locator("#cw-document .cw-pdf")
     assert view.get_attribute("data-page") == str(CITED_PAGE)
     assert f"manual.pdf · page {CITED_PAGE + 1} of 4" in page.inner_text("#cw-document")
-    assert (page.get_attribute("#cw-document img.cw-page-image", "src") or "").startswith("data:image/png")
+    src = page.get_attribute("#cw-document img.cw-page-image", "src") or ""
+    assert src.startswith("gradio_api/file=") and src.endswith(".png"), src  # served by the page's server
     page.wait_for_function(
         "document.querySelector('#cw-document img.cw-page-image').naturalWidth > 0"
     )  # the browser decoded it

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import secrets
 import shutil
 import tempfile
 import threading
@@ -65,11 +66,15 @@ window.citewiseCite = (fragment) => {
 if (!window.citewiseCiteListener) {
   window.citewiseCiteListener = true;
   // the last marker clicked wins: a panel that answers an earlier click (clicks in quick succession can be
-  // answered out of order, or the later one dropped while the earlier is pending) asks again, at most twice
+  // answered out of order, or the later one dropped while the earlier is pending) asks again, at most twice.
+  // Only a panel newly shown counts: the pending click's own loading marks change the panel's box too, and
+  // asking again then sent every click two or three times (each rendering a PDF page)
   new MutationObserver(() => {
     const wanted = window.citewiseWanted;
     const shown = document.querySelector('#cw-passage .cw-passage[data-cite]');
-    if (!wanted || !shown || shown.dataset.cite === wanted) return;
+    if (!shown || shown === window.citewiseShown) return;
+    window.citewiseShown = shown;
+    if (!wanted || shown.dataset.cite === wanted) return;
     const asked = window.citewiseAsked[wanted] || 0;
     if (asked >= 3) return;
     window.citewiseAsked[wanted] = asked + 1;
@@ -104,6 +109,9 @@ new MutationObserver(() => {
 }).observe(element, {childList: true, subtree: true});
 """
 """The document view's script: the cited lines in sight within the page's frame."""
+
+PAGES_KEPT = 200
+"""Rendered pages kept for the document view (each a PNG of about 100-400 KB)."""
 
 EXPORTS = (("md", "Markdown"), ("docx", "Word"), ("bib", "BibTeX"), ("ris", "RIS"))
 """The download buttons: each export format (`citewise.app.export`) and its button's label."""
@@ -264,7 +272,10 @@ class ChatPage:
         self._saver: Any = None
         self._stack = AsyncExitStack()
         self._lock: asyncio.Lock | None = None
-        self._exports = tempfile.TemporaryDirectory(prefix="citewise-exports-")  # the download buttons' files
+        # the download buttons' files and the rendered pages the document view shows, removed at close
+        self._files = tempfile.TemporaryDirectory(prefix="citewise-page-")
+        self.pages_dir = Path(self._files.name) / "pages"
+        self.pages_dir.mkdir()
 
     async def graph(self) -> Any:
         """The query graph compiled with the thread store (opened on the server's event loop, once)."""
@@ -281,7 +292,7 @@ class ChatPage:
     async def close(self) -> None:
         """Close the thread store; remove the exported files."""
         await self._stack.aclose()
-        self._exports.cleanup()
+        self._files.cleanup()
 
     # who is asking ---------------------------------------------------------------------------------------
     async def user_of(self, request: gr.Request | None) -> str | None:
@@ -380,7 +391,7 @@ class ChatPage:
     async def _open_thread(self, thread_id: str) -> tuple[Any, ...]:
         turns = await self.thread_turns(thread_id)
         history = [message for n, turn in enumerate(turns) for message in turn_messages(turn, n)]
-        session = {"thread": thread_id, "turns": turns}
+        session = {"thread": thread_id, "turns": turns, "shown": len(turns) - 1}  # the last turn's evidence
         return (history, session, *evidence_views(turns[-1] if turns else None))
 
     async def switch(
@@ -422,6 +433,10 @@ class ChatPage:
         fragment = render.cite_fragment(*found)
         passage = turn.passages.get(found[1])
         document = await self.source_view(passage, fragment, request)
+        if session is not None and session.get("shown") == found[0]:  # that turn's evidence is shown already
+            return render.passage_html(passage, fragment), document, gr.skip(), gr.skip(), gr.skip()
+        if session is not None:
+            session["shown"] = found[0]  # the session's own dict: the next event sees it
         return (render.passage_html(passage, fragment), document, *evidence_views(turn))
 
     async def source_view(
@@ -437,7 +452,22 @@ class ChatPage:
         except (IndexOpenError, ValueError, OSError, psycopg.Error) as error:
             first = (str(error).strip().splitlines() or [type(error).__name__])[0]
             return source.empty_html(f"The index cannot be read: {first}", cite)
-        return await asyncio.to_thread(source.source_html, index, passage, collections, cite)
+        return await asyncio.to_thread(
+            source.source_html, index, passage, collections, cite, self.publish_page
+        )
+
+    def publish_page(self, png: bytes) -> str:
+        """Keep a rendered page where the page's server serves it (`serve`'s allowed path); its URL.
+
+        The name is random (not to be guessed by anyone but the asker, whose view names it); the newest
+        PAGES_KEPT pages are kept.
+        """
+        path = self.pages_dir / f"{secrets.token_urlsafe(24)}.png"
+        path.write_bytes(png)
+        kept = sorted(self.pages_dir.glob("*.png"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in kept[PAGES_KEPT:]:
+            old.unlink(missing_ok=True)
+        return f"gradio_api/file={path}"  # relative: behind a proxy's path prefix too
 
     async def exports(
         self, session: dict[str, Any] | None, request: gr.Request | None = None
@@ -461,7 +491,7 @@ class ChatPage:
                 return off
         except ValueError:  # the thread store cannot be opened: no thread is anyone's
             return off
-        folder = Path(tempfile.mkdtemp(prefix="turn-", dir=self._exports.name))
+        folder = Path(tempfile.mkdtemp(prefix="export-", dir=self._files.name))
         name = f"citewise-{str(session['thread'])[:8]}-{len(turns)}"  # type: ignore[index]
         buttons = []
         for fmt, _ in EXPORTS:
@@ -554,6 +584,7 @@ class ChatPage:
         turn = Turn(question, payload, render.passages(values), lines, seconds)
         turns.append(turn)
         session["turns"] = turns
+        session["shown"] = len(turns) - 1  # whose evidence the chart and table show
         draft = streamed["message"] if streamed else None  # the stage box and a streamed draft give way
         history = [m for m in history if m is not box and m is not draft]
         history.extend(turn_messages(turn, len(turns) - 1)[1:])
@@ -888,6 +919,8 @@ def serve(
         logger.warning("%s: upload documents on the page, or run `citewise ingest PATH`", error)
         index = None
     blocks = build_page(context, threads, uploads, gate)
+    # set by build_page; Blocks declares no such attribute
+    page: ChatPage = getattr(blocks, "citewise")  # noqa: B009
     theme = gr.themes.Default(font=THEME_FONTS["font"], font_mono=THEME_FONTS["font_mono"])
     blocks.queue(default_concurrency_limit=4).launch(
         server_name=host,
@@ -900,6 +933,7 @@ def serve(
         favicon_path=None,
         prevent_thread_lock=True,
         auth=login_check(gate),
+        allowed_paths=[str(page.pages_dir)],  # the document view's rendered pages
         auth_message="Your user name and API token (citewise users add NAME)." if login_check(gate) else None,
     )
     # not a daemon: ONNX Runtime's threads, torn down mid-load at exit, abort the process

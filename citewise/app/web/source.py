@@ -5,7 +5,8 @@ The document is read from the index as the asker may read it (their collections)
 read is as absent. For a PDF whose paragraph knows where its lines stand (`Paragraph.boxes`), the page is
 rendered here by PDFium (pypdfium2) from the file the index recorded, and the lines that hold the supporting
 sentences are marked by translucent boxes laid over the image (positioned in percent of the page, so they
-follow the image at any width). Nothing leaves the machine: the image is inlined as a data: URL. A file that
+follow the image at any width). Nothing leaves the machine: the image is served by the page's own server
+under a random name (or inlined as a data: URL). A file that
 cannot be read any more (moved, deleted, changed) is said plainly, and the passage is shown as text.
 Text documents show the paragraph among the others of its section.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import base64
 import io
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,8 +130,11 @@ def render_page(path: Path, page: int, scale: float = PAGE_SCALE) -> RenderedPag
         pdf.close()
 
 
-def page_html(rendered: RenderedPage, marks: list[LineBox], file: str, cite: str) -> str:
-    """The rendered page with each marked line as a translucent box over it (percent of the page)."""
+def page_html(rendered: RenderedPage, marks: list[LineBox], file: str, cite: str, src: str = "") -> str:
+    """The rendered page with each marked line as a translucent box over it (percent of the page).
+
+    `src` is where the browser gets the image (the page's own server); without one it is inlined.
+    """
     overlays = []
     for box in marks:
         if box.page != rendered.page:
@@ -142,7 +147,7 @@ def page_html(rendered: RenderedPage, marks: list[LineBox], file: str, cite: str
             f'<div class="cw-mark" data-box="{box.left:.2f} {box.bottom:.2f} {box.right:.2f} {box.top:.2f}" '
             f'style="left:{x:.3f}%;top:{y:.3f}%;width:{w:.3f}%;height:{h:.3f}%"></div>'
         )
-    data = base64.b64encode(rendered.png).decode("ascii")
+    src = src or "data:image/png;base64," + base64.b64encode(rendered.png).decode("ascii")
     where = f"{escape(Path(file).name)} · page {rendered.page + 1} of {rendered.pages}"
     return (
         f'<div class="cw-source cw-pdf" data-cite="{escape(cite)}" data-page="{rendered.page}" '
@@ -150,7 +155,7 @@ def page_html(rendered: RenderedPage, marks: list[LineBox], file: str, cite: str
         f'<div class="cw-source-head">{where}</div><div class="cw-page-frame">'
         f'<div class="cw-page" style="aspect-ratio:{rendered.width:.2f}/{rendered.height:.2f}">'
         f'<img class="cw-page-image" alt="page {rendered.page + 1} of {escape(Path(file).name)}" '
-        f'src="data:image/png;base64,{data}"/>{"".join(overlays)}</div></div></div>'
+        f'src="{escape(src)}"/>{"".join(overlays)}</div></div></div>'
     )
 
 
@@ -182,10 +187,19 @@ def section_html(
     )
 
 
-def source_html(index: SearchIndex, passage: dict[str, Any], collections: Collections, cite: str = "") -> str:
+def source_html(
+    index: SearchIndex,
+    passage: dict[str, Any],
+    collections: Collections,
+    cite: str = "",
+    publish: Callable[[bytes], str] | None = None,
+) -> str:
     """The document view of a marker's passage, read from the index as the asker may read it.
 
-    Blocking (SQLite or PostgreSQL, and PDFium): called in a worker thread.
+    `publish` keeps a rendered page's PNG where the page's server serves it and gives its URL (the chat page
+    does so: a page inlined in the view's HTML went through the page's event stream, whose browser side took
+    longer at every click); without it the image is inlined. Blocking (SQLite or PostgreSQL, and PDFium):
+    called in a worker thread.
     """
     doc_id, paragraph_id = passage.get("doc_id") or "", passage.get("paragraph_id") or ""
     document: DocumentRecord | None = index.document(doc_id, collections) if doc_id else None
@@ -201,7 +215,8 @@ def source_html(index: SearchIndex, passage: dict[str, Any], collections: Collec
         except SourceUnreadable as error:
             note = f"The page cannot be shown: {error}. Here is the passage as text."
         else:
-            return page_html(rendered, marks, document.file, cite)
+            src = publish(rendered.png) if publish else ""
+            return page_html(rendered, marks, document.file, cite, src)
     elif Path(document.file).suffix.lower() == ".pdf":
         note = (
             "This PDF was indexed before citewise kept where its lines stand: to see its page, remove it "
