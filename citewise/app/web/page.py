@@ -107,8 +107,19 @@ new MutationObserver(() => {
   frame.dataset.shown = shown;
   frame.scrollTop = Math.max(0, mark.offsetTop - frame.clientHeight / 3);
 }).observe(element, {childList: true, subtree: true});
+// a click on the page doubles it in its frame (the marks are in percent: they follow), a second one undoes it
+element.addEventListener('click', (event) => {
+  const frame = event.target instanceof Element ? event.target.closest('.cw-page-frame') : null;
+  if (!frame) return;
+  const mark = frame.querySelector('.cw-mark');
+  frame.classList.toggle('cw-zoom');
+  if (mark) {
+    frame.scrollTop = Math.max(0, mark.offsetTop - frame.clientHeight / 3);
+    frame.scrollLeft = Math.max(0, mark.offsetLeft - 20);
+  }
+});
 """
-"""The document view's script: the cited lines in sight within the page's frame."""
+"""The document view's script: the cited lines in sight within the page's frame; a click zooms the page."""
 
 PAGES_KEPT = 200
 """Rendered pages kept for the document view (each a PNG of about 100-400 KB)."""
@@ -144,7 +155,8 @@ mark.cw-support { background: #fde68a; padding: 0 2px; }
 .cw-source-head { color: #555; font-size: 0.85em; margin-bottom: 6px; }
 .cw-source-note { color: #8a4b00; font-size: 0.9em; }
 .cw-page-frame { max-height: 720px; overflow: auto; border: 1px solid #e5e7eb; background: white; }
-.cw-page { position: relative; line-height: 0; }
+.cw-page { position: relative; line-height: 0; cursor: zoom-in; }
+.cw-page-frame.cw-zoom .cw-page { width: 200%; cursor: zoom-out; }
 .cw-page-image { width: 100%; height: auto; display: block; }
 .cw-mark { position: absolute; background: rgba(250, 204, 21, 0.38); mix-blend-mode: multiply;
   outline: 1px solid rgba(202, 138, 4, 0.55); border-radius: 2px; pointer-events: none; }
