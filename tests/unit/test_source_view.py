@@ -7,6 +7,7 @@ import io
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from PIL import Image
@@ -130,3 +131,38 @@ def test_a_pdf_indexed_before_boxes_were_kept_says_how_to_see_its_page(manual) -
     html = source.source_html(shelf, passage, None)  # type: ignore[arg-type]
     assert "indexed before citewise kept where its lines stand" in html and "data:image" not in html
     assert "cw-cited-paragraph" in html and "4 Tension" in html
+
+
+async def test_the_page_shows_a_document_only_to_a_user_who_may_read_its_collection(manual, tmp_path) -> None:
+    """Beyond loopback (logins): alice reads the collection, bob does not, mallory is nobody."""
+    import gradio as gr
+
+    from citewise.app.access import open_access, require_login
+    from citewise.app.web.page import ChatPage
+    from citewise.context import Context
+    from citewise.core.resources import Resources
+
+    shelf, passage = manual
+    access = open_access(tmp_path / "index")
+    access.add_user("alice")
+    access.add_user("bob")
+    access.grant("alice", "looms", "read")
+    gate = require_login("0.0.0.0", "the page", access)
+    context = Context(index_dir=str(tmp_path / "index"), resources=Resources(index=shelf))  # type: ignore[arg-type]
+    page = ChatPage(context, threads=str(tmp_path / "threads.sqlite"), gate=gate)
+
+    def asking(name: str) -> gr.Request:
+        return gr.Request(username=name, client=SimpleNamespace(host="10.0.0.9"), headers={})
+
+    try:
+        shown = await page.source_view(passage, "cite-0-1", asking("alice"))
+        assert "cw-pdf" in shown and 'src="gradio_api/file=' in shown and "cw-mark" in shown
+        served = re.search(r'src="gradio_api/file=([^"]+)"', shown)
+        assert served is not None and Path(served.group(1)).parent == page.pages_dir  # the page's own folder
+        assert Path(served.group(1)).read_bytes().startswith(b"\x89PNG")
+        for other in ("bob", "mallory"):
+            hidden = await page.source_view(passage, "cite-0-1", asking(other))
+            assert "cw-pdf" not in hidden and "manual.pdf" not in hidden and "averaged" not in hidden
+    finally:
+        await page.close()
+    assert not page.pages_dir.exists()  # the rendered pages go with the page
