@@ -186,4 +186,17 @@ def test_the_download_buttons_give_the_answer_in_four_formats_read_back_strictly
     assert entries and len(records) == len(entries)
     titles = {title for _, _, fields in entries for title in [fields.get("title", "")]}
     assert any("retrieval" in title.lower() for title in titles), titles
+
+    # a second answer, from the other PDF: markers of either turn show their own page and evidence
+    ask(page, QUESTION)
+    page.wait_for_selector("#cw-chat a.cw-cite[href^='#cite-1-']", timeout=ANSWER_TIMEOUT)
+    for turn, file, title in [
+        *[(0, "retrieval.pdf", "Citations as evidence"), (1, "manual.pdf", "Loomwright")] * 2
+    ]:
+        link = page.locator(f"#cw-chat a.cw-cite[href^='#cite-{turn}-']").first
+        cite = (link.get_attribute("href") or "").lstrip("#")
+        link.click()
+        page.wait_for_selector(f"#cw-document .cw-pdf[data-cite='{cite}'] .cw-mark")
+        assert file in page.inner_text("#cw-document .cw-source-head")
+        assert title in page.inner_text("#cw-references"), (turn, page.inner_text("#cw-references"))
     assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
