@@ -147,7 +147,8 @@ def test_a_marker_opens_the_cited_pdf_page_with_the_supporting_lines_marked_wher
         link.click()
         page.wait_for_selector("#cw-document .cw-text .cw-source-note")
         note = page.inner_text("#cw-document .cw-source-note")
-        assert "manual.pdf is no longer at" in note and "as text" in note
+        assert "manual.pdf is no longer where it was ingested from" in note and "as text" in note
+        assert str(papers) not in page.inner_text("#cw-document")
         assert "eases the band" in page.inner_text("#cw-document .cw-cited-paragraph mark.cw-support")
         assert "Traceback" not in page.inner_text("#cw-document")
     finally:

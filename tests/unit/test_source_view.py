@@ -114,7 +114,8 @@ def test_a_moved_or_changed_original_is_said_plainly_and_the_passage_shown_as_te
     shelf, passage = manual
     (tmp_path / "manual.pdf").rename(tmp_path / "moved.pdf")
     html = source.source_html(shelf, passage, ("looms",))  # type: ignore[arg-type]
-    assert "The page cannot be shown: the original file manual.pdf is no longer at" in html
+    assert "The page cannot be shown: the original file manual.pdf is no longer where it was ingested" in html
+    assert str(tmp_path) not in html  # the server's folders are not shown
     assert "data:image" not in html and '<mark class="cw-support">' + SUPPORT in html
     # the file there again, but another PDF of a single page: it changed since it was indexed
     shutil.copyfile(PDFS / "aps.pdf", tmp_path / "manual.pdf")

@@ -302,7 +302,7 @@ class ChatPage:
         return self._graph
 
     async def close(self) -> None:
-        """Close the thread store; remove the exported files."""
+        """Close the thread store; remove the exported files and rendered pages."""
         await self._stack.aclose()
         self._files.cleanup()
 

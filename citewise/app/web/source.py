@@ -105,12 +105,19 @@ def render_page(path: Path, page: int, scale: float = PAGE_SCALE) -> RenderedPag
     import pypdfium2 as pdfium
 
     if not path.is_file():
-        raise SourceUnreadable(f"the original file {path.name} is no longer at {path.parent}")
+        # the folder is the server's business: a message names the file alone, as the references do
+        raise SourceUnreadable(
+            f"the original file {path.name} is no longer where it was ingested from (moved, deleted, or on "
+            "another machine)"
+        )
     try:
         pdf = pdfium.PdfDocument(path)
     except (pdfium.PdfiumError, OSError) as error:
+        why = (
+            error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        )  # no folder in it
         raise SourceUnreadable(
-            f"the original file {path.name} cannot be read as a PDF any more ({error})"
+            f"the original file {path.name} cannot be read as a PDF any more ({why})"
         ) from error
     try:
         if not 0 <= page < len(pdf):
