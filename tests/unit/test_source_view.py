@@ -130,7 +130,7 @@ def test_a_pdf_indexed_before_boxes_were_kept_says_how_to_see_its_page(manual) -
     shelf, passage = manual
     shelf.rows = [ParagraphRecord(p.id, p.doc_id, p.seq, p.section, p.text, p.citations) for p in shelf.rows]
     html = source.source_html(shelf, passage, None)  # type: ignore[arg-type]
-    assert "indexed before citewise kept where its lines stand" in html and "data:image" not in html
+    assert "Where this passage stands on its pages is not known" in html and "data:image" not in html
     assert "cw-cited-paragraph" in html and "4 Tension" in html
 
 

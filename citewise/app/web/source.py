@@ -225,9 +225,11 @@ def source_html(
             src = publish(rendered.png) if publish else ""
             return page_html(rendered, marks, document.file, cite, src)
     elif Path(document.file).suffix.lower() == ".pdf":
+        # no boxes: an index made before they were kept, or a PDF with no typography, read as plain text
         note = (
-            "This PDF was indexed before citewise kept where its lines stand: to see its page, remove it "
-            "(citewise remove FILE) and ingest it again."
+            "Where this passage stands on its pages is not known (the PDF was ingested by an older citewise, "
+            "or read as plain text), so it is shown as text. For the first: citewise remove FILE, then "
+            "ingest it again."
         )
     return section_html(index.paragraphs(doc_id, collections), paragraph, lines, document.file, cite, note)
 
