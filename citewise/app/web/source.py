@@ -56,8 +56,8 @@ class SourceUnreadable(Exception):
 
 
 def letters(text: str) -> str:
-    """The letters and digits of a text, lower case: what a paragraph and its lines have in common."""
-    return "".join(c.lower() for c in text if c.isalnum())
+    """The letters and digits of a text: what a paragraph and its lines have in common."""
+    return "".join(c for c in text if c.isalnum())
 
 
 def supporting_boxes(
@@ -73,27 +73,26 @@ def supporting_boxes(
     if not boxes:
         return []
     key = letters(text)
-    starts, position = [], 0
+    spans = _spans(key, lines) or _spans(key, [chunk])
+    if not spans:
+        return list(boxes)
+    marked, start = [], 0
     for box in boxes:
-        starts.append(position)
-        position += box.chars
+        if box.chars and any(start < end and begin < start + box.chars for begin, end in spans):
+            marked.append(box)
+        start += box.chars
+    return marked
+
+
+def _spans(key: str, texts: list[str]) -> list[tuple[int, int]]:
+    """Where each text is among a paragraph's letters (`key`), as (start, end); none for one not found."""
     spans = []
-    for wanted in [*lines, *([] if lines and _found(key, lines) else [chunk])]:
-        needle = letters(_SOFTENED.sub(r"[\1]", wanted))
+    for text in texts:
+        needle = letters(_SOFTENED.sub(r"[\1]", text))
         at = key.find(needle) if needle else -1
         if at >= 0:
             spans.append((at, at + len(needle)))
-    if not spans:
-        return list(boxes)
-    return [
-        box
-        for box, start in zip(boxes, starts, strict=True)
-        if box.chars and any(start < end and begin < start + box.chars for begin, end in spans)
-    ]
-
-
-def _found(key: str, lines: list[str]) -> bool:
-    return any(letters(_SOFTENED.sub(r"[\1]", line)) in key for line in lines if letters(line))
+    return spans
 
 
 def render_page(path: Path, page: int, scale: float = PAGE_SCALE) -> RenderedPage:
