@@ -23,6 +23,35 @@ def content_hash(*parts: str, size: int = 32) -> str:
 
 
 @dataclass(frozen=True)
+class LineBox:
+    """Where one line of a paragraph stands on its PDF page, and how much of the paragraph's text it gives.
+
+    Attributes:
+        page: the page's index (0 for the first page).
+        left, bottom, right, top: the line's box in PDF points, y up from the page's bottom edge.
+        chars: the letters and digits the line gives the paragraph's text: spaces, hyphens and the joins
+            made when lines become a paragraph change no letter, so a span of the text maps to its lines.
+    """
+
+    page: int
+    left: float
+    bottom: float
+    right: float
+    top: float
+    chars: int
+
+    def as_list(self) -> list[float]:
+        """Plain data for a store: [page, left, bottom, right, top, chars]."""
+        return [self.page, self.left, self.bottom, self.right, self.top, self.chars]
+
+    @classmethod
+    def of(cls, values: list[float] | tuple[float, ...]) -> LineBox:
+        """One read back from `as_list`'s form."""
+        page, left, bottom, right, top, chars = values
+        return cls(int(page), float(left), float(bottom), float(right), float(top), int(chars))
+
+
+@dataclass(frozen=True)
 class Paragraph:
     """One paragraph of a document, in reading order.
 
@@ -30,11 +59,19 @@ class Paragraph:
         text: the paragraph text, citation markers left in place as they appear in the source.
         section: the heading of the section the paragraph sits in ("" when the source has none).
         citations: keys into the document's bibliography for every citation marker in the text.
+        boxes: where its lines stand on the pages of a PDF, in reading order (empty for other formats).
+            Not part of the document's id: where a line stands does not change what it says.
     """
 
     text: str
     section: str = ""
     citations: tuple[str, ...] = ()
+    boxes: tuple[LineBox, ...] = ()
+
+    @property
+    def page(self) -> int | None:
+        """The PDF page (0-based) the paragraph starts on, or None when its place is unknown."""
+        return self.boxes[0].page if self.boxes else None
 
 
 @dataclass(frozen=True)

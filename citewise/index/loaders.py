@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from citewise.index.citations import is_reference_heading, link_citations, split_references
-from citewise.index.document import BibEntry, Document, LoadError, Paragraph
+from citewise.index.document import BibEntry, Document, LineBox, LoadError, Paragraph
 from citewise.index.formulas import formula_text, inline_math
 from citewise.index.pdf import Layout, Line, PdfReadError, iter_text, read_layout
 from citewise.index.pdf.lines import CJK_LETTERS, WIDE_MARKS
@@ -509,18 +509,21 @@ def _layout_paragraphs(lines: list[Line], body_size: float) -> list[Paragraph]:
     sections = _SectionPath()
     section, text, references, paragraphs = "", "", False, []
     flush_left: dict[tuple[int, str], float] = {}  # where reference entries start, per page column
+    boxes: list[LineBox] = []  # where the paragraph's lines stand
 
     def flush() -> None:
         nonlocal text
         if text.strip():
-            paragraphs.append(Paragraph(text.strip(), section))
+            paragraphs.append(Paragraph(text.strip(), section, boxes=tuple(boxes)))
         text = ""
+        boxes.clear()
 
     for index, line in enumerate(lines):
         if line.kind == "title":
             continue
         if line.table is not None:  # a float: the paragraph around it goes on after it
-            paragraphs.extend(Paragraph(part, section) for part in line.table.parts())
+            parts = line.table.parts()
+            paragraphs.extend(Paragraph(part, section, boxes=(_line_box(line, part),)) for part in parts)
             continue
         if line.kind == "heading":
             flush()
@@ -540,8 +543,15 @@ def _layout_paragraphs(lines: list[Line], body_size: float) -> list[Paragraph]:
         if starts:
             flush()
         text = _joined(text, line.text, "\n" if references and not hanging else " ")
+        boxes.append(_line_box(line, line.text))
     flush()
     return paragraphs
+
+
+def _line_box(line: Line, text: str) -> LineBox:
+    """Where a line stands on its page, giving `text` to a paragraph (its letters and digits counted)."""
+    chars = sum(c.isalnum() for c in text)
+    return LineBox(line.page, line.left, line.bottom, line.right, line.top, chars)
 
 
 def _hanging_entries(lines: list[Line], body_size: float) -> dict[tuple[int, str], float]:

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from citewise.index.document import LineBox
+
 
 class IndexOpenError(Exception):
     """The index cannot be opened or written as asked; the message says why."""
@@ -27,7 +29,7 @@ class ChunkRecord:
 
 @dataclass(frozen=True)
 class ParagraphRecord:
-    """A stored paragraph and the bibliography keys it cites."""
+    """A stored paragraph, the bibliography keys it cites, and where its lines stand on a PDF's pages."""
 
     id: str
     doc_id: str
@@ -35,6 +37,9 @@ class ParagraphRecord:
     section: str
     text: str
     citations: tuple[str, ...]
+    boxes: tuple[LineBox, ...] = ()
+    """Its lines' boxes (`citewise.index.document.LineBox`); empty for a text format, or an index made
+    before they were kept."""
 
 
 @dataclass(frozen=True)

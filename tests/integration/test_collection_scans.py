@@ -147,7 +147,7 @@ def test_a_store_without_the_collection_indexes_gains_them_and_a_read_only_serve
         with PgStore(url) as store:
             store.create("all-MiniLM-L6-v2")
         with psycopg.connect(url, autocommit=True) as conn:  # as the citewise before them left a store
-            conn.execute("UPDATE citewise_meta SET value = '2' WHERE key = 'schema'")
+            conn.execute("UPDATE citewise_meta SET value = '3' WHERE key = 'schema'")
             for index in COLLECTION_INDEXES:
                 conn.execute(f"DROP INDEX {index}")
         with caplog.at_level(logging.WARNING, logger="citewise.index.shared.writer"):

@@ -286,17 +286,18 @@ def test_paragraph_vectors_follow_ingests_and_removals(
 def test_an_index_of_the_previous_schema_gains_paragraph_vectors_on_open(
     tmp_path: Path, embedder: Embedder, small_corpus: Path
 ) -> None:
-    """Schema 2 had no paragraph vectors: it opens, is migrated, and pools its chunks' vectors."""
+    """Schema 2 had no paragraph vectors (nor boxes): it opens, is migrated, and pools its chunks' vectors."""
     old = Index.open(tmp_path / "old", embedder=embedder, chunking=ChunkingConfig(paragraph_vectors="pooled"))
     old.ingest([small_corpus])
     old.docstore.db.execute("ALTER TABLE paragraphs DROP COLUMN vector")
+    old.docstore.db.execute("ALTER TABLE paragraphs DROP COLUMN boxes")
     old.docstore.set_meta("schema", "2")
     settings = json.loads(old.docstore.get_meta("chunking") or "{}")
     settings.pop("paragraph_vectors")
     old.docstore.set_meta("chunking", json.dumps(settings))
     old.close()
     reopened = Index.open(tmp_path / "old", embedder=embedder)
-    assert reopened.docstore.get_meta("schema") == "3"
+    assert reopened.docstore.get_meta("schema") == "4"
     assert len(reopened.paragraph_vectors.current().ids) == reopened.stats().paragraphs
     assert reopened.search("a race of forty-two kilometres", k=1)[0].title
     reopened.close()

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import psycopg
 import pytest
 from psycopg import sql
 
@@ -28,6 +29,7 @@ from citewise.index.embeddings import Embedder
 from citewise.index.loaders import load_path
 from citewise.index.local.lexical import LexicalIndex
 from citewise.index.records import IndexOpenError
+from citewise.index.shared.index import SharedIndex
 from citewise.index.shared.pgserver import Server
 from citewise.index.shared.pgstore import PgStore
 from citewise.index.shared.pgworker import run
@@ -37,6 +39,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "citewise" / "samples" / "unarxive_sample.jsonl"
+PDFS = ROOT / "tests" / "data" / "pdf"
 SECONDS = 300  # the most a worker process may take (loading the model on a busy machine included)
 
 HOLDER = """
@@ -255,6 +258,53 @@ def test_one_file_is_stored_whole_and_searchable(
     assert _in_step(store)["documents"] == 13
     (tides, _), *_ = store.bm25("twice a day the sea rises", 1)
     assert store.chunks([tides])[tides].text.startswith(("Tides follow", "Twice a day"))
+
+
+def test_a_pdf_s_paragraphs_keep_their_line_boxes_in_the_shared_store(
+    postgres: Server, store: PgStore, embedder: Embedder
+) -> None:
+    """Each paragraph's page and line boxes as the reader found them, read back in its collection only."""
+    pdf = PDFS / "manual.pdf"
+    assert store.enqueue([pdf], collection="looms") == 1
+    (outcome,) = run(store, embedder)
+    assert outcome.state == "done", outcome.error
+    (document,) = load_path(pdf)
+    stored = store.paragraphs(document.id, ("looms",))
+    assert [p.boxes for p in stored] == [p.boxes for p in document.paragraphs]
+    assert all(p.boxes for p in stored) and {p.boxes[0].page for p in stored} >= {0, 1, 2}
+    one = store.paragraph(stored[3].id, ("looms",))
+    assert one is not None and one.boxes == document.paragraphs[3].boxes
+    assert store.paragraph(stored[3].id, ("other",)) is None and store.paragraphs(document.id, ()) == []
+    with SharedIndex(
+        postgres.dsn, prefix=store.prefix, embedder=embedder
+    ) as index:  # the port both tiers give
+        assert index.paragraph(stored[3].id, ("looms",)) == one
+    # a text file's paragraphs have no boxes: NULL in the table, () read back
+    text = load_path(SAMPLE)[0]
+    store.enqueue([SAMPLE])
+    run(store, embedder)
+    assert all(p.boxes == () for p in store.paragraphs(text.id))
+
+
+def test_a_store_of_the_previous_schema_gains_the_boxes_column_and_a_current_one_runs_no_ddl(
+    postgres: Server, store: PgStore, embedder: Embedder
+) -> None:
+    paragraphs = sql.Identifier(f"{store.prefix}_paragraphs")
+    meta = sql.Identifier(f"{store.prefix}_meta")
+    store.conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN boxes").format(paragraphs))
+    store.conn.execute(sql.SQL("UPDATE {} SET value = '2' WHERE key = 'schema'").format(meta))
+    assert not store.current()
+    with PgStore(postgres.dsn, prefix=store.prefix) as again:
+        again.create(embedder.name)
+        assert again.current()
+    columns = "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
+    assert "boxes" in {r[0] for r in store.conn.execute(columns, [f"{store.prefix}_paragraphs"])}
+    # once current, opening it again runs no DDL: it does not wait for a writer's lock on its tables
+    with psycopg.connect(postgres.dsn, autocommit=True) as writer, writer.transaction():
+        writer.execute(sql.SQL("LOCK TABLE {} IN ROW EXCLUSIVE MODE").format(paragraphs))
+        with PgStore(postgres.dsn, prefix=store.prefix) as third:
+            third.conn.execute("SET lock_timeout = '2s'")
+            assert third.create(embedder.name) == store.settings()
 
 
 def test_two_workers_share_the_queue_and_neither_waits_for_the_other(

@@ -304,7 +304,8 @@ def test_serve_answers_from_the_shared_store_and_ingests_uploads_there(store: st
 def test_a_store_an_older_citewise_made_is_upgraded_when_opened_and_keeps_its_documents(
     postgres: Server,
 ) -> None:
-    """A store made before documents had collections (no `schema` mark, no collection column) answers."""
+    """A store made before documents had collections (no `schema` mark, no collection column, no paragraph
+    boxes) answers, and gains the columns: its documents in the default collection, its paragraphs boxless."""
     name = f"older_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(postgres.dsn, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
@@ -314,6 +315,7 @@ def test_a_store_an_older_citewise_made_is_upgraded_when_opened_and_keeps_its_do
         with psycopg.connect(url, autocommit=True) as conn:  # the tables as an older citewise left them
             conn.execute("DELETE FROM citewise_meta WHERE key = 'schema'")
             conn.execute("ALTER TABLE citewise_documents DROP COLUMN collection")
+            conn.execute("ALTER TABLE citewise_paragraphs DROP COLUMN boxes")
         with PgStore(url) as shared:
             assert not shared.current()
         asked = citewise(
@@ -323,6 +325,8 @@ def test_a_store_an_older_citewise_made_is_upgraded_when_opened_and_keeps_its_do
         assert "Subaru" in json.loads(asked.stdout)["answer"]
         with PgStore(url) as shared:
             assert shared.current() and shared.stats().documents == 3
+            doc_id = next(iter(shared.document_ids()))
+            assert shared.paragraphs(doc_id) and all(p.boxes == () for p in shared.paragraphs(doc_id))
     finally:
         with psycopg.connect(postgres.dsn, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE {name} WITH (FORCE)")

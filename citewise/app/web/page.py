@@ -3,7 +3,10 @@
 Each question runs the query graph, compiled with the thread store's checkpointer, under the thread's id and
 streams: each stage appears as it finishes (in a "thought" box of the chat), a model's answer token by token,
 then the verified answer with clickable markers, the evidence chart and scores table, and the references.
-A marker opens its passage (document, section, the supporting lines highlighted) in the side panel. Threads
+A marker opens its passage (document, section, the supporting lines highlighted) in the side panel, and the
+passage in its document under it: a PDF's page rendered with the supporting lines marked, a text's section
+(`citewise.app.web.source`). The finished answer or report downloads as Markdown, DOCX, BibTeX or RIS
+(`citewise.app.export`). Threads
 live in the store `memory.open_checkpointer` opens, so they survive a reload and a restart; the browser
 remembers which one was open.
 
@@ -23,7 +26,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import secrets
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -40,7 +45,7 @@ from citewise.app.access import Gate
 from citewise.app.chat import STREAMED_NODES, new_thread_id, result_payload, stage_lines
 from citewise.app.memory import claim_thread, open_checkpointer, shown_setting, thread_owner, thread_summaries
 from citewise.app.terminal import ROUTES, AnswerMode
-from citewise.app.web import render
+from citewise.app.web import render, source
 from citewise.context import Context
 from citewise.core.evidence import is_abstention, threshold_text
 from citewise.core.indexes import open_index
@@ -61,11 +66,15 @@ window.citewiseCite = (fragment) => {
 if (!window.citewiseCiteListener) {
   window.citewiseCiteListener = true;
   // the last marker clicked wins: a panel that answers an earlier click (clicks in quick succession can be
-  // answered out of order, or the later one dropped while the earlier is pending) asks again, at most twice
+  // answered out of order, or the later one dropped while the earlier is pending) asks again, at most twice.
+  // Only a panel newly shown counts: the pending click's own loading marks change the panel's box too, and
+  // asking again then sent every click two or three times (each rendering a PDF page)
   new MutationObserver(() => {
     const wanted = window.citewiseWanted;
     const shown = document.querySelector('#cw-passage .cw-passage[data-cite]');
-    if (!wanted || !shown || shown.dataset.cite === wanted) return;
+    if (!shown || shown === window.citewiseShown) return;
+    window.citewiseShown = shown;
+    if (!wanted || shown.dataset.cite === wanted) return;
     const asked = window.citewiseAsked[wanted] || 0;
     if (asked >= 3) return;
     window.citewiseAsked[wanted] = asked + 1;
@@ -86,6 +95,38 @@ if (!window.citewiseCiteListener) {
 """One click handler for every marker link of the chat (present and future): it sends `cite-T-N` to Python,
 and the panel is checked against the link clicked last."""
 
+DOCUMENT_JS = """
+// the page frame scrolls to the first marked line of each page shown (the page keeps its proportions
+// before its image is decoded, so the mark's place is known at once)
+new MutationObserver(() => {
+  const frame = element.querySelector('.cw-page-frame');
+  const mark = frame ? frame.querySelector('.cw-mark') : null;
+  if (!mark) return;
+  const shown = frame.closest('.cw-source').dataset.cite + ' ' + mark.dataset.box;
+  if (frame.dataset.shown === shown) return;
+  frame.dataset.shown = shown;
+  frame.scrollTop = Math.max(0, mark.offsetTop - frame.clientHeight / 3);
+}).observe(element, {childList: true, subtree: true});
+// a click on the page doubles it in its frame (the marks are in percent: they follow), a second one undoes it
+element.addEventListener('click', (event) => {
+  const frame = event.target instanceof Element ? event.target.closest('.cw-page-frame') : null;
+  if (!frame) return;
+  const mark = frame.querySelector('.cw-mark');
+  frame.classList.toggle('cw-zoom');
+  if (mark) {
+    frame.scrollTop = Math.max(0, mark.offsetTop - frame.clientHeight / 3);
+    frame.scrollLeft = Math.max(0, mark.offsetLeft - 20);
+  }
+});
+"""
+"""The document view's script: the cited lines in sight within the page's frame; a click zooms the page."""
+
+PAGES_KEPT = 200
+"""Rendered pages kept for the document view (each a PNG of about 100-400 KB)."""
+
+EXPORTS = (("md", "Markdown"), ("docx", "Word"), ("bib", "BibTeX"), ("ris", "RIS"))
+"""The download buttons: each export format (`citewise.app.export`) and its button's label."""
+
 CSS = """
 .cw-cite { font-weight: 600; text-decoration: none; padding: 0 1px; border-radius: 3px; cursor: pointer; }
 .cw-cite:hover, .cw-cite.cw-active { background: #fde68a; }
@@ -103,9 +144,24 @@ mark.cw-support { background: #fde68a; padding: 0 2px; }
 .cw-refs h4 { margin: 6px 0 4px 0; }
 .cw-refs ol, .cw-refs ul { margin: 0 0 6px 18px; padding: 0; }
 .cw-secondary li { font-size: 0.9em; }
-.cw-chart { border: 1px solid #e5e7eb; border-radius: 8px; padding: 4px; background: white; }
+.cw-chart { border: 1px solid #e5e7eb; border-radius: 8px; padding: 4px; background: white;
+  max-width: 760px; }
 #cw-table th, #cw-table th *, #cw-table td:not(:last-child), #cw-table td:not(:last-child) * {
   white-space: nowrap; word-break: keep-all; overflow-wrap: normal; }
+#cw-table td:last-child, #cw-table td:last-child * { white-space: normal; min-width: 24em; }
+#cw-threads input { padding-right: 2.2em; text-overflow: ellipsis; }
+.cw-open-doc { font-size: 0.85em; }
+.cw-source { border: 1px solid #e5e7eb; border-radius: 8px; background: #fafafa; padding: 8px 10px; }
+.cw-source-head { color: #555; font-size: 0.85em; margin-bottom: 6px; }
+.cw-source-note { color: #8a4b00; font-size: 0.9em; }
+.cw-page-frame { max-height: 720px; overflow: auto; border: 1px solid #e5e7eb; background: white; }
+.cw-page { position: relative; line-height: 0; cursor: zoom-in; }
+.cw-page-frame.cw-zoom .cw-page { width: 200%; cursor: zoom-out; }
+.cw-page-image { width: 100%; height: auto; display: block; }
+.cw-mark { position: absolute; background: rgba(250, 204, 21, 0.38); mix-blend-mode: multiply;
+  outline: 1px solid rgba(202, 138, 4, 0.55); border-radius: 2px; pointer-events: none; }
+.cw-section-text p { margin: 0 0 6px 0; line-height: 1.45; }
+.cw-section-text p:not(.cw-cited-paragraph) { color: #666; }
 """
 
 THEME_FONTS = {
@@ -228,6 +284,10 @@ class ChatPage:
         self._saver: Any = None
         self._stack = AsyncExitStack()
         self._lock: asyncio.Lock | None = None
+        # the download buttons' files and the rendered pages the document view shows, removed at close
+        self._files = tempfile.TemporaryDirectory(prefix="citewise-page-")
+        self.pages_dir = Path(self._files.name) / "pages"
+        self.pages_dir.mkdir()
 
     async def graph(self) -> Any:
         """The query graph compiled with the thread store (opened on the server's event loop, once)."""
@@ -242,8 +302,9 @@ class ChatPage:
         return self._graph
 
     async def close(self) -> None:
-        """Close the thread store."""
+        """Close the thread store; remove the exported files and rendered pages."""
         await self._stack.aclose()
+        self._files.cleanup()
 
     # who is asking ---------------------------------------------------------------------------------------
     async def user_of(self, request: gr.Request | None) -> str | None:
@@ -342,7 +403,7 @@ class ChatPage:
     async def _open_thread(self, thread_id: str) -> tuple[Any, ...]:
         turns = await self.thread_turns(thread_id)
         history = [message for n, turn in enumerate(turns) for message in turn_messages(turn, n)]
-        session = {"thread": thread_id, "turns": turns}
+        session = {"thread": thread_id, "turns": turns, "shown": len(turns) - 1}  # the last turn's evidence
         return (history, session, *evidence_views(turns[-1] if turns else None))
 
     async def switch(
@@ -350,31 +411,106 @@ class ChatPage:
     ) -> tuple[Any, ...]:
         """Open a stored thread picked in the list: its conversation, last evidence and references."""
         if not thread_id or thread_id == (session or {}).get("thread"):  # nothing new to open
-            return (gr.skip(),) * 7
+            return (gr.skip(),) * 8
         user = await self.user_of(request)
         await self.graph()
         if user is None or await thread_owner(self._saver, thread_id) != user:  # not theirs: as if absent
-            return (gr.skip(),) * 7
+            return (gr.skip(),) * 8
         history, session, chart, table, references = await self._open_thread(thread_id)
-        return history, session, chart, table, references, render.passage_html(None), thread_id
+        passage, document = render.passage_html(None), source.empty_html()
+        return history, session, chart, table, references, passage, thread_id, document
 
     def new(self) -> tuple[Any, ...]:
         """Start a new thread: an empty chat and panels."""
         session = fresh_session()
         chart, table, references = evidence_views(None)
-        passage = render.passage_html(None)
-        return [], session, chart, table, references, passage, gr.Dropdown(value=None), session["thread"]
+        passage, document = render.passage_html(None), source.empty_html()
+        threads = gr.Dropdown(value=None)
+        return [], session, chart, table, references, passage, threads, session["thread"], document
 
-    def show_passage(self, session: dict[str, Any] | None, event: gr.EventData) -> tuple[Any, ...]:
-        """A marker was clicked: its passage, and that turn's evidence and references."""
+    async def show_passage(
+        self, session: dict[str, Any] | None, event: gr.EventData, request: gr.Request | None = None
+    ) -> tuple[Any, ...]:
+        """A marker was clicked: its passage, the passage in its document, the turn's evidence and references.
+
+        The click names a turn and a marker of this session (`cite-T-N`), nothing else: the passage's
+        document and paragraph come from the turn's own evidence.
+        """
         data = event._data if isinstance(event._data, dict) else {}
         found = render.parse_cite(str(data.get("cite", "")))
         turns: list[Turn] = (session or {}).get("turns", [])
         if found is None or not 0 <= found[0] < len(turns):
-            return (gr.skip(),) * 4
+            return (gr.skip(),) * 5
         turn = turns[found[0]]
         fragment = render.cite_fragment(*found)
-        return (render.passage_html(turn.passages.get(found[1]), fragment), *evidence_views(turn))
+        passage = turn.passages.get(found[1])
+        document = await self.source_view(passage, fragment, request)
+        if session is not None and session.get("shown") == found[0]:  # that turn's evidence is shown already
+            return render.passage_html(passage, fragment), document, gr.skip(), gr.skip(), gr.skip()
+        if session is not None:
+            session["shown"] = found[0]  # the session's own dict: the next event sees it
+        return (render.passage_html(passage, fragment), document, *evidence_views(turn))
+
+    async def source_view(
+        self, passage: dict[str, Any] | None, cite: str, request: gr.Request | None = None
+    ) -> str:
+        """The passage in its document (`citewise.app.web.source`), read as the asking user may read it."""
+        user = await self.user_of(request)
+        if passage is None or user is None:
+            return source.empty_html(cite=cite)
+        collections = await asyncio.to_thread(self.readable_by, user)
+        try:
+            index = await resources_of(self.context).index(self.context)
+        except (IndexOpenError, ValueError, OSError, psycopg.Error) as error:
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            return source.empty_html(f"The index cannot be read: {first}", cite)
+        return await asyncio.to_thread(
+            source.source_html, index, passage, collections, cite, self.publish_page
+        )
+
+    def publish_page(self, png: bytes) -> str:
+        """Keep a rendered page where the page's server serves it (`serve`'s allowed path); its URL.
+
+        The name is random (not to be guessed by anyone but the asker, whose view names it); the newest
+        PAGES_KEPT pages are kept.
+        """
+        path = self.pages_dir / f"{secrets.token_urlsafe(24)}.png"
+        path.write_bytes(png)
+        kept = sorted(self.pages_dir.glob("*.png"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in kept[PAGES_KEPT:]:
+            old.unlink(missing_ok=True)
+        return f"gradio_api/file={path}"  # relative: behind a proxy's path prefix too
+
+    async def exports(
+        self, session: dict[str, Any] | None, request: gr.Request | None = None
+    ) -> tuple[Any, ...]:
+        """The download buttons, for the thread's last answer or report (off before one, or for another's).
+
+        The files are made here from the turn's stored reply (`citewise.app.export`), in a folder of this
+        page's, for the user whose thread it is.
+        """
+        from citewise.app import export  # imports the graph's report module: not before the page is up
+
+        off = tuple(gr.DownloadButton(value=None, interactive=False) for _ in EXPORTS)
+        user = await self.user_of(request)
+        turns: list[Turn] = (session or {}).get("turns") or []
+        last = turns[-1] if turns else None
+        if user is None or last is None or last.payload.get("error") or not last.payload.get("answer"):
+            return off
+        try:
+            await self.graph()
+            if await thread_owner(self._saver, session["thread"]) != user:  # type: ignore[index]
+                return off
+        except ValueError:  # the thread store cannot be opened: no thread is anyone's
+            return off
+        folder = Path(tempfile.mkdtemp(prefix="export-", dir=self._files.name))
+        name = f"citewise-{str(session['thread'])[:8]}-{len(turns)}"  # type: ignore[index]
+        buttons = []
+        for fmt, _ in EXPORTS:
+            path = folder / f"{name}.{fmt}"
+            path.write_bytes(await asyncio.to_thread(export.render, last.payload, fmt))
+            buttons.append(gr.DownloadButton(value=str(path), interactive=True))
+        return tuple(buttons)
 
     async def ask(
         self,
@@ -387,14 +523,14 @@ class ChatPage:
         """Run one question in the session's thread, streaming the stages and the answer to the chat.
 
         Yields (chat, session, question box, chart, table, references, passage, thread list, remembered
-        thread, Ask, New thread); outputs that do not change are skipped. While the turn runs, the question
-        box, Ask, New thread and the thread list are disabled: a second question or another thread opened
-        meanwhile would be written over by this turn's stream.
+        thread, Ask, New thread, document view); outputs that do not change are skipped. While the turn
+        runs, the question box, Ask, New thread and the thread list are disabled: a second question or
+        another thread opened meanwhile would be written over by this turn's stream.
         """
         question = (question or "").strip()
         user = await self.user_of(request)
         if not question or user is None:
-            yield (gr.skip(),) * 11
+            yield (gr.skip(),) * 12
             return
         session = dict(session or {})
         session["thread"] = session.get("thread") or new_thread_id()
@@ -418,7 +554,7 @@ class ChatPage:
             gr.Button(interactive=False),
             gr.Button(interactive=False),
         )
-        yield history, skip, gr.Textbox(value="", interactive=False), skip, skip, skip, skip, *busy
+        yield history, skip, gr.Textbox(value="", interactive=False), skip, skip, skip, skip, *busy, skip
         lines: list[str] = []
         streamed: dict[str, Any] | None = None
         started = time.perf_counter()
@@ -440,7 +576,7 @@ class ChatPage:
             ):
                 changed, streamed = self._follow(part, lines, box, history, streamed)
                 if changed:
-                    yield history, skip, skip, skip, skip, skip, skip, skip, skip, skip, skip
+                    yield (history, *(skip,) * 11)
             values = (await graph.aget_state(config)).values
             payload = result_payload(values)
             cited = {
@@ -460,6 +596,7 @@ class ChatPage:
         turn = Turn(question, payload, render.passages(values), lines, seconds)
         turns.append(turn)
         session["turns"] = turns
+        session["shown"] = len(turns) - 1  # whose evidence the chart and table show
         draft = streamed["message"] if streamed else None  # the stage box and a streamed draft give way
         history = [m for m in history if m is not box and m is not draft]
         history.extend(turn_messages(turn, len(turns) - 1)[1:])
@@ -481,6 +618,7 @@ class ChatPage:
             session["thread"],
             gr.Button(interactive=True),
             gr.Button(interactive=True),
+            source.empty_html(),
         )
 
     def _failure(self, question: str, error: BaseException, kind: str) -> dict[str, Any]:
@@ -624,13 +762,14 @@ class ChatPage:
 
 
 def thread_label(title: str, turns: int, updated: str, thread_id: str) -> str:
-    """A thread as the picker lists it: first question (short enough to show whole), turns, last update.
+    """A thread as the picker lists it: last update, first question (cut short), turns.
 
-    The start of its id comes last, so two threads that began with the same question still look different.
+    The date comes first: a long label is cut at its end in the side column. The start of the thread's id
+    comes last, so two threads that began with the same question still look different.
     """
     short = title if len(title) <= 48 else title[:47].rstrip() + "…"
     when = updated[:16].replace("T", " ")
-    return f"{short} · {turns} turn{'s' if turns != 1 else ''} · {when} · #{thread_id[:6]}"
+    return f"{when} · {short} · {turns} turn{'s' if turns != 1 else ''} · #{thread_id[:6]}"
 
 
 def fresh_session() -> dict[str, Any]:
@@ -691,11 +830,21 @@ def build_page(
                         elem_id="cw-mode",
                         info=MODE_HINTS["auto"],
                     )
+                with gr.Row(elem_id="cw-downloads"):
+                    gr.Markdown("**Download**", elem_id="cw-downloads-label")
+                    downloads = [
+                        gr.DownloadButton(
+                            label, elem_id=f"cw-download-{fmt}", size="sm", interactive=False, min_width=80
+                        )
+                        for fmt, label in EXPORTS
+                    ]
             with gr.Column(scale=2):
                 thread_list = gr.Dropdown(choices=[], label="Threads", elem_id="cw-threads", interactive=True)
                 new = gr.Button("New thread", elem_id="cw-new", size="sm")
                 gr.Markdown("**Cited passage**")
                 passage = gr.HTML(render.passage_html(None), elem_id="cw-passage", js_on_load=CITE_JS)
+                gr.Markdown("**In the document**")
+                document = gr.HTML(source.empty_html(), elem_id="cw-document", js_on_load=DOCUMENT_JS)
                 references = gr.HTML(render.references_html({}), elem_id="cw-references")
                 gr.Markdown("**Add documents** (" + " ".join(SUPPORTED_SUFFIXES) + ")")
                 upload = gr.File(
@@ -708,18 +857,17 @@ def build_page(
                 )
                 ingested = gr.Markdown(elem_id="cw-ingest")
         gr.Markdown("### Evidence: every candidate's final score, the threshold, kept and dropped")
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=2):
-                chart = gr.HTML(render.chart_svg([], None), elem_id="cw-chart")
-            table = gr.Dataframe(
-                value=pd.DataFrame(columns=render.TABLE_COLUMNS),
-                elem_id="cw-table",
-                interactive=False,
-                wrap=True,
-                max_height=300,
-                column_widths=[f"{px}px" for px in (40, 60, 80, 64, 100, 104, 80, 72, 96, 360)],
-                scale=3,
-            )
+        # the chart above the table, each the page's width: beside the chart, the table's source column (the
+        # one to read) was left a few characters
+        chart = gr.HTML(render.chart_svg([], None), elem_id="cw-chart")
+        table = gr.Dataframe(
+            value=pd.DataFrame(columns=render.TABLE_COLUMNS),
+            elem_id="cw-table",
+            interactive=False,
+            wrap=True,
+            max_height=320,
+            column_widths=[f"{px}px" for px in (40, 60, 80, 64, 100, 104, 80, 72, 96, 600)],
+        )
 
         outputs = [
             chat,
@@ -733,25 +881,33 @@ def build_page(
             remembered,
             ask,
             new,
+            document,
         ]
         mode.change(lambda chosen: gr.Radio(info=MODE_HINTS.get(chosen, "")), mode, mode)
-        question.submit(page.ask, [question, mode, chat, session], outputs)
-        ask.click(page.ask, [question, mode, chat, session], outputs)
+        # the download buttons follow the thread's last turn: after a question, a switch, a load, a new thread
+        question.submit(page.ask, [question, mode, chat, session], outputs).then(
+            page.exports, session, downloads
+        )
+        ask.click(page.ask, [question, mode, chat, session], outputs).then(page.exports, session, downloads)
         # every click is sent: Gradio's default trigger mode ('once') drops a click while the last is pending,
         # and 'always_last' replays the pending click's data, not the new one (CITE_JS re-asks if need be)
         passage.click(
-            page.show_passage, [session], [passage, chart, table, references], trigger_mode="multiple"
+            page.show_passage,
+            [session],
+            [passage, document, chart, table, references],
+            trigger_mode="multiple",
         )
-        new.click(page.new, None, [chat, session, chart, table, references, passage, thread_list, remembered])
-        shown = [chat, session, chart, table, references, passage, remembered]
-        thread_list.input(page.switch, [thread_list, session], shown)
+        cleared = [chat, session, chart, table, references, passage, thread_list, remembered, document]
+        new.click(page.new, None, cleared).then(page.exports, session, downloads)
+        shown = [chat, session, chart, table, references, passage, remembered, document]
+        thread_list.input(page.switch, [thread_list, session], shown).then(page.exports, session, downloads)
 
         upload.upload(page.ingest, [upload], [ingested])
         blocks.load(
             page.load,
             [remembered],
             [chat, session, thread_list, remembered, chart, table, references, question, ask],
-        )
+        ).then(page.exports, session, downloads)
     return blocks
 
 
@@ -777,6 +933,8 @@ def serve(
         logger.warning("%s: upload documents on the page, or run `citewise ingest PATH`", error)
         index = None
     blocks = build_page(context, threads, uploads, gate)
+    # set by build_page; Blocks declares no such attribute
+    page: ChatPage = getattr(blocks, "citewise")  # noqa: B009
     theme = gr.themes.Default(font=THEME_FONTS["font"], font_mono=THEME_FONTS["font_mono"])
     blocks.queue(default_concurrency_limit=4).launch(
         server_name=host,
@@ -789,6 +947,7 @@ def serve(
         favicon_path=None,
         prevent_thread_lock=True,
         auth=login_check(gate),
+        allowed_paths=[str(page.pages_dir)],  # the document view's rendered pages
         auth_message="Your user name and API token (citewise users add NAME)." if login_check(gate) else None,
     )
     # not a daemon: ONNX Runtime's threads, torn down mid-load at exit, abort the process

@@ -81,6 +81,8 @@ def stages_markdown(lines: list[str]) -> str:
 def passages(values: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """Per marker of a run's answer, what its passage panel shows: document, section, text, supporting lines.
 
+    Each also names its document and paragraph by id: the document view reads them from the index.
+
     `values` is the thread's state after the run: the evidence records (the question's and every report
     section's) give the chunk's document, section and text; `support` gives the lines that support the
     sentences citing it (else the citation's own cited text does).
@@ -109,6 +111,8 @@ def passages(values: dict[str, Any]) -> dict[int, dict[str, Any]]:
         ]
         found[int(citation["marker"])] = {
             "marker": int(citation["marker"]),
+            "doc_id": citation.get("doc_id") or record.get("doc_id", ""),
+            "paragraph_id": record.get("paragraph_id", ""),
             "title": record.get("title") or citation.get("title", ""),
             "section": record.get("section", ""),
             "file": Path(files.get(citation.get("doc_id"), "") or "").name,
@@ -188,11 +192,16 @@ def passage_html(passage: dict[str, Any] | None, cite: str = "") -> str:
         meta.append(f"final score {passage['final']:g}")
     if passage.get("reason"):
         meta.append(escape(passage["reason"]))
+    opening = (
+        '<a class="cw-open-doc" href="#cw-document">open in document</a>'
+        if passage.get("paragraph_id")
+        else ""
+    )
     return (
         f'<div class="cw-passage" data-marker="{int(passage["marker"])}" data-cite="{escape(cite)}">'
         f'<div class="cw-passage-head"><b>[{int(passage["marker"])}]</b> {place}</div>'
         f"{marked}{extra}"
-        f'<div class="cw-passage-meta">{" · ".join(meta)}</div></div>'
+        f'<div class="cw-passage-meta">{" · ".join(meta)}</div>{opening}</div>'
     )
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from citewise.index.chunking import ChunkedDocument
+from citewise.index.document import LineBox
 from citewise.index.records import (
     DEFAULT_COLLECTION,
     ChunkRecord,
@@ -35,7 +36,8 @@ from citewise.index.records import (
     paragraph_id,
 )
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
+"""4: paragraphs keep their lines' boxes on a PDF's pages; 3: paragraphs keep their own vector."""
 BUSY_SECONDS = 30.0
 """How long a statement waits for another connection's write lock before failing."""
 
@@ -52,7 +54,8 @@ CREATE INDEX IF NOT EXISTS documents_file ON documents(file);
 CREATE INDEX IF NOT EXISTS documents_collection ON documents(collection);
 CREATE TABLE IF NOT EXISTS paragraphs (
     id TEXT PRIMARY KEY, doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL, section TEXT NOT NULL, text TEXT NOT NULL, citations TEXT NOT NULL, vector BLOB
+    seq INTEGER NOT NULL, section TEXT NOT NULL, text TEXT NOT NULL, citations TEXT NOT NULL, vector BLOB,
+    boxes TEXT
 );
 CREATE INDEX IF NOT EXISTS paragraphs_doc ON paragraphs(doc_id, seq);
 CREATE TABLE IF NOT EXISTS bibliography (
@@ -92,6 +95,8 @@ class DocStore:
             self.db.execute("ALTER TABLE bibliography ADD COLUMN seq INTEGER NOT NULL DEFAULT 0")
         if version in ("1", "2"):  # paragraphs gained a vector (embedded whole); old ones pool their chunks'
             self.db.execute("ALTER TABLE paragraphs ADD COLUMN vector BLOB")
+        if version in ("1", "2", "3"):  # and their lines' boxes on a PDF's pages: old ones have none
+            self.db.execute("ALTER TABLE paragraphs ADD COLUMN boxes TEXT")
             self.set_meta("schema", SCHEMA_VERSION)
         elif version not in (None, SCHEMA_VERSION):
             raise ValueError(f"{self.path} has index schema {version}; this citewise reads {SCHEMA_VERSION}")
@@ -253,7 +258,8 @@ class DocStore:
                 )
                 whole = item.paragraph_vectors
                 db.executemany(
-                    "INSERT INTO paragraphs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO paragraphs (id, doc_id, seq, section, text, citations, vector, boxes) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         (
                             paragraph_id(doc_id, i),
@@ -263,6 +269,7 @@ class DocStore:
                             p.text,
                             json.dumps(list(p.citations)),
                             None if whole is None else np.asarray(whole[i], dtype=np.float32).tobytes(),
+                            json.dumps([box.as_list() for box in p.boxes]) if p.boxes else None,
                         )
                         for i, p in enumerate(doc.paragraphs)
                     ],
@@ -403,21 +410,21 @@ class DocStore:
         """A document's paragraphs in reading order (none when it is in none of `collections`)."""
         where, values = _readable(collections, "d.collection")
         rows = self.db.execute(
-            "SELECT p.id, p.doc_id, p.seq, p.section, p.text, p.citations FROM paragraphs p "
+            "SELECT p.id, p.doc_id, p.seq, p.section, p.text, p.citations, p.boxes FROM paragraphs p "
             f"JOIN documents d ON d.id = p.doc_id WHERE p.doc_id = ?{where} ORDER BY p.seq",
             (doc_id, *values),
         )
-        return [ParagraphRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5]))) for r in rows]
+        return [_paragraph(r) for r in rows]
 
     def paragraph(self, paragraph_id: str, collections: Collections = None) -> ParagraphRecord | None:
         """One paragraph by id (of a document in one of `collections`), or None."""
         where, values = _readable(collections, "d.collection")
         r = self.db.execute(
-            "SELECT p.id, p.doc_id, p.seq, p.section, p.text, p.citations FROM paragraphs p "
+            "SELECT p.id, p.doc_id, p.seq, p.section, p.text, p.citations, p.boxes FROM paragraphs p "
             f"JOIN documents d ON d.id = p.doc_id WHERE p.id = ?{where}",
             (paragraph_id, *values),
         ).fetchone()
-        return ParagraphRecord(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5]))) if r else None
+        return _paragraph(r) if r else None
 
     def bibliography(self, doc_id: str, collections: Collections = None) -> dict[str, str]:
         """A document's reference list, key -> entry text, in its order (empty outside `collections`)."""
@@ -518,6 +525,12 @@ class DocStore:
         for table in ("files", "documents", "paragraphs", "bibliography", "chunks"):
             count[table] = self.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
         return count
+
+
+def _paragraph(row: tuple[Any, ...]) -> ParagraphRecord:
+    """A paragraph from its row: id, doc_id, seq, section, text, citations (JSON), boxes (JSON or NULL)."""
+    boxes = tuple(LineBox.of(box) for box in json.loads(row[6])) if row[6] else ()
+    return ParagraphRecord(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5])), boxes)
 
 
 def _readable(collections: Collections, column: str) -> tuple[str, tuple[str, ...]]:

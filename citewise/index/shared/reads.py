@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
+from citewise.index.document import LineBox
 from citewise.index.records import ChunkRecord, Collections, DocumentRecord, IndexStats, ParagraphRecord
 from citewise.index.shared.schema import Schema
 
@@ -22,6 +24,12 @@ READABLE = sql.SQL("(%(collections)s::text[] IS NULL OR d.collection = ANY(%(col
 
 def _listed(collections: Collections) -> list[str] | None:
     return None if collections is None else list(collections)
+
+
+def _paragraph(row: Sequence[Any]) -> ParagraphRecord:
+    """A paragraph from its row: id, doc_id, seq, section, text, citations, boxes (jsonb, or NULL)."""
+    boxes = tuple(LineBox.of(box) for box in row[6]) if row[6] else ()
+    return ParagraphRecord(row[0], row[1], row[2], row[3], row[4], tuple(row[5]), boxes)
 
 
 class Reads(Schema):
@@ -73,26 +81,28 @@ class Reads(Schema):
         """A document's paragraphs in reading order (none outside `collections`)."""
         rows = self.conn.execute(
             self._sql(
-                """SELECT p.id, p.doc_id, p.seq, p.section, p.text, p.citations FROM {paragraphs} AS p
+                """SELECT p.id, p.doc_id, p.seq, p.section, p.text, p.citations, p.boxes
+                FROM {paragraphs} AS p
                 JOIN {documents} AS d ON d.id = p.doc_id WHERE p.doc_id = %(id)s AND {readable}
                 ORDER BY p.seq""",
                 readable=READABLE,
             ),
             {"id": doc_id, "collections": _listed(collections)},
         )
-        return [ParagraphRecord(i, d, s, sec, t, tuple(c)) for i, d, s, sec, t, c in rows]
+        return [_paragraph(row) for row in rows]
 
     def paragraph(self, paragraph_id: str, collections: Collections = None) -> ParagraphRecord | None:
         """One paragraph by id (of a document in `collections`), or None."""
         row = self.conn.execute(
             self._sql(
-                """SELECT p.id, p.doc_id, p.seq, p.section, p.text, p.citations FROM {paragraphs} AS p
+                """SELECT p.id, p.doc_id, p.seq, p.section, p.text, p.citations, p.boxes
+                FROM {paragraphs} AS p
                 JOIN {documents} AS d ON d.id = p.doc_id WHERE p.id = %(id)s AND {readable}""",
                 readable=READABLE,
             ),
             {"id": paragraph_id, "collections": _listed(collections)},
         ).fetchone()
-        return ParagraphRecord(row[0], row[1], row[2], row[3], row[4], tuple(row[5])) if row else None
+        return _paragraph(row) if row else None
 
     def bibliography(self, doc_id: str, collections: Collections = None) -> dict[str, str]:
         """A document's reference list, key -> entry text, in its order (empty outside `collections`)."""

@@ -22,12 +22,13 @@ from citewise.index.shared.pglexical import PgLexical
 from citewise.index.shared.pgvectors import PgVectors
 
 DEFAULT_PREFIX = "citewise"
-SCHEMA_VERSION = "3"
-"""The tables' form a store records once `create` has brought it there (2: documents in collections; 3: an
-index on the collection of the vector and BM25 tables, and the BM25 search that uses it). A store of an older
-citewise lacks it: `create` brings it up to date; a reader must not search one without collections."""
-SEARCHABLE = ("2", SCHEMA_VERSION)
-"""The forms a reader may search as they are (2 answers alike, a search of a few collections more slowly)."""
+SCHEMA_VERSION = "4"
+"""The tables' form a store records once `create` has brought it there (2: documents in collections; 3:
+paragraphs keep their lines' boxes on a PDF's pages; 4: an index on the collection of the vector and BM25
+tables, and the BM25 search that uses it). A store of an older citewise lacks it: `create` brings it up to
+date; a reader must not search one without collections or boxes."""
+SEARCHABLE = ("3", SCHEMA_VERSION)
+"""The forms a reader may search as they are (3 answers alike, a search of a few collections more slowly)."""
 
 ATTEMPTS = (
     """CREATE TABLE IF NOT EXISTS {attempts} (
@@ -51,7 +52,10 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS {documents_collection} ON {documents} (collection)",
     """CREATE TABLE IF NOT EXISTS {paragraphs} (
         id text PRIMARY KEY, doc_id text NOT NULL REFERENCES {documents} (id) ON DELETE CASCADE,
-        seq integer NOT NULL, section text NOT NULL, text text NOT NULL, citations jsonb NOT NULL)""",
+        seq integer NOT NULL, section text NOT NULL, text text NOT NULL, citations jsonb NOT NULL,
+        boxes jsonb)""",
+    # a store made before paragraphs kept their boxes: its paragraphs have none
+    "ALTER TABLE {paragraphs} ADD COLUMN IF NOT EXISTS boxes jsonb",
     "CREATE INDEX IF NOT EXISTS {paragraphs_doc} ON {paragraphs} (doc_id, seq)",
     """CREATE TABLE IF NOT EXISTS {bibliography} (
         doc_id text NOT NULL REFERENCES {documents} (id) ON DELETE CASCADE, key text NOT NULL,

@@ -149,7 +149,11 @@ class Writes(Reads):
             return [value for rows in kept for value in getattr(rows, name)]
 
         cur.executemany(
-            self._sql("INSERT INTO {paragraphs} VALUES (%s, %s, %s, %s, %s, %s)"), every("paragraphs")
+            self._sql(
+                "INSERT INTO {paragraphs} (id, doc_id, seq, section, text, citations, boxes) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s)"
+            ),
+            every("paragraphs"),
         )
         cur.executemany(
             self._sql("INSERT INTO {bibliography} VALUES (%s, %s, %s, %s)"), every("bibliography")
@@ -325,7 +329,8 @@ def document_rows(one: ChunkedDocument, chunking: ChunkingConfig, lexical: PgLex
     for seq, paragraph in enumerate(doc.paragraphs):
         pid = paragraph_id(doc.id, seq)
         citations = Jsonb(list(paragraph.citations))
-        rows.paragraphs.append((pid, doc.id, seq, paragraph.section, paragraph.text, citations))
+        boxes = Jsonb([box.as_list() for box in paragraph.boxes]) if paragraph.boxes else None
+        rows.paragraphs.append((pid, doc.id, seq, paragraph.section, paragraph.text, citations, boxes))
         rows.paragraph_ids.append(pid)
         rows.paragraph_texts.append(chunk_input(doc.title, paragraph.text, chunking))
     rows.bibliography = [(doc.id, b.key, n, b.text) for n, b in enumerate(doc.bibliography.values())]

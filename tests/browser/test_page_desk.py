@@ -1,0 +1,203 @@
+"""The page as a research desk, in Chromium: a cited PDF passage on its page, and the answer's downloads.
+
+The index holds two typeset PDFs (tests/data/pdf, copied so one can be moved away). A marker of a local
+answer opens the passage's page beside the answer, rendered by the server, with the supporting lines
+marked: the marks are compared with where PDFium (an independent reading of the same page) finds the cited
+words. The download buttons give the answer as Markdown, DOCX, BibTeX and RIS, read back strictly.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import docx
+import pypdfium2 as pdfium
+import pytest
+from support.exports import markdown_markers, read_bibtex, read_ris
+from support.page import ANSWER_TIMEOUT, CITE, ask, leaving, open_page, serving
+
+from citewise.index import Index
+from citewise.index.embeddings import Embedder
+
+pytestmark = pytest.mark.integration
+
+PDFS = Path(__file__).resolve().parents[1] / "data" / "pdf"
+QUESTION = "What does the controller do with the brake band when the averaged tension reading rises?"
+CITED_PAGE = 2  # 0-based: the Tension section of manual.pdf is on its third page
+
+
+@pytest.fixture(scope="module")
+def pdf_index(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
+    """A local index of two PDFs, ingested from copies in the test's folder."""
+    root = tmp_path_factory.mktemp("desk")
+    papers = root / "papers"
+    papers.mkdir()
+    for name in ("manual.pdf", "retrieval.pdf"):
+        shutil.copyfile(PDFS / name, papers / name)
+    with Index.open(root / "index", embedder=embedder) as index:
+        assert index.ingest([papers]).documents_added == 2
+    return root / "index"
+
+
+@pytest.fixture(scope="module")
+def desk(pdf_index: Path) -> Iterator[str]:
+    """`citewise serve` over the PDF index; its URL."""
+    with serving(pdf_index.parent, pdf_index) as url:
+        yield url
+
+
+def cited_word_boxes(path: Path, page: int, words: list[str]) -> list[tuple[float, float, float, float]]:
+    """PDFium's boxes (left, bottom, right, top, PDF points) of each place the given words are on a page."""
+    pdf = pdfium.PdfDocument(path)
+    try:
+        text = pdf[page].get_textpage()
+        found = []
+        for word in words:
+            searcher = text.search(word, match_case=True, match_whole_word=True)
+            while (hit := searcher.get_next()) is not None:
+                start, count = hit
+                boxes = [text.get_charbox(i) for i in range(start, start + count)]
+                found.append(
+                    (
+                        min(b[0] for b in boxes),
+                        min(b[1] for b in boxes),
+                        max(b[2] for b in boxes),
+                        max(b[3] for b in boxes),
+                    )
+                )
+        return found
+    finally:
+        pdf.close()
+
+
+def overlap(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    """The area two (left, bottom, right, top) boxes share."""
+    width = min(a[2], b[2]) - max(a[0], b[0])
+    height = min(a[3], b[3]) - max(a[1], b[1])
+    return max(width, 0.0) * max(height, 0.0)
+
+
+def test_a_marker_opens_the_cited_pdf_page_with_the_supporting_lines_marked_where_the_words_are(
+    browser, desk: str, pdf_index: Path, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    page = open_page(browser, desk, seen)
+    ask(page, QUESTION)
+    page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
+    link = page.locator(CITE).first
+    marker = link.inner_text().strip("[]")
+    link.click()
+    page.wait_for_selector(f"#cw-passage .cw-passage[data-marker='{marker}'] mark.cw-support")
+    supporting = page.inner_text("#cw-passage mark.cw-support")
+    assert "eases the band" in supporting, supporting
+    assert page.locator("#cw-passage a.cw-open-doc").count() == 1
+
+    # the page beside the answer: the right one, an image made here, the marks over the supporting lines
+    page.wait_for_selector(f"#cw-document .cw-pdf[data-cite='cite-0-{marker}'] .cw-mark")
+    view = page.locator("#cw-document .cw-pdf")
+    assert view.get_attribute("data-page") == str(CITED_PAGE)
+    assert f"manual.pdf · page {CITED_PAGE + 1} of 4" in page.inner_text("#cw-document")
+    src = page.get_attribute("#cw-document img.cw-page-image", "src") or ""
+    assert src.startswith("gradio_api/file=") and src.endswith(".png"), src  # served by the page's server
+    page.wait_for_function(
+        "document.querySelector('#cw-document img.cw-page-image').naturalWidth > 0"
+    )  # the browser decoded it
+    width, height = (
+        float(view.get_attribute("data-width") or 0),
+        float(view.get_attribute("data-height") or 0),
+    )
+    image = page.locator("#cw-document img.cw-page-image").bounding_box()
+    assert image and width and height
+    words = sorted({w.strip(".,;") for w in supporting.split() if len(w.strip(".,;")) >= 4})
+    truth = {
+        word: cited_word_boxes(pdf_index.parent / "papers" / "manual.pdf", CITED_PAGE, [word])
+        for word in words
+    }
+    assert all(truth.values()), truth  # PDFium finds every cited word on that page
+    marks = page.locator("#cw-document .cw-mark")
+    assert marks.count() >= 1
+    drawn_marks = []
+    for n in range(marks.count()):
+        stated = tuple(float(v) for v in (marks.nth(n).get_attribute("data-box") or "").split())
+        shown = marks.nth(n).bounding_box()
+        assert shown is not None
+        # where the mark is drawn, in PDF points (y up), from its place over the image
+        drawn = (
+            (shown["x"] - image["x"]) / image["width"] * width,
+            height - (shown["y"] + shown["height"] - image["y"]) / image["height"] * height,
+            (shown["x"] + shown["width"] - image["x"]) / image["width"] * width,
+            height - (shown["y"] - image["y"]) / image["height"] * height,
+        )
+        assert all(abs(a - b) < 2.0 for a, b in zip(drawn, stated, strict=True)), (drawn, stated)
+        places = [box for boxes in truth.values() for box in boxes]
+        assert any(overlap(drawn, box) > 0 for box in places), f"mark {drawn} over none of the cited words"
+        drawn_marks.append(drawn)
+    for word, boxes in truth.items():  # every cited word lies, at one of its places, mostly under a mark
+        assert any(overlap(m, box) > 0.5 * overlap(box, box) for m in drawn_marks for box in boxes), word
+    page.screenshot(path=tmp_path / "desk-page.png", full_page=True)
+
+    # the original moved away: said plainly, and the passage shown as text
+    papers = pdf_index.parent / "papers"
+    moved = pdf_index.parent / "moved"
+    papers.rename(moved)
+    try:
+        page.locator("#cw-document").evaluate("e => e.querySelector('.cw-source').dataset.cite = 'gone'")
+        link.click()
+        page.wait_for_selector("#cw-document .cw-text .cw-source-note")
+        note = page.inner_text("#cw-document .cw-source-note")
+        assert "manual.pdf is no longer where it was ingested from" in note and "as text" in note
+        assert str(papers) not in page.inner_text("#cw-document")
+        assert "eases the band" in page.inner_text("#cw-document .cw-cited-paragraph mark.cw-support")
+        assert "Traceback" not in page.inner_text("#cw-document")
+    finally:
+        moved.rename(papers)
+    assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
+
+
+def test_the_download_buttons_give_the_answer_in_four_formats_read_back_strictly(
+    browser, desk: str, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    page = open_page(browser, desk, seen)
+    assert page.locator("#cw-download-md").is_disabled()  # nothing to download before an answer
+    ask(page, "How are citations checked against their passages, and how often were they wrong?")
+    page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
+    page.wait_for_selector("#cw-download-md:not([disabled])", timeout=60_000)
+    files = {}
+    for fmt in ("md", "docx", "bib", "ris"):
+        with page.expect_download() as download:
+            page.click(f"#cw-download-{fmt}")
+        files[fmt] = tmp_path / f"answer.{fmt}"
+        download.value.save_as(files[fmt])
+        assert download.value.suggested_filename.endswith(f".{fmt}")
+    shown = {int(m.strip("[]")) for m in page.locator(CITE).all_inner_texts()}
+
+    used, listed = markdown_markers(files["md"].read_text(encoding="utf-8"))
+    assert used and set(used) <= listed and shown <= listed
+    document = docx.Document(str(files["docx"]))
+    texts = [p.text for p in document.paragraphs]
+    references = [t for t in texts[texts.index("References") + 1 :] if t.startswith("[")]
+    assert {int(t[1 : t.index("]")]) for t in references} >= shown
+    body = " ".join(texts[1 : texts.index("References")])
+    assert all(f"[{n}]" in body for n in shown)
+    entries = read_bibtex(files["bib"].read_text(encoding="utf-8"))
+    records = read_ris(files["ris"].read_bytes().decode("utf-8"))
+    assert entries and len(records) == len(entries)
+    titles = {title for _, _, fields in entries for title in [fields.get("title", "")]}
+    assert any("retrieval" in title.lower() for title in titles), titles
+
+    # a second answer, from the other PDF: markers of either turn show their own page and evidence
+    ask(page, QUESTION)
+    page.wait_for_selector("#cw-chat a.cw-cite[href^='#cite-1-']", timeout=ANSWER_TIMEOUT)
+    for turn, file, title in [
+        *[(0, "retrieval.pdf", "Citations as evidence"), (1, "manual.pdf", "Loomwright")] * 2
+    ]:
+        link = page.locator(f"#cw-chat a.cw-cite[href^='#cite-{turn}-']").first
+        cite = (link.get_attribute("href") or "").lstrip("#")
+        link.click()
+        page.wait_for_selector(f"#cw-document .cw-pdf[data-cite='{cite}'] .cw-mark")
+        assert file in page.inner_text("#cw-document .cw-source-head")
+        assert title in page.inner_text("#cw-references"), (turn, page.inner_text("#cw-references"))
+    assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
