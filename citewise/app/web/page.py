@@ -40,7 +40,8 @@ from citewise.app.access import Gate
 from citewise.app.chat import STREAMED_NODES, new_thread_id, result_payload, stage_lines
 from citewise.app.memory import claim_thread, open_checkpointer, shown_setting, thread_owner, thread_summaries
 from citewise.app.terminal import ROUTES, AnswerMode
-from citewise.app.web import render
+from citewise.app.web import library as library_tab
+from citewise.app.web import outline, render
 from citewise.context import Context
 from citewise.core.evidence import is_abstention, threshold_text
 from citewise.core.indexes import open_index
@@ -114,11 +115,12 @@ THEME_FONTS = {
 }
 """System fonts: gradio's default theme would fetch its fonts from Google."""
 
-MODES = [mode.value for mode in AnswerMode]
+MODES = [mode.value for mode in AnswerMode] + [outline.APPROVE_MODE]
 MODE_HINTS = {
     "auto": "auto: a direct answer or a report, decided per question",
     "answer": "answer: a short cited answer",
     "report": "report: a cited report in sections, planned from your documents",
+    outline.APPROVE_MODE: outline.APPROVE_HINT,
 }
 """The hint under "Answer as", for the choice made."""
 PROGRESS_EVERY = 0.25
@@ -376,6 +378,10 @@ class ChatPage:
         fragment = render.cite_fragment(*found)
         return (render.passage_html(turn.passages.get(found[1]), fragment), *evidence_views(turn))
 
+    TURN_OUTPUTS = 11
+    """What `ask` and `turn` yield: (chat, session, question box, chart, table, references, passage, thread
+    list, remembered thread, Ask, New thread)."""
+
     async def ask(
         self,
         question: str,
@@ -390,6 +396,23 @@ class ChatPage:
         thread, Ask, New thread); outputs that do not change are skipped. While the turn runs, the question
         box, Ask, New thread and the thread list are disabled: a second question or another thread opened
         meanwhile would be written over by this turn's stream.
+        """
+        async for out in self.turn(question, mode, history, session, request):
+            yield out
+
+    async def turn(
+        self,
+        question: str,
+        mode: str,
+        history: list[dict[str, Any]] | None,
+        session: dict[str, Any] | None,
+        request: gr.Request | None = None,
+        command: Any = None,
+    ) -> Any:
+        """A turn as `ask` runs it; `command` resumes the thread's waiting outline instead (web.outline).
+
+        A report asked "outline first" ends waiting at its outline: the session keeps what waits
+        (`pending`) and the question box, Ask, New thread and the thread list stay disabled until it runs.
         """
         question = (question or "").strip()
         user = await self.user_of(request)
@@ -423,14 +446,18 @@ class ChatPage:
         streamed: dict[str, Any] | None = None
         started = time.perf_counter()
         collections = await asyncio.to_thread(self.readable_by, user)
+        mode, approve = outline.answer_mode(mode)
         context = dataclasses.replace(
-            self.context, route=ROUTES[AnswerMode(mode or "auto")], collections=collections
+            self.context,
+            route=ROUTES[AnswerMode(mode or "auto")],
+            collections=collections,
+            approve_outline=approve,
         )
         config = {"configurable": {"thread_id": session["thread"]}}
         try:
             graph = await self.graph()
             async for part in graph.astream(
-                {"messages": [("user", question)]},
+                command if command is not None else {"messages": [("user", question)]},
                 config,
                 context=context,
                 stream_mode=["updates", "messages"],
@@ -441,7 +468,18 @@ class ChatPage:
                 changed, streamed = self._follow(part, lines, box, history, streamed)
                 if changed:
                     yield history, skip, skip, skip, skip, skip, skip, skip, skip, skip, skip
-            values = (await graph.aget_state(config)).values
+            snapshot = await graph.aget_state(config)
+            waiting = outline.waiting(snapshot)
+            if waiting is not None:  # a report's outline waits for approval: the editor shows it
+                session["pending"] = waiting | {"question": question, "at": len(history) - 2}
+                box["metadata"] |= {"title": "Stages (the outline waits for your approval)", "status": "done"}
+                box["content"] = render.stages_markdown(lines)
+                history.append(
+                    {"role": "assistant", "content": "The planned outline is below: edit it, then Run."}
+                )
+                yield history, session, skip, skip, skip, skip, skip, skip, session["thread"], skip, skip
+                return
+            values = snapshot.values
             payload = result_payload(values)
             cited = {
                 c["doc_id"]: {"doc_id": c["doc_id"], "key": c["key"], "title": c["title"]}
@@ -689,6 +727,8 @@ def build_page(
                         elem_id="cw-mode",
                         info=MODE_HINTS["auto"],
                     )
+                desk = outline.OutlineDesk(page)  # a report's outline waiting for approval (web.outline)
+                desk.build()
             with gr.Column(scale=2):
                 thread_list = gr.Dropdown(choices=[], label="Threads", elem_id="cw-threads", interactive=True)
                 new = gr.Button("New thread", elem_id="cw-new", size="sm")
@@ -733,8 +773,9 @@ def build_page(
             new,
         ]
         mode.change(lambda chosen: gr.Radio(info=MODE_HINTS.get(chosen, "")), mode, mode)
-        question.submit(page.ask, [question, mode, chat, session], outputs)
-        ask.click(page.ask, [question, mode, chat, session], outputs)
+        asked = question.submit(page.ask, [question, mode, chat, session], outputs)
+        clicked = ask.click(page.ask, [question, mode, chat, session], outputs)
+        desk.wire(chat, session, outputs, asked, clicked)
         # every click is sent: Gradio's default trigger mode ('once') drops a click while the last is pending,
         # and 'always_last' replays the pending click's data, not the new one (CITE_JS re-asks if need be)
         passage.click(
@@ -745,6 +786,8 @@ def build_page(
         thread_list.input(page.switch, [thread_list, session], shown)
 
         upload.upload(page.ingest, [upload], [ingested])
+        with gr.Tabs(elem_id="cw-desk"):  # the research desk: the library (web.library)
+            desk.library = library_tab.build_library(page, blocks, ingested)
         blocks.load(
             page.load,
             [remembered],
@@ -780,7 +823,7 @@ def serve(
         server_name=host,
         server_port=port,
         theme=theme,
-        css=CSS,
+        css=CSS + library_tab.CSS,
         ssr_mode=False,
         footer_links=[],
         show_error=False,
