@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -208,4 +209,34 @@ def test_a_report_waits_at_its_outline_which_is_edited_on_the_page_and_run(
     assert headings == expected, (headings, expected)
     page.wait_for_selector("#cw-ask:not([disabled])")
     page.screenshot(path=tmp_path / "7-report.png", full_page=True)
+    assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
+
+
+def test_an_upload_shows_each_files_pages_read_and_texts_embedded(browser, desk: str, tmp_path: Path) -> None:
+    """A four-page PDF and twenty notes; runs last (it adds documents to the module's index)."""
+    seen: list[str] = []
+    page = as_user(browser, desk, seen, "alice")
+    files = [str(shutil.copyfile(PDF.parent / "manual.pdf", tmp_path / "manual.pdf"))]
+    for n in range(20):
+        note = tmp_path / f"pier-{n:02d}.md"
+        lines = [f"Pier {n}-{k} of the Ostbrygge harbour holds {k + n} moorings." for k in range(20)]
+        note.write_text(f"# Ostbrygge pier {n}\n\n" + " ".join(lines) + "\n", encoding="utf-8")
+        files.append(str(note))
+    page.set_input_files("#cw-upload input[type=file]", files)
+    shown: list[str] = []
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        text = page.inner_text("#cw-ingest")
+        if "Ingested" in text:
+            break
+        if "Ingesting" in text and text not in shown:
+            shown.append(text)
+            if len(shown) == 3:
+                page.screenshot(path=tmp_path / "8-upload-progress.png", full_page=True)
+        page.wait_for_timeout(50)
+    assert "Ingested 21 of 21 file(s)" in page.inner_text("#cw-ingest")
+    every = "\n".join(shown)
+    assert re.search(r"manual\.pdf: (reading|done), [1-4] of 4 pages read", every), every
+    assert re.search(r"pier-\d\d\.md: done, \d+ texts embedded, \d+ chunks stored", every), every
+    assert re.search(r"\d+ file\(s\) waiting", every), every
     assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"

@@ -42,6 +42,7 @@ from citewise.app.memory import claim_thread, open_checkpointer, shown_setting, 
 from citewise.app.terminal import ROUTES, AnswerMode
 from citewise.app.web import library as library_tab
 from citewise.app.web import outline, render
+from citewise.app.web.uploads import UploadProgress
 from citewise.context import Context
 from citewise.core.evidence import is_abstention, threshold_text
 from citewise.core.indexes import open_index
@@ -603,18 +604,12 @@ class ChatPage:
             target = self.uploads / source.name
             shutil.copyfile(source, target)
             paths.append(target)
-        state = {"files": 0, "total": len(paths), "chunks": 0}
+        state = UploadProgress(paths)  # in all and per file (web.uploads)
         started = time.perf_counter()
         work = asyncio.ensure_future(asyncio.to_thread(self._ingest, paths, state, collection))
         shown = None
         while not work.done():
-            text = render.ingest_progress(
-                state["files"],
-                state["total"],
-                state["chunks"],
-                time.perf_counter() - started,
-                state.get("embedded", 0),
-            )
+            text = state.markdown(time.perf_counter() - started)
             if text != shown:
                 shown = text
                 yield text
@@ -638,24 +633,13 @@ class ChatPage:
         yield render.ingest_summary(report, stats, "shared store" if self.context.store else "index")
 
     def _ingest(
-        self, paths: list[Path], state: dict[str, int], collection: str | None = None
+        self, paths: list[Path], state: UploadProgress, collection: str | None = None
     ) -> tuple[Any, Any]:
         """Ingest `paths` into `collection` (in a worker thread), counting what is done into `state`."""
-
-        class Bar:
-            def __init__(self, desc: str = "", **_: Any) -> None:
-                self.key = desc if desc in ("files", "embedded") else "chunks"
-
-            def update(self, count: int = 1) -> None:
-                state[self.key] = state.get(self.key, 0) + count
-
-            def close(self) -> None:
-                pass
-
         # the shared store when the page answers from one (queued there, worked here as one worker of any);
         # the model the questions embed with, loaded once
-        with resources_of(self.context).writer(self.context) as index:
-            report = index.ingest(paths, progress=Bar, collection=collection)
+        with resources_of(self.context).writer(self.context) as index, state.watching():
+            report = index.ingest(paths, progress=state.bar, collection=collection)
             return report, index.stats()
 
 
