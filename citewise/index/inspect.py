@@ -95,14 +95,22 @@ def describe_file(path: Path) -> list[Reading]:
 
 
 def describe_stored(
-    record: DocumentRecord, paragraphs: list[ParagraphRecord], bibliography: dict[str, str]
+    record: DocumentRecord,
+    paragraphs: list[ParagraphRecord],
+    bibliography: dict[str, str],
+    *,
+    layout: bool = True,
 ) -> Reading:
-    """A stored document as the index holds it, with its file's layout when the file is still there."""
+    """A stored document as the index holds it, with its file's layout when the file is still there.
+
+    Without `layout` the file is not read again (a list of many documents): what its layout left out is not
+    in the reading.
+    """
     path = Path(record.file)
     reading = _reading(record.title, path, [p.section for p in paragraphs], bibliography, record.metadata)
     reading.tables = _tables([(p.section, p.text) for p in paragraphs])
     reading.doc_id = record.id
-    if path.suffix.lower() == ".pdf":
+    if layout and path.suffix.lower() == ".pdf":
         try:
             _add_layout(reading, _pdf_layout(path))
         except (LoadError, OSError):

@@ -21,6 +21,7 @@ import statistics
 import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,12 @@ def _walk(root: Path) -> Iterator[Path]:
                 yield Path(directory) / name
 
 
+reading: ContextVar[Callable[[Path, int, int], None] | None] = ContextVar("citewise_reading", default=None)
+"""Told (file, pages read, pages in all) as files are read in this context: (file, 0, 0) as one starts, and
+after each page of a PDF (the chat page shows each upload's progress by it; a ContextVar for the reason
+`citewise.index.embeddings.embedded` is one: the readers sit below ingest's policy and both tiers)."""
+
+
 def load_path(path: Path) -> list[Document]:
     """Load one file into documents (one for most formats, one per record for JSONL).
 
@@ -112,6 +119,9 @@ def load_path(path: Path) -> list[Document]:
         raise LoadError("is a directory")
     if not path.exists():
         raise LoadError("no such file")
+    told = reading.get()
+    if told is not None:
+        told(path, 0, 0)
     documents = loader(path)
     logger.debug("loaded %d document(s) from %s", len(documents), path)
     return documents
@@ -455,8 +465,10 @@ def read_pdf_layout(path: Path) -> Layout:
     Raises:
         LoadError: the file is unreadable, not a PDF PDFium can open, or encrypted.
     """
+    told = reading.get()
+    on_page = None if told is None else functools.partial(told, path)
     try:
-        return read_layout(path, _read_bytes(path))
+        return read_layout(path, _read_bytes(path), on_page)
     except PdfReadError as error:
         raise LoadError(str(error)) from error
 

@@ -77,6 +77,10 @@ class SearchIndex(Protocol):
         """A stored document's title, file and metadata."""
         ...
 
+    def documents(self, collections: Collections = None) -> list[DocumentRecord]:
+        """Every stored document of `collections` (with when it was ingested), by title."""
+        ...
+
     def paragraph(self, paragraph_id: str, collections: Collections = None) -> ParagraphRecord | None:
         """One stored paragraph."""
         ...
@@ -187,6 +191,10 @@ class Readable:
     def document(self, doc_id: str, collections: Collections = None) -> DocumentRecord | None:
         """A document of the asker's collections, or None."""
         return self.index.document(doc_id, self._within(collections))
+
+    def documents(self, collections: Collections = None) -> list[DocumentRecord]:
+        """Every document of the asker's collections."""
+        return self.index.documents(self._within(collections))
 
     def paragraph(self, paragraph_id: str, collections: Collections = None) -> ParagraphRecord | None:
         """A paragraph of the asker's collections, or None."""

@@ -51,6 +51,8 @@ class DocumentRecord:
     key: str
     title: str
     metadata: dict[str, Any]
+    added: str = ""
+    """When it was ingested (ISO 8601, UTC, to the second)."""
 
 
 def document_tags(metadata: dict[str, Any]) -> list[str]:

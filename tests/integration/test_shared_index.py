@@ -18,6 +18,7 @@ import json
 import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -147,7 +148,11 @@ def test_deep_lexical_lists_need_the_threshold_rounds(tiers: tuple[Index, Shared
 def test_reading_api_matches(tiers: tuple[Index, SharedIndex, PgStore]) -> None:
     local, shared, _ = tiers
     hit = local.search(QUERIES[2], k=1)[0]
-    assert shared.document(hit.doc_id) == local.document(hit.doc_id)
+    assert replace(shared.document(hit.doc_id), added="") == replace(local.document(hit.doc_id), added="")
+    listed = [(d.id, d.file, d.title, d.metadata) for d in shared.documents()]
+    assert listed == [(d.id, d.file, d.title, d.metadata) for d in local.documents()]
+    assert len(listed) == shared.stats().documents and all(d.added for d in shared.documents())
+    assert shared.documents(("nope",)) == [] and len(shared.documents(("default",))) == len(listed)
     assert shared.paragraphs(hit.doc_id) == local.paragraphs(hit.doc_id)
     assert shared.paragraph(hit.paragraph_id) == local.paragraph(hit.paragraph_id)
     assert shared.bibliography(hit.doc_id) == local.bibliography(hit.doc_id)

@@ -45,7 +45,9 @@ from citewise.app.access import Gate
 from citewise.app.chat import STREAMED_NODES, new_thread_id, result_payload, stage_lines
 from citewise.app.memory import claim_thread, open_checkpointer, shown_setting, thread_owner, thread_summaries
 from citewise.app.terminal import ROUTES, AnswerMode
-from citewise.app.web import render, source
+from citewise.app.web import library as library_tab
+from citewise.app.web import outline, render, source
+from citewise.app.web.uploads import UploadProgress
 from citewise.context import Context
 from citewise.core.evidence import is_abstention, threshold_text
 from citewise.core.indexes import open_index
@@ -170,11 +172,12 @@ THEME_FONTS = {
 }
 """System fonts: gradio's default theme would fetch its fonts from Google."""
 
-MODES = [mode.value for mode in AnswerMode]
+MODES = [mode.value for mode in AnswerMode] + [outline.APPROVE_MODE]
 MODE_HINTS = {
     "auto": "auto: a direct answer or a report, decided per question",
     "answer": "answer: a short cited answer",
     "report": "report: a cited report in sections, planned from your documents",
+    outline.APPROVE_MODE: outline.APPROVE_HINT,
 }
 """The hint under "Answer as", for the choice made."""
 PROGRESS_EVERY = 0.25
@@ -512,6 +515,10 @@ class ChatPage:
             buttons.append(gr.DownloadButton(value=str(path), interactive=True))
         return tuple(buttons)
 
+    TURN_OUTPUTS = 12
+    """What `ask` and `turn` yield: (chat, session, question box, chart, table, references, passage, thread
+    list, remembered thread, Ask, New thread, document view)."""
+
     async def ask(
         self,
         question: str,
@@ -526,6 +533,23 @@ class ChatPage:
         thread, Ask, New thread, document view); outputs that do not change are skipped. While the turn
         runs, the question box, Ask, New thread and the thread list are disabled: a second question or
         another thread opened meanwhile would be written over by this turn's stream.
+        """
+        async for out in self.turn(question, mode, history, session, request):
+            yield out
+
+    async def turn(
+        self,
+        question: str,
+        mode: str,
+        history: list[dict[str, Any]] | None,
+        session: dict[str, Any] | None,
+        request: gr.Request | None = None,
+        command: Any = None,
+    ) -> Any:
+        """A turn as `ask` runs it; `command` resumes the thread's waiting outline instead (web.outline).
+
+        A report asked "outline first" ends waiting at its outline: the session keeps what waits
+        (`pending`) and the question box, Ask, New thread and the thread list stay disabled until it runs.
         """
         question = (question or "").strip()
         user = await self.user_of(request)
@@ -559,14 +583,18 @@ class ChatPage:
         streamed: dict[str, Any] | None = None
         started = time.perf_counter()
         collections = await asyncio.to_thread(self.readable_by, user)
+        mode, approve = outline.answer_mode(mode)
         context = dataclasses.replace(
-            self.context, route=ROUTES[AnswerMode(mode or "auto")], collections=collections
+            self.context,
+            route=ROUTES[AnswerMode(mode or "auto")],
+            collections=collections,
+            approve_outline=approve,
         )
         config = {"configurable": {"thread_id": session["thread"]}}
         try:
             graph = await self.graph()
             async for part in graph.astream(
-                {"messages": [("user", question)]},
+                command if command is not None else {"messages": [("user", question)]},
                 config,
                 context=context,
                 stream_mode=["updates", "messages"],
@@ -577,7 +605,18 @@ class ChatPage:
                 changed, streamed = self._follow(part, lines, box, history, streamed)
                 if changed:
                     yield (history, *(skip,) * 11)
-            values = (await graph.aget_state(config)).values
+            snapshot = await graph.aget_state(config)
+            waiting = outline.waiting(snapshot)
+            if waiting is not None:  # a report's outline waits for approval: the editor shows it
+                session["pending"] = waiting | {"question": question, "at": len(history) - 2}
+                box["metadata"] |= {"title": "Stages (the outline waits for your approval)", "status": "done"}
+                box["content"] = render.stages_markdown(lines)
+                history.append(
+                    {"role": "assistant", "content": "The planned outline is below: edit it, then Run."}
+                )
+                yield (history, session, *(skip,) * 6, session["thread"], *(skip,) * 3)
+                return
+            values = snapshot.values
             payload = result_payload(values)
             cited = {
                 c["doc_id"]: {"doc_id": c["doc_id"], "key": c["key"], "title": c["title"]}
@@ -703,18 +742,12 @@ class ChatPage:
             target = self.uploads / source.name
             shutil.copyfile(source, target)
             paths.append(target)
-        state = {"files": 0, "total": len(paths), "chunks": 0}
+        state = UploadProgress(paths)  # in all and per file (web.uploads)
         started = time.perf_counter()
         work = asyncio.ensure_future(asyncio.to_thread(self._ingest, paths, state, collection))
         shown = None
         while not work.done():
-            text = render.ingest_progress(
-                state["files"],
-                state["total"],
-                state["chunks"],
-                time.perf_counter() - started,
-                state.get("embedded", 0),
-            )
+            text = state.markdown(time.perf_counter() - started)
             if text != shown:
                 shown = text
                 yield text
@@ -740,24 +773,13 @@ class ChatPage:
         yield render.ingest_summary(report, totals, holder)
 
     def _ingest(
-        self, paths: list[Path], state: dict[str, int], collection: str | None = None
+        self, paths: list[Path], state: UploadProgress, collection: str | None = None
     ) -> tuple[Any, Any]:
         """Ingest `paths` into `collection` (in a worker thread), counting what is done into `state`."""
-
-        class Bar:
-            def __init__(self, desc: str = "", **_: Any) -> None:
-                self.key = desc if desc in ("files", "embedded") else "chunks"
-
-            def update(self, count: int = 1) -> None:
-                state[self.key] = state.get(self.key, 0) + count
-
-            def close(self) -> None:
-                pass
-
         # the shared store when the page answers from one (queued there, worked here as one worker of any);
         # the model the questions embed with, loaded once
-        with resources_of(self.context).writer(self.context) as index:
-            report = index.ingest(paths, progress=Bar, collection=collection)
+        with resources_of(self.context).writer(self.context) as index, state.watching():
+            report = index.ingest(paths, progress=state.bar, collection=collection)
             return report, index.stats()
 
 
@@ -838,6 +860,8 @@ def build_page(
                         )
                         for fmt, label in EXPORTS
                     ]
+                desk = outline.OutlineDesk(page)  # a report's outline waiting for approval (web.outline)
+                desk.build()
             with gr.Column(scale=2):
                 thread_list = gr.Dropdown(choices=[], label="Threads", elem_id="cw-threads", interactive=True)
                 new = gr.Button("New thread", elem_id="cw-new", size="sm")
@@ -885,10 +909,11 @@ def build_page(
         ]
         mode.change(lambda chosen: gr.Radio(info=MODE_HINTS.get(chosen, "")), mode, mode)
         # the download buttons follow the thread's last turn: after a question, a switch, a load, a new thread
-        question.submit(page.ask, [question, mode, chat, session], outputs).then(
-            page.exports, session, downloads
-        )
-        ask.click(page.ask, [question, mode, chat, session], outputs).then(page.exports, session, downloads)
+        asked = question.submit(page.ask, [question, mode, chat, session], outputs)
+        clicked = ask.click(page.ask, [question, mode, chat, session], outputs)
+        for turn in (asked, clicked):
+            turn.then(page.exports, session, downloads)
+        desk.wire(chat, session, outputs, asked, clicked)
         # every click is sent: Gradio's default trigger mode ('once') drops a click while the last is pending,
         # and 'always_last' replays the pending click's data, not the new one (CITE_JS re-asks if need be)
         passage.click(
@@ -903,6 +928,8 @@ def build_page(
         thread_list.input(page.switch, [thread_list, session], shown).then(page.exports, session, downloads)
 
         upload.upload(page.ingest, [upload], [ingested])
+        with gr.Tabs(elem_id="cw-desk"):  # the research desk: the library (web.library)
+            desk.library = library_tab.build_library(page, blocks, ingested)
         blocks.load(
             page.load,
             [remembered],
@@ -940,7 +967,7 @@ def serve(
         server_name=host,
         server_port=port,
         theme=theme,
-        css=CSS,
+        css=CSS + library_tab.CSS,
         ssr_mode=False,
         footer_links=[],
         show_error=False,

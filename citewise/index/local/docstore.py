@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -388,9 +389,22 @@ class DocStore:
         """One stored document (in one of `collections`, None: any), or None."""
         where, values = _readable(collections, "collection")
         row = self.db.execute(
-            f"SELECT id, file, key, title, metadata FROM documents WHERE id = ?{where}", (doc_id, *values)
+            f"SELECT id, file, key, title, metadata, added_at FROM documents WHERE id = ?{where}",
+            (doc_id, *values),
         ).fetchone()
-        return DocumentRecord(row[0], row[1], row[2], row[3], json.loads(row[4])) if row else None
+        return (
+            DocumentRecord(row[0], row[1], row[2], row[3], json.loads(row[4]), _utc(row[5])) if row else None
+        )
+
+    def documents(self, collections: Collections = None) -> list[DocumentRecord]:
+        """Every stored document (of `collections`, None: any) with when it was ingested, by title."""
+        where, values = _readable(collections, "collection")
+        rows = self.db.execute(
+            "SELECT id, file, key, title, metadata, added_at FROM documents "
+            f"WHERE 1{where} ORDER BY lower(title), file, id",
+            values,
+        )
+        return [DocumentRecord(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), _utc(r[5])) for r in rows]
 
     def find_documents(
         self, text: str, limit: int = 20, collections: Collections = None
@@ -399,12 +413,12 @@ class DocStore:
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         where, values = _readable(collections, "collection")
         rows = self.db.execute(
-            "SELECT id, file, key, title, metadata FROM documents "
+            "SELECT id, file, key, title, metadata, added_at FROM documents "
             f"WHERE (title LIKE ? ESCAPE '\\' OR file LIKE ? ESCAPE '\\'){where} "
             "ORDER BY lower(title) = lower(?) DESC, title, file LIMIT ?",
             (pattern, pattern, *values, text, limit),
         )
-        return [DocumentRecord(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}")) for r in rows]
+        return [DocumentRecord(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), _utc(r[5])) for r in rows]
 
     def paragraphs(self, doc_id: str, collections: Collections = None) -> list[ParagraphRecord]:
         """A document's paragraphs in reading order (none when it is in none of `collections`)."""
@@ -531,6 +545,11 @@ def _paragraph(row: tuple[Any, ...]) -> ParagraphRecord:
     """A paragraph from its row: id, doc_id, seq, section, text, citations (JSON), boxes (JSON or NULL)."""
     boxes = tuple(LineBox.of(box) for box in json.loads(row[6])) if row[6] else ()
     return ParagraphRecord(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5])), boxes)
+
+
+def _utc(seconds: float) -> str:
+    """A stored time (seconds since the epoch) as ISO 8601 in UTC."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds")
 
 
 def _readable(collections: Collections, column: str) -> tuple[str, tuple[str, ...]]:

@@ -678,6 +678,10 @@ class Index(Writing, RememberedEmbeddings):
         """A stored document's title, file and metadata (None outside `collections`)."""
         return self.docstore.document(doc_id, collections)
 
+    def documents(self, collections: Collections = None) -> list[DocumentRecord]:
+        """Every stored document of `collections` (with when it was ingested), by title."""
+        return self.docstore.documents(collections)
+
     def paragraphs(self, doc_id: str, collections: Collections = None) -> list[ParagraphRecord]:
         """A stored document's paragraphs in order (none outside `collections`)."""
         return self.docstore.paragraphs(doc_id, collections)

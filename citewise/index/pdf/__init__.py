@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,8 +69,8 @@ class Layout:
     """Pages (0-based) with an image and no text layer that were not read (no OCR engine, or it failed)."""
 
 
-def read_layout(path: Path, data: bytes) -> Layout:
-    """Read a PDF's lines in reading order (see the module docstring).
+def read_layout(path: Path, data: bytes, on_page: Callable[[int, int], None] | None = None) -> Layout:
+    """Read a PDF's lines in reading order (see the module docstring); `on_page(read, pages)` after each page.
 
     Raises:
         PdfReadError: the file is not a PDF PDFium can open, or it needs a password.
@@ -106,6 +106,8 @@ def read_layout(path: Path, data: bytes) -> Layout:
                 logger.warning("%s: page %d skipped: %s", path, number + 1, error)
                 pages.append([])
                 carried = None
+            if on_page is not None:
+                on_page(number + 1, len(pdf))
         count = len(pdf)
     finally:
         pdf.close()

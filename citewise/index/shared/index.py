@@ -455,6 +455,11 @@ class SharedIndex(RememberedEmbeddings):
         with self._store() as store:
             return store.document(doc_id, collections)
 
+    def documents(self, collections: Collections = None) -> list[DocumentRecord]:
+        """Every stored document of `collections` (with when it was ingested), by title."""
+        with self._store() as store:
+            return store.documents(collections)
+
     def paragraphs(self, doc_id: str, collections: Collections = None) -> list[ParagraphRecord]:
         """A stored document's paragraphs in order (none outside `collections`)."""
         with self._store() as store:

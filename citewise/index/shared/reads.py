@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Sequence
+from datetime import UTC
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,13 @@ def _paragraph(row: Sequence[Any]) -> ParagraphRecord:
     """A paragraph from its row: id, doc_id, seq, section, text, citations, boxes (jsonb, or NULL)."""
     boxes = tuple(LineBox.of(box) for box in row[6]) if row[6] else ()
     return ParagraphRecord(row[0], row[1], row[2], row[3], row[4], tuple(row[5]), boxes)
+
+
+def _record(row: Sequence[Any]) -> DocumentRecord:
+    """A document's record from its row (id, file, key, title, metadata, added_at)."""
+    return DocumentRecord(
+        row[0], row[1], row[2], row[3], row[4], row[5].astimezone(UTC).isoformat("T", "seconds")
+    )
 
 
 class Reads(Schema):
@@ -69,13 +77,25 @@ class Reads(Schema):
         """One stored document (in one of `collections`, None: any), or None."""
         row = self.conn.execute(
             self._sql(
-                "SELECT id, file, key, title, metadata FROM {documents} AS d "
+                "SELECT id, file, key, title, metadata, added_at FROM {documents} AS d "
                 "WHERE id = %(id)s AND {readable}",
                 readable=READABLE,
             ),
             {"id": doc_id, "collections": _listed(collections)},
         ).fetchone()
-        return DocumentRecord(*row) if row else None
+        return _record(row) if row else None
+
+    def documents(self, collections: Collections = None) -> list[DocumentRecord]:
+        """Every stored document (of `collections`, None: any) with when it was ingested, by title."""
+        rows = self.conn.execute(
+            self._sql(
+                "SELECT id, file, key, title, metadata, added_at FROM {documents} AS d "
+                'WHERE {readable} ORDER BY lower(title) COLLATE "C", file COLLATE "C", id COLLATE "C"',
+                readable=READABLE,
+            ),
+            {"collections": _listed(collections)},
+        ).fetchall()
+        return [_record(row) for row in rows]
 
     def paragraphs(self, doc_id: str, collections: Collections = None) -> list[ParagraphRecord]:
         """A document's paragraphs in reading order (none outside `collections`)."""
