@@ -3,13 +3,18 @@
 `citewise serve --login` asks every visitor for a user name and API token (as beyond loopback). Alice may
 read the default collection only; Bob may read `vault` too, which holds the one document that answers the
 question. Whatever the page shows Alice (the answer, its references, the evidence table and chart, the
-passage, the threads) holds no title, sentence or id of that document; Bob's answer cites it.
+passage, the threads) holds no title, sentence or id of that document; Bob's answer cites it. On both tiers:
+the index in a folder, and a shared PostgreSQL store the page answers from (`serve --store`), its users and
+grants in that store's database.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +22,10 @@ import pytest
 from support.page import ANSWER_TIMEOUT, ask, leaving, serving
 
 from citewise.app.access import open_access
-from citewise.index import Index
+from citewise.context import Context
+from citewise.core.resources import Resources
 from citewise.index.embeddings import Embedder
+from citewise.index.shared.pgserver import serve as serve_postgres
 
 pytestmark = pytest.mark.integration
 
@@ -32,26 +39,57 @@ QUESTION = "Where did the Athena probe land, and what did its drill find?"
 TELLTALES = ("Athena probe mission log", "Utopia Planitia", "brine ice", "regolith", "athena-log")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=["local", "shared"])
 def logins(
-    tmp_path_factory: pytest.TempPathFactory, embedder: Embedder, small_corpus_records: list[dict[str, str]]
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    embedder: Embedder,
+    small_corpus_records: list[dict[str, str]],
 ) -> Iterator[tuple[str, dict[str, str], str]]:
-    """`serve --login` over the twelve documents (default) and the secret (vault): URL, tokens, doc id."""
-    root = tmp_path_factory.mktemp("page-logins")
+    """`serve --login` over the twelve documents (default) and the secret (vault): URL, tokens, doc id.
+
+    The index is a folder, or (`shared`) a store on a PostgreSQL of the test's own that the page answers
+    from; either is written and read only as the ways in open it (`Resources` of a Context).
+    """
+    root = tmp_path_factory.mktemp(f"page-logins-{request.param}")
     public, vault = root / "public.jsonl", root / "vault.jsonl"
     public.write_text("".join(json.dumps(r) + "\n" for r in small_corpus_records), encoding="utf-8")
     vault.write_text(json.dumps(SECRET) + "\n", encoding="utf-8")
-    with Index.open(root / "index", embedder=embedder) as index:
-        assert index.ingest([public]).documents_added == len(small_corpus_records)
-        assert index.ingest([vault], collection="vault").documents_added == 1
-        (hit,) = index.search(QUESTION, k=1)  # the best evidence of all is the secret's
-        assert index.document(hit.doc_id).title == SECRET["title"]  # type: ignore[union-attr]
-    access = open_access(root / "index")
-    tokens = {name: access.add_user(name) for name in ("alice", "bob")}
-    access.grant("bob", "vault", "read")
-    access.close()
-    with serving(root, root / "index", "--login") as url:
-        yield url, tokens, hit.doc_id
+    cluster = Path(tempfile.mkdtemp(prefix="citewise-pg-"))  # a folder the postgres user may enter
+    cluster.chmod(0o755)
+    try:
+        with serve_postgres(cluster / "cluster") if request.param == "shared" else _no_server() as postgres:
+            store = postgres.dsn if postgres is not None else None
+            context = Context(index_dir=str(root / "index"), store=store)
+            resources = Resources(embedder=embedder)
+            try:
+                with resources.writer(context) as writer:
+                    assert writer.ingest([public]).documents_added == len(small_corpus_records)
+                    assert writer.ingest([vault], collection="vault").documents_added == 1
+                index = asyncio.run(resources.index(context))
+                (hit,) = index.search(QUESTION, k=1)  # the best evidence of all is the secret's
+                assert index.document(hit.doc_id).title == SECRET["title"]  # type: ignore[union-attr]
+            finally:
+                resources.close()
+            access = open_access(root / "index", store)
+            tokens = {name: access.add_user(name) for name in ("alice", "bob")}
+            access.grant("bob", "vault", "read")
+            access.close()
+            where = ("--store", store) if store else ()
+            with serving(root, root / "index", "--login", *where) as url:
+                yield url, tokens, hit.doc_id
+    finally:
+        shutil.rmtree(cluster, ignore_errors=True)
+
+
+class _no_server:
+    """No PostgreSQL: the local tier's stand-in for `serve_postgres` (`with` gives None)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_: object) -> None:
+        return None
 
 
 def logged_in(browser, url: str, name: str, token: str, seen: list[str]):

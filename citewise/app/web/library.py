@@ -29,7 +29,7 @@ from citewise.index.reading import SearchIndex, readable
 from citewise.index.records import DocumentRecord, document_collection
 
 if TYPE_CHECKING:
-    from citewise.app.web.page import ChatPage
+    from citewise.app.web.desk import Page
 
 COLUMNS = [
     "title",
@@ -152,7 +152,7 @@ EMPTY_DOCUMENT = '<div class="cw-doc cw-empty">Click a document in the list to s
 class Library:
     """The Library tab's handlers, on the chat page's server (its user, index and audit log)."""
 
-    def __init__(self, page: ChatPage) -> None:
+    def __init__(self, page: Page) -> None:
         self.page = page
 
     async def index_for(self, user: str) -> SearchIndex:
@@ -317,7 +317,7 @@ class Library:
         )
 
 
-def build_library(page: ChatPage, blocks: gr.Blocks, ingested: gr.Markdown) -> Library:
+def build_library(page: Page, blocks: gr.Blocks, ingested: gr.Markdown) -> Library:
     """The Library tab's components and events (inside the current layout); its handlers."""
     library = Library(page)
     with gr.Tab("Library", id="library", elem_id="cw-library-tab"):

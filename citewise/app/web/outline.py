@@ -24,8 +24,8 @@ from citewise.app.web import render
 from citewise.nodes.approve import OutlineEditError, edited_outline
 
 if TYPE_CHECKING:
+    from citewise.app.web.desk import Page
     from citewise.app.web.library import Library
-    from citewise.app.web.page import ChatPage
 
 APPROVE_MODE = "outline first"
 """The "Answer as" choice of a report whose outline is approved on the page before it is written."""
@@ -82,7 +82,7 @@ def resume_value(sections: list[dict[str, Any]]) -> list[dict[str, Any]]:
 class OutlineDesk:
     """The outline editor's components and handlers (built in the chat column, wired after the page's)."""
 
-    def __init__(self, page: ChatPage, library: Library | None = None) -> None:
+    def __init__(self, page: Page, library: Library | None = None) -> None:
         self.page = page
         self.library = library
         self.rows: list[gr.Row] = []
