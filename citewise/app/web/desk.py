@@ -7,9 +7,13 @@ page the one module that knows them all (no import circle through their annotati
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import gradio as gr
+
+if TYPE_CHECKING:
+    from citewise.app.access import Gate
+    from citewise.context import Context
 
 
 class Page(Protocol):
@@ -17,6 +21,10 @@ class Page(Protocol):
 
     TURN_OUTPUTS: int
     """How many outputs a turn yields."""
+    context: Context
+    """The page's settings: the index or store it answers from."""
+    gate: Gate
+    """Who may use the page, and the users' store (grants, the audit log)."""
 
     async def user_of(self, request: gr.Request | None) -> str | None:
         """Who a request is (None: nobody who may use the page)."""
