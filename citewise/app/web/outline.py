@@ -17,13 +17,13 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
-from langgraph.types import Command
 
 from citewise.app.outline_editor import apply_edit
 from citewise.app.web import render
-from citewise.nodes.approve import OutlineEditError, edited_outline
 
 if TYPE_CHECKING:
+    from langgraph.types import Command
+
     from citewise.app.web.desk import Page
     from citewise.app.web.library import Library
 
@@ -210,6 +210,9 @@ class OutlineDesk:
             yield (*(gr.skip(),) * self.page_outputs, gr.Column(visible=False), "")
             return
         value = resume_value(self._current(data))
+        # the graph's modules, once a report waits (the page starts without LangGraph: tests/unit/test_web.py)
+        from citewise.nodes.approve import OutlineEditError, edited_outline
+
         try:
             if self.library is None:
                 raise OutlineEditError("the page has no library to check pinned documents against")
@@ -237,6 +240,8 @@ class OutlineDesk:
     ) -> AsyncIterator[tuple[Any, ...]]:
         pending = session.pop("pending")
         history = list(data[self._chat] or [])[: pending["at"]]
+        from langgraph.types import Command
+
         command: Command[Any] = Command(resume={pending["interrupt"]: value})
         first = True
         async for out in self.page.turn(

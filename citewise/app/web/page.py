@@ -64,6 +64,19 @@ window.citewiseCite = (fragment) => {
   window.citewiseWanted = fragment;
   window.citewiseAsked = {[fragment]: 1};
   trigger('click', {cite: fragment});
+  // a click dropped while another is pending shows no new panel: looked at again after a while
+  clearTimeout(window.citewiseTimer);
+  window.citewiseTimer = setTimeout(window.citewiseRecheck, 1500);
+};
+window.citewiseRecheck = () => {
+  const wanted = window.citewiseWanted;
+  const shown = document.querySelector('#cw-passage .cw-passage[data-cite]');
+  if (!wanted || (shown && shown.dataset.cite === wanted)) return;
+  const asked = window.citewiseAsked[wanted] || 0;
+  if (asked >= 3) return;
+  window.citewiseAsked[wanted] = asked + 1;
+  trigger('click', {cite: wanted});
+  window.citewiseTimer = setTimeout(window.citewiseRecheck, 1500);
 };
 if (!window.citewiseCiteListener) {
   window.citewiseCiteListener = true;
