@@ -16,6 +16,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,8 @@ def logins(
                 with resources.writer(context) as writer:
                     assert writer.ingest([public]).documents_added == len(small_corpus_records)
                     assert writer.ingest([vault], collection="vault").documents_added == 1
-                index = asyncio.run(resources.index(context))
+                with ThreadPoolExecutor(1) as pool:  # Playwright's own loop runs in this thread
+                    index = pool.submit(asyncio.run, resources.index(context)).result()
                 (hit,) = index.search(QUESTION, k=1)  # the best evidence of all is the secret's
                 assert index.document(hit.doc_id).title == SECRET["title"]  # type: ignore[union-attr]
             finally:
