@@ -189,3 +189,10 @@ def test_gradio_imported_first_is_left_as_it_is() -> None:
     from citewise.app.web.gradio_import import import_gradio
 
     assert import_gradio() is gradio
+
+
+def test_a_thread_started_on_the_page_has_an_id_of_128_random_bits() -> None:
+    from citewise.app.web.page import page_thread_id
+
+    ids = {page_thread_id() for _ in range(50)}
+    assert len(ids) == 50 and all(re.fullmatch(r"[0-9a-f]{32}", i) for i in ids)

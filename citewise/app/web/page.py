@@ -31,6 +31,7 @@ import shutil
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -42,7 +43,7 @@ import psycopg
 from langchain_core.messages import AIMessageChunk
 
 from citewise.app.access import Gate
-from citewise.app.chat import STREAMED_NODES, new_thread_id, result_payload, stage_lines
+from citewise.app.chat import STREAMED_NODES, result_payload, stage_lines
 from citewise.app.memory import claim_thread, open_checkpointer, shown_setting, thread_owner, thread_summaries
 from citewise.app.terminal import ROUTES, AnswerMode
 from citewise.app.web import library as library_tab
@@ -58,6 +59,12 @@ from citewise.index.loaders import SUPPORTED_SUFFIXES
 from citewise.index.reading import SearchIndex
 
 logger = logging.getLogger(__name__)
+
+
+def page_thread_id() -> str:
+    """A new thread's id on the page: 128 random bits (no one types it, unlike the terminal's short ids)."""
+    return uuid.uuid4().hex
+
 
 CITE_JS = """
 window.citewiseCite = (fragment) => {
@@ -570,11 +577,11 @@ class ChatPage:
             yield (gr.skip(),) * 12
             return
         session = dict(session or {})
-        session["thread"] = session.get("thread") or new_thread_id()
+        session["thread"] = session.get("thread") or page_thread_id()
         try:
             await self.graph()
             if await claim_thread(self._saver, session["thread"], user) != user:  # another's id: a new thread
-                session = {"thread": new_thread_id(), "turns": []}
+                session = {"thread": page_thread_id(), "turns": []}
                 await claim_thread(self._saver, session["thread"], user)
         except ValueError:
             pass  # the thread store cannot be opened: the turn below says so
@@ -809,7 +816,7 @@ def thread_label(title: str, turns: int, updated: str, thread_id: str) -> str:
 
 def fresh_session() -> dict[str, Any]:
     """A browser session's start: a new thread, no turns."""
-    return {"thread": new_thread_id(), "turns": []}
+    return {"thread": page_thread_id(), "turns": []}
 
 
 def build_page(
