@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import docx
-import pypdfium2 as pdfium
 import pytest
 from support.exports import markdown_markers, read_bibtex, read_ris
 from support.page import ANSWER_TIMEOUT, CITE, ask, leaving, open_page, serving
+from support.pdfboxes import word_boxes
 
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -46,30 +46,6 @@ def desk(pdf_index: Path) -> Iterator[str]:
     """`citewise serve` over the PDF index; its URL."""
     with serving(pdf_index.parent, pdf_index) as url:
         yield url
-
-
-def cited_word_boxes(path: Path, page: int, words: list[str]) -> list[tuple[float, float, float, float]]:
-    """PDFium's boxes (left, bottom, right, top, PDF points) of each place the given words are on a page."""
-    pdf = pdfium.PdfDocument(path)
-    try:
-        text = pdf[page].get_textpage()
-        found = []
-        for word in words:
-            searcher = text.search(word, match_case=True, match_whole_word=True)
-            while (hit := searcher.get_next()) is not None:
-                start, count = hit
-                boxes = [text.get_charbox(i) for i in range(start, start + count)]
-                found.append(
-                    (
-                        min(b[0] for b in boxes),
-                        min(b[1] for b in boxes),
-                        max(b[2] for b in boxes),
-                        max(b[3] for b in boxes),
-                    )
-                )
-        return found
-    finally:
-        pdf.close()
 
 
 def overlap(a: tuple[float, ...], b: tuple[float, ...]) -> float:
@@ -112,8 +88,7 @@ def test_a_marker_opens_the_cited_pdf_page_with_the_supporting_lines_marked_wher
     assert image and width and height
     words = sorted({w.strip(".,;") for w in supporting.split() if len(w.strip(".,;")) >= 4})
     truth = {
-        word: cited_word_boxes(pdf_index.parent / "papers" / "manual.pdf", CITED_PAGE, [word])
-        for word in words
+        word: word_boxes(pdf_index.parent / "papers" / "manual.pdf", CITED_PAGE, [word]) for word in words
     }
     assert all(truth.values()), truth  # PDFium finds every cited word on that page
     marks = page.locator("#cw-document .cw-mark")

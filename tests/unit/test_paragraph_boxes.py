@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pypdfium2 as pdfium
+from support.pdfboxes import word_boxes
 
 from citewise.index.chunking import Chunk, ChunkedDocument
 from citewise.index.document import Document, LineBox, Paragraph
@@ -19,29 +19,6 @@ from citewise.index.local.docstore import SCHEMA_VERSION, DocStore
 from citewise.index.records import paragraph_id
 
 PDFS = Path(__file__).resolve().parents[1] / "data" / "pdf"
-
-
-def word_boxes(path: Path, page: int, word: str) -> list[tuple[float, float, float, float]]:
-    """PDFium's boxes (left, bottom, right, top) of every place `word` is found on a page."""
-    pdf = pdfium.PdfDocument(path)
-    try:
-        text = pdf[page].get_textpage()
-        searcher = text.search(word, match_case=True, match_whole_word=True)
-        found = []
-        while (hit := searcher.get_next()) is not None:
-            start, count = hit
-            boxes = [text.get_charbox(i) for i in range(start, start + count)]
-            found.append(
-                (
-                    min(b[0] for b in boxes),
-                    min(b[1] for b in boxes),
-                    max(b[2] for b in boxes),
-                    max(b[3] for b in boxes),
-                )
-            )
-        return found
-    finally:
-        pdf.close()
 
 
 def within(words: list[str], chars: int) -> str:
@@ -75,10 +52,10 @@ def test_a_pdf_paragraph_knows_its_page_and_the_box_of_each_of_its_lines() -> No
         first = within(paragraph.text.split(), paragraph.boxes[0].chars)
         last = within(paragraph.text.split()[::-1], paragraph.boxes[-1].chars)
         start = [
-            b for b in word_boxes(path, paragraph.boxes[0].page, first) if overlaps(paragraph.boxes[0], b)
+            b for b in word_boxes(path, paragraph.boxes[0].page, [first]) if overlaps(paragraph.boxes[0], b)
         ]
         end = [
-            b for b in word_boxes(path, paragraph.boxes[-1].page, last) if overlaps(paragraph.boxes[-1], b)
+            b for b in word_boxes(path, paragraph.boxes[-1].page, [last]) if overlaps(paragraph.boxes[-1], b)
         ]
         assert start, f"{first!r} is not where the first line's box is: {paragraph.boxes[0]}"
         assert end, f"{last!r} is not where the last line's box is: {paragraph.boxes[-1]}"
