@@ -180,7 +180,8 @@ class Library:
         except (IndexOpenError, OSError, psycopg.Error) as error:
             first = (str(error).strip().splitlines() or [type(error).__name__])[0]
             return empty, [], render.escape_markdown(f"No documents yet ({first}).")
-        shown = matching(records, query)[:LISTED]
+        found = matching(records, query)
+        shown = found[:LISTED]
 
         def rows() -> list[list[Any]]:
             return [
@@ -191,9 +192,8 @@ class Library:
             ]
 
         table = pd.DataFrame(await asyncio.to_thread(rows), columns=COLUMNS)
-        found = len(matching(records, query))
-        count = f"{found} of {len(records)} documents" if query.strip() else f"{len(records)} documents"
-        if found > LISTED:
+        count = f"{len(found)} of {len(records)} documents" if query.strip() else f"{len(records)} documents"
+        if len(found) > LISTED:
             count += f" (the first {LISTED} listed: search to narrow)"
         return table, [r.id for r in shown], count
 

@@ -389,22 +389,19 @@ class DocStore:
         """One stored document (in one of `collections`, None: any), or None."""
         where, values = _readable(collections, "collection")
         row = self.db.execute(
-            f"SELECT id, file, key, title, metadata, added_at FROM documents WHERE id = ?{where}",
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE id = ?{where}",
             (doc_id, *values),
         ).fetchone()
-        return (
-            DocumentRecord(row[0], row[1], row[2], row[3], json.loads(row[4]), _utc(row[5])) if row else None
-        )
+        return _document(row) if row else None
 
     def documents(self, collections: Collections = None) -> list[DocumentRecord]:
         """Every stored document (of `collections`, None: any) with when it was ingested, by title."""
         where, values = _readable(collections, "collection")
         rows = self.db.execute(
-            "SELECT id, file, key, title, metadata, added_at FROM documents "
-            f"WHERE 1{where} ORDER BY lower(title), file, id",
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE 1{where} ORDER BY lower(title), file, id",
             values,
         )
-        return [DocumentRecord(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), _utc(r[5])) for r in rows]
+        return [_document(r) for r in rows]
 
     def find_documents(
         self, text: str, limit: int = 20, collections: Collections = None
@@ -413,12 +410,12 @@ class DocStore:
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         where, values = _readable(collections, "collection")
         rows = self.db.execute(
-            "SELECT id, file, key, title, metadata, added_at FROM documents "
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents "
             f"WHERE (title LIKE ? ESCAPE '\\' OR file LIKE ? ESCAPE '\\'){where} "
             "ORDER BY lower(title) = lower(?) DESC, title, file LIMIT ?",
             (pattern, pattern, *values, text, limit),
         )
-        return [DocumentRecord(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"), _utc(r[5])) for r in rows]
+        return [_document(r) for r in rows]
 
     def paragraphs(self, doc_id: str, collections: Collections = None) -> list[ParagraphRecord]:
         """A document's paragraphs in reading order (none when it is in none of `collections`)."""
@@ -539,6 +536,15 @@ class DocStore:
         for table in ("files", "documents", "paragraphs", "bibliography", "chunks"):
             count[table] = self.db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
         return count
+
+
+DOCUMENT_COLUMNS = "id, file, key, title, metadata, added_at"
+"""A document's columns as `_document` reads them."""
+
+
+def _document(row: tuple[Any, ...]) -> DocumentRecord:
+    """A document from its row (DOCUMENT_COLUMNS): metadata JSON, the time it was ingested in UTC."""
+    return DocumentRecord(row[0], row[1], row[2], row[3], json.loads(row[4] or "{}"), _utc(row[5]))
 
 
 def _paragraph(row: tuple[Any, ...]) -> ParagraphRecord:
