@@ -51,6 +51,10 @@ _NUMBER_PREFIX = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-Z]\.)
 _NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.)\s+[A-Z]")
 _LIST_ITEM = re.compile(r"^(?:[-*+\u2022\u25aa\u25cf]|\d{1,3}[.)]|\[\d{1,3}\])\s")
 _UNDERLINE = re.compile(r"^(?:=+|-+)$")
+FLOAT_CAPTION = re.compile(
+    r"(?:Fig(?:ure)?|FIG(?:URE)?|Table|TABLE|Tab)\.?\s*(?:\d{1,3}|[A-Z]\.?\d{1,2}|[IVXL]{1,6})\.?\s*[:\u2014\u2013.-]"
+)
+"""A figure's or table's caption opening ("Fig. A1.\u2014", "TABLE 2:"); no reference entry starts so."""
 _SENTENCE_END = re.compile(r"[.!?:][\"'\u201d\u2019)\]]*$")
 
 
@@ -520,6 +524,7 @@ def _layout_paragraphs(lines: list[Line], body_size: float) -> list[Paragraph]:
     """Paragraphs and sections from lines whose layout says what they are (`citewise.index.pdf`)."""
     sections = _SectionPath()
     section, text, references, paragraphs = "", "", False, []
+    outside = ""  # the section a reference list was entered from: floats set after the list go back to it
     flush_left: dict[tuple[int, str], float] = {}  # where reference entries start, per page column
     boxes: list[LineBox] = []  # where the paragraph's lines stand
 
@@ -533,13 +538,17 @@ def _layout_paragraphs(lines: list[Line], body_size: float) -> list[Paragraph]:
     for index, line in enumerate(lines):
         if line.kind == "title":
             continue
+        if references and (line.table is not None or FLOAT_CAPTION.match(line.text)):
+            # the figures and tables a journal sets after its reference list (AASTeX) end the list
+            flush()
+            section, references = outside, False
         if line.table is not None:  # a float: the paragraph around it goes on after it
             parts = line.table.parts()
             paragraphs.extend(Paragraph(part, section, boxes=(_line_box(line, part),)) for part in parts)
             continue
         if line.kind == "heading":
             flush()
-            section = sections.enter(line.level, line.text)
+            outside, section = section, sections.enter(line.level, line.text)
             references = is_reference_heading(line.text)
             if references:
                 # entries that hang (their later lines indented) start where a line is flush left

@@ -88,8 +88,7 @@ def mark_title(lines: list[Line], body: float) -> None:
             larger = line.size > max(x.size for x in head)  # no heading outsizes the title: "No to" / "CMYK"
             # a title line ending in "of" runs on into the next, centred under it in its size, in italic
             # too ("Documentation of the LaTeX class of" / "North-Western European Journal of Mathematics")
-            words = head[-1].text.split()
-            runs_on = bool(words) and words[-1].lower() in JOINING_WORDS and line.size == head[-1].size
+            runs_on = _runs_on(head[-1]) and line.size == head[-1].size
             if not larger and not (runs_on and abs(centre - above_centre) <= 2):
                 if _face(line) != _face(head[-1]) or abs(centre - above_centre) > 2:
                     break
@@ -99,6 +98,7 @@ def mark_title(lines: list[Line], body: float) -> None:
             # a wrapped title's lines run wide; after a short one, a line in its type is a subtitle or a
             # version ("TrIO: Transparent file I/O" over "Version of 2022-04-30")
             short = bool(head) and head[-1].right - head[-1].left < 0.6 * (head[-1].far_edge - head[-1].edge)
+            short = short and not _runs_on(head[-1])  # "COLLAPSED CORES IN GLOBULAR CLUSTERS," goes on
             if head and (_face(line) != _face(head[-1]) or len(head) == 3 or short):
                 break
             if not head and not (
@@ -128,13 +128,21 @@ def mark_title(lines: list[Line], body: float) -> None:
         head[n].kind = "title"
         n -= 1
     # short lines under the title, centred or in italic, before the first heading or paragraph: authors,
-    # affiliations
+    # affiliations (a short "and" between authors may be taken for a column's line: centred on the page)
+    block = (min(x.edge for x in first), max(x.far_edge for x in first))
     for line in first[above + len(head) :]:
         if HEADING_WORD.match(line.text) or len(line.text.split()) > 14:
             break
-        if not (_centred(line, body) or line.italic and not line.text.endswith(".")):
+        centred = _centred(line, body) or _centred_between(line, *block, body)
+        if not (centred or line.italic and not line.text.endswith(".")):
             break
         line.kind = "furniture"
+
+
+def _runs_on(line: Line) -> bool:
+    """Whether a title's line goes on over the next: it ends in a joining word ("of") or a comma."""
+    words = line.text.split()
+    return bool(words) and (words[-1].lower() in JOINING_WORDS or words[-1].endswith(","))
 
 
 def _display_part(line: Line, top: Line) -> bool:
@@ -166,8 +174,13 @@ def _unnumbered(line: Line, first: list[Line]) -> bool:
 
 def _centred(line: Line, body: float) -> bool:
     """Whether a line stands clear of both edges of its column (by an em and a twentieth of the width)."""
-    width = line.far_edge - line.edge
-    margin = min(line.left - line.edge, line.far_edge - line.right)
+    return _centred_between(line, line.edge, line.far_edge, body)
+
+
+def _centred_between(line: Line, edge: float, far_edge: float, body: float) -> bool:
+    """Whether a line stands clear of both edges (by an em and a twentieth of the width between them)."""
+    width = far_edge - edge
+    margin = min(line.left - edge, far_edge - line.right)
     return width > 0 and margin > max(body, 0.05 * width)
 
 
@@ -187,8 +200,9 @@ def mark_headings(lines: list[Line], body: float) -> None:
         and not line.hang  # a tag, its description hanging under it
         and not BULLET.match(line.text)  # a list's item
         and (line.bold or line.size >= 1.1 * body or _set_apart(line) or _heading_word(line, body))
-        # (a bold "Abstract" alone on its line may be set in the abstract's smaller type)
-        and (line.heading_size >= 0.85 * body or line.bold and CAPS_HEADING_WORD.fullmatch(line.text.strip()))
+        # (a bold "Abstract" alone on its line may be set in the abstract's smaller type, a centred
+        # "REFERENCES" in the list's: AASTeX)
+        and (line.heading_size >= 0.85 * body or _small_heading_word(line, body))
         and (len(line.text.split()) <= 14 or _long_numbered(line, body))
         and re.search(r"[^\W\d_]", line.text)
         and not line.text.endswith((",", ";"))
@@ -235,10 +249,26 @@ def mark_headings(lines: list[Line], body: float) -> None:
             chosen.add(id(line))
             candidates.append(line)
     candidates = [line for line in candidates if id(line) in chosen]
-    styles = sorted({_style(line) for line in candidates})
+    styles = _numbered_order(sorted({_style(line) for line in candidates}), candidates)
     for line in candidates:
         line.kind = "heading"
         line.level = styles.index(_style(line)) + 1
+
+
+def _numbered_order(styles: list[Style], headings: list[Line]) -> list[Style]:
+    """Heading styles in rank order, those numbered to one depth each ranked by it ("3.1" under "4").
+
+    Type ranks headings where numbering says nothing; where it does, it wins: emulateapj sets its sections
+    in 9 pt capitals ("4. FLOATING MATERIAL") and their subsections in 10 pt italic ("3.1. Formalism").
+    """
+    depths: dict[Style, set[int]] = {}
+    for line in headings:
+        number = DECIMAL_NUMBER.match(line.text)
+        if number:
+            depths.setdefault(_style(line), set()).add(number.group(1).count(".") + 1)
+    known = [style for style in styles if len(depths.get(style, ())) == 1]
+    by_depth = iter(sorted(known, key=lambda style: min(depths[style])))  # stable: type breaks a tie
+    return [next(by_depth) if style in known else style for style in styles]
 
 
 def _long_numbered(line: Line, body: float) -> bool:
@@ -342,7 +372,14 @@ def _running_text(lines: list[Line]) -> set[int]:
     return found
 
 
-def _style(line: Line) -> tuple[float, bool, bool, bool]:
+Style = tuple[float, bool, bool, bool]
+"""A heading's type as it ranks (`_style`)."""
+
+DECIMAL_NUMBER = re.compile(r"(\d{1,2}(?:\.\d{1,2})*)\.?\s+[^\W\d_]")
+"""A heading's decimal number, its depth in its dots ("3.1. Formalism": 2)."""
+
+
+def _style(line: Line) -> Style:
     """A heading's type as it ranks: larger first, then capitals, then bold, then italic."""
     return (-line.heading_size, not line.caps, not line.bold, line.italic)
 
@@ -358,6 +395,12 @@ def _face(line: Line) -> tuple[float, bool, bool, bool]:
 def _heading_word(line: Line, body: float) -> bool:
     """A heading word alone on its line a little larger than the body ("Abstract" at 12 points over 11)."""
     return line.size >= 1.05 * body and bool(CAPS_HEADING_WORD.fullmatch(line.text.strip()))
+
+
+def _small_heading_word(line: Line, body: float) -> bool:
+    """A heading word alone on its line in type smaller than the body: bold, or centred capitals."""
+    word = CAPS_HEADING_WORD.fullmatch(line.text.strip())
+    return bool(word) and (line.bold or line.caps and line.size >= 0.7 * body and _centred(line, body))
 
 
 def _set_apart(line: Line) -> bool:

@@ -488,8 +488,15 @@ _MARKS = "".join(SPACING_ACCENTS)
 _ACCENTED = re.compile(f"([{_MARKS}])((?<=[^\\W\\d_][{_MARKS}]) )?([^\\W\\d_])")
 
 
+GRAVE = re.compile(r"(?<=[^\W\d_])`([aeiouAEIOU])")
+"""TeX's grave accent read as a backquote inside a word ("Auri`ere"): before a vowel only, as code's quotes
+open after a space."""
+
+
 def _accented(text: str) -> str:
-    """Spacing accents joined to their letters: "Toluˇsis" -> "Tolušis", "caf´e" -> "café"."""
+    """Spacing accents joined to their letters: "Toluˇsis" -> "Tolušis", "H`enon" -> "Hènon"."""
+    if "`" in text:
+        text = GRAVE.sub(lambda m: unicodedata.normalize("NFC", m[1] + "\u0300"), text)
     if not any(c in text for c in SPACING_ACCENTS):
         return text
     return _ACCENTED.sub(lambda m: unicodedata.normalize("NFC", m[3] + SPACING_ACCENTS[m[1]]), text)
