@@ -1,4 +1,4 @@
-"""Reader rules from journal classes nobody here typeset: AASTeX's emulateapj sample (publishers' doc).
+"""Reader rules from journal classes nobody here typeset: AASTeX's emulateapj sample, classicthesis.
 
 Each test builds the lines a page of that kind gives (boxes in PDF points, y up) and checks one rule.
 """
@@ -7,8 +7,16 @@ from __future__ import annotations
 
 from citewise.index.citations import split_references
 from citewise.index.loaders import _layout_paragraphs
-from citewise.index.pdf.headings import mark_headings, mark_title
+from citewise.index.pdf.furniture import mark_furniture
+from citewise.index.pdf.headings import (
+    join_wrapped_headings,
+    mark_headings,
+    mark_title,
+    split_run_in_headings,
+)
 from citewise.index.pdf.lines import Line, Piece, line_text
+from citewise.index.pdf.order import reading_order
+from citewise.index.pdf.pages import LETTERSPACED, _unspaced
 
 BODY = 10.0
 
@@ -124,3 +132,164 @@ def test_figures_and_tables_set_after_the_reference_list_are_not_entries() -> No
     )
     assert [p.section for p in body if p.text.startswith("Fig. A1")] == ["APPENDIX MATERIAL"]
     assert line_text(caption.pieces).startswith("Fig. A1")
+
+
+def test_letterspaced_capitals_are_read_as_their_words() -> None:
+    # classicthesis's spaced capitals: PDFium puts a space between every letter; the glyphs' gaps say
+    # which are word spaces (tracking 2.5 points, a word space 5 more)
+    glyphs, x = [], 150.0
+    for word in ("THE", "ARSCLASSICA", "PACKAGE"):
+        for char in word:
+            glyphs.append((char, x, x + 9.0))
+            x += 11.5
+        x += 5.0
+    text = " ".join("THE ARSCLASSICA PACKAGE".replace(" ", ""))
+    assert LETTERSPACED.fullmatch(text)
+    assert _unspaced(text, glyphs, 17.2) == "THE ARSCLASSICA PACKAGE"
+    # groff breaks its objects anywhere: "d as a l" ends "invoked" and starts "login", solid type
+    solid = [("d", 100, 105), ("a", 108, 113), ("s", 113, 117), ("a", 120, 125), ("l", 128, 131)]
+    assert LETTERSPACED.fullmatch("d as a l") and _unspaced("d as a l", solid, 10.0) == "d as a l"
+    assert not LETTERSPACED.fullmatch("A B 1 2")
+
+
+def test_a_chapters_heading_its_running_heads_repeat_stays_a_heading() -> None:
+    # "FUNDAMENTALS" opens chapter 1 in 14.3 points; the chapter's pages repeat "1 fundamentals" in 10.9
+    def page(number: int, first: Line) -> list[Line]:
+        rest = [
+            line(f"Body text of page {number}, line {n}.", 86, 650 - 14 * n, 510, page=number)
+            for n in range(6)
+        ]
+        return [first, *rest]
+
+    heading = line("FUNDAMENTALS", 145, 720, 285, "Iwona-Regular", size=14.3, page=1)
+    pages = [page(0, line("The ArsClassica package", 150, 760, 440, page=0)), page(1, heading)]
+    pages += [
+        page(n, line(f"{n - 1} fundamentals", 86, 770, 177, "TeXPalladioL-SC", page=n)) for n in (2, 3, 4)
+    ]
+    mark_furniture(pages)
+    assert heading.kind == "text"
+    assert [p[0].kind for p in pages[2:]] == ["furniture"] * 3
+
+
+def test_numbered_and_lettered_italic_run_in_heads_are_split_off() -> None:
+    # aomart: "9.19. " roman, the title in italic, ". Here ..." roman; REVTeX: "a. Note (...)" italic, no stop
+    amsart = Line(
+        [
+            Piece(141, 663, 168, 674, "9.19. ", 10.9, "CMR10", False),
+            Piece(169, 663, 252, 674, "Big-g-g delimiters", 10.9, "CMTI10", False),
+            Piece(253, 663, 430, 674, ". Here are some big delimiters, first in ", 10.9, "CMR10", False),
+        ],
+        page=0,
+        starts=True,
+    )
+    revtex = Line(
+        [
+            Piece(328, 263, 500, 273, "a. Note (Fourth-level head is run in) ", 10, "CMTI10", False),
+            Piece(501, 263, 561, 273, "The width-", 10, "CMR10", False),
+        ],
+        page=0,
+        starts=True,
+    )
+    head, body, lettered, rest = split_run_in_headings([amsart, revtex])
+    assert (head.kind, head.text, body.text) == (
+        "heading",
+        "9.19. Big-g-g delimiters.",
+        "Here are some big delimiters, first in",
+    )
+    assert (lettered.kind, lettered.text) == ("heading", "a. Note (Fourth-level head is run in)")
+    assert rest.kind == "text" and rest.starts and rest.text == "The width-"
+
+
+def test_a_margin_line_number_read_into_its_line_is_taken_off_it() -> None:
+    numbers = [line(str(n), 102.5, 690 - 14 * (n - 15), 110.2, size=8.0) for n in range(15, 20)]
+    text = [line(f"Body line {n} of the page set in its own type.", 119, 690 - 14 * n, 495) for n in range(5)]
+    glued = Line(
+        [
+            Piece(102.5, 620, 110.2, 628, "20", 8.0, "CMR8", False),
+            Piece(
+                119.3, 620, 430.5, 631, "and NIH. They acknowledge the generous help", 10.9, "CMR10", False
+            ),
+        ],
+        page=0,
+    )
+    after = [
+        line(f"Body line {n} of the page set in its own type.", 119, 606 - 14 * n, 495) for n in range(3)
+    ]
+    page = [*numbers, *text, glued, *after]
+    mark_furniture([page])
+    read = [x for x in page if x.kind == "text"]
+    assert any(x.text == "and NIH. They acknowledge the generous help" for x in read)
+    assert all(not x.text.startswith("20") for x in read)
+
+
+def test_a_title_under_a_journals_masthead_and_its_dates_under_the_abstract() -> None:
+    # EJP/ECP: a citation line, a DOI, an ISSN and the journal's three-line name over the title; "Submitted
+    # to ECP on ..." in small type under the abstract
+    small = [
+        line("Electron. Commun. Probab. 0 (2020), article no. 0, 1\u201315.", 100, 701, 327, size=8.1),
+        line("ELECTRONIC", 403, 698, 464, "BeraSerif-Bold", size=8.1),
+        line("https://doi.org/10.1214/YY-TN", 100, 689, 240, size=8.1),
+        line("COMMUNICATIONS", 403, 686, 494, "BeraSerif-Bold", size=8.1),
+        line("ISSN: 1083-589X", 100, 678, 169, size=8.1),
+        line("in PROBABILITY", 403, 675, 479, "BeraSerif-Bold", size=8.1),
+    ]
+    title = line("Introduction to the ejpecp Class Version 1.11.1", 144, 623, 451, size=12.9)
+    dates = line(
+        "Submitted to ECP on January 2, 2013, final version accepted on December 13, 2014.",
+        125,
+        469,
+        432,
+        size=7.2,
+    )
+    body = line(
+        "The class ejpecp is designed for typesetting of articles for the Electronic Journal",
+        114,
+        443,
+        496,
+        size=9.0,
+    )
+    authors = line("Krzysztof Burdzy Djalil Chafa\u00ef", 199, 596, 397, size=10.8)
+    abstract = line(
+        "The class ejpecp is designed for typesetting of articles to be published", 124, 529, 471, size=8.1
+    )
+    lines = [
+        *small,
+        title,
+        authors,
+        line("Abstract", 278, 549, 317, "BeraSerif-Bold", size=8.1),
+        abstract,
+        dates,
+        body,
+    ]
+    mark_title(lines, 9.0)
+    assert title.kind == "title"
+    assert {x.kind for x in small} == {"furniture"} and dates.kind == "furniture" and body.kind == "text"
+
+
+def test_an_abstracts_last_line_under_its_indented_first_stays_across_the_columns() -> None:
+    abstract = [
+        line(
+            "An article usually includes an abstract, a concise summary of the work covered at length in the",
+            118.3,
+            513.5,
+            506.7,
+            size=9.0,
+        ),
+        line("main body of the article.", 109.1, 503.1, 208.3, size=9.0),
+    ]
+    columns = [line(f"Left column line {n} of the body text.", 54, 400 - 12 * n, 299) for n in range(4)]
+    columns += [line(f"Right column line {n} of the body text.", 317, 400 - 12 * n, 561) for n in range(4)]
+    ordered = reading_order([*abstract, *columns])
+    assert [x.column for x in abstract] == ["full", "full"]
+    assert ordered[:2] == abstract
+
+
+def test_a_heading_whose_line_ends_in_a_colon_goes_on_in_its_type_though_not_in_capitals() -> None:
+    def bold(text: str, left: float, bottom: float, right: float, level: int) -> Line:
+        piece = Piece(left, bottom, right, bottom + 9, text, 9.0, "CMBX9", True)
+        return Line([piece], page=0, kind="heading", level=level, edge=51, far_edge=561)
+
+    first = bold("I. FIRST-LEVEL HEADING:", 104, 434, 249, 1)
+    second = bold("THE LINE BREAK WAS FORCED via \\\\", 76, 424, 276, 2)
+    (joined,) = join_wrapped_headings([first, second])
+    assert joined.text == "I. FIRST-LEVEL HEADING: THE LINE BREAK WAS FORCED via \\\\"

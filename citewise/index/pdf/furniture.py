@@ -6,6 +6,7 @@ copyright and conference stamps, footnotes, display equations and their numbers,
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 import statistics
@@ -44,11 +45,14 @@ def mark_furniture(pages: list[list[Line]]) -> None:
     counts = Counter(s for end in ends for s in {shape(line) for line in end})
     repeated = max(2, min(3, round(0.4 * len(pages))))  # a chapter's own head repeats on its pages
     heights: dict[str, list[float]] = {}
+    sizes: dict[str, list[float]] = {}
     for end in ends:
         for line in end:
             heights.setdefault(shape(line), []).append(line.top)
+            sizes.setdefault(shape(line), []).append(line.size)
 
     entries = _called_out_of_step(ends)
+    body = statistics.median(line.size for lines in pages for line in lines) if any(pages) else 0.0
 
     def repeats(line: Line) -> bool:
         # a running head is short, or stands at one height on every page: a paragraph a manual repeats
@@ -56,6 +60,8 @@ def mark_furniture(pages: list[list[Line]]) -> None:
         if len(pages) < 2 or counts[shape(line)] < repeated or not re.search(r"[^\W_]", line.text):
             return False  # a head says something: "$$" opening two pages is a display's first line
         if id(line) in entries:
+            return False
+        if line.size > 1.2 * max(min(sizes[shape(line)]), body):  # a chapter's heading its heads repeat
             return False
         alike = sum(abs(top - line.top) < 2 for top in heights[shape(line)])
         return len(line.text.split()) < 12 or alike >= repeated
@@ -127,8 +133,22 @@ def _mark_line_numbers(lines: list[Line]) -> None:
     Five or more lines of digits alone standing wholly left or right of every other line's text.
     """
     numbers = [line for line in lines if re.fullmatch(r"\d{1,4}", line.text)]
+    if len(numbers) < 5:
+        return
+    for n, line in enumerate(list(lines)):  # a number read into the line beside it: "20 and NIH. They ..."
+        first, *rest = line.pieces
+        if (
+            rest
+            and re.fullmatch(r"\d{1,4}", first.text.strip())
+            and rest[0].left - first.right > first.size
+            and any(abs(first.left - x.left) < 1 or abs(first.right - x.right) < 1 for x in numbers)
+        ):
+            lines[n] = dataclasses.replace(line, pieces=rest)
+            number = dataclasses.replace(line, pieces=[first])
+            lines.append(number)
+            numbers.append(number)
     text = [line for line in lines if line not in numbers]
-    if len(numbers) < 5 or not text:
+    if not text:
         return
     left, right = min(line.left for line in text), max(line.right for line in text)
     margin = [line for line in numbers if line.right < left or line.left > right]

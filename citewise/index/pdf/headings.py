@@ -8,12 +8,15 @@ continues a sentence; headings wrapped over two lines joined, run-in heads split
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 
 from citewise.index.pdf.lines import (
+    MONO_FONT,
     NUMBERED,
     SMALL_CAPS_FONT,
     Line,
+    Piece,
     bold_label,
     bold_lead,
     line_pitch,
@@ -76,7 +79,8 @@ def mark_title(lines: list[Line], body: float) -> None:
     lead = next((n for n, x in enumerate(first[:4]) if x.size >= 1.2 * body and _centred(x, body)), 0)
     for n, line in enumerate(first):
         small = line.size < 0.95 * body or n < lead and line.size <= 1.05 * body
-        if not head and above < 3 and small and not HEADING_WORD.match(line.text):
+        # (a journal's masthead beside its citation line: "ELECTRONIC / COMMUNICATIONS / in PROBABILITY")
+        if not head and above < 6 and small and not HEADING_WORD.match(line.text):
             above += 1
             continue
         if line.size <= 1.05 * body or HEADING_WORD.match(line.text):
@@ -108,6 +112,11 @@ def mark_title(lines: list[Line], body: float) -> None:
             head.append(line)
         if not head or HEADING_WORD.match(head[0].text) or CAPS_HEADING_WORD.match(head[0].text):
             return
+    for (
+        line
+    ) in first:  # "Submitted to ECP on January 2, 2013, final version accepted on ...": not the paper's
+        if line.size < 0.95 * body and HISTORY.match(line.text):
+            line.kind = "furniture"
     at = first.index(head[0]) + 1 if head[0].text == "NAME" else len(first)
     if len(head) == 1 and at < len(first):
         # a manual page: its title is the line its NAME section holds ("bash - GNU Bourne-Again SHell")
@@ -133,10 +142,15 @@ def mark_title(lines: list[Line], body: float) -> None:
     for line in first[above + len(head) :]:
         if HEADING_WORD.match(line.text) or len(line.text.split()) > 14:
             break
-        centred = _centred(line, body) or _centred_between(line, *block, body)
+        middle = abs(line.left + line.right - sum(block)) / 2 <= body  # on the page's middle
+        centred = _centred(line, body) or middle and _centred_between(line, *block, body)
         if not (centred or line.italic and not line.text.endswith(".")):
             break
         line.kind = "furniture"
+
+
+HISTORY = re.compile(r"(?:Submitted|Received|Accepted|Revised|Published)\b.{0,80}\b(?:1[89]|20)\d\d\b", re.I)
+"""A paper's dates as a journal prints them under the abstract, in small type."""
 
 
 def _runs_on(line: Line) -> bool:
@@ -256,19 +270,29 @@ def mark_headings(lines: list[Line], body: float) -> None:
 
 
 def _numbered_order(styles: list[Style], headings: list[Line]) -> list[Style]:
-    """Heading styles in rank order, those numbered to one depth each ranked by it ("3.1" under "4").
+    """Heading styles in rank order, a section's style over its subsection's where the type says otherwise.
 
-    Type ranks headings where numbering says nothing; where it does, it wins: emulateapj sets its sections
-    in 9 pt capitals ("4. FLOATING MATERIAL") and their subsections in 10 pt italic ("3.1. Formalism").
+    Type ranks headings; numbering wins where a subsection follows its own section ("3.1" right after "3")
+    in type of about its size that ranks higher: emulateapj sets its sections in 9 pt capitals
+    ("3. HELICITY AMPLITUDES") and their subsections in 10 pt italic ("3.1. Formalism"). A clear difference
+    of size stands (a running head "2. Introduction" over "2.4 Notes" in 14 points).
     """
-    depths: dict[Style, set[int]] = {}
-    for line in headings:
-        number = DECIMAL_NUMBER.match(line.text)
-        if number:
-            depths.setdefault(_style(line), set()).add(number.group(1).count(".") + 1)
-    known = [style for style in styles if len(depths.get(style, ())) == 1]
-    by_depth = iter(sorted(known, key=lambda style: min(depths[style])))  # stable: type breaks a tie
-    return [next(by_depth) if style in known else style for style in styles]
+    order = list(styles)
+    numbers = [(line, DECIMAL_NUMBER.match(line.text)) for line in headings]
+    numbered = [(line, number.group(1)) for line, number in numbers if number]
+    pairs = {
+        (_style(section), _style(subsection))
+        for (section, above), (subsection, number) in itertools.pairwise(numbered)
+        if number.rpartition(".")[0] == above and _style(section) != _style(subsection)
+    }
+    for section, subsection in pairs:
+        sizes = sorted((-section[0], -subsection[0]))
+        if (subsection, section) in pairs or sizes[1] > 1.15 * sizes[0]:
+            continue
+        if order.index(section) > order.index(subsection):
+            order.remove(section)
+            order.insert(order.index(subsection), section)
+    return order
 
 
 def _long_numbered(line: Line, body: float) -> bool:
@@ -392,6 +416,11 @@ def _face(line: Line) -> tuple[float, bool, bool, bool]:
     return (line.size, line.caps, line.bold, line.italic)
 
 
+def _uncased(line: Line) -> tuple[float, bool, bool]:
+    """A heading line's type, capitals or not: size, bold, italic."""
+    return (line.size, line.bold, line.italic)
+
+
 def _heading_word(line: Line, body: float) -> bool:
     """A heading word alone on its line a little larger than the body ("Abstract" at 12 points over 11)."""
     return line.size >= 1.05 * body and bool(CAPS_HEADING_WORD.fullmatch(line.text.strip()))
@@ -438,7 +467,8 @@ def join_wrapped_headings(lines: list[Line]) -> list[Line]:
             last is not None
             and line.kind == last.kind == "heading"
             and same_column(line, last)
-            and _face(line) == _face(last)
+            # (a line ending in a colon goes on in its type, a word in lower case aside: "... FORCED via \\")
+            and (_face(line) == _face(last) or last.text.endswith(":") and _uncased(line) == _uncased(last))
             and 0 <= last.bottom - line.top < 0.6 * line.heading_size
             and len(last.text.split()) + len(line.text.split()) <= 24
         ):
@@ -449,6 +479,40 @@ def join_wrapped_headings(lines: list[Line]) -> list[Line]:
             continue
         out.append(line)
     return out
+
+
+def _italic_run_in(line: Line) -> tuple[list[Piece], list[Piece]] | None:
+    """A numbered run-in heading in italic ("9.19. " roman, "Big-g-g delimiters" italic, ". Here ..." roman).
+
+    Its pieces (the stop given to it) and the paragraph's; None where the line opens otherwise.
+    """
+    pieces = line.pieces
+    first = pieces[0].text.strip()
+    if (  # REVTeX's fourth level: "a. Note (Fourth-level head is run in)" in italic, no stop, "The ..."
+        len(pieces) >= 2
+        and pieces[0].italic
+        and LETTERED.match(first)
+        and len(first.split()) <= 10
+        and not pieces[1].italic
+        and pieces[1].text[:1].isupper()
+    ):
+        return [pieces[0]], pieces[1:]
+    if len(pieces) < 3 or not RUN_IN_NUMBER.fullmatch(first) or not pieces[1].italic:
+        return None
+    n = 1
+    while n < len(pieces) and (pieces[n].italic or MONO_FONT.search(pieces[n].font)):
+        n += 1  # "The \substack command": a command in typewriter inside the italic title
+    if n == len(pieces) or not pieces[n].text.startswith(". ") or not pieces[n - 1].italic:
+        return None
+    stop = dataclasses.replace(pieces[n], text=".")
+    rest = dataclasses.replace(pieces[n], text=pieces[n].text[2:])
+    return [*pieces[:n], stop], [rest, *pieces[n + 1 :]]
+
+
+LETTERED = re.compile(r"[a-z]\.\s+[A-Z]")
+"""A run-in heading's letter and its first word ("a. Note")."""
+RUN_IN_NUMBER = re.compile(r"\d{1,2}(?:\.\d{1,2})+\.?")
+"""A subsection's number alone ("9.19."), as an italic run-in heading opens."""
 
 
 def split_run_in_headings(lines: list[Line]) -> list[Line]:
@@ -480,14 +544,19 @@ def split_run_in_headings(lines: list[Line]) -> list[Line]:
             first, *others = line.pieces
             lead = dataclasses.replace(others[0], text=others[0].text.lstrip("\u2014\u2013-: "))
             bold, rest, phrase = [first], [lead, *others[1:]], word.group(1) + "."
+        italic = None if bold else _italic_run_in(line)
+        if italic is not None:  # "9.19. Big-g-g delimiters. Here are ...": amsart's subsections
+            bold, rest = italic
+            phrase = line_text(bold)
         if (
             bold
             and rest
             and re.search(r"[^\W\d_]{2}", phrase)
-            and phrase.endswith((".", ":"))
+            and (phrase.endswith((".", ":")) or italic is not None)  # an italic one needs no stop
             and len(phrase.split()) <= 10
             and not ADMONITION.match(phrase)
-            and not phrase[:1].islower()  # a description list's term ("free. If such a key ...")
+            # a description list's term ("free. If such a key ..."), not a lettered head ("a. Note")
+            and (not phrase[:1].islower() or italic is not None)
         ):
             heading = Line(
                 bold,

@@ -37,7 +37,8 @@ def reading_order(lines: list[Line]) -> list[Line]:
             previous is not None
             and previous.column == "full"
             and line.column != "full"
-            and abs(line.left - previous.left) < 1
+            # at its edge, or under a first line indented by an em or two (REVTeX's one-paragraph abstract)
+            and -2 * line.size <= line.left - previous.left < 1
             and 0 <= previous.bottom - line.top < 0.6 * line.size
             and line.right - line.left < 0.4 * (right_edge - left_edge)  # shorter than a column's line
         ):

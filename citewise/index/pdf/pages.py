@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import re
 import statistics
 import sys
 from dataclasses import dataclass
@@ -147,6 +148,33 @@ def _spaced(text: str, glyphs: list[tuple[str, float, float]], size: float) -> s
     return out + " " * (len(text) - len(text.rstrip()))
 
 
+LETTERSPACED = re.compile(r"(?:[^\W\d_]{1,2} ){3,}[^\W\d_]{1,2}")
+"""Text PDFium reads a space between every letter of (classicthesis's spaced capitals: "C O N T E N T S")."""
+
+
+def _unspaced(text: str, glyphs: list[tuple[str, float, float]], size: float) -> str:
+    """Letterspaced text in its words: a space only where a gap is wider than the letters' own by a space.
+
+    As it was where its glyphs do not spell it, or stand at no even tracking (groff's objects break
+    words anywhere: "d as a l" is the end of "invoked", "as a" and the start of "login").
+    """
+    letters = [(char, left, right) for char, left, right in glyphs if not char.isspace()]
+    if len(letters) < 2 or "".join(char for char, _, _ in letters) != "".join(text.split()):
+        return text
+    gaps = [left - before[2] for before, (_, left, _) in itertools.pairwise(letters)]
+    tracking = statistics.median(gaps)
+    if tracking < TRACKING * size or min(gaps) < 0.5 * tracking:
+        return text
+    out = letters[0][0]
+    for gap, (char, _, _) in zip(gaps, letters[1:], strict=True):
+        out += (" " if gap > tracking + WORD_GAP * size else "") + char
+    return out
+
+
+TRACKING = 0.05
+"""Ems between the letters of a letterspaced word at least (type set solid stands a few hundredths apart)."""
+
+
 def page_lines(
     pdf: object, number: int, carried: CarriedCaption | None = None, gaps: WordGaps | None = None
 ) -> list[Line]:
@@ -172,6 +200,9 @@ def page_lines(
     glyphs = None
     if gaps is not None and gaps.wanted and typeset:  # a sample of the page until hidden spaces are found
         glyphs = _glyphs(textpage, sys.maxsize if gaps.found else SAMPLE_CHARS)
+    tracked = glyphs  # a heading set letterspaced ("B I B L I O G R A P H Y"): its gaps tell its words
+    if tracked is None and any(LETTERSPACED.fullmatch(text.strip()) for _, text in objects):
+        tracked = _glyphs(textpage, sys.maxsize)
     hidden = 0  # objects that hid a word space
     pieces = []
     for obj, text in objects:
@@ -189,6 +220,8 @@ def page_lines(
             spaced = _spaced(text, glyphs.get(ctypes.cast(obj.raw, ctypes.c_void_p).value or 0, []), size)
             hidden += spaced.split() != text.split()
             text = spaced
+        if tracked is not None and LETTERSPACED.fullmatch(text.strip()):
+            text = _unspaced(text, tracked.get(ctypes.cast(obj.raw, ctypes.c_void_p).value or 0, []), size)
         text = text.translate(LIGATURES).replace("\x02", "-")  # PDFium marks a line-end hyphen
         if SYMBOL_FONT.match(name):
             text = text.translate(OMS_LETTERS)
