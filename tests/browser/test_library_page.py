@@ -28,6 +28,7 @@ PDF_TITLE = "Tidal heating of rocky exoplanets around small stars"
 LIGHTHOUSE = "The Quillmoor lighthouse"
 SECRET = "The Varnholt vault ledger"
 HEADER = "X-User"
+SOURDOUGH = "Sourdough baking"  # one of the twelve documents of corpus.jsonl
 
 
 @pytest.fixture(scope="module")
@@ -138,13 +139,45 @@ def test_the_library_lists_opens_and_removes_documents_of_the_users_collections(
     removals = [e for e in events if e["action"] == "remove"]
     assert removals and removals[-1]["via"] == "page" and removals[-1]["title"] == LIGHTHOUSE, removals
 
+    # one document of a file of twelve (a JSONL): it goes alone, the file's eleven others stay
+    search(page, "sourdough", "1 of 14 documents")
+    page.locator("#cw-library [role=gridcell]", has_text=SOURDOUGH).first.click()
+    page.wait_for_selector(f"#cw-lib-doc h3:text('{SOURDOUGH}')")
+    doc_id = re.findall(r"· id (\S+)", page.inner_text("#cw-lib-doc .cw-note"))
+    page.click("#cw-lib-remove")
+    page.wait_for_selector("#cw-lib-confirm-box :text('the 11 other documents of its file')")
+    page.click("#cw-lib-confirm")
+    page.wait_for_function(
+        "(t) => document.querySelector('#cw-lib-status').innerText.includes(t)",
+        arg=f"Removed “{SOURDOUGH}”: 1 document(s)",
+        timeout=60_000,
+    )
+    page.fill("#cw-lib-search textarea", "")
+    page.wait_for_function("document.querySelector('#cw-lib-status').innerText.trim() === '13 documents'")
+    page.wait_for_function("document.querySelector('#cw-library').innerText.includes('Black holes')")
+    listed = page.inner_text("#cw-library")
+    assert SOURDOUGH not in listed and "Black holes" in listed and "How vaccines work" in listed, listed
+    with Index.open(desk_index, embedder=embedder, create=False) as index:
+        corpus = [d.title for d in index.documents() if Path(d.file).name == "corpus.jsonl"]
+        assert len(corpus) == 11 and SOURDOUGH not in corpus, corpus
+        assert all(hit.title != SOURDOUGH for hit in index.search("sourdough starter of wild yeast", k=5))
+    events = AccessStore(desk_index / "access.sqlite3").events(user="alice")
+    removed = [e for e in events if e["action"] == "remove"][-1]
+    assert removed["title"] == SOURDOUGH and removed["documents_removed"] == 1, removed
+    assert len(doc_id) == 1 and removed["doc_ids"] == doc_id, (removed, doc_id)
+
+    # back to the chat: the tab shows it as it was
+    page.get_by_role("tab", name="Chat").click()
+    page.wait_for_selector("#cw-chat", state="visible")
+    assert not page.locator("#cw-library").is_visible()
+
     # bob reads only the default collection: the secret document is never listed; he may not remove
     other = as_user(browser, desk, seen, "bob")
     library(other)
-    assert "13 documents" in other.inner_text("#cw-lib-status")
+    assert "12 documents" in other.inner_text("#cw-lib-status")
     assert SECRET not in other.inner_text("#cw-library")
-    search(other, "varnholt", "0 of 13 documents")
-    search(other, "tidal", "1 of 13 documents")
+    search(other, "varnholt", "0 of 12 documents")
+    search(other, "tidal", "1 of 12 documents")
     other.locator("#cw-library [role=gridcell]", has_text=PDF_TITLE).first.click()
     other.wait_for_selector(f"#cw-lib-doc h3:text('{PDF_TITLE}')")
     assert other.locator("#cw-lib-remove").is_disabled()

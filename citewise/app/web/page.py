@@ -839,79 +839,99 @@ def build_page(
             f"threads in `{render.escape(shown_setting(threads))}`",
             elem_id="cw-header",
         )
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=3):
-                chat = gr.Chatbot(
-                    label="Conversation",
-                    elem_id="cw-chat",
-                    height=520,
-                    latex_delimiters=[],
-                    feedback_options=None,
-                    buttons=["copy"],
-                    placeholder="Ask a question about your documents. Citations like [1] open their passage.",
-                )
-                with gr.Row():
-                    question = gr.Textbox(
-                        show_label=False,
-                        placeholder="Your question (Enter to ask)",
-                        elem_id="cw-question",
-                        scale=5,
-                        lines=1,
-                        max_lines=4,
-                        submit_btn=False,
-                        interactive=False,  # until `load` has restored this browser's thread
-                    )
-                    ask = gr.Button(
-                        "Ask", variant="primary", elem_id="cw-ask", scale=1, min_width=80, interactive=False
-                    )
-                with gr.Row():
-                    mode = gr.Radio(
-                        MODES,
-                        value="auto",
-                        label="Answer as",
-                        elem_id="cw-mode",
-                        info=MODE_HINTS["auto"],
-                    )
-                with gr.Row(elem_id="cw-downloads"):
-                    gr.Markdown("**Download**", elem_id="cw-downloads-label")
-                    downloads = [
-                        gr.DownloadButton(
-                            label, elem_id=f"cw-download-{fmt}", size="sm", interactive=False, min_width=80
+        # two tabs: the chat with its evidence, and the Library (web.library) of what the index holds
+        with gr.Tabs(elem_id="cw-tabs", selected="chat"):
+            with gr.Tab("Chat", id="chat", elem_id="cw-chat-tab", render_children=True):
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=3):
+                        chat = gr.Chatbot(
+                            label="Conversation",
+                            elem_id="cw-chat",
+                            height=520,
+                            latex_delimiters=[],
+                            feedback_options=None,
+                            buttons=["copy"],
+                            placeholder=(
+                                "Ask a question about your documents. Citations like [1] open their passage."
+                            ),
                         )
-                        for fmt, label in EXPORTS
-                    ]
-                desk = outline.OutlineDesk(page)  # a report's outline waiting for approval (web.outline)
-                desk.build()
-            with gr.Column(scale=2):
-                thread_list = gr.Dropdown(choices=[], label="Threads", elem_id="cw-threads", interactive=True)
-                new = gr.Button("New thread", elem_id="cw-new", size="sm")
-                gr.Markdown("**Cited passage**")
-                passage = gr.HTML(render.passage_html(None), elem_id="cw-passage", js_on_load=CITE_JS)
-                gr.Markdown("**In the document**")
-                document = gr.HTML(source.empty_html(), elem_id="cw-document", js_on_load=DOCUMENT_JS)
-                references = gr.HTML(render.references_html({}), elem_id="cw-references")
-                gr.Markdown("**Add documents** (" + " ".join(SUPPORTED_SUFFIXES) + ")")
-                upload = gr.File(
-                    label="Add documents",
-                    show_label=False,
-                    file_count="multiple",
-                    file_types=list(SUPPORTED_SUFFIXES),
-                    elem_id="cw-upload",
-                    height=120,
+                        with gr.Row():
+                            question = gr.Textbox(
+                                show_label=False,
+                                placeholder="Your question (Enter to ask)",
+                                elem_id="cw-question",
+                                scale=5,
+                                lines=1,
+                                max_lines=4,
+                                submit_btn=False,
+                                interactive=False,  # until `load` has restored this browser's thread
+                            )
+                            ask = gr.Button(
+                                "Ask",
+                                variant="primary",
+                                elem_id="cw-ask",
+                                scale=1,
+                                min_width=80,
+                                interactive=False,
+                            )
+                        with gr.Row():
+                            mode = gr.Radio(
+                                MODES,
+                                value="auto",
+                                label="Answer as",
+                                elem_id="cw-mode",
+                                info=MODE_HINTS["auto"],
+                            )
+                        with gr.Row(elem_id="cw-downloads"):
+                            gr.Markdown("**Download**", elem_id="cw-downloads-label")
+                            downloads = [
+                                gr.DownloadButton(
+                                    label,
+                                    elem_id=f"cw-download-{fmt}",
+                                    size="sm",
+                                    interactive=False,
+                                    min_width=80,
+                                )
+                                for fmt, label in EXPORTS
+                            ]
+                        desk = outline.OutlineDesk(
+                            page
+                        )  # a report's outline waiting for approval (web.outline)
+                        desk.build()
+                    with gr.Column(scale=2):
+                        thread_list = gr.Dropdown(
+                            choices=[], label="Threads", elem_id="cw-threads", interactive=True
+                        )
+                        new = gr.Button("New thread", elem_id="cw-new", size="sm")
+                        gr.Markdown("**Cited passage**")
+                        passage = gr.HTML(render.passage_html(None), elem_id="cw-passage", js_on_load=CITE_JS)
+                        gr.Markdown("**In the document**")
+                        document = gr.HTML(source.empty_html(), elem_id="cw-document", js_on_load=DOCUMENT_JS)
+                        references = gr.HTML(render.references_html({}), elem_id="cw-references")
+                        gr.Markdown("**Add documents** (" + " ".join(SUPPORTED_SUFFIXES) + ")")
+                        upload = gr.File(
+                            label="Add documents",
+                            show_label=False,
+                            file_count="multiple",
+                            file_types=list(SUPPORTED_SUFFIXES),
+                            elem_id="cw-upload",
+                            height=120,
+                        )
+                        ingested = gr.Markdown(elem_id="cw-ingest")
+                gr.Markdown("### Evidence: every candidate's final score, the threshold, kept and dropped")
+                # the chart above the table, each the page's width: beside the chart, the table's source
+                # column (the one to read) was left a few characters
+                chart = gr.HTML(render.chart_svg([], None), elem_id="cw-chart")
+                table = gr.Dataframe(
+                    value=pd.DataFrame(columns=render.TABLE_COLUMNS),
+                    elem_id="cw-table",
+                    interactive=False,
+                    wrap=True,
+                    max_height=320,
+                    column_widths=[f"{px}px" for px in (40, 60, 80, 64, 100, 104, 80, 72, 96, 600)],
                 )
-                ingested = gr.Markdown(elem_id="cw-ingest")
-        gr.Markdown("### Evidence: every candidate's final score, the threshold, kept and dropped")
-        # the chart above the table, each the page's width: beside the chart, the table's source column (the
-        # one to read) was left a few characters
-        chart = gr.HTML(render.chart_svg([], None), elem_id="cw-chart")
-        table = gr.Dataframe(
-            value=pd.DataFrame(columns=render.TABLE_COLUMNS),
-            elem_id="cw-table",
-            interactive=False,
-            wrap=True,
-            max_height=320,
-            column_widths=[f"{px}px" for px in (40, 60, 80, 64, 100, 104, 80, 72, 96, 600)],
-        )
+
+            library = library_tab.build_library(page, blocks, ingested)
 
         outputs = [
             chat,
@@ -948,8 +968,7 @@ def build_page(
         thread_list.input(page.switch, [thread_list, session], shown).then(page.exports, session, downloads)
 
         upload.upload(page.ingest, [upload], [ingested])
-        with gr.Tabs(elem_id="cw-desk"):  # the research desk: the library (web.library)
-            desk.library = library_tab.build_library(page, blocks, ingested)
+        desk.library = library  # the outline editor pins the Library's documents
         blocks.load(
             page.load,
             [remembered],
