@@ -93,12 +93,27 @@ def search(page, text: str, count: str) -> None:
         pytest.fail(f"searching {text!r}: {page.inner_text('#cw-lib-status')!r}, not {count!r}")
 
 
+def outline_titles(page, field: str = "title") -> list[str]:
+    """The outline editor's section titles (or goals), in order, as shown."""
+    shown = []
+    for n in range(1, 13):
+        if not page.locator(f"#cw-outline-row-{n}").is_visible():
+            break
+        shown.append(page.input_value(f"#cw-outline-{field}-{n} textarea"))
+    return shown
+
+
 def test_the_library_lists_opens_and_removes_documents_of_the_users_collections(
     browser, desk: str, desk_index: Path, embedder: Embedder, tmp_path: Path
 ) -> None:
     seen: list[str] = []
     page = as_user(browser, desk, seen, "alice")
+    # the Library is a tab of the page beside the chat, not a part of the chat's column
+    tabs = [t.strip() for t in page.locator("#cw-tabs [role=tab]").all_inner_texts()]
+    assert tabs == ["Chat", "Library"], tabs
+    assert page.locator("#cw-chat").is_visible() and not page.locator("#cw-library").is_visible()
     library(page)
+    assert not page.locator("#cw-chat").is_visible() and not page.locator("#cw-chart").is_visible()
     assert "15 documents" in page.inner_text("#cw-lib-status")
     listed = page.inner_text("#cw-library")
     assert PDF_TITLE in listed and LIGHTHOUSE in listed and SECRET in listed, listed
@@ -198,12 +213,7 @@ def test_a_report_waits_at_its_outline_which_is_edited_on_the_page_and_run(
     assert page.locator("#cw-ask").is_disabled()
 
     def titles() -> list[str]:
-        shown = []
-        for n in range(1, 13):
-            if not page.locator(f"#cw-outline-row-{n}").is_visible():
-                break
-            shown.append(page.input_value(f"#cw-outline-title-{n} textarea"))
-        return shown
+        return outline_titles(page)
 
     planned = titles()
     assert len(planned) >= 2, planned
@@ -242,6 +252,42 @@ def test_a_report_waits_at_its_outline_which_is_edited_on_the_page_and_run(
     assert headings == expected, (headings, expected)
     page.wait_for_selector("#cw-ask:not([disabled])")
     page.screenshot(path=tmp_path / "7-report.png", full_page=True)
+    assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
+
+
+def test_an_outline_waiting_for_approval_is_shown_again_after_a_reload_and_runs(
+    browser, desk: str, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    page = as_user(browser, desk, seen, "alice")
+    page.locator("#cw-mode label", has_text="outline first").click()
+    question = "Give an overview of how glaciers and ocean tides shape coastlines"
+    ask(page, question)
+    page.wait_for_selector("#cw-outline-title-1 textarea", timeout=ANSWER_TIMEOUT)
+    planned, goals = outline_titles(page), outline_titles(page, "goal")
+    assert len(planned) >= 2, planned
+
+    # the reload: the thread's interrupt, kept by the thread store, waits again in the editor
+    page.reload()
+    page.wait_for_selector("#cw-question textarea")
+    page.wait_for_selector("#cw-outline-title-1 textarea", timeout=60_000)
+    assert outline_titles(page) == planned and outline_titles(page, "goal") == goals
+    chat = page.inner_text("#cw-chat")
+    assert question in chat and "edit it, then Run" in chat, chat
+    assert page.locator(CITE).count() == 0
+    for held in ("#cw-ask", "#cw-new"):  # as before the reload: nothing else runs in the thread meanwhile
+        assert page.locator(held).is_disabled(), held
+    page.screenshot(path=tmp_path / "outline-after-reload.png", full_page=True)
+
+    page.click("#cw-outline-run")
+    page.wait_for_selector("#cw-outline", state="hidden")
+    page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
+    chat = page.inner_text("#cw-chat")
+    assert re.search(r"Stages \(local mode, report, [\d.]+s\)", chat), chat
+    assert chat.count(question) == 1, chat  # the question once, answered by the report
+    headings = [h for h in page.locator("#cw-chat h2").all_inner_texts() if h != "Conclusion"]
+    assert headings == planned, (headings, planned)
+    page.wait_for_selector("#cw-ask:not([disabled])")
     assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
 
 

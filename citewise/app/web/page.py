@@ -143,6 +143,9 @@ element.addEventListener('click', (event) => {
 """
 """The document view's script: the cited lines in sight within the page's frame; a click zooms the page."""
 
+OUTLINE_WAITS = "The planned outline is below: edit it, then Run."
+"""The chat's line under a report's question whose outline waits for approval."""
+
 PAGES_KEPT = 200
 """Rendered pages kept for the document view (each a PNG of about 100-400 KB)."""
 
@@ -403,13 +406,19 @@ class ChatPage:
 
         The question box and the Ask button start disabled and are enabled here, last: a question asked while
         a thread was being restored would go to another thread and then be overwritten by the restored one.
+        A report of the thread whose outline waits for approval (the graph's interrupt, kept by the thread
+        store) waits again: the session keeps it (`pending`) for the outline editor, and the question box,
+        Ask, New thread and the thread list stay disabled until it runs, as after the turn that stopped there.
+
+        Returns (chat, session, thread list, remembered thread, chart, table, references, question box, Ask,
+        New thread).
         """
         skip = gr.skip()
-        ready = gr.Textbox(interactive=True), gr.Button(interactive=True)
+        ready = gr.Textbox(interactive=True), gr.Button(interactive=True), skip
         user = await self.user_of(request)
         if user is None:
             message = {"role": "assistant", "content": "citewise: log in to use this page (reload it)."}
-            return [message], fresh_session(), gr.Dropdown(choices=[]), skip, skip, skip, skip, skip, skip
+            return [message], fresh_session(), gr.Dropdown(choices=[]), *(skip,) * 7
         try:
             choices = await self.thread_choices(user)
         except ValueError as error:  # the thread store cannot be opened: say so in the chat
@@ -419,15 +428,37 @@ class ChatPage:
         thread_id = remembered if remembered in {c[1] for c in choices} else None
         if thread_id is None:  # a new thread: nothing to show
             return skip, skip, gr.Dropdown(choices=choices, value=None), skip, skip, skip, skip, *ready
-        history, session, chart, table, references = await self._open_thread(thread_id)
+        history, session, chart, table, references = await self._open_thread(thread_id, waiting=True)
+        if session.get("pending"):  # held as the turn that stopped at the outline held them
+            held = gr.Textbox(interactive=False), gr.Button(interactive=False), gr.Button(interactive=False)
+            threads = gr.Dropdown(choices=choices, value=thread_id, interactive=False)
+            return history, session, threads, thread_id, chart, table, references, *held
         threads = gr.Dropdown(choices=choices, value=thread_id)
         return history, session, threads, thread_id, chart, table, references, *ready
 
-    async def _open_thread(self, thread_id: str) -> tuple[Any, ...]:
+    async def _open_thread(self, thread_id: str, waiting: bool = False) -> tuple[Any, ...]:
+        """A stored thread's chat, session and last evidence; with `waiting`, its outline waiting too."""
         turns = await self.thread_turns(thread_id)
         history = [message for n, turn in enumerate(turns) for message in turn_messages(turn, n)]
         session = {"thread": thread_id, "turns": turns, "shown": len(turns) - 1}  # the last turn's evidence
+        pending = await self.waiting_outline(thread_id) if waiting else None
+        if pending is not None:  # the chat as the turn left it: its question, then the editor's prompt
+            session["pending"] = pending | {"at": len(history)}
+            history += [
+                {"role": "user", "content": render.escape_markdown(pending["question"])},
+                {"role": "assistant", "content": OUTLINE_WAITS},
+            ]
         return (history, session, *evidence_views(turns[-1] if turns else None))
+
+    async def waiting_outline(self, thread_id: str) -> dict[str, Any] | None:
+        """The report outline a stored thread waits at (its interrupt's id, outline, question), else None."""
+        graph = await self.graph()
+        snapshot = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+        pending = outline.waiting(snapshot)
+        if pending is None:
+            return None
+        asked = [m for m in snapshot.values.get("messages", []) if m.type == "human"]
+        return pending | {"question": message_text(asked[-1]) if asked else pending["question"]}
 
     async def switch(
         self, thread_id: str | None, session: dict[str, Any] | None, request: gr.Request | None = None
@@ -577,6 +608,8 @@ class ChatPage:
             yield (gr.skip(),) * 12
             return
         session = dict(session or {})
+        if command is None:  # a question, not a resumed outline: no outline waits any more
+            session.pop("pending", None)
         session["thread"] = session.get("thread") or page_thread_id()
         try:
             await self.graph()
@@ -631,9 +664,7 @@ class ChatPage:
                 session["pending"] = waiting | {"question": question, "at": len(history) - 2}
                 box["metadata"] |= {"title": "Stages (the outline waits for your approval)", "status": "done"}
                 box["content"] = render.stages_markdown(lines)
-                history.append(
-                    {"role": "assistant", "content": "The planned outline is below: edit it, then Run."}
-                )
+                history.append({"role": "assistant", "content": OUTLINE_WAITS})
                 yield (history, session, *(skip,) * 6, session["thread"], *(skip,) * 3)
                 return
             values = snapshot.values
@@ -953,7 +984,6 @@ def build_page(
         clicked = ask.click(page.ask, [question, mode, chat, session], outputs)
         for turn in (asked, clicked):
             turn.then(page.exports, session, downloads)
-        desk.wire(chat, session, outputs, asked, clicked)
         # every click is sent: Gradio's default trigger mode ('once') drops a click while the last is pending,
         # and 'always_last' replays the pending click's data, not the new one (CITE_JS re-asks if need be)
         passage.click(
@@ -969,11 +999,13 @@ def build_page(
 
         upload.upload(page.ingest, [upload], [ingested])
         desk.library = library  # the outline editor pins the Library's documents
-        blocks.load(
+        loaded = blocks.load(
             page.load,
             [remembered],
-            [chat, session, thread_list, remembered, chart, table, references, question, ask],
-        ).then(page.exports, session, downloads)
+            [chat, session, thread_list, remembered, chart, table, references, question, ask, new],
+        )
+        loaded.then(page.exports, session, downloads)
+        desk.wire(chat, session, outputs, asked, clicked, loaded)  # after a load too: an outline waits again
     return blocks
 
 
