@@ -129,8 +129,15 @@ new MutationObserver(() => {
   frame.dataset.shown = shown;
   frame.scrollTop = Math.max(0, mark.offsetTop - frame.clientHeight / 3);
 }).observe(element, {childList: true, subtree: true});
-// a click on the page doubles it in its frame (the marks are in percent: they follow), a second one undoes it
+// a click on the page doubles it in its frame (the marks are in percent: they follow), a second one undoes
+// it; the previous / next / cited page buttons send the page they name with the view's marker (turn_page)
 element.addEventListener('click', (event) => {
+  const turn = event.target instanceof Element ? event.target.closest('.cw-page-nav button') : null;
+  if (turn) {
+    const view = turn.closest('.cw-source');
+    if (!turn.disabled && view) trigger('click', {cite: view.dataset.cite, page: Number(turn.dataset.page)});
+    return;
+  }
   const frame = event.target instanceof Element ? event.target.closest('.cw-page-frame') : null;
   if (!frame) return;
   const mark = frame.querySelector('.cw-mark');
@@ -141,7 +148,8 @@ element.addEventListener('click', (event) => {
   }
 });
 """
-"""The document view's script: the cited lines in sight within the page's frame; a click zooms the page."""
+"""The document view's script: the cited lines in sight within the page's frame; a click zooms the page; the
+page buttons turn it."""
 
 OUTLINE_WAITS = "The planned outline is below: edit it, then Run."
 """The chat's line under a report's question whose outline waits for approval."""
@@ -186,6 +194,10 @@ mark.cw-support { background: #fde68a; padding: 0 2px; }
 .cw-mark { position: absolute; background: rgba(250, 204, 21, 0.38); mix-blend-mode: multiply;
   outline: 1px solid rgba(202, 138, 4, 0.55); border-radius: 2px; pointer-events: none; }
 .cw-section-text p { margin: 0 0 6px 0; line-height: 1.45; }
+.cw-page-nav { display: flex; gap: 6px; margin: 0 0 6px 0; }
+.cw-page-nav button { font-size: 0.85em; padding: 2px 8px; border: 1px solid #d1d5db; border-radius: 6px;
+  background: white; cursor: pointer; }
+.cw-page-nav button:disabled { color: #aaa; cursor: default; }
 .cw-section-text p:not(.cw-cited-paragraph) { color: #666; }
 """
 
@@ -505,10 +517,36 @@ class ChatPage:
             session["shown"] = found[0]  # the session's own dict: the next event sees it
         return (render.passage_html(passage, fragment), document, *evidence_views(turn))
 
+    async def turn_page(
+        self, session: dict[str, Any] | None, event: gr.EventData, request: gr.Request | None = None
+    ) -> Any:
+        """A page button of the document view: another page of the shown passage's document, unmarked.
+
+        As a marker's click, it names a turn and marker of this session (`cite-T-N`) and a page number,
+        nothing else: the document is the one that turn's evidence names, read as the user may read it.
+        """
+        data = event._data if isinstance(event._data, dict) else {}
+        found = render.parse_cite(str(data.get("cite", "")))
+        page = data.get("page")
+        turns: list[Turn] = (session or {}).get("turns", [])
+        if found is None or not 0 <= found[0] < len(turns) or isinstance(page, bool):
+            return gr.skip()  # not a page button's click (a click on the page zooms it, in the browser)
+        if not isinstance(page, int) or page < 0:
+            return source.empty_html(f"No such page: {str(page)[:20]!r}.", render.cite_fragment(*found))
+        passage = turns[found[0]].passages.get(found[1])
+        return await self.source_view(passage, render.cite_fragment(*found), request, page)
+
     async def source_view(
-        self, passage: dict[str, Any] | None, cite: str, request: gr.Request | None = None
+        self,
+        passage: dict[str, Any] | None,
+        cite: str,
+        request: gr.Request | None = None,
+        page: int | None = None,
     ) -> str:
-        """The passage in its document (`citewise.app.web.source`), read as the asking user may read it."""
+        """The passage in its document (`citewise.app.web.source`), read as the asking user may read it.
+
+        `page`: another page of its PDF (None: the cited one, marked).
+        """
         user = await self.user_of(request)
         if passage is None or user is None:
             return source.empty_html(cite=cite)
@@ -519,7 +557,7 @@ class ChatPage:
             first = (str(error).strip().splitlines() or [type(error).__name__])[0]
             return source.empty_html(f"The index cannot be read: {first}", cite)
         return await asyncio.to_thread(
-            source.source_html, index, passage, collections, cite, self.publish_page
+            source.source_html, index, passage, collections, cite, self.publish_page, page
         )
 
     def publish_page(self, png: bytes) -> str:
@@ -992,6 +1030,8 @@ def build_page(
             [passage, document, chart, table, references],
             trigger_mode="multiple",
         )
+        # a page button of the document view (DOCUMENT_JS): every click sent, as the markers' are
+        document.click(page.turn_page, [session], [document], trigger_mode="multiple")
         cleared = [chat, session, chart, table, references, passage, thread_list, remembered, document]
         new.click(page.new, None, cleared).then(page.exports, session, downloads)
         shown = [chat, session, chart, table, references, passage, remembered, document]
