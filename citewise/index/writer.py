@@ -42,6 +42,14 @@ class IndexWriter(Protocol):
         """Delete every document that came from the given files (or files under the given folders)."""
         ...
 
+    def remove_documents(self, doc_ids: Iterable[str]) -> IngestReport:
+        """Delete the given documents (by id); their files' other documents stay.
+
+        A file's record goes with its last document (an ingest of it then reads it again); an id the index
+        does not hold is listed in the report's `skipped`.
+        """
+        ...
+
     def stats(self) -> IndexStats:
         """How much the index holds."""
         ...

@@ -28,6 +28,7 @@ PDF_TITLE = "Tidal heating of rocky exoplanets around small stars"
 LIGHTHOUSE = "The Quillmoor lighthouse"
 SECRET = "The Varnholt vault ledger"
 HEADER = "X-User"
+SOURDOUGH = "Sourdough baking"  # one of the twelve documents of corpus.jsonl
 
 
 @pytest.fixture(scope="module")
@@ -92,12 +93,27 @@ def search(page, text: str, count: str) -> None:
         pytest.fail(f"searching {text!r}: {page.inner_text('#cw-lib-status')!r}, not {count!r}")
 
 
+def outline_titles(page, field: str = "title") -> list[str]:
+    """The outline editor's section titles (or goals), in order, as shown."""
+    shown = []
+    for n in range(1, 13):
+        if not page.locator(f"#cw-outline-row-{n}").is_visible():
+            break
+        shown.append(page.input_value(f"#cw-outline-{field}-{n} textarea"))
+    return shown
+
+
 def test_the_library_lists_opens_and_removes_documents_of_the_users_collections(
     browser, desk: str, desk_index: Path, embedder: Embedder, tmp_path: Path
 ) -> None:
     seen: list[str] = []
     page = as_user(browser, desk, seen, "alice")
+    # the Library is a tab of the page beside the chat, not a part of the chat's column
+    tabs = [t.strip() for t in page.locator("#cw-tabs [role=tab]").all_inner_texts()]
+    assert tabs == ["Chat", "Library"], tabs
+    assert page.locator("#cw-chat").is_visible() and not page.locator("#cw-library").is_visible()
     library(page)
+    assert not page.locator("#cw-chat").is_visible() and not page.locator("#cw-chart").is_visible()
     assert "15 documents" in page.inner_text("#cw-lib-status")
     listed = page.inner_text("#cw-library")
     assert PDF_TITLE in listed and LIGHTHOUSE in listed and SECRET in listed, listed
@@ -138,13 +154,45 @@ def test_the_library_lists_opens_and_removes_documents_of_the_users_collections(
     removals = [e for e in events if e["action"] == "remove"]
     assert removals and removals[-1]["via"] == "page" and removals[-1]["title"] == LIGHTHOUSE, removals
 
+    # one document of a file of twelve (a JSONL): it goes alone, the file's eleven others stay
+    search(page, "sourdough", "1 of 14 documents")
+    page.locator("#cw-library [role=gridcell]", has_text=SOURDOUGH).first.click()
+    page.wait_for_selector(f"#cw-lib-doc h3:text('{SOURDOUGH}')")
+    doc_id = re.findall(r"· id (\S+)", page.inner_text("#cw-lib-doc .cw-note"))
+    page.click("#cw-lib-remove")
+    page.wait_for_selector("#cw-lib-confirm-box :text('the 11 other documents of its file')")
+    page.click("#cw-lib-confirm")
+    page.wait_for_function(
+        "(t) => document.querySelector('#cw-lib-status').innerText.includes(t)",
+        arg=f"Removed “{SOURDOUGH}”: 1 document(s)",
+        timeout=60_000,
+    )
+    page.fill("#cw-lib-search textarea", "")
+    page.wait_for_function("document.querySelector('#cw-lib-status').innerText.trim() === '13 documents'")
+    page.wait_for_function("document.querySelector('#cw-library').innerText.includes('Black holes')")
+    listed = page.inner_text("#cw-library")
+    assert SOURDOUGH not in listed and "Black holes" in listed and "How vaccines work" in listed, listed
+    with Index.open(desk_index, embedder=embedder, create=False) as index:
+        corpus = [d.title for d in index.documents() if Path(d.file).name == "corpus.jsonl"]
+        assert len(corpus) == 11 and SOURDOUGH not in corpus, corpus
+        assert all(hit.title != SOURDOUGH for hit in index.search("sourdough starter of wild yeast", k=5))
+    events = AccessStore(desk_index / "access.sqlite3").events(user="alice")
+    removed = [e for e in events if e["action"] == "remove"][-1]
+    assert removed["title"] == SOURDOUGH and removed["documents_removed"] == 1, removed
+    assert len(doc_id) == 1 and removed["doc_ids"] == doc_id, (removed, doc_id)
+
+    # back to the chat: the tab shows it as it was
+    page.get_by_role("tab", name="Chat").click()
+    page.wait_for_selector("#cw-chat", state="visible")
+    assert not page.locator("#cw-library").is_visible()
+
     # bob reads only the default collection: the secret document is never listed; he may not remove
     other = as_user(browser, desk, seen, "bob")
     library(other)
-    assert "13 documents" in other.inner_text("#cw-lib-status")
+    assert "12 documents" in other.inner_text("#cw-lib-status")
     assert SECRET not in other.inner_text("#cw-library")
-    search(other, "varnholt", "0 of 13 documents")
-    search(other, "tidal", "1 of 13 documents")
+    search(other, "varnholt", "0 of 12 documents")
+    search(other, "tidal", "1 of 12 documents")
     other.locator("#cw-library [role=gridcell]", has_text=PDF_TITLE).first.click()
     other.wait_for_selector(f"#cw-lib-doc h3:text('{PDF_TITLE}')")
     assert other.locator("#cw-lib-remove").is_disabled()
@@ -165,12 +213,7 @@ def test_a_report_waits_at_its_outline_which_is_edited_on_the_page_and_run(
     assert page.locator("#cw-ask").is_disabled()
 
     def titles() -> list[str]:
-        shown = []
-        for n in range(1, 13):
-            if not page.locator(f"#cw-outline-row-{n}").is_visible():
-                break
-            shown.append(page.input_value(f"#cw-outline-title-{n} textarea"))
-        return shown
+        return outline_titles(page)
 
     planned = titles()
     assert len(planned) >= 2, planned
@@ -209,6 +252,42 @@ def test_a_report_waits_at_its_outline_which_is_edited_on_the_page_and_run(
     assert headings == expected, (headings, expected)
     page.wait_for_selector("#cw-ask:not([disabled])")
     page.screenshot(path=tmp_path / "7-report.png", full_page=True)
+    assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
+
+
+def test_an_outline_waiting_for_approval_is_shown_again_after_a_reload_and_runs(
+    browser, desk: str, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    page = as_user(browser, desk, seen, "alice")
+    page.locator("#cw-mode label", has_text="outline first").click()
+    question = "Give an overview of how glaciers and ocean tides shape coastlines"
+    ask(page, question)
+    page.wait_for_selector("#cw-outline-title-1 textarea", timeout=ANSWER_TIMEOUT)
+    planned, goals = outline_titles(page), outline_titles(page, "goal")
+    assert len(planned) >= 2, planned
+
+    # the reload: the thread's interrupt, kept by the thread store, waits again in the editor
+    page.reload()
+    page.wait_for_selector("#cw-question textarea")
+    page.wait_for_selector("#cw-outline-title-1 textarea", timeout=60_000)
+    assert outline_titles(page) == planned and outline_titles(page, "goal") == goals
+    chat = page.inner_text("#cw-chat")
+    assert question in chat and "edit it, then Run" in chat, chat
+    assert page.locator(CITE).count() == 0
+    for held in ("#cw-ask", "#cw-new"):  # as before the reload: nothing else runs in the thread meanwhile
+        assert page.locator(held).is_disabled(), held
+    page.screenshot(path=tmp_path / "outline-after-reload.png", full_page=True)
+
+    page.click("#cw-outline-run")
+    page.wait_for_selector("#cw-outline", state="hidden")
+    page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
+    chat = page.inner_text("#cw-chat")
+    assert re.search(r"Stages \(local mode, report, [\d.]+s\)", chat), chat
+    assert chat.count(question) == 1, chat  # the question once, answered by the report
+    headings = [h for h in page.locator("#cw-chat h2").all_inner_texts() if h != "Conclusion"]
+    assert headings == planned, (headings, planned)
+    page.wait_for_selector("#cw-ask:not([disabled])")
     assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
 
 

@@ -3,12 +3,14 @@
 The index holds two typeset PDFs (tests/data/pdf, copied so one can be moved away). A marker of a local
 answer opens the passage's page beside the answer, rendered by the server, with the supporting lines
 marked: the marks are compared with where PDFium (an independent reading of the same page) finds the cited
-words. The download buttons give the answer as Markdown, DOCX, BibTeX and RIS, read back strictly.
+words. The view's page buttons turn to the neighbouring pages (unmarked) and back to the cited one
+(marked). The download buttons give the answer as Markdown, DOCX, BibTeX and RIS, read back strictly.
 """
 
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,6 +130,63 @@ def test_a_marker_opens_the_cited_pdf_page_with_the_supporting_lines_marked_wher
         assert "Traceback" not in page.inner_text("#cw-document")
     finally:
         moved.rename(papers)
+    assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
+
+
+def test_the_document_view_turns_to_the_next_page_unmarked_and_back_to_the_cited_page_marked(
+    browser, desk: str, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    page = open_page(browser, desk, seen)
+    ask(page, QUESTION)
+    page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
+    link = page.locator(CITE).first
+    cite = (link.get_attribute("href") or "").lstrip("#")
+    link.click()
+    view = f"#cw-document .cw-pdf[data-cite='{cite}']"
+    page.wait_for_selector(f"{view}[data-page='{CITED_PAGE}'] .cw-mark")
+
+    def shown() -> tuple[str, list[str], str]:
+        """The page shown (its header), its marks' boxes, and its image's address once decoded."""
+        page.wait_for_function("document.querySelector('#cw-document img.cw-page-image').naturalWidth > 0")
+        marks = page.locator("#cw-document .cw-mark")
+        boxes = [marks.nth(n).get_attribute("data-box") or "" for n in range(marks.count())]
+        head = page.inner_text("#cw-document .cw-source-head")
+        return head, boxes, page.get_attribute("#cw-document img.cw-page-image", "src") or ""
+
+    cited_head, cited_marks, cited_src = shown()
+    assert cited_head == f"manual.pdf · page {CITED_PAGE + 1} of 4" and cited_marks, (cited_head, cited_marks)
+    assert page.locator("#cw-document .cw-page-cited").count() == 0
+    page.screenshot(path=tmp_path / "cited-page.png", full_page=True)
+
+    # next: the last page, rendered by the server too, no marks (they are the cited page's), no next page
+    started = time.perf_counter()
+    page.click("#cw-document .cw-page-next")
+    page.wait_for_selector(f"{view}[data-page='{CITED_PAGE + 1}']")
+    head, marks, src = shown()
+    print(f"next page on screen {1000 * (time.perf_counter() - started):.0f} ms after the click")
+    assert head == f"manual.pdf · page {CITED_PAGE + 2} of 4" and marks == [], (head, marks)
+    assert src.startswith("gradio_api/file=") and src != cited_src, src
+    assert page.locator("#cw-document .cw-page-next").is_disabled()
+    assert page.inner_text("#cw-document .cw-page-cited") == f"Back to the cited page ({CITED_PAGE + 1})"
+    page.screenshot(path=tmp_path / "next-page.png", full_page=True)
+
+    # previous: the cited page again, with the same marks over the same lines
+    page.click("#cw-document .cw-page-prev")
+    page.wait_for_selector(f"{view}[data-page='{CITED_PAGE}'] .cw-mark")
+    head, marks, _ = shown()
+    assert (head, marks) == (cited_head, cited_marks), (head, marks)
+    assert page.locator("#cw-document .cw-page-cited").count() == 0
+
+    # back two pages to the first (no previous one there); "back to the cited page" returns to the marks
+    for number in (CITED_PAGE - 1, CITED_PAGE - 2):
+        page.click("#cw-document .cw-page-prev")
+        page.wait_for_selector(f"{view}[data-page='{number}']")
+        assert shown()[1] == []
+    assert page.locator("#cw-document .cw-page-prev").is_disabled()
+    page.click("#cw-document .cw-page-cited")
+    page.wait_for_selector(f"{view}[data-page='{CITED_PAGE}'] .cw-mark")
+    assert shown()[1] == cited_marks
     assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
 
 

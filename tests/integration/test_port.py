@@ -174,6 +174,37 @@ def test_tags_given_at_ingest_are_the_documents_and_removal_takes_every_trace(
     assert "Sourdough baking" not in _titles(reader, "sourdough starter of wild yeast", k=10)
 
 
+def test_a_document_removed_by_id_goes_alone_and_its_files_record_with_its_last_document(
+    tier: Tier, small_corpus_records: list[dict[str, str]]
+) -> None:
+    corpus = tier.write("corpus.jsonl", small_corpus_records[:3])
+    with tier.writer() as writer:
+        writer.ingest([corpus])
+    reader = tier.reader()
+    reader.refresh()
+    ids = {record.title: record.id for record in reader.documents()}
+    with tier.writer() as writer:
+        one = writer.remove_documents([ids["Black holes"], "no-such-id"])
+        stats = writer.stats()
+        again = writer.ingest([corpus])  # unchanged, still recorded: skipped, the removed one stays out
+    assert (one.documents_removed, one.files) == (1, 0) and one.chunks_removed > 0, one
+    ((unknown, why),) = one.skipped
+    assert unknown == "no-such-id" and why.startswith("no such document"), one.skipped
+    assert (stats.files, stats.documents) == (1, 2) and stats.consistent, stats
+    assert (again.unchanged_files, again.documents_added) == (1, 0), again
+    reader.refresh()
+    assert reader.document(ids["Black holes"]) is None
+    assert "Black holes" not in _titles(reader, "event horizon of a black hole", k=3)
+    assert _titles(reader, "sourdough starter of wild yeast", k=1) == ["Sourdough baking"]
+    with tier.writer() as writer:
+        rest = writer.remove_documents([ids["How vaccines work"], ids["Sourdough baking"]])
+        empty = writer.stats()
+        back = writer.ingest([corpus])  # its record went with its last document: read again whole
+    assert (rest.documents_removed, rest.files) == (2, 1), rest
+    assert (empty.files, empty.documents) == (0, 0) and empty.consistent, empty
+    assert back.documents_added == 3, back
+
+
 QUESTION = "how vaccines train the immune system"
 """Best answered by a document of collection "work", asked by searches of collection "home"."""
 

@@ -101,6 +101,32 @@ def test_a_pdf_passage_is_its_page_rendered_with_the_supporting_lines_marked(man
     assert top == pytest.approx(100 * (841.89 - paragraph.boxes[0].top) / 841.89, abs=0.01)
 
 
+def test_the_neighbouring_pages_are_rendered_unmarked_with_buttons_to_turn_and_to_go_back(manual) -> None:
+    shelf, passage = manual
+    cited = source.source_html(shelf, passage, ("looms",), "cite-0-1")  # type: ignore[arg-type]
+    assert re.findall(r'class="cw-page-(\w+)" data-page="(\d+)"( disabled)?', cited) == [
+        ("prev", "1", ""),
+        ("next", "3", ""),
+    ]  # no way back from where one is
+    last = source.source_html(shelf, passage, ("looms",), "cite-0-1", page=3)  # type: ignore[arg-type]
+    assert 'data-page="3"' in last and 'data-cited-page="2"' in last and "manual.pdf · page 4 of 4" in last
+    assert marks(last) == [] and "data:image/png;base64," in last  # the page, and no mark on it
+    assert re.findall(r'class="cw-page-(\w+)" data-page="(\d+)"( disabled)?', last) == [
+        ("prev", "2", ""),
+        ("next", "4", " disabled"),
+        ("cited", "2", ""),
+    ]
+    assert "Back to the cited page (3)" in last
+    first = source.source_html(shelf, passage, ("looms",), page=0)  # type: ignore[arg-type]
+    assert 'class="cw-page-prev" data-page="-1" disabled' in first and marks(first) == []
+    again = source.source_html(shelf, passage, ("looms",), "cite-0-1", page=2)  # type: ignore[arg-type]
+    assert marks(again) == marks(cited) != [] and "cw-page-cited" not in again  # the cited page, marked
+    beyond = source.source_html(shelf, passage, ("looms",), "cite-0-1", page=9)  # type: ignore[arg-type]
+    assert "manual.pdf has 4 pages: there is no page 10." in beyond and "data:image" not in beyond
+    other = source.source_html(shelf, passage, ("other",), page=3)  # type: ignore[arg-type]
+    assert "not yours to read" in other and "data:image" not in other  # another's: as absent, any page
+
+
 def test_a_document_outside_the_asker_s_collections_is_not_shown(manual) -> None:
     shelf, passage = manual
     html = source.source_html(shelf, passage, ("other",))  # type: ignore[arg-type]

@@ -5,8 +5,8 @@ reading port, so both tiers and the same filter as every search), each with what
 (`citewise.index.inspect`): title, pages, sections, references, when it was ingested, warnings. A search box
 narrows it by title. A row clicked opens the document: its sections tree with paragraph counts, its
 reference list, its tables and what its file's layout left out. Removing one asks first, needs write on its
-collection, removes its file's documents through the writing port (as `citewise remove FILE` does) and is
-written to the audit log.
+collection, removes that document by its id through the writing port (`IndexWriter.remove_documents`: the
+other documents of its file stay) and is written to the audit log.
 
 The pure parts (rows, the document's HTML) are functions; `Library` holds the page's handlers.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gradio as gr
@@ -107,7 +108,9 @@ def document_html(record: DocumentRecord, reading: Reading) -> str:
     pages = f", {reading.pages} page{'s' * (reading.pages != 1)}" if reading.pages else ""
     head = (
         f"<h3>{render.escape(reading.title)}</h3>"
-        f'<p class="cw-note">{render.escape(reading.source)} ({render.escape(reading.kind)}{pages}) · '
+        # the file's name: its folder is the server's business (as the document view names it)
+        f'<p class="cw-note">{render.escape(Path(reading.source).name)} '
+        f"({render.escape(reading.kind)}{pages}) · "
         f"collection {render.escape(document_collection(record.metadata))} · ingested "
         f"{render.escape(record.added.replace('T', ' ') or 'unknown')} · id {render.escape(record.id)}</p>"
     )
@@ -168,8 +171,12 @@ class Library:
         store = self.page.gate.store
         return store is not None and store.may_write(user, document_collection(record.metadata))
 
-    async def listing(self, query: str, request: gr.Request | None = None) -> tuple[Any, ...]:
-        """The table of the user's documents whose title holds `query`, their ids, and a count."""
+    async def listing(self, query: str | None, request: gr.Request | None = None) -> tuple[Any, ...]:
+        """The table of the user's documents whose title holds `query`, their ids, and a count.
+
+        `query` is None at the page's load when the tab was never shown (its box has no value yet).
+        """
+        query = query or ""
         user = await self.page.user_of(request)
         empty = pd.DataFrame(columns=COLUMNS)
         if user is None:
@@ -198,7 +205,7 @@ class Library:
         return table, [r.id for r in shown], count
 
     async def after_upload(
-        self, report: str, query: str, request: gr.Request | None = None
+        self, report: str, query: str | None, request: gr.Request | None = None
     ) -> tuple[Any, ...]:
         """The list again once an upload's report replaced its progress (not at each progress line)."""
         if "Ingested" not in (report or ""):
@@ -250,18 +257,23 @@ class Library:
             return gr.Column(visible=False), ""
         same = [r for r in await asyncio.to_thread(index.documents) if r.file == record.file]
         others = len(same) - 1
+        name = render.escape(Path(record.file).name)
+        stay = (
+            f"; the {others} other document{'s' * (others != 1)} of its file `{name}` stay" if others else ""
+        )
         text = (
-            f"**Remove “{render.escape_markdown(record.title)}”?** It leaves the index with everything "
-            f"from its file `{render.escape(record.file)}`"
-            + (f" ({others} other document{'s' * (others != 1)} too)" if others > 0 else "")
-            + ": questions no longer find it. This cannot be undone."
+            f"**Remove “{render.escape_markdown(record.title)}”?** It leaves the index with its paragraphs, "
+            f"references and chunks: questions no longer find it{stay}. This cannot be undone."
         )
         return gr.Column(visible=True), text
 
     async def remove(
         self, doc_id: str | None, query: str, request: gr.Request | None = None
     ) -> tuple[Any, ...]:
-        """Remove the document's file from the index (write on its collection needed); audited; list again."""
+        """Remove the document by its id (write on its collection needed); audited; the list again.
+
+        Its file's other documents stay (`IndexWriter.remove_documents`).
+        """
         user = await self.page.user_of(request)
         hidden = gr.Column(visible=False)
         if not doc_id or user is None:
@@ -276,7 +288,7 @@ class Library:
 
         def work() -> Any:
             with resources_of(context).writer(context) as writer:
-                return writer.remove([record.file])
+                return writer.remove_documents([record.id])
 
         try:
             report = await asyncio.to_thread(work)
@@ -289,6 +301,7 @@ class Library:
                 + (hidden,)
             )
         detail = {
+            "doc_ids": [record.id],
             "paths": [record.file],
             "via": "page",
             "files": report.files,
@@ -318,9 +331,9 @@ class Library:
 
 
 def build_library(page: Page, blocks: gr.Blocks, ingested: gr.Markdown) -> Library:
-    """The Library tab's components and events (inside the current layout); its handlers."""
+    """The Library tab's components and events (a tab of the page's top-level tabs); its handlers."""
     library = Library(page)
-    with gr.Tab("Library", id="library", elem_id="cw-library-tab"):
+    with gr.Tab("Library", id="library", elem_id="cw-library-tab", render_children=True):
         with gr.Row():
             search = gr.Textbox(
                 show_label=False, placeholder="Search titles", elem_id="cw-lib-search", scale=5, lines=1

@@ -190,7 +190,7 @@ class OutlineDesk:
         return [gr.Column(visible=True), *self._shown(list(pending["outline"]), choices), ""]
 
     def wire(self, chat: Any, session: Any, outputs: list[Any], *turns: Any) -> None:
-        """Show the editor after each turn (`turns`: the page's question events); Run and Run as planned."""
+        """Show the editor after each turn and load (`turns`: the page's events); Run and Run as planned."""
         shown = [self.box, *self.slots, self.error]
         for turn in turns:
             turn.then(self.show, [session], shown)

@@ -129,8 +129,15 @@ new MutationObserver(() => {
   frame.dataset.shown = shown;
   frame.scrollTop = Math.max(0, mark.offsetTop - frame.clientHeight / 3);
 }).observe(element, {childList: true, subtree: true});
-// a click on the page doubles it in its frame (the marks are in percent: they follow), a second one undoes it
+// a click on the page doubles it in its frame (the marks are in percent: they follow), a second one undoes
+// it; the previous / next / cited page buttons send the page they name with the view's marker (turn_page)
 element.addEventListener('click', (event) => {
+  const turn = event.target instanceof Element ? event.target.closest('.cw-page-nav button') : null;
+  if (turn) {
+    const view = turn.closest('.cw-source');
+    if (!turn.disabled && view) trigger('click', {cite: view.dataset.cite, page: Number(turn.dataset.page)});
+    return;
+  }
   const frame = event.target instanceof Element ? event.target.closest('.cw-page-frame') : null;
   if (!frame) return;
   const mark = frame.querySelector('.cw-mark');
@@ -141,7 +148,11 @@ element.addEventListener('click', (event) => {
   }
 });
 """
-"""The document view's script: the cited lines in sight within the page's frame; a click zooms the page."""
+"""The document view's script: the cited lines in sight within the page's frame; a click zooms the page; the
+page buttons turn it."""
+
+OUTLINE_WAITS = "The planned outline is below: edit it, then Run."
+"""The chat's line under a report's question whose outline waits for approval."""
 
 PAGES_KEPT = 200
 """Rendered pages kept for the document view (each a PNG of about 100-400 KB)."""
@@ -183,6 +194,10 @@ mark.cw-support { background: #fde68a; padding: 0 2px; }
 .cw-mark { position: absolute; background: rgba(250, 204, 21, 0.38); mix-blend-mode: multiply;
   outline: 1px solid rgba(202, 138, 4, 0.55); border-radius: 2px; pointer-events: none; }
 .cw-section-text p { margin: 0 0 6px 0; line-height: 1.45; }
+.cw-page-nav { display: flex; gap: 6px; margin: 0 0 6px 0; }
+.cw-page-nav button { font-size: 0.85em; padding: 2px 8px; border: 1px solid #d1d5db; border-radius: 6px;
+  background: white; cursor: pointer; }
+.cw-page-nav button:disabled { color: #aaa; cursor: default; }
 .cw-section-text p:not(.cw-cited-paragraph) { color: #666; }
 """
 
@@ -403,13 +418,19 @@ class ChatPage:
 
         The question box and the Ask button start disabled and are enabled here, last: a question asked while
         a thread was being restored would go to another thread and then be overwritten by the restored one.
+        A report of the thread whose outline waits for approval (the graph's interrupt, kept by the thread
+        store) waits again: the session keeps it (`pending`) for the outline editor, and the question box,
+        Ask, New thread and the thread list stay disabled until it runs, as after the turn that stopped there.
+
+        Returns (chat, session, thread list, remembered thread, chart, table, references, question box, Ask,
+        New thread).
         """
         skip = gr.skip()
-        ready = gr.Textbox(interactive=True), gr.Button(interactive=True)
+        ready = gr.Textbox(interactive=True), gr.Button(interactive=True), skip
         user = await self.user_of(request)
         if user is None:
             message = {"role": "assistant", "content": "citewise: log in to use this page (reload it)."}
-            return [message], fresh_session(), gr.Dropdown(choices=[]), skip, skip, skip, skip, skip, skip
+            return [message], fresh_session(), gr.Dropdown(choices=[]), *(skip,) * 7
         try:
             choices = await self.thread_choices(user)
         except ValueError as error:  # the thread store cannot be opened: say so in the chat
@@ -419,15 +440,37 @@ class ChatPage:
         thread_id = remembered if remembered in {c[1] for c in choices} else None
         if thread_id is None:  # a new thread: nothing to show
             return skip, skip, gr.Dropdown(choices=choices, value=None), skip, skip, skip, skip, *ready
-        history, session, chart, table, references = await self._open_thread(thread_id)
+        history, session, chart, table, references = await self._open_thread(thread_id, waiting=True)
+        if session.get("pending"):  # held as the turn that stopped at the outline held them
+            held = gr.Textbox(interactive=False), gr.Button(interactive=False), gr.Button(interactive=False)
+            threads = gr.Dropdown(choices=choices, value=thread_id, interactive=False)
+            return history, session, threads, thread_id, chart, table, references, *held
         threads = gr.Dropdown(choices=choices, value=thread_id)
         return history, session, threads, thread_id, chart, table, references, *ready
 
-    async def _open_thread(self, thread_id: str) -> tuple[Any, ...]:
+    async def _open_thread(self, thread_id: str, waiting: bool = False) -> tuple[Any, ...]:
+        """A stored thread's chat, session and last evidence; with `waiting`, its outline waiting too."""
         turns = await self.thread_turns(thread_id)
         history = [message for n, turn in enumerate(turns) for message in turn_messages(turn, n)]
         session = {"thread": thread_id, "turns": turns, "shown": len(turns) - 1}  # the last turn's evidence
+        pending = await self.waiting_outline(thread_id) if waiting else None
+        if pending is not None:  # the chat as the turn left it: its question, then the editor's prompt
+            session["pending"] = pending | {"at": len(history)}
+            history += [
+                {"role": "user", "content": render.escape_markdown(pending["question"])},
+                {"role": "assistant", "content": OUTLINE_WAITS},
+            ]
         return (history, session, *evidence_views(turns[-1] if turns else None))
+
+    async def waiting_outline(self, thread_id: str) -> dict[str, Any] | None:
+        """The report outline a stored thread waits at (its interrupt's id, outline, question), else None."""
+        graph = await self.graph()
+        snapshot = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+        pending = outline.waiting(snapshot)
+        if pending is None:
+            return None
+        asked = [m for m in snapshot.values.get("messages", []) if m.type == "human"]
+        return pending | {"question": message_text(asked[-1]) if asked else pending["question"]}
 
     async def switch(
         self, thread_id: str | None, session: dict[str, Any] | None, request: gr.Request | None = None
@@ -474,10 +517,36 @@ class ChatPage:
             session["shown"] = found[0]  # the session's own dict: the next event sees it
         return (render.passage_html(passage, fragment), document, *evidence_views(turn))
 
+    async def turn_page(
+        self, session: dict[str, Any] | None, event: gr.EventData, request: gr.Request | None = None
+    ) -> Any:
+        """A page button of the document view: another page of the shown passage's document, unmarked.
+
+        As a marker's click, it names a turn and marker of this session (`cite-T-N`) and a page number,
+        nothing else: the document is the one that turn's evidence names, read as the user may read it.
+        """
+        data = event._data if isinstance(event._data, dict) else {}
+        found = render.parse_cite(str(data.get("cite", "")))
+        page = data.get("page")
+        turns: list[Turn] = (session or {}).get("turns", [])
+        if found is None or not 0 <= found[0] < len(turns) or isinstance(page, bool):
+            return gr.skip()  # not a page button's click (a click on the page zooms it, in the browser)
+        if not isinstance(page, int) or page < 0:
+            return source.empty_html(f"No such page: {str(page)[:20]!r}.", render.cite_fragment(*found))
+        passage = turns[found[0]].passages.get(found[1])
+        return await self.source_view(passage, render.cite_fragment(*found), request, page)
+
     async def source_view(
-        self, passage: dict[str, Any] | None, cite: str, request: gr.Request | None = None
+        self,
+        passage: dict[str, Any] | None,
+        cite: str,
+        request: gr.Request | None = None,
+        page: int | None = None,
     ) -> str:
-        """The passage in its document (`citewise.app.web.source`), read as the asking user may read it."""
+        """The passage in its document (`citewise.app.web.source`), read as the asking user may read it.
+
+        `page`: another page of its PDF (None: the cited one, marked).
+        """
         user = await self.user_of(request)
         if passage is None or user is None:
             return source.empty_html(cite=cite)
@@ -488,7 +557,7 @@ class ChatPage:
             first = (str(error).strip().splitlines() or [type(error).__name__])[0]
             return source.empty_html(f"The index cannot be read: {first}", cite)
         return await asyncio.to_thread(
-            source.source_html, index, passage, collections, cite, self.publish_page
+            source.source_html, index, passage, collections, cite, self.publish_page, page
         )
 
     def publish_page(self, png: bytes) -> str:
@@ -577,6 +646,8 @@ class ChatPage:
             yield (gr.skip(),) * 12
             return
         session = dict(session or {})
+        if command is None:  # a question, not a resumed outline: no outline waits any more
+            session.pop("pending", None)
         session["thread"] = session.get("thread") or page_thread_id()
         try:
             await self.graph()
@@ -631,9 +702,7 @@ class ChatPage:
                 session["pending"] = waiting | {"question": question, "at": len(history) - 2}
                 box["metadata"] |= {"title": "Stages (the outline waits for your approval)", "status": "done"}
                 box["content"] = render.stages_markdown(lines)
-                history.append(
-                    {"role": "assistant", "content": "The planned outline is below: edit it, then Run."}
-                )
+                history.append({"role": "assistant", "content": OUTLINE_WAITS})
                 yield (history, session, *(skip,) * 6, session["thread"], *(skip,) * 3)
                 return
             values = snapshot.values
@@ -839,79 +908,99 @@ def build_page(
             f"threads in `{render.escape(shown_setting(threads))}`",
             elem_id="cw-header",
         )
-        with gr.Row(equal_height=False):
-            with gr.Column(scale=3):
-                chat = gr.Chatbot(
-                    label="Conversation",
-                    elem_id="cw-chat",
-                    height=520,
-                    latex_delimiters=[],
-                    feedback_options=None,
-                    buttons=["copy"],
-                    placeholder="Ask a question about your documents. Citations like [1] open their passage.",
-                )
-                with gr.Row():
-                    question = gr.Textbox(
-                        show_label=False,
-                        placeholder="Your question (Enter to ask)",
-                        elem_id="cw-question",
-                        scale=5,
-                        lines=1,
-                        max_lines=4,
-                        submit_btn=False,
-                        interactive=False,  # until `load` has restored this browser's thread
-                    )
-                    ask = gr.Button(
-                        "Ask", variant="primary", elem_id="cw-ask", scale=1, min_width=80, interactive=False
-                    )
-                with gr.Row():
-                    mode = gr.Radio(
-                        MODES,
-                        value="auto",
-                        label="Answer as",
-                        elem_id="cw-mode",
-                        info=MODE_HINTS["auto"],
-                    )
-                with gr.Row(elem_id="cw-downloads"):
-                    gr.Markdown("**Download**", elem_id="cw-downloads-label")
-                    downloads = [
-                        gr.DownloadButton(
-                            label, elem_id=f"cw-download-{fmt}", size="sm", interactive=False, min_width=80
+        # two tabs: the chat with its evidence, and the Library (web.library) of what the index holds
+        with gr.Tabs(elem_id="cw-tabs", selected="chat"):
+            with gr.Tab("Chat", id="chat", elem_id="cw-chat-tab", render_children=True):
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=3):
+                        chat = gr.Chatbot(
+                            label="Conversation",
+                            elem_id="cw-chat",
+                            height=520,
+                            latex_delimiters=[],
+                            feedback_options=None,
+                            buttons=["copy"],
+                            placeholder=(
+                                "Ask a question about your documents. Citations like [1] open their passage."
+                            ),
                         )
-                        for fmt, label in EXPORTS
-                    ]
-                desk = outline.OutlineDesk(page)  # a report's outline waiting for approval (web.outline)
-                desk.build()
-            with gr.Column(scale=2):
-                thread_list = gr.Dropdown(choices=[], label="Threads", elem_id="cw-threads", interactive=True)
-                new = gr.Button("New thread", elem_id="cw-new", size="sm")
-                gr.Markdown("**Cited passage**")
-                passage = gr.HTML(render.passage_html(None), elem_id="cw-passage", js_on_load=CITE_JS)
-                gr.Markdown("**In the document**")
-                document = gr.HTML(source.empty_html(), elem_id="cw-document", js_on_load=DOCUMENT_JS)
-                references = gr.HTML(render.references_html({}), elem_id="cw-references")
-                gr.Markdown("**Add documents** (" + " ".join(SUPPORTED_SUFFIXES) + ")")
-                upload = gr.File(
-                    label="Add documents",
-                    show_label=False,
-                    file_count="multiple",
-                    file_types=list(SUPPORTED_SUFFIXES),
-                    elem_id="cw-upload",
-                    height=120,
+                        with gr.Row():
+                            question = gr.Textbox(
+                                show_label=False,
+                                placeholder="Your question (Enter to ask)",
+                                elem_id="cw-question",
+                                scale=5,
+                                lines=1,
+                                max_lines=4,
+                                submit_btn=False,
+                                interactive=False,  # until `load` has restored this browser's thread
+                            )
+                            ask = gr.Button(
+                                "Ask",
+                                variant="primary",
+                                elem_id="cw-ask",
+                                scale=1,
+                                min_width=80,
+                                interactive=False,
+                            )
+                        with gr.Row():
+                            mode = gr.Radio(
+                                MODES,
+                                value="auto",
+                                label="Answer as",
+                                elem_id="cw-mode",
+                                info=MODE_HINTS["auto"],
+                            )
+                        with gr.Row(elem_id="cw-downloads"):
+                            gr.Markdown("**Download**", elem_id="cw-downloads-label")
+                            downloads = [
+                                gr.DownloadButton(
+                                    label,
+                                    elem_id=f"cw-download-{fmt}",
+                                    size="sm",
+                                    interactive=False,
+                                    min_width=80,
+                                )
+                                for fmt, label in EXPORTS
+                            ]
+                        desk = outline.OutlineDesk(
+                            page
+                        )  # a report's outline waiting for approval (web.outline)
+                        desk.build()
+                    with gr.Column(scale=2):
+                        thread_list = gr.Dropdown(
+                            choices=[], label="Threads", elem_id="cw-threads", interactive=True
+                        )
+                        new = gr.Button("New thread", elem_id="cw-new", size="sm")
+                        gr.Markdown("**Cited passage**")
+                        passage = gr.HTML(render.passage_html(None), elem_id="cw-passage", js_on_load=CITE_JS)
+                        gr.Markdown("**In the document**")
+                        document = gr.HTML(source.empty_html(), elem_id="cw-document", js_on_load=DOCUMENT_JS)
+                        references = gr.HTML(render.references_html({}), elem_id="cw-references")
+                        gr.Markdown("**Add documents** (" + " ".join(SUPPORTED_SUFFIXES) + ")")
+                        upload = gr.File(
+                            label="Add documents",
+                            show_label=False,
+                            file_count="multiple",
+                            file_types=list(SUPPORTED_SUFFIXES),
+                            elem_id="cw-upload",
+                            height=120,
+                        )
+                        ingested = gr.Markdown(elem_id="cw-ingest")
+                gr.Markdown("### Evidence: every candidate's final score, the threshold, kept and dropped")
+                # the chart above the table, each the page's width: beside the chart, the table's source
+                # column (the one to read) was left a few characters
+                chart = gr.HTML(render.chart_svg([], None), elem_id="cw-chart")
+                table = gr.Dataframe(
+                    value=pd.DataFrame(columns=render.TABLE_COLUMNS),
+                    elem_id="cw-table",
+                    interactive=False,
+                    wrap=True,
+                    max_height=320,
+                    column_widths=[f"{px}px" for px in (40, 60, 80, 64, 100, 104, 80, 72, 96, 600)],
                 )
-                ingested = gr.Markdown(elem_id="cw-ingest")
-        gr.Markdown("### Evidence: every candidate's final score, the threshold, kept and dropped")
-        # the chart above the table, each the page's width: beside the chart, the table's source column (the
-        # one to read) was left a few characters
-        chart = gr.HTML(render.chart_svg([], None), elem_id="cw-chart")
-        table = gr.Dataframe(
-            value=pd.DataFrame(columns=render.TABLE_COLUMNS),
-            elem_id="cw-table",
-            interactive=False,
-            wrap=True,
-            max_height=320,
-            column_widths=[f"{px}px" for px in (40, 60, 80, 64, 100, 104, 80, 72, 96, 600)],
-        )
+
+            library = library_tab.build_library(page, blocks, ingested)
 
         outputs = [
             chat,
@@ -933,7 +1022,6 @@ def build_page(
         clicked = ask.click(page.ask, [question, mode, chat, session], outputs)
         for turn in (asked, clicked):
             turn.then(page.exports, session, downloads)
-        desk.wire(chat, session, outputs, asked, clicked)
         # every click is sent: Gradio's default trigger mode ('once') drops a click while the last is pending,
         # and 'always_last' replays the pending click's data, not the new one (CITE_JS re-asks if need be)
         passage.click(
@@ -942,19 +1030,22 @@ def build_page(
             [passage, document, chart, table, references],
             trigger_mode="multiple",
         )
+        # a page button of the document view (DOCUMENT_JS): every click sent, as the markers' are
+        document.click(page.turn_page, [session], [document], trigger_mode="multiple")
         cleared = [chat, session, chart, table, references, passage, thread_list, remembered, document]
         new.click(page.new, None, cleared).then(page.exports, session, downloads)
         shown = [chat, session, chart, table, references, passage, remembered, document]
         thread_list.input(page.switch, [thread_list, session], shown).then(page.exports, session, downloads)
 
         upload.upload(page.ingest, [upload], [ingested])
-        with gr.Tabs(elem_id="cw-desk"):  # the research desk: the library (web.library)
-            desk.library = library_tab.build_library(page, blocks, ingested)
-        blocks.load(
+        desk.library = library  # the outline editor pins the Library's documents
+        loaded = blocks.load(
             page.load,
             [remembered],
-            [chat, session, thread_list, remembered, chart, table, references, question, ask],
-        ).then(page.exports, session, downloads)
+            [chat, session, thread_list, remembered, chart, table, references, question, ask, new],
+        )
+        loaded.then(page.exports, session, downloads)
+        desk.wire(chat, session, outputs, asked, clicked, loaded)  # after a load too: an outline waits again
     return blocks
 
 

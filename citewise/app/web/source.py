@@ -6,7 +6,8 @@ read is as absent. For a PDF whose paragraph knows where its lines stand (`Parag
 rendered here by PDFium (pypdfium2) from the file the index recorded, and the lines that hold the supporting
 sentences are marked by translucent boxes laid over the image (positioned in percent of the page, so they
 follow the image at any width). Nothing leaves the machine: the image is served by the page's own server
-under a random name (or inlined as a data: URL). A file that
+under a random name (or inlined as a data: URL). The view's previous and next page buttons show the
+neighbouring pages the same way (`page`), unmarked: the marks are the cited page's. A file that
 cannot be read any more (moved, deleted, changed) is said plainly, and the passage is shown as text.
 Text documents show the paragraph among the others of its section.
 """
@@ -53,6 +54,14 @@ class RenderedPage:
 
 class SourceUnreadable(Exception):
     """The document's original file cannot be rendered; the message says why, in plain words."""
+
+
+class NoSuchPage(SourceUnreadable):
+    """The PDF has no such page (`pages`: how many it has)."""
+
+    def __init__(self, message: str, pages: int) -> None:
+        super().__init__(message)
+        self.pages = pages
 
 
 def letters(text: str) -> str:
@@ -120,9 +129,10 @@ def render_page(path: Path, page: int, scale: float = PAGE_SCALE) -> RenderedPag
         ) from error
     try:
         if not 0 <= page < len(pdf):
-            raise SourceUnreadable(
+            raise NoSuchPage(
                 f"the original file {path.name} has {len(pdf)} pages, not the page {page + 1} it was "
-                "indexed with: it changed since (ingest it again)"
+                "indexed with: it changed since (ingest it again)",
+                len(pdf),
             )
         sheet = pdf[page]
         left, bottom, right, top = sheet.get_cropbox()
@@ -136,10 +146,18 @@ def render_page(path: Path, page: int, scale: float = PAGE_SCALE) -> RenderedPag
         pdf.close()
 
 
-def page_html(rendered: RenderedPage, marks: list[LineBox], file: str, cite: str, src: str = "") -> str:
+def page_html(
+    rendered: RenderedPage,
+    marks: list[LineBox],
+    file: str,
+    cite: str,
+    src: str = "",
+    cited: int | None = None,
+) -> str:
     """The rendered page with each marked line as a translucent box over it (percent of the page).
 
-    `src` is where the browser gets the image (the page's own server); without one it is inlined.
+    `src` is where the browser gets the image (the page's own server); without one it is inlined. `cited`:
+    the cited page (when another is shown, a button leads back to it; None: this one).
     """
     overlays = []
     for box in marks:
@@ -155,13 +173,32 @@ def page_html(rendered: RenderedPage, marks: list[LineBox], file: str, cite: str
         )
     src = src or "data:image/png;base64," + base64.b64encode(rendered.png).decode("ascii")
     where = f"{escape(Path(file).name)} · page {rendered.page + 1} of {rendered.pages}"
+    cited = rendered.page if cited is None else cited
     return (
         f'<div class="cw-source cw-pdf" data-cite="{escape(cite)}" data-page="{rendered.page}" '
-        f'data-width="{rendered.width:.2f}" data-height="{rendered.height:.2f}">'
-        f'<div class="cw-source-head">{where}</div><div class="cw-page-frame">'
+        f'data-cited-page="{cited}" data-width="{rendered.width:.2f}" data-height="{rendered.height:.2f}">'
+        f'<div class="cw-source-head">{where}</div>{page_nav(rendered.page, rendered.pages, cited)}'
+        '<div class="cw-page-frame">'
         f'<div class="cw-page" style="aspect-ratio:{rendered.width:.2f}/{rendered.height:.2f}">'
         f'<img class="cw-page-image" alt="page {rendered.page + 1} of {escape(Path(file).name)}" '
         f'src="{escape(src)}"/>{"".join(overlays)}</div></div></div>'
+    )
+
+
+def page_nav(page: int, pages: int, cited: int) -> str:
+    """The previous and next page buttons (off at either end), and one back to the cited page from another.
+
+    Each names the page it shows (`data-page`, 0-based); the view's script sends it with the view's marker.
+    """
+
+    def button(kind: str, label: str, target: int) -> str:
+        off = " disabled" if not 0 <= target < pages else ""
+        return f'<button type="button" class="cw-page-{kind}" data-page="{target}"{off}>{label}</button>'
+
+    back = button("cited", f"Back to the cited page ({cited + 1})", cited) if page != cited else ""
+    return (
+        f'<div class="cw-page-nav">{button("prev", "‹ Previous page", page - 1)}'
+        f"{button('next', 'Next page ›', page + 1)}{back}</div>"
     )
 
 
@@ -199,8 +236,12 @@ def source_html(
     collections: Collections,
     cite: str = "",
     publish: Callable[[bytes], str] | None = None,
+    page: int | None = None,
 ) -> str:
     """The document view of a marker's passage, read from the index as the asker may read it.
+
+    `page` (0-based) shows another page of a PDF passage's document, for the view's previous and next
+    buttons: rendered the same way, without marks (None: the cited page, its supporting lines marked).
 
     `publish` keeps a rendered page's PNG where the page's server serves it and gives its URL (the chat page
     does so: a page inlined in the view's HTML went through the page's event stream, whose browser side took
@@ -216,13 +257,21 @@ def source_html(
     note = ""
     if paragraph.boxes and Path(document.file).suffix.lower() == ".pdf":
         marks = supporting_boxes(paragraph.text, paragraph.boxes, lines, str(passage.get("text", "")))
-        try:  # the page of the first supporting line (a paragraph may go on over a page break)
-            rendered = render_page(Path(document.file), marks[0].page)
+        cited = marks[0].page  # the page of the first supporting line (a paragraph may go on over a break)
+        shown = cited if page is None else page
+        try:
+            rendered = render_page(Path(document.file), shown)
+        except NoSuchPage as error:
+            if shown == cited:
+                note = f"The page cannot be shown: {error}. Here is the passage as text."
+            else:  # a page asked for that the file does not have
+                name = Path(document.file).name
+                return empty_html(f"{name} has {error.pages} pages: there is no page {shown + 1}.", cite)
         except SourceUnreadable as error:
             note = f"The page cannot be shown: {error}. Here is the passage as text."
         else:
             src = publish(rendered.png) if publish else ""
-            return page_html(rendered, marks, document.file, cite, src)
+            return page_html(rendered, marks if shown == cited else [], document.file, cite, src, cited)
     elif Path(document.file).suffix.lower() == ".pdf":
         # no boxes: an index made before they were kept, or a PDF with no typography, read as plain text
         note = (

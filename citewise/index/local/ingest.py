@@ -215,6 +215,34 @@ class Writing:
         report.seconds = time.perf_counter() - started
         return report
 
+    def remove_documents(self, doc_ids: Iterable[str]) -> IngestReport:
+        """Delete the given documents (by id), each with its paragraphs, references and chunks.
+
+        The other documents of a document's file stay; the file's record goes with its last document (so an
+        ingest of the file reads it again), and stays while others remain (an unchanged file is skipped, so
+        the removed document does not come back; a changed one is read again whole). An id the index does
+        not hold is listed as skipped.
+        """
+        started = time.perf_counter()
+        report = IngestReport()
+        with self._writing():
+            for doc_id in dict.fromkeys(doc_ids):
+                file = self.docstore.document_files([doc_id]).get(doc_id)
+                if file is None:
+                    report.skipped.append((doc_id, "no such document in the index"))
+                    continue
+                last = self.docstore.document_ids(file) == {doc_id}
+                with self._mirroring():
+                    removed = self.docstore.delete_documents([doc_id], forget_file=file if last else None)
+                    self.vectors.delete(removed)
+                report.files += int(last)
+                report.documents_removed += 1
+                report.chunks_removed += len(removed)
+            if report.changed:
+                self._rebuild_bm25(self.docstore.generation)
+        report.seconds = time.perf_counter() - started
+        return report
+
 
 def _expand(paths: Iterable[str | Path]) -> tuple[list[Path], list[tuple[str, str]]]:
     """Files under the given paths, and (path, reason) for paths that do not exist."""

@@ -73,6 +73,11 @@ class SharedWriter:
         with PgStore(self.store) as shared:
             return shared.remove(list(paths))
 
+    def remove_documents(self, doc_ids: Iterable[str]) -> IngestReport:
+        """Each document goes in one transaction; its file's others stay."""
+        with PgStore(self.store) as shared:
+            return shared.remove_documents(list(doc_ids))
+
     def stats(self) -> IndexStats:
         """The store's counts."""
         with PgStore(self.store) as shared:

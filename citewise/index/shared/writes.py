@@ -63,6 +63,38 @@ class Writes(Reads):
         report.seconds = time.perf_counter() - started
         return report
 
+    def remove_documents(self, doc_ids: Iterable[str]) -> IngestReport:
+        """Delete the given documents (by id), each with its rows in every table, in a transaction of its own.
+
+        As `Index.remove_documents` does on the local tier: the other documents of its file stay, and the
+        file's record goes with its last document. The file's documents are locked first, so two removals
+        of a file's last two documents do not both leave its record behind. An id the store does not hold
+        is listed as skipped.
+        """
+        started = time.perf_counter()
+        report = IngestReport()
+        for doc_id in dict.fromkeys(doc_ids):
+            forgotten = Forgotten()
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                row = cur.execute(self._sql("SELECT file FROM {documents} WHERE id = %s"), [doc_id])
+                file = (row.fetchone() or [None])[0]
+                statement = self._sql("SELECT id FROM {documents} WHERE file = %s ORDER BY id FOR UPDATE")
+                same = {r[0] for r in cur.execute(statement, [file])} if file else set()
+                if doc_id not in same:  # never stored, or removed meanwhile
+                    report.skipped.append((doc_id, "no such document in the store"))
+                    continue
+                counted = cur.execute(
+                    self._sql("SELECT count(*) FROM {chunks} WHERE doc_id = %s"), [doc_id]
+                ).fetchone()
+                report.documents_removed += self._delete(cur, [doc_id], forgotten)
+                report.chunks_removed += int(counted[0]) if counted else 0
+                if same == {doc_id}:  # its file's last document: the file may be ingested again
+                    cur.execute(self._sql("DELETE FROM {files} WHERE path = %s"), [file])
+                    report.files += 1
+            self._forget(forgotten)  # Chroma's copies of what the commit removed
+        report.seconds = time.perf_counter() - started
+        return report
+
     def tag_documents(self, file: str, tags: Iterable[str]) -> int:
         """Add tags to every document of a file (its metadata's `tags` list); return how many were tagged.
 
