@@ -238,6 +238,7 @@ def audit_change(
     paths: Sequence[Path],
     report: IngestReport | None = None,
     collection: str | None = None,
+    doc_ids: Sequence[str] = (),
 ) -> None:
     """Log an ingest or removal from the command line (the local user's) in the index's audit log.
 
@@ -249,6 +250,8 @@ def audit_change(
     if report is not None and not (report.changed or report.documents_tagged):
         return  # nothing changed (unchanged files, or nothing could be read): no index folder is made for it
     detail = change_detail(paths, "cli", None if report is None else report.__dict__, collection)
+    if doc_ids:
+        detail["doc_ids"] = list(doc_ids)
     try:
         access = open_access(index, store)
         try:
@@ -410,28 +413,42 @@ def requeue(
 
 @app.command()
 def remove(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders to delete from the index.")],
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Files or folders to delete from the index.")
+    ] = None,
+    doc: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--doc",
+            help="Delete this document only (its id, as `citewise show` prints it); repeat for more. "
+            "The other documents of its file stay.",
+            show_default=False,
+        ),
+    ] = None,
     index: IndexOption = DEFAULT_INDEX,
     chroma_url: ChromaOption = None,
     store: StoreOption = None,
 ) -> None:
-    """Delete every document that came from the given files."""
+    """Delete every document that came from the given files, or the documents given by id (--doc)."""
     from citewise.index import IndexOpenError
 
+    paths, ids = list(paths or []), list(doc or [])
+    if bool(paths) == bool(ids):
+        raise fail("give files or folders to remove, or --doc ID (not both)")
     if store:
         try:
-            shared.remove_shared(store, paths)
+            shared.remove_shared(store, paths, ids)
         finally:
-            audit_change(index, store, "remove", paths)
+            audit_change(index, store, "remove", paths, doc_ids=ids)
         return
     with _open(index, chroma_url, create=False) as opened:
         try:
-            report = opened.remove(paths)
+            report = opened.remove_documents(ids) if ids else opened.remove(paths)
         except IndexOpenError as error:
             raise fail(str(error)) from error
         print_report(report, opened, f"index {index.expanduser()}", "remove")
-    audit_change(index, None, "remove", paths, report)
-    if not report.files:
+    audit_change(index, None, "remove", paths, report, doc_ids=ids)
+    if not report.documents_removed and not report.files:
         raise fail("nothing matched in the index", code=1)
 
 

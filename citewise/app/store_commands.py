@@ -155,8 +155,8 @@ def ingest_shared(
         raise fail("nothing was ingested", code=1)
 
 
-def remove_shared(store: str, paths: list[Path]) -> None:
-    """`remove` on the shared store: each file's documents go in one transaction; the same report."""
+def remove_shared(store: str, paths: list[Path], doc_ids: list[str] | None = None) -> None:
+    """`remove` on the shared store: each file's (or document's) rows go in a transaction; the same report."""
     import psycopg
 
     from citewise.index import IndexOpenError
@@ -164,12 +164,12 @@ def remove_shared(store: str, paths: list[Path]) -> None:
     writer = shared_store(store)
     try:
         writer.model()  # a clear error for an unreachable database or a missing store
-        report = writer.remove(paths)
+        report = writer.remove_documents(doc_ids) if doc_ids else writer.remove(paths)
         stats, vectors = writer.stats(), writer.vectors()
     except (IndexOpenError, psycopg.Error) as error:
         raise store_failed(error) from error
     print_summary(report, stats, f"store {shown(store)}", vectors, "remove")
-    if not report.files:
+    if not report.documents_removed and not report.files:
         raise fail("nothing matched in the store", code=1)
 
 

@@ -330,6 +330,22 @@ def test_remove_of_an_unknown_file_exits_1(ingested: Path, tmp_path: Path) -> No
     assert json.loads(run("stats", "--json", "--index", ingested).stdout)["documents"] == 12
 
 
+def test_remove_by_document_id_keeps_the_files_other_documents(tmp_path: Path, small_corpus: Path) -> None:
+    index = tmp_path / "idx"
+    assert run("ingest", small_corpus, "--index", index, "-q").exit_code == 0
+    shown = json.loads(run("show", small_corpus, "--json").stdout)
+    doc_id = shown[0]["doc_id"]
+    result = run("remove", "--doc", doc_id, "--index", index)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"documents \+0 -1;", result.stdout), result.stdout
+    assert json.loads(run("stats", "--json", "--index", index).stdout)["documents"] == 11
+    again = run("remove", "--doc", doc_id, "--index", index)  # gone: nothing matched
+    assert again.exit_code == 1 and "nothing matched in the index" in again.stderr
+    both = run("remove", small_corpus, "--doc", doc_id, "--index", index)
+    assert both.exit_code == 2 and "not both" in both.stderr
+    assert json.loads(run("stats", "--json", "--index", index).stdout)["documents"] == 11
+
+
 def test_remove_on_a_missing_index_exits_2(tmp_path: Path, small_corpus: Path) -> None:
     result = run("remove", small_corpus, "--index", tmp_path / "absent")
     assert result.exit_code == 2 and "no index at" in result.stderr
