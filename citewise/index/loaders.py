@@ -51,6 +51,7 @@ _NUMBER_PREFIX = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-Z]\.)
 _NUMBERED_HEADING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.)\s+[A-Z]")
 _LIST_ITEM = re.compile(r"^(?:[-*+\u2022\u25aa\u25cf]|\d{1,3}[.)]|\[\d{1,3}\])\s")
 _UNDERLINE = re.compile(r"^(?:=+|-+)$")
+ABSTRACT_HEADING = re.compile(r"(?:abstract|summary)\W*$", re.IGNORECASE)
 FLOAT_CAPTION = re.compile(
     r"(?:Fig(?:ure)?|FIG(?:URE)?|Table|TABLE|Tab)\.?\s*(?:\d{1,3}|[A-Z]\.?\d{1,2}|[IVXL]{1,6})\.?\s*[:\u2014\u2013.-]"
 )
@@ -525,6 +526,7 @@ def _layout_paragraphs(lines: list[Line], body_size: float) -> list[Paragraph]:
     sections = _SectionPath()
     section, text, references, paragraphs = "", "", False, []
     outside = ""  # the section a reference list was entered from: floats set after the list go back to it
+    abstract: tuple[int, float] | None = None  # an abstract heading's level and its text's type size
     flush_left: dict[tuple[int, str], float] = {}  # where reference entries start, per page column
     boxes: list[LineBox] = []  # where the paragraph's lines stand
 
@@ -550,12 +552,21 @@ def _layout_paragraphs(lines: list[Line], body_size: float) -> list[Paragraph]:
             flush()
             outside, section = section, sections.enter(line.level, line.text)
             references = is_reference_heading(line.text)
+            abstract = (line.level, 0.0) if ABSTRACT_HEADING.match(line.text) else None
             if references:
                 # entries that hang (their later lines indented) start where a line is flush left
                 flush_left = _hanging_entries(
                     list(itertools.takewhile(lambda n: n.kind == "text", lines[index + 1 :])), body_size
                 )
             continue
+        if abstract is not None and line.kind == "text":
+            # an abstract set in smaller type ends where a paragraph in larger type starts, with no heading
+            # over it (a paper's opening before its first section: EJP/ECP)
+            if not abstract[1]:
+                abstract = (abstract[0], line.size)
+            elif line.starts and line.size > abstract[1] + 0.4:
+                flush()
+                section, abstract = sections.enter(abstract[0], ""), None
         hanging = references and (line.page, line.column) in flush_left
         if references:
             starts = hanging and line.left - flush_left[line.page, line.column] <= 0.3 * body_size

@@ -293,3 +293,43 @@ def test_a_heading_whose_line_ends_in_a_colon_goes_on_in_its_type_though_not_in_
     second = bold("THE LINE BREAK WAS FORCED via \\\\", 76, 424, 276, 2)
     (joined,) = join_wrapped_headings([first, second])
     assert joined.text == "I. FIRST-LEVEL HEADING: THE LINE BREAK WAS FORCED via \\\\"
+
+
+def test_a_theorems_bold_label_opens_a_paragraph_and_heads_no_section() -> None:
+    theorem = Line(
+        [
+            Piece(54, 500, 98, 510, "Theorem 1. ", 10, "CMBX10", True),
+            Piece(99, 500, 290, 510, "Every bounded sequence has a convergent", 10, "CMTI10", False),
+        ],
+        page=0,
+        starts=True,
+    )
+    (same,) = split_run_in_headings([theorem])
+    assert same.kind == "text" and same.text.startswith("Theorem 1. Every bounded")
+
+
+def test_an_abstract_in_smaller_type_ends_where_the_papers_text_begins_without_a_heading() -> None:
+    lines = [
+        line("Abstract", 278, 549, 317, "BeraSerif-Bold", size=8.1, kind="heading", level=1),
+        line(
+            "The class ejpecp is designed for typesetting of articles.", 124, 529, 471, size=8.1, starts=True
+        ),
+        line(
+            "The class ejpecp is designed for the Electronic Journal of Probability.",
+            114,
+            443,
+            496,
+            size=9.0,
+            starts=True,
+        ),
+        line(
+            "An easy way to prepare an article is to edit the source file.",
+            114,
+            383,
+            496,
+            size=9.0,
+            starts=True,
+        ),
+    ]
+    paragraphs = _layout_paragraphs(lines, 9.0)
+    assert [p.section for p in paragraphs] == ["Abstract", "", ""]

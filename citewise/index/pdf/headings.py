@@ -40,6 +40,11 @@ ADMONITION = re.compile(
 """A label a note opens with in bold ("Note:", "Warning:"): the note's first words, no run-in heading."""
 
 
+THEOREM = re.compile(
+    r"(?:Theorem|Lemma|Corollary|Proposition|Definition|Remark|Example|Proof|Conjecture|Claim|Assumption"
+    r"|Exercise|Problem|Solution)\b(?:\s+[\dA-Z][\d.]*)?\.?(?:\s*\([^)]*\))?\.?$"
+)
+"""A theorem's or a proof's run-in label ("Theorem 1.", "Proof.", "Lemma 3.3 (Zorn)."): a paragraph's."""
 RUN_IN_WORD = re.compile(r"(abstract|index terms|keywords)[.:\u2014\u2013]?$", re.IGNORECASE)
 """A heading word a paragraph may open with in its own face ("Abstract—", IEEE)."""
 
@@ -81,6 +86,10 @@ def mark_title(lines: list[Line], body: float) -> None:
         small = line.size < 0.95 * body or n < lead and line.size <= 1.05 * body
         # (a journal's masthead beside its citation line: "ELECTRONIC / COMMUNICATIONS / in PROBABILITY")
         if not head and above < 6 and small and not HEADING_WORD.match(line.text):
+            above += 1
+            continue
+        if not head and above < 6 and PAPER_NUMBER.fullmatch(line.text.strip()):
+            line.kind = "furniture"  # a conference's paper number in large type ("AIECE2021-0002"), no title
             above += 1
             continue
         if line.size <= 1.05 * body or HEADING_WORD.match(line.text):
@@ -149,6 +158,8 @@ def mark_title(lines: list[Line], body: float) -> None:
         line.kind = "furniture"
 
 
+PAPER_NUMBER = re.compile(r"[A-Z]{2,}[\w-]*\d[\w-]*")
+"""A paper's number, one word of capitals and digits, set large in a corner of its first page."""
 HISTORY = re.compile(r"(?:Submitted|Received|Accepted|Revised|Published)\b.{0,80}\b(?:1[89]|20)\d\d\b", re.I)
 """A paper's dates as a journal prints them under the abstract, in small type."""
 
@@ -555,6 +566,7 @@ def split_run_in_headings(lines: list[Line]) -> list[Line]:
             and (phrase.endswith((".", ":")) or italic is not None)  # an italic one needs no stop
             and len(phrase.split()) <= 10
             and not ADMONITION.match(phrase)
+            and not THEOREM.match(phrase)  # "Theorem 1." opens a statement in its section, heads none
             # a description list's term ("free. If such a key ..."), not a lettered head ("a. Note")
             and (not phrase[:1].islower() or italic is not None)
         ):
