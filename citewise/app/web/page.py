@@ -520,7 +520,7 @@ class ChatPage:
     async def turn_page(
         self, session: dict[str, Any] | None, event: gr.EventData, request: gr.Request | None = None
     ) -> Any:
-        """A page button of the document view: another page of the shown passage's document, unmarked.
+        """A page button of the document view: another page of the passage's document, its cited lines marked.
 
         As a marker's click, it names a turn and marker of this session (`cite-T-N`) and a page number,
         nothing else: the document is the one that turn's evidence names, read as the user may read it.
