@@ -291,6 +291,51 @@ def test_an_outline_waiting_for_approval_is_shown_again_after_a_reload_and_runs(
     assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
 
 
+def test_a_thread_whose_outline_waits_is_listed_and_picked_from_the_list_shows_the_outline_to_run(
+    browser, desk: str, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    page = as_user(browser, desk, seen, "alice")
+    page.locator("#cw-mode label", has_text="outline first").click()
+    question = "Give an overview of black holes and how massive stars end their lives"
+    ask(page, question)
+    page.wait_for_selector("#cw-outline-title-1 textarea", timeout=ANSWER_TIMEOUT)
+    planned, goals = outline_titles(page), outline_titles(page, "goal")
+    assert len(planned) >= 2, planned
+    # the Threads box names the waiting thread (held, as the question box is, until the outline runs)
+    page.wait_for_function(
+        "(q) => document.querySelector('#cw-threads input').value.includes(q)", arg=question[:40]
+    )
+    assert page.locator("#cw-threads input").is_disabled()
+
+    # another browser of alice's (nothing remembered) picks the thread from the list: the outline waits there
+    other = as_user(browser, desk, seen, "alice")
+    assert not other.locator("#cw-outline").is_visible()
+    other.click("#cw-threads input")
+    other.get_by_role("option", name=re.compile(re.escape(question[:40]))).first.click()
+    other.wait_for_selector("#cw-outline-title-1 textarea", timeout=60_000)
+    assert outline_titles(other) == planned and outline_titles(other, "goal") == goals
+    chat = other.inner_text("#cw-chat")
+    assert question in chat and "edit it, then Run" in chat, chat
+    assert other.locator(CITE).count() == 0
+    for held in ("#cw-ask", "#cw-new", "#cw-question textarea", "#cw-threads input"):  # as after a reload
+        assert other.locator(held).is_disabled(), held
+    other.screenshot(path=tmp_path / "outline-picked.png", full_page=True)
+
+    # edited there and run: the report has the edited outline
+    other.fill("#cw-outline-title-1 textarea", "How black holes form")
+    other.click("#cw-outline-run")
+    other.wait_for_selector("#cw-outline", state="hidden")
+    other.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
+    chat = other.inner_text("#cw-chat")
+    assert chat.count(question) == 1, chat
+    headings = [h for h in other.locator("#cw-chat h2").all_inner_texts() if h != "Conclusion"]
+    assert headings == ["How black holes form", *planned[1:]], (headings, planned)
+    other.wait_for_selector("#cw-ask:not([disabled])")
+    assert not other.locator("#cw-threads input").is_disabled()
+    assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
+
+
 def test_an_upload_shows_each_files_pages_read_and_texts_embedded(browser, desk: str, tmp_path: Path) -> None:
     """A four-page PDF and twenty notes; runs last (it adds documents to the module's index)."""
     seen: list[str] = []
