@@ -70,6 +70,23 @@ def desk(desk_index: Path) -> Iterator[str]:
         yield url
 
 
+TABLE_FITS = """() => {
+  const view = document.querySelector('#cw-library .virtual-table-viewport');
+  const broken = [];
+  for (const th of document.querySelectorAll('#cw-library th')) {
+    const walk = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+      if (!node.textContent.trim()) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      if (range.getClientRects().length > 1) broken.push(node.textContent.trim());
+    }
+  }
+  return {scroll: view.scrollWidth, client: view.clientWidth, broken};
+}"""
+"""The library table's width against its frame's, and the headers broken over two lines or more."""
+
+
 def as_user(browser, url: str, seen: list[str], user: str):
     """The page in a new browser context whose requests say they are `user`'s."""
     context = browser.new_context(viewport={"width": 1400, "height": 1150}, extra_http_headers={HEADER: user})
@@ -118,6 +135,18 @@ def test_the_library_lists_opens_and_removes_documents_of_the_users_collections(
     listed = page.inner_text("#cw-library")
     assert PDF_TITLE in listed and LIGHTHOUSE in listed and SECRET in listed, listed
     page.screenshot(path=tmp_path / "1-library.png", full_page=True)
+    # in a 1280 px window the table fits: no sideways scrolling, every header on one line, the id short
+    page.set_viewport_size({"width": 1280, "height": 1150})
+    page.wait_for_timeout(300)  # laid out again
+    fits = page.evaluate(TABLE_FITS)
+    assert fits["scroll"] <= fits["client"] and not fits["broken"], fits
+    cells = [c.strip() for c in page.locator("#cw-library [role=gridcell]").all_inner_texts()]
+    rows = [cells[n : n + 9] for n in range(0, len(cells), 9)]  # title, ..., ingested, warnings, id
+    assert rows and all(len(row[-1]) == 8 for row in rows), rows
+    warned = [row[-2] for row in rows if row[-2] != "none"]
+    assert any(len(w) > 40 for w in warned), warned  # a long warning among them, wrapped in its column
+    page.screenshot(path=tmp_path / "1-library-1280.png", full_page=True)
+    page.set_viewport_size({"width": 1400, "height": 1150})
 
     # the PDF opened: its sections with paragraph counts, its references, what its layout left out
     search(page, "tidal heating", "1 of 15 documents")
