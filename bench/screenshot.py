@@ -10,7 +10,8 @@ marker (the passage, its page with the supporting lines marked) and takes the sc
 
 - chat-page.png: the page with the answer, the passage and its page;
 - document-view.png: the document view alone, the cited page with its supporting lines marked;
-- library.png: the Library tab with the PDF that answered opened (its sections, references, left out);
+- library.png: the Library tab in a 1280 px window, the PDF that answered opened (sections, references, left
+  out);
 - outline.png: a report asked "outline first", its planned outline waiting in the editor.
 
 No path of the temporary folder is on any of them (the page names files by their names).
@@ -111,7 +112,8 @@ def clean(page: Any, scratch: str) -> None:
 
 
 def library(page: Any, shot: Path, scratch: str) -> None:
-    """The Library tab, with the PDF that answered opened."""
+    """The Library tab in a 1280 px window (the table fits it), with the PDF that answered opened."""
+    page.set_viewport_size({"width": 1280, "height": 1300})
     page.get_by_role("tab", name="Library").click()
     page.wait_for_selector("#cw-lib-status :text('documents')", timeout=60_000)
     page.locator("#cw-library [role=gridcell]", has_text=PDF_TITLE).first.click()
@@ -119,6 +121,7 @@ def library(page: Any, shot: Path, scratch: str) -> None:
     page.evaluate("window.scrollTo(0, 0)")
     clean(page, scratch)
     page.screenshot(path=str(shot))
+    page.set_viewport_size({"width": 1400, "height": 1300})
     page.get_by_role("tab", name="Chat").click()
 
 

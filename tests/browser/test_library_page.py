@@ -70,6 +70,23 @@ def desk(desk_index: Path) -> Iterator[str]:
         yield url
 
 
+TABLE_FITS = """() => {
+  const view = document.querySelector('#cw-library .virtual-table-viewport');
+  const broken = [];
+  for (const th of document.querySelectorAll('#cw-library th')) {
+    const walk = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+      if (!node.textContent.trim()) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      if (range.getClientRects().length > 1) broken.push(node.textContent.trim());
+    }
+  }
+  return {scroll: view.scrollWidth, client: view.clientWidth, broken};
+}"""
+"""The library table's width against its frame's, and the headers broken over two lines or more."""
+
+
 def as_user(browser, url: str, seen: list[str], user: str):
     """The page in a new browser context whose requests say they are `user`'s."""
     context = browser.new_context(viewport={"width": 1400, "height": 1150}, extra_http_headers={HEADER: user})
@@ -118,6 +135,18 @@ def test_the_library_lists_opens_and_removes_documents_of_the_users_collections(
     listed = page.inner_text("#cw-library")
     assert PDF_TITLE in listed and LIGHTHOUSE in listed and SECRET in listed, listed
     page.screenshot(path=tmp_path / "1-library.png", full_page=True)
+    # in a 1280 px window the table fits: no sideways scrolling, every header on one line, the id short
+    page.set_viewport_size({"width": 1280, "height": 1150})
+    page.wait_for_timeout(300)  # laid out again
+    fits = page.evaluate(TABLE_FITS)
+    assert fits["scroll"] <= fits["client"] and not fits["broken"], fits
+    cells = [c.strip() for c in page.locator("#cw-library [role=gridcell]").all_inner_texts()]
+    rows = [cells[n : n + 9] for n in range(0, len(cells), 9)]  # title, ..., ingested, warnings, id
+    assert rows and all(len(row[-1]) == 8 for row in rows), rows
+    warned = [row[-2] for row in rows if row[-2] != "none"]
+    assert any(len(w) > 40 for w in warned), warned  # a long warning among them, wrapped in its column
+    page.screenshot(path=tmp_path / "1-library-1280.png", full_page=True)
+    page.set_viewport_size({"width": 1400, "height": 1150})
 
     # the PDF opened: its sections with paragraph counts, its references, what its layout left out
     search(page, "tidal heating", "1 of 15 documents")
@@ -288,6 +317,51 @@ def test_an_outline_waiting_for_approval_is_shown_again_after_a_reload_and_runs(
     headings = [h for h in page.locator("#cw-chat h2").all_inner_texts() if h != "Conclusion"]
     assert headings == planned, (headings, planned)
     page.wait_for_selector("#cw-ask:not([disabled])")
+    assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
+
+
+def test_a_thread_whose_outline_waits_is_listed_and_picked_from_the_list_shows_the_outline_to_run(
+    browser, desk: str, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    page = as_user(browser, desk, seen, "alice")
+    page.locator("#cw-mode label", has_text="outline first").click()
+    question = "Give an overview of black holes and how massive stars end their lives"
+    ask(page, question)
+    page.wait_for_selector("#cw-outline-title-1 textarea", timeout=ANSWER_TIMEOUT)
+    planned, goals = outline_titles(page), outline_titles(page, "goal")
+    assert len(planned) >= 2, planned
+    # the Threads box names the waiting thread (held, as the question box is, until the outline runs)
+    page.wait_for_function(
+        "(q) => document.querySelector('#cw-threads input').value.includes(q)", arg=question[:40]
+    )
+    assert page.locator("#cw-threads input").is_disabled()
+
+    # another browser of alice's (nothing remembered) picks the thread from the list: the outline waits there
+    other = as_user(browser, desk, seen, "alice")
+    assert not other.locator("#cw-outline").is_visible()
+    other.click("#cw-threads input")
+    other.get_by_role("option", name=re.compile(re.escape(question[:40]))).first.click()
+    other.wait_for_selector("#cw-outline-title-1 textarea", timeout=60_000)
+    assert outline_titles(other) == planned and outline_titles(other, "goal") == goals
+    chat = other.inner_text("#cw-chat")
+    assert question in chat and "edit it, then Run" in chat, chat
+    assert other.locator(CITE).count() == 0
+    for held in ("#cw-ask", "#cw-new", "#cw-question textarea", "#cw-threads input"):  # as after a reload
+        assert other.locator(held).is_disabled(), held
+    other.screenshot(path=tmp_path / "outline-picked.png", full_page=True)
+
+    # edited there and run: the report has the edited outline
+    other.fill("#cw-outline-title-1 textarea", "How black holes form")
+    other.click("#cw-outline-run")
+    other.wait_for_selector("#cw-outline", state="hidden")
+    other.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
+    chat = other.inner_text("#cw-chat")
+    assert chat.count(question) == 1, chat
+    headings = [h for h in other.locator("#cw-chat h2").all_inner_texts() if h != "Conclusion"]
+    assert headings == ["How black holes form", *planned[1:]], (headings, planned)
+    other.wait_for_selector("#cw-ask:not([disabled])")
+    assert not other.locator("#cw-threads input").is_disabled()
     assert not leaving(seen), f"the page made requests beyond 127.0.0.1: {leaving(seen)}"
 
 

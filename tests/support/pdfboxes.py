@@ -30,3 +30,16 @@ def word_boxes(path: Path, page: int, words: Sequence[str]) -> list[tuple[float,
         return found
     finally:
         pdf.close()
+
+
+def printed_pdf(browser, html: str, path: Path) -> Path:
+    """`html` printed to an A4 PDF at `path` by the browser (headless Chromium, Playwright), 20 mm margins."""
+    page = browser.new_page()
+    try:
+        page.set_content(html)
+        page.pdf(
+            path=str(path), format="A4", margin={side: "20mm" for side in ("top", "bottom", "left", "right")}
+        )
+    finally:
+        page.close()
+    return path

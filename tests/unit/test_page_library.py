@@ -73,7 +73,7 @@ def test_a_row_says_what_show_says_and_names_its_document() -> None:
         "references": 1,
         "ingested": "2026-11-29 10:00",
         "warnings": "no reference list was found",
-        "id": "abcdef012345",
+        "id": "abcdef01",
     }
     ids = ["abcdef0123456789", "ffff000011112222"]
     assert document_of(row, ids) == "abcdef0123456789"

@@ -127,6 +127,41 @@ def test_the_neighbouring_pages_are_rendered_unmarked_with_buttons_to_turn_and_t
     assert "not yours to read" in other and "data:image" not in other  # another's: as absent, any page
 
 
+CROSSING = (
+    "Pick 375 of 400: tension 214 newtons, brake at step 14, no broken threads, pattern twill, shaft lift "
+    "order one to eight."
+)
+"""A sentence of manual.pdf's first sample quote, a paragraph that goes on from page 3 to page 4."""
+
+
+def test_a_paragraph_over_a_page_break_is_marked_on_each_page_where_its_supporting_lines_stand(
+    manual,
+) -> None:
+    shelf, passage = manual
+    quote = next(p for p in shelf.rows if p.text.startswith("Pick 25 of 400"))
+    assert {b.page for b in quote.boxes} == {2, 3}  # the reader placed its lines on both pages
+    crossing = {"doc_id": passage["doc_id"], "paragraph_id": quote.id, "lines": [CROSSING]}
+    expected = source.supporting_boxes(quote.text, quote.boxes, [CROSSING])
+    assert [b.page for b in expected] == [2, 3]  # the sentence starts on the last line of page 3
+    cited = source.source_html(shelf, crossing, ("looms",), "cite-0-2")  # type: ignore[arg-type]
+    assert 'data-page="2"' in cited and 'data-cited-page="2"' in cited
+    box = expected[0]
+    assert marks(cited) == [pytest.approx((box.left, box.bottom, box.right, box.top), abs=0.01)]
+    # the next page: the sentence's end marked there, where the reader placed its line; still cited: page 3
+    after = source.source_html(shelf, crossing, ("looms",), "cite-0-2", page=3)  # type: ignore[arg-type]
+    box = expected[1]
+    assert 'data-page="3"' in after and 'data-cited-page="2"' in after and "page 4 of 4" in after
+    assert marks(after) == [pytest.approx((box.left, box.bottom, box.right, box.top), abs=0.01)]
+    assert "Back to the cited page (3)" in after
+    top = re.search(r'class="cw-mark"[^>]*style="left:[\d.]+%;top:([\d.]+)%', after)
+    assert top is not None and float(top.group(1)) == pytest.approx(
+        100 * (841.89 - box.top) / 841.89, abs=0.01
+    )
+    # a page the paragraph is not on: nothing marked
+    before = source.source_html(shelf, crossing, ("looms",), "cite-0-2", page=1)  # type: ignore[arg-type]
+    assert marks(before) == [] and "Back to the cited page (3)" in before
+
+
 def test_a_document_outside_the_asker_s_collections_is_not_shown(manual) -> None:
     shelf, passage = manual
     html = source.source_html(shelf, passage, ("other",))  # type: ignore[arg-type]

@@ -44,10 +44,13 @@ COLUMNS = [
     "id",
 ]
 """The library table's columns (`id`: the start of the document's id, as `citewise show` prints it whole)."""
+COLUMN_WIDTHS: list[str | int] = ["26.5%", "9%", "5.5%", "7%", "8.5%", "8.5%", "12.5%", "15%", "7.5%"]
+"""The table's column widths, in COLUMNS order: it fits the page's width (no sideways scrolling at 1280 px)
+with the title widest, the warnings wrapping and the id short."""
 LISTED = 500
 """Rows listed at most (a search narrows a larger library)."""
-ID_SHOWN = 12
-"""Characters of a document id the table shows."""
+ID_SHOWN = 8
+"""Characters of a document id the table shows (the document view shows it whole)."""
 
 CSS = """
 .cw-doc h4 { margin: 8px 0 4px 0; }
@@ -55,6 +58,7 @@ CSS = """
 .cw-doc .cw-doc-sections { list-style: none; margin-left: 0; }
 .cw-doc-count { color: #666; font-size: 0.85em; }
 .cw-doc-warning { color: #92400e; }
+#cw-library th, #cw-library th * { overflow-wrap: normal; word-break: keep-all; }
 """
 
 
@@ -348,6 +352,7 @@ def build_library(page: Page, blocks: gr.Blocks, ingested: gr.Markdown) -> Libra
             interactive=False,
             wrap=True,
             max_height=360,
+            column_widths=COLUMN_WIDTHS,
         )
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):

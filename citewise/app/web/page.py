@@ -418,9 +418,7 @@ class ChatPage:
 
         The question box and the Ask button start disabled and are enabled here, last: a question asked while
         a thread was being restored would go to another thread and then be overwritten by the restored one.
-        A report of the thread whose outline waits for approval (the graph's interrupt, kept by the thread
-        store) waits again: the session keeps it (`pending`) for the outline editor, and the question box,
-        Ask, New thread and the thread list stay disabled until it runs, as after the turn that stopped there.
+        A report of the thread whose outline waits for approval waits again (`_open_thread`).
 
         Returns (chat, session, thread list, remembered thread, chart, table, references, question box, Ask,
         New thread).
@@ -440,27 +438,37 @@ class ChatPage:
         thread_id = remembered if remembered in {c[1] for c in choices} else None
         if thread_id is None:  # a new thread: nothing to show
             return skip, skip, gr.Dropdown(choices=choices, value=None), skip, skip, skip, skip, *ready
-        history, session, chart, table, references = await self._open_thread(thread_id, waiting=True)
-        if session.get("pending"):  # held as the turn that stopped at the outline held them
-            held = gr.Textbox(interactive=False), gr.Button(interactive=False), gr.Button(interactive=False)
-            threads = gr.Dropdown(choices=choices, value=thread_id, interactive=False)
-            return history, session, threads, thread_id, chart, table, references, *held
-        threads = gr.Dropdown(choices=choices, value=thread_id)
-        return history, session, threads, thread_id, chart, table, references, *ready
+        history, session, threads, chart, table, references, *controls = await self._open_thread(
+            thread_id, choices
+        )
+        return history, session, threads, thread_id, chart, table, references, *controls
 
-    async def _open_thread(self, thread_id: str, waiting: bool = False) -> tuple[Any, ...]:
-        """A stored thread's chat, session and last evidence; with `waiting`, its outline waiting too."""
+    async def _open_thread(self, thread_id: str, choices: list[tuple[str, str]]) -> tuple[Any, ...]:
+        """A stored thread as a load or a pick in the thread list opens it, its waiting outline too.
+
+        Returns (chat, session, thread list, chart, table, references, question box, Ask, New thread). A
+        report whose outline waits for approval (the graph's interrupt, kept by the thread store) waits
+        again: the session keeps it (`pending`) for the outline editor, and the question box, Ask, New
+        thread and the thread list are held until it runs, as after the turn that stopped there.
+        """
         turns = await self.thread_turns(thread_id)
         history = [message for n, turn in enumerate(turns) for message in turn_messages(turn, n)]
         session = {"thread": thread_id, "turns": turns, "shown": len(turns) - 1}  # the last turn's evidence
-        pending = await self.waiting_outline(thread_id) if waiting else None
-        if pending is not None:  # the chat as the turn left it: its question, then the editor's prompt
-            session["pending"] = pending | {"at": len(history)}
-            history += [
-                {"role": "user", "content": render.escape_markdown(pending["question"])},
-                {"role": "assistant", "content": OUTLINE_WAITS},
-            ]
-        return (history, session, *evidence_views(turns[-1] if turns else None))
+        views = evidence_views(turns[-1] if turns else None)
+        pending = await self.waiting_outline(thread_id)
+        if pending is None:
+            ready = gr.Textbox(interactive=True), gr.Button(interactive=True), gr.Button(interactive=True)
+            threads = gr.Dropdown(choices=choices, value=thread_id, interactive=True)
+            return history, session, threads, *views, *ready
+        # the chat as the turn left it: its question, then the editor's prompt
+        session["pending"] = pending | {"at": len(history)}
+        history += [
+            {"role": "user", "content": render.escape_markdown(pending["question"])},
+            {"role": "assistant", "content": OUTLINE_WAITS},
+        ]
+        held = gr.Textbox(interactive=False), gr.Button(interactive=False), gr.Button(interactive=False)
+        threads = gr.Dropdown(choices=choices, value=thread_id, interactive=False)
+        return history, session, threads, *views, *held
 
     async def waiting_outline(self, thread_id: str) -> dict[str, Any] | None:
         """The report outline a stored thread waits at (its interrupt's id, outline, question), else None."""
@@ -475,16 +483,26 @@ class ChatPage:
     async def switch(
         self, thread_id: str | None, session: dict[str, Any] | None, request: gr.Request | None = None
     ) -> tuple[Any, ...]:
-        """Open a stored thread picked in the list: its conversation, last evidence and references."""
+        """Open a stored thread picked in the list: its conversation, last evidence and references.
+
+        As a load opens it (`_open_thread`): a report whose outline waits is in the editor again, and the
+        question box, Ask, New thread and the thread list are held until it runs.
+
+        Returns (chat, session, chart, table, references, passage, remembered thread, document view, thread
+        list, question box, Ask, New thread).
+        """
         if not thread_id or thread_id == (session or {}).get("thread"):  # nothing new to open
-            return (gr.skip(),) * 8
+            return (gr.skip(),) * 12
         user = await self.user_of(request)
         await self.graph()
         if user is None or await thread_owner(self._saver, thread_id) != user:  # not theirs: as if absent
-            return (gr.skip(),) * 8
-        history, session, chart, table, references = await self._open_thread(thread_id)
+            return (gr.skip(),) * 12
+        choices = await self.thread_choices(user)
+        history, session, threads, chart, table, references, *controls = await self._open_thread(
+            thread_id, choices
+        )
         passage, document = render.passage_html(None), source.empty_html()
-        return history, session, chart, table, references, passage, thread_id, document
+        return history, session, chart, table, references, passage, thread_id, document, threads, *controls
 
     def new(self) -> tuple[Any, ...]:
         """Start a new thread: an empty chat and panels."""
@@ -520,7 +538,7 @@ class ChatPage:
     async def turn_page(
         self, session: dict[str, Any] | None, event: gr.EventData, request: gr.Request | None = None
     ) -> Any:
-        """A page button of the document view: another page of the shown passage's document, unmarked.
+        """A page button of the document view: another page of the passage's document, its cited lines marked.
 
         As a marker's click, it names a turn and marker of this session (`cite-T-N`) and a page number,
         nothing else: the document is the one that turn's evidence names, read as the user may read it.
@@ -703,7 +721,12 @@ class ChatPage:
                 box["metadata"] |= {"title": "Stages (the outline waits for your approval)", "status": "done"}
                 box["content"] = render.stages_markdown(lines)
                 history.append({"role": "assistant", "content": OUTLINE_WAITS})
-                yield (history, session, *(skip,) * 6, session["thread"], *(skip,) * 3)
+                try:  # the thread listed (held, as the question box is, until the outline runs)
+                    choices = await self.thread_choices(user)
+                    listed = gr.Dropdown(choices=choices, value=session["thread"], interactive=False)
+                except ValueError:
+                    listed = skip
+                yield (history, session, *(skip,) * 5, listed, session["thread"], *(skip,) * 3)
                 return
             values = snapshot.values
             payload = result_payload(values)
@@ -1034,8 +1057,20 @@ def build_page(
         document.click(page.turn_page, [session], [document], trigger_mode="multiple")
         cleared = [chat, session, chart, table, references, passage, thread_list, remembered, document]
         new.click(page.new, None, cleared).then(page.exports, session, downloads)
-        shown = [chat, session, chart, table, references, passage, remembered, document]
-        thread_list.input(page.switch, [thread_list, session], shown).then(page.exports, session, downloads)
+        shown = [
+            chat,
+            session,
+            chart,
+            table,
+            references,
+            passage,
+            remembered,
+            document,
+            thread_list,
+            question,
+        ]
+        switched = thread_list.input(page.switch, [thread_list, session], [*shown, ask, new])
+        switched.then(page.exports, session, downloads)
 
         upload.upload(page.ingest, [upload], [ingested])
         desk.library = library  # the outline editor pins the Library's documents
@@ -1045,7 +1080,8 @@ def build_page(
             [chat, session, thread_list, remembered, chart, table, references, question, ask, new],
         )
         loaded.then(page.exports, session, downloads)
-        desk.wire(chat, session, outputs, asked, clicked, loaded)  # after a load too: an outline waits again
+        # after a load and a thread picked too: an outline waits there again
+        desk.wire(chat, session, outputs, asked, clicked, loaded, switched)
     return blocks
 
 

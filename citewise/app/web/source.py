@@ -7,8 +7,10 @@ rendered here by PDFium (pypdfium2) from the file the index recorded, and the li
 sentences are marked by translucent boxes laid over the image (positioned in percent of the page, so they
 follow the image at any width). Nothing leaves the machine: the image is served by the page's own server
 under a random name (or inlined as a data: URL). The view's previous and next page buttons show the
-neighbouring pages the same way (`page`), unmarked: the marks are the cited page's. A file that
-cannot be read any more (moved, deleted, changed) is said plainly, and the passage is shown as text.
+neighbouring pages the same way (`page`), each with the marks of the supporting lines that stand on it: a
+paragraph that goes on over a page break is marked on both pages, and the cited page (the one its first
+supporting line is on) stays the one "back to the cited page" returns to. A file that cannot be read any
+more (moved, deleted, changed) is said plainly, and the passage is shown as text.
 Text documents show the paragraph among the others of its section.
 """
 
@@ -241,7 +243,8 @@ def source_html(
     """The document view of a marker's passage, read from the index as the asker may read it.
 
     `page` (0-based) shows another page of a PDF passage's document, for the view's previous and next
-    buttons: rendered the same way, without marks (None: the cited page, its supporting lines marked).
+    buttons: rendered the same way, with the supporting lines that stand on it marked (a paragraph that goes
+    on over a page break; None: the cited page, the one the first supporting line is on).
 
     `publish` keeps a rendered page's PNG where the page's server serves it and gives its URL (the chat page
     does so: a page inlined in the view's HTML went through the page's event stream, whose browser side took
@@ -271,7 +274,7 @@ def source_html(
             note = f"The page cannot be shown: {error}. Here is the passage as text."
         else:
             src = publish(rendered.png) if publish else ""
-            return page_html(rendered, marks if shown == cited else [], document.file, cite, src, cited)
+            return page_html(rendered, marks, document.file, cite, src, cited)
     elif Path(document.file).suffix.lower() == ".pdf":
         # no boxes: an index made before they were kept, or a PDF with no typography, read as plain text
         note = (
