@@ -17,6 +17,7 @@ from citewise.index.pdf.headings import (
 from citewise.index.pdf.lines import Line, Piece, line_text
 from citewise.index.pdf.order import reading_order
 from citewise.index.pdf.pages import LETTERSPACED, _unspaced
+from citewise.index.pdf.starts import mark_starts
 
 BODY = 10.0
 
@@ -333,3 +334,95 @@ def test_an_abstract_in_smaller_type_ends_where_the_papers_text_begins_without_a
     ]
     paragraphs = _layout_paragraphs(lines, 9.0)
     assert [p.section for p in paragraphs] == ["Abstract", "", ""]
+
+
+# round 9 (stop 55): XeTeX's notes, sublabel, GFS Baskerville
+
+
+def test_a_glyph_kerned_under_the_one_before_starts_no_word() -> None:
+    # the XeTeX logo glyph by glyph: PDFium reads "X " before the mirrored E it overlaps
+    pieces = [
+        Piece(159.2, 649, 166.55, 659, "X ", 9.9, "HoeflerText-Regular", False),
+        Piece(165.44, 647, 171.5, 657, "E", 9.9, "HoeflerText-Regular", False),
+        Piece(170.13, 649, 177.19, 659, "T", 9.9, "HoeflerText-Regular", False),
+    ]
+    assert line_text(pieces) == "XET"
+
+
+def test_a_command_with_an_italic_placeholder_is_code_and_the_text_after_it_starts_afresh() -> None:
+    command = Line(
+        [
+            Piece(148.7, 688, 192, 699, "\\usepackage[", 10.9, "CMTT10", False),
+            Piece(192, 688, 232, 699, "options", 10.9, "CMTI10", False),
+            Piece(232, 688, 314, 699, "]{sublabel}", 10.9, "CMTT10", False),
+        ],
+        page=0,
+        starts=True,
+        edge=121,
+        far_edge=474,
+    )
+    assert command.code
+    where = line("where the possible options are:", 121, 669, 268, "CMR10", size=10.9, edge=121, far_edge=474)
+
+    def option(name: str, text: str, bottom: float, right: float) -> Line:
+        pieces = [
+            Piece(121.5, bottom, 160, bottom + 10.9, f"{name} ", 10.9, "CMTT10", False),
+            Piece(161, bottom, right, bottom + 10.9, text, 10.9, "CMR10", False),
+        ]
+        return Line(pieces, page=0, edge=121, far_edge=474)
+
+    lines = [
+        line(
+            "The macros in this package are included in the main document with",
+            121,
+            715,
+            474,
+            size=10.9,
+            starts=True,
+            edge=121,
+            far_edge=474,
+        ),
+        command,
+        where,
+        option("italic", "to have subnumbers as italic lowercase letters (default);", 651, 425),
+        option("roman", "to have the subnumbers as Roman lowercase letters, as 4a.", 630, 434),
+        line(
+            "Alternatively, the name of the package is added as an option to the",
+            138,
+            611,
+            474,
+            size=10.9,
+            edge=121,
+            far_edge=474,
+        ),
+    ]
+    mark_starts(lines, 10.9, "CMR10")
+    assert [x.starts for x in lines[2:]] == [True, True, True, True]
+
+
+def test_a_short_line_on_a_later_pages_number_baseline_is_its_running_head() -> None:
+    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho tau".split()
+
+    def body(page: int, n: int) -> Line:
+        said = " ".join(words[(page * 6 + n + k) % len(words)] for k in range(8))
+        return line(f"Body {said}.", 121, 700 - 14 * n, 474, page=page)
+
+    pages = [
+        [
+            line("A Package to Subnumber LaTeX Counters", 122, 730, 473, size=17.2),
+            *[body(0, n) for n in range(6)],
+        ],
+        [
+            line("2", 121, 737, 126, page=1),
+            line("P. W. Daly", 421, 737, 475, "CMSL10", page=1),
+            *[body(1, n) for n in range(6)],
+        ],
+        [
+            line("SUBNUMBERING FIGURES, TABLES, EQUATIONS", 121, 737, 330, page=2),
+            line("3", 470, 737, 475, page=2),
+            *[body(2, n) for n in range(6)],
+        ],
+    ]
+    mark_furniture(pages)
+    assert [pages[1][1].kind, pages[2][0].kind] == ["furniture", "furniture"]
+    assert all(x.kind == "text" for page in pages for x in page if x.text.startswith("Body"))

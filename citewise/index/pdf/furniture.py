@@ -70,7 +70,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
     display = 1.2 * statistics.median(first_sizes)
     for number, end in enumerate(ends):
         for line in end:
-            page_number = re.fullmatch(r"(?:page\s*)?[\divxlc]{1,5}(?:\s*(?:of|/)\s*\d+)?", line.text, re.I)
+            page_number = PAGE_NUMBER.fullmatch(line.text)
             if number == 0 and line.size > display:  # the title, which later pages repeat as their head
                 continue
             if page_number and id(line) not in entries or repeats(line):
@@ -112,6 +112,17 @@ def mark_furniture(pages: list[list[Line]]) -> None:
             )
             if line.kind == "text" and alike >= least and line.size <= display and id(line) not in entries:
                 line.kind = "furniture"
+    # a short line on the page number's baseline at a later page's top is its running head, repeated or not
+    # (a three-page paper: "2 ... P. W. Daly", "SUBNUMBERING FIGURES, TABLES, EQUATIONS ... 3")
+    for number, top in enumerate(tops):
+        numbered = number > 0 and any(x.kind == "furniture" and PAGE_NUMBER.fullmatch(x.text) for x in top)
+        for line in top if numbered else []:
+            if line.kind == "text" and len(line.text.split()) <= 12 and line.size <= display:
+                line.kind = "furniture"
+
+
+PAGE_NUMBER = re.compile(r"(?:page\s*)?[\divxlc]{1,5}(?:\s*(?:of|/)\s*\d+)?", re.IGNORECASE)
+"""A page number as a line of its own prints it: "7", "xii", "Page 3", "3 of 9", "3/9"."""
 
 
 def _called_out_of_step(ends: list[list[Line]]) -> set[int]:

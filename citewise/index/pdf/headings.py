@@ -217,6 +217,9 @@ def mark_headings(lines: list[Line], body: float) -> None:
     ("REFERENCES"). Levels follow the type: larger first, then capitals, bold, italic.
     """
     running = _running_text(lines)
+    # where the body's own face reads as bold (GFS Didot's weight), bold sets no line apart
+    body_text = [line for line in lines if line.kind == "text" and abs(line.size - body) < 0.5]
+    bold_body = sum(len(x.text) for x in body_text if x.bold) > 0.5 * sum(len(x.text) for x in body_text)
     candidates = [
         line
         for line in lines
@@ -224,7 +227,13 @@ def mark_headings(lines: list[Line], body: float) -> None:
         and id(line) not in running
         and not line.hang  # a tag, its description hanging under it
         and not BULLET.match(line.text)  # a list's item
-        and (line.bold or line.size >= 1.1 * body or _set_apart(line) or _heading_word(line, body))
+        and (
+            line.bold
+            and not bold_body
+            or line.size >= 1.1 * body
+            or _set_apart(line)
+            or _heading_word(line, body)
+        )
         # (a bold "Abstract" alone on its line may be set in the abstract's smaller type, a centred
         # "REFERENCES" in the list's: AASTeX)
         and (line.heading_size >= 0.85 * body or _small_heading_word(line, body))

@@ -195,7 +195,11 @@ class Line:
         pieces = [p for p in self.pieces if p.text.strip()]
         if len(pieces) > 1 and pieces[0].text.strip().isdigit() and len(pieces[0].text.strip()) <= 4:
             pieces = pieces[1:]  # a listing's line number, in the text's type: "10 \\def\\@headerfont"
-        return all(MONO_FONT.search(p.font) for p in pieces)
+        mono = [bool(MONO_FONT.search(p.font)) for p in pieces]
+        # a command with a placeholder in italic among its arguments: "\\usepackage[options]{sublabel}"
+        args = zip(mono, pieces, strict=True)
+        placeholders = all(m or p.italic and len(p.text.split()) == 1 for m, p in args)
+        return all(mono) or bool(mono) and mono[0] and mono[-1] and placeholders
 
     @cached_property
     def math_share(self) -> float:
@@ -459,7 +463,10 @@ def line_text(pieces: list[Piece]) -> str:
         if text and before is not None:
             gap = piece.left - before.right
             if len(before.text.strip()) == 1 and len(piece.text.strip()) == 1:  # set glyph by glyph
-                apart = before.text != before.text.rstrip() or gap > 0.35 * size
+                # (a glyph kerned under the one before is no word's start, whatever space PDFium read: the
+                # X and the mirrored E of the XeTeX logo)
+                own = before.text != before.text.rstrip() and gap > -0.05 * size
+                apart = own or gap > 0.35 * size
             else:
                 # a piece's own space (pdfTeX keeps it: "The journal " before an italic "Monthly") or a gap
                 own = before.text[-1:].isspace() or piece.text[:1].isspace()

@@ -134,13 +134,13 @@ def _join_tags(lines: list[Line]) -> list[Line]:
 def _margin_note(tag: Line, beside: Line, body_left: float) -> bool:
     """A note in the margin beside a line (a macro's name a documentation sets there), not its tag.
 
-    It stands wholly left of where the page's long lines start, in smaller type than the line, two ems or
-    more from it; a man page's or a definition list's tag stands at the text's edge in the text's size.
+    It stands wholly left of where the page's long lines start, in smaller type than the line, most of an
+    em or more from it; a man page's or a definition list's tag stands at the text's edge in the text's size.
     """
     return (
         tag.right < body_left - 0.5 * tag.size
         and tag.size < 0.95 * beside.size
-        and beside.left - tag.right >= beside.size
+        and beside.left - tag.right >= 0.8 * beside.size  # sublabel's "\\sublabon" 0.95 em from its line
         and not re.fullmatch(r"[\d.]+", tag.text.strip())
     )
 
@@ -166,6 +166,7 @@ def mark_tags(lines: list[Line]) -> None:
         if (
             line.hang
             or line.caps  # a heading in capitals over its section's indented text
+            or line.text.rstrip().endswith((",", ";"))  # a clause going on: "\\usepackage command of LaTeX,"
             or line.size > description.size
             or not TAG_INDENT * line.size <= description.left - line.left <= 8 * line.size
             # right under it, or opening the next page (a tag at a page's foot)

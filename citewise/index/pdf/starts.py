@@ -172,6 +172,8 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             line.starts = indented or spaced and not after_display and ended
         if previous is not None and not line.starts and not line.code and _term_above(previous, prior, line):
             line.starts = True  # a key or a command on a line of its own, its description set in under it
+        if previous is not None and not line.starts and _code_term(line) and _ends_list_entry(previous):
+            line.starts = True  # an option in typewriter, its description after it ("italic to have ...")
         if (
             previous is not None
             and previous.code != line.code
@@ -249,6 +251,26 @@ def _next_lines(lines: list[Line], index: int) -> tuple[Line | None, Line | None
 def _labelled_text(line: Line | None, face: str) -> bool:
     """Whether a text line opens with a label: the next item of a description list."""
     return line is not None and line.kind == "text" and _labelled(line, face)
+
+
+def _code_term(line: Line) -> bool:
+    """Whether a line opens with one word in a typewriter face and goes on in prose ("italic to have ...")."""
+    pieces = [p for p in line.pieces if p.text.strip()]
+    if len(pieces) < 2:
+        return False
+    first, *rest = pieces
+    return (
+        bool(rest)
+        and bool(MONO_FONT.search(first.font))
+        and len(first.text.split()) == 1
+        and not MONO_FONT.search(rest[0].font)
+        and len(" ".join(p.text for p in rest).split()) >= 3
+    )
+
+
+def _ends_list_entry(line: Line) -> bool:
+    """Whether a line ends short in a colon, a semicolon or a stop: what an option's entry follows."""
+    return line.text.rstrip().endswith((":", ";", ".")) and line.right < line.far_edge - 2 * line.size
 
 
 def _closed(line: Line) -> bool:
