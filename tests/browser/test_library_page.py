@@ -110,6 +110,16 @@ def search(page, text: str, count: str) -> None:
         pytest.fail(f"searching {text!r}: {page.inner_text('#cw-lib-status')!r}, not {count!r}")
 
 
+def ask_outline_first(page, question: str) -> tuple[list[str], list[str]]:
+    """Ask for a report "outline first"; the planned sections' titles and goals, two at least."""
+    page.locator("#cw-mode label", has_text="outline first").click()
+    ask(page, question)
+    page.wait_for_selector("#cw-outline-title-1 textarea", timeout=ANSWER_TIMEOUT)
+    planned, goals = outline_titles(page), outline_titles(page, "goal")
+    assert len(planned) >= 2, planned
+    return planned, goals
+
+
 def outline_titles(page, field: str = "title") -> list[str]:
     """The outline editor's section titles (or goals), in order, as shown."""
     shown = []
@@ -289,12 +299,8 @@ def test_an_outline_waiting_for_approval_is_shown_again_after_a_reload_and_runs(
 ) -> None:
     seen: list[str] = []
     page = as_user(browser, desk, seen, "alice")
-    page.locator("#cw-mode label", has_text="outline first").click()
     question = "Give an overview of how glaciers and ocean tides shape coastlines"
-    ask(page, question)
-    page.wait_for_selector("#cw-outline-title-1 textarea", timeout=ANSWER_TIMEOUT)
-    planned, goals = outline_titles(page), outline_titles(page, "goal")
-    assert len(planned) >= 2, planned
+    planned, goals = ask_outline_first(page, question)
 
     # the reload: the thread's interrupt, kept by the thread store, waits again in the editor
     page.reload()
@@ -325,12 +331,8 @@ def test_a_thread_whose_outline_waits_is_listed_and_picked_from_the_list_shows_t
 ) -> None:
     seen: list[str] = []
     page = as_user(browser, desk, seen, "alice")
-    page.locator("#cw-mode label", has_text="outline first").click()
     question = "Give an overview of black holes and how massive stars end their lives"
-    ask(page, question)
-    page.wait_for_selector("#cw-outline-title-1 textarea", timeout=ANSWER_TIMEOUT)
-    planned, goals = outline_titles(page), outline_titles(page, "goal")
-    assert len(planned) >= 2, planned
+    planned, goals = ask_outline_first(page, question)
     # the Threads box names the waiting thread (held, as the question box is, until the outline runs)
     page.wait_for_function(
         "(q) => document.querySelector('#cw-threads input').value.includes(q)", arg=question[:40]

@@ -77,6 +77,16 @@ def desk(pdf_index: Path) -> Iterator[str]:
         yield url
 
 
+def click_first_marker(page, question: str) -> str:
+    """Ask, click the answer's first citation marker, and give the id of the passage it cites."""
+    ask(page, question)
+    page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
+    link = page.locator(CITE).first
+    cite = (link.get_attribute("href") or "").lstrip("#")
+    link.click()
+    return cite
+
+
 def overlap(a: tuple[float, ...], b: tuple[float, ...]) -> float:
     """The area two (left, bottom, right, top) boxes share."""
     width = min(a[2], b[2]) - max(a[0], b[0])
@@ -124,11 +134,7 @@ def test_a_paragraph_going_on_over_a_page_break_is_marked_on_the_next_page_too(
     )
     seen: list[str] = []
     page = open_page(browser, desk, seen)
-    ask(page, CANAL_QUESTION)
-    page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
-    link = page.locator(CITE).first
-    cite = (link.get_attribute("href") or "").lstrip("#")
-    link.click()
+    cite = click_first_marker(page, CANAL_QUESTION)
     page.wait_for_selector(f"#cw-passage .cw-passage[data-cite='{cite}'] mark.cw-support")
     supporting = page.inner_text("#cw-passage mark.cw-support")
     assert "sluices in the upper gate" in supporting and "laden barge" in supporting, supporting
@@ -231,11 +237,7 @@ def test_the_document_view_turns_to_the_next_page_unmarked_and_back_to_the_cited
 ) -> None:
     seen: list[str] = []
     page = open_page(browser, desk, seen)
-    ask(page, QUESTION)
-    page.wait_for_selector(CITE, timeout=ANSWER_TIMEOUT)
-    link = page.locator(CITE).first
-    cite = (link.get_attribute("href") or "").lstrip("#")
-    link.click()
+    cite = click_first_marker(page, QUESTION)
     view = f"#cw-document .cw-pdf[data-cite='{cite}']"
     page.wait_for_selector(f"{view}[data-page='{CITED_PAGE}'] .cw-mark")
 
