@@ -148,7 +148,13 @@ def test_letterspaced_capitals_are_read_as_their_words() -> None:
     assert LETTERSPACED.fullmatch(text)
     assert _unspaced(text, glyphs, 17.2) == "THE ARSCLASSICA PACKAGE"
     # groff breaks its objects anywhere: "d as a l" ends "invoked" and starts "login", solid type
-    solid = [("d", 100, 105), ("a", 108, 113), ("s", 113, 117), ("a", 120, 125), ("l", 128, 131)]
+    solid = [
+        ("d", 100.0, 105.0),
+        ("a", 108.0, 113.0),
+        ("s", 113.0, 117.0),
+        ("a", 120.0, 125.0),
+        ("l", 128.0, 131.0),
+    ]
     assert LETTERSPACED.fullmatch("d as a l") and _unspaced("d as a l", solid, 10.0) == "d as a l"
     assert not LETTERSPACED.fullmatch("A B 1 2")
 
@@ -401,7 +407,8 @@ def test_a_command_with_an_italic_placeholder_is_code_and_the_text_after_it_star
 
 
 def test_a_short_line_on_a_later_pages_number_baseline_is_its_running_head() -> None:
-    words = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho tau".split()
+    greek = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho tau"
+    words = greek.split()
 
     def body(page: int, n: int) -> Line:
         said = " ".join(words[(page * 6 + n + k) % len(words)] for k in range(8))
