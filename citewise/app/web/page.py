@@ -986,9 +986,8 @@ def build_page(
                                 )
                                 for fmt, label in EXPORTS
                             ]
-                        desk = outline.OutlineDesk(
-                            page
-                        )  # a report's outline waiting for approval (web.outline)
+                        # a report's outline waiting for approval (web.outline)
+                        desk = outline.OutlineDesk(page)
                         desk.build()
                     with gr.Column(scale=2):
                         thread_list = gr.Dropdown(

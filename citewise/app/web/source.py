@@ -264,13 +264,10 @@ def source_html(
         shown = cited if page is None else page
         try:
             rendered = render_page(Path(document.file), shown)
-        except NoSuchPage as error:
-            if shown == cited:
-                note = f"The page cannot be shown: {error}. Here is the passage as text."
-            else:  # a page asked for that the file does not have
+        except SourceUnreadable as error:
+            if isinstance(error, NoSuchPage) and shown != cited:  # a page asked for the file does not have
                 name = Path(document.file).name
                 return empty_html(f"{name} has {error.pages} pages: there is no page {shown + 1}.", cite)
-        except SourceUnreadable as error:
             note = f"The page cannot be shown: {error}. Here is the passage as text."
         else:
             src = publish(rendered.png) if publish else ""

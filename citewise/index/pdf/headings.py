@@ -121,9 +121,8 @@ def mark_title(lines: list[Line], body: float) -> None:
             head.append(line)
         if not head or HEADING_WORD.match(head[0].text) or CAPS_HEADING_WORD.match(head[0].text):
             return
-    for (
-        line
-    ) in first:  # "Submitted to ECP on January 2, 2013, final version accepted on ...": not the paper's
+    # the paper's dates under its abstract ("Submitted to ECP on January 2, 2013, final version accepted ...")
+    for line in first:
         if line.size < 0.95 * body and HISTORY.match(line.text):
             line.kind = "furniture"
     at = first.index(head[0]) + 1 if head[0].text == "NAME" else len(first)

@@ -216,12 +216,14 @@ def page_lines(
         size = obj.get_font_size() * (math.hypot(matrix[2], matrix[3]) or 1.0)
         font = obj.get_font()
         name = font.get_base_name() or ""
+        # what its glyphs are kept under, where any were read
+        address = (ctypes.cast(obj.raw, ctypes.c_void_p).value or 0) if tracked is not None else 0
         if glyphs is not None and name:  # a bitmap font's (Type 3, no name) glyph boxes say nothing
-            spaced = _spaced(text, glyphs.get(ctypes.cast(obj.raw, ctypes.c_void_p).value or 0, []), size)
+            spaced = _spaced(text, glyphs.get(address, []), size)
             hidden += spaced.split() != text.split()
             text = spaced
         if tracked is not None and LETTERSPACED.fullmatch(text.strip()):
-            text = _unspaced(text, tracked.get(ctypes.cast(obj.raw, ctypes.c_void_p).value or 0, []), size)
+            text = _unspaced(text, tracked.get(address, []), size)
         text = text.translate(LIGATURES).replace("\x02", "-")  # PDFium marks a line-end hyphen
         if SYMBOL_FONT.match(name):
             text = text.translate(OMS_LETTERS)

@@ -260,8 +260,7 @@ def _code_term(line: Line) -> bool:
         return False
     first, *rest = pieces
     return (
-        bool(rest)
-        and bool(MONO_FONT.search(first.font))
+        bool(MONO_FONT.search(first.font))
         and len(first.text.split()) == 1
         and not MONO_FONT.search(rest[0].font)
         and len(" ".join(p.text for p in rest).split()) >= 3
