@@ -81,7 +81,7 @@ REFERENCE = re.compile(
 )
 PART_BREAK = re.compile(
     r"(?:,\s*|\s+)(?:and|but)\s+(?=(?:what|when|where|who|whom|which|why|how|is|are|was|were|did|does|do)\b)"
-    r"|;\s*|\?\s+(?=\S)",
+    r"|;\s*|\?\s+(?=[^\s(])",
     re.I,
 )
 

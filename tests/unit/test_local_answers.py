@@ -60,6 +60,15 @@ def test_a_question_with_parts_is_split_into_them() -> None:
     assert len(questions.parts("Compare vaccines and antibiotics")) == 1
 
 
+def test_a_follow_ups_bracketed_subject_is_no_part_of_it() -> None:
+    # the standalone follow-up names what it is about in brackets: a sentence that names GJ 486b answers
+    # nothing of it (as a part, "(GJ 486b)" made any such sentence answer every follow-up on the planet)
+    parts = questions.parts("And what wavelengths does IGRINS cover? (GJ 486b)")
+    assert len(parts) == 1 and "(GJ 486b)" in parts[0].text
+    two = questions.parts("What did it cost? (GJ 486b) And when was it built?")
+    assert [p.text for p in two] == ["What did it cost? (GJ 486b)", "when was it built"]
+
+
 @pytest.mark.parametrize(
     ("sentence", "refers"),
     [("It was closed in 2013.", True), ("They landed in 2021.", True), ("The mill closed in 2013.", False)],
