@@ -21,22 +21,31 @@ from citewise.core.writing import extractive_answer, local_follow_up, no_answer,
 from citewise.prompts.common import quote
 from citewise.state import State
 
+LEAN_PASSAGES = 4
+"""Kept passages a lean writer is shown at most: the ones local mode's answer quotes first. On a CPU the
+prompt is most of the wait (ten passages were 1,341-1,620 prompt tokens of an answer, bench/realmodel.py)."""
+
 
 async def answering_documents(context: Context, question: str, kept: list) -> list:
-    """Under the lean profile, the kept chunks of the documents local mode's answer would cite.
+    """Under the lean profile, the kept chunks of the documents local mode's answer would cite, a few.
 
     A small writer draws sentences from every passage it is shown, and the lexical check stands them when
     they paraphrase any of them: SmolLM2's answers cited a non-gold abstract beside the gold one (citation
     precision by document 0.72 against local mode's 0.93). Shown only the documents local answering picks,
-    it cites no more documents than local mode would; when local answering picks none, all kept chunks stay.
+    it cites no more documents than local mode would; when local answering picks none, the first kept chunks
+    stay. At most LEAN_PASSAGES, the ones local mode quotes first: the writer sees what verification holds its
+    answer against (an answer that does not rest on every line local mode quotes gives way to local mode's).
     """
     index = await open_index(context)
     draft, labels = await in_thread(extractive_answer, index, question, kept)
     chosen = {labels[label] for label in LABEL.findall(draft) if label in labels}
     if draft == NO_ANSWER or not chosen:
-        return kept
+        return kept[:LEAN_PASSAGES]
     documents = {r.get("doc_id") for r in kept if r["chunk_id"] in chosen}
-    return [r for r in kept if r.get("doc_id") in documents] or kept
+    ordered = [r for r in kept if r["chunk_id"] in chosen] + [
+        r for r in kept if r["chunk_id"] not in chosen and r.get("doc_id") in documents
+    ]
+    return ordered[:LEAN_PASSAGES]
 
 
 async def answer(state: State, runtime: Runtime[Context]) -> dict:

@@ -4,8 +4,9 @@ ScoreRAG maps chunks back to the full source and summarises it at a length that 
 LLM-Ref keeps the paragraph as the unit of context. A chunk's context here is its paragraph (the
 hierarchy the index keeps). With a model, one request summarises every kept paragraph at its band's
 length; in local mode the summary is extractive: the paragraph's sentences closest to the question, as many
-as the band allows, in reading order. When the summary request fails (a transient provider fault after the
-retries, or output malformed after repairs) the paragraphs themselves are the context, listed in `degraded`.
+as the band allows (LEAN_SENTENCES at most under the lean profile), in reading order. When the summary
+request fails (a transient provider fault after the retries, or output malformed after repairs) the
+paragraphs themselves are the context, listed in `degraded`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from citewise.state import SectionState, State, Summaries
 
 logger = logging.getLogger(__name__)
 
+LEAN_SENTENCES = 2
+"""Sentences of a kept chunk's paragraph a lean writer gets as its context, at most (six for the best band:
+most of a lean answer's prompt, bench/realmodel.py)."""
 PARAGRAPHS = "the paragraphs themselves are the context"
 """What the writer sees when the summaries failed (recorded in `degraded`)."""
 
@@ -45,6 +49,8 @@ async def expand(state: State | SectionState, runtime: Runtime[Context]) -> dict
         summaries = {}
         for record in kept:
             count, _ = band(record.get("final", 0.0))
+            if context.lean:  # a small model on a CPU: the prompt is most of the wait
+                count = min(count, LEAN_SENTENCES)
             summaries[record["chunk_id"]] = await in_thread(
                 extractive_summary, index, state["question"], texts[record["chunk_id"]], count
             )

@@ -25,10 +25,11 @@ question unanswered). Unreliable is a sample malformed or missing a chunk, every
 or a control passage scored as relevant: the lean batch carries one, a passage about something unrelated
 to any document (the one of two further from the question) under a label like the real passages', and a
 judge that scores it CONTROL_CEILING or more is not reading them. The lean profile judges one batch only,
-the `score_batch_size` passages local answering ranks first, in one request with one sample and the
-reflection step's self-check folded into its prompt; the rest keep their local relevance (on a CPU the
-prompt is most of the wait). Under the full profile (hosted models) every candidate is judged, n samples
-each, and the judge is trusted, chunk by chunk as before.
+the LEAN_JUDGED passages local answering ranks first, in one request with one sample and the reflection
+step's self-check folded into its prompt; the rest keep their local relevance (on a CPU the prompt is most
+of the wait). Where local mode's rule finds no passage that answers, nothing would be kept whatever the
+judge said, and no request is sent. Under the full profile (hosted models) every candidate is judged, n
+samples each, and the judge is trusted, chunk by chunk as before.
 
 A chunk the judge could not score (a transient provider fault after the retries, or no sample scored it)
 gets the same local score, flagged with the reason and listed in the run's `degraded` output; never the
@@ -70,6 +71,10 @@ FLAT = 5.0
 """Standard deviation of the judge's scores over a question's chunks below which they say nothing."""
 CONTROL_CEILING = 40.0
 """A control passage's score from which the judge is taken not to be reading the passages."""
+LEAN_JUDGED = 5
+"""Passages a lean judge reads (at most `score_batch_size`): those local answering ranks first. On a CPU the
+prompt is most of the wait, and the answer is written from the first few kept passages (bench/realmodel.py:
+ten judged took 1,131-1,517 prompt tokens of a direct answer's 4,158-5,928)."""
 CONTROLS = (
     "The recipe says to whisk two eggs with the sugar until pale, fold in the flour and bake the sponge for "
     "twenty-five minutes.",
@@ -243,23 +248,43 @@ async def _lean_score(
     # read as local mode reads them (a follow-up with the question before it): its rule on whether the
     # documents answer at all decides for the lean path too (a follow-up local mode refused was answered)
     similarity, answering = await in_thread(answering_scores, index, searched, records)
+    synthesis = context.route == "report" or report_form(question) is not None
+    if not synthesis and max(answering.values()) < context.local_answerable:
+        # local mode's rule finds no passage that answers: nothing will be kept, whatever a judge says
+        return {"candidates": _local_updates(records, similarity, answering, context, "no passage answers")}
     ranked = sorted(records, key=lambda r: (-answering[r["chunk_id"]], r["chunk_id"]))
-    judged, rest = ranked[: context.score_batch_size], ranked[context.score_batch_size :]
+    size = min(context.score_batch_size, LEAN_JUDGED)
+    judged, rest = ranked[:size], ranked[size:]
     control = await control_passage(question, context)
     updates, degraded = await _score_batch(judge, judged, question, context, control)
     controls = updates.pop(CONTROL_ID, {}).get("relevance_samples")
-    for record in rest:
-        updates[record["chunk_id"]] = {
-            "relevance_mean": local_relevance(similarity[record["chunk_id"]], context),
-            "relevance_spread": 0.0,
-            "relevance_samples": [],
-            "flags": [*record.get("flags", []), f"not judged (lean: {len(judged)} judged): {FALLBACK}"],
-        }
+    updates |= _local_updates(rest, similarity, {}, context, f"lean: {len(judged)} judged")
     malformed = bool(degraded) or not controls  # a control left out is malformed
     controls_seen = [statistics.fmean(controls)] if controls else []
     degraded += _check_judge(updates, malformed, controls_seen, similarity, answering, question, context)
     result = {"candidates": updates}
     return {**result, "degraded": degraded} if degraded else result
+
+
+def _local_updates(
+    records: Sequence[EvidenceRecord],
+    similarity: dict[str, float],
+    answering: dict[str, float],
+    context: Context,
+    why: str,
+) -> dict[str, EvidenceRecord]:
+    """Records a lean judge does not read: their local relevance (and answering score if given), flagged."""
+    updates: dict[str, EvidenceRecord] = {}
+    for record in records:
+        chunk_id = record["chunk_id"]
+        updates[chunk_id] = {
+            "relevance_mean": local_relevance(similarity[chunk_id], context),
+            "relevance_spread": 0.0,
+            "relevance_samples": [],
+            "flags": [*record.get("flags", []), f"not judged ({why}): {FALLBACK}"],
+            **({"answering": answering[chunk_id]} if chunk_id in answering else {}),
+        }
+    return updates
 
 
 def judge_problem(

@@ -32,7 +32,7 @@ from langgraph.runtime import Runtime
 
 from citewise.context import Context
 from citewise.core import llms
-from citewise.core.evidence import NO_ANSWER, kept_records, paragraph_texts
+from citewise.core.evidence import NO_ANSWER, is_abstention, kept_records, paragraph_texts
 from citewise.core.indexes import in_thread, open_index
 from citewise.core.judge import UNRELIABLE
 from citewise.core.judge import ask as judge_ask
@@ -42,7 +42,7 @@ from citewise.core.writing import extractive_answer, local_follow_up, no_answer
 from citewise.index.citations import soften_source_markers, without_trailing_source_markers
 from citewise.models import degradation
 from citewise.prompts.common import DATA_RULE, quote, render
-from citewise.state import Citation, Degraded, State, SupportMap
+from citewise.state import Citation, Degraded, EvidenceRecord, State, SupportMap
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +139,23 @@ def source_lines(labels: dict[str, str], paragraphs: dict[str, str]) -> dict[str
     return lines
 
 
+def seen_lines(
+    lines: dict[str, tuple[str, str]], records: dict[str, EvidenceRecord], summaries: dict[str, str]
+) -> dict[str, tuple[str, str]]:
+    """The lines the writer was shown: a chunk's own and its context's (all its lines, where none match).
+
+    A small judge is shown no line the writer could not have read (on a CPU the prompt is most of the wait).
+    """
+    seen: dict[str, tuple[str, str]] = {}
+    for chunk_id in dict.fromkeys(chunk for chunk, _ in lines.values()):
+        record = records.get(chunk_id, {})
+        shown = " ".join(f"{record.get('text', '')} {summaries.get(chunk_id, '')}".split())
+        own = {key: line for key, line in lines.items() if line[0] == chunk_id}
+        matched = {key: line for key, line in own.items() if " ".join(line[1].split()) in shown}
+        seen |= matched or own
+    return seen
+
+
 def tidy(sentence: str) -> str:
     """The sentence without the space a removed label left before its punctuation."""
     return re.sub(r"\s+([.!?,;:])", r"\1", sentence).strip()
@@ -208,8 +225,12 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
     """
     context = runtime.context
     judge, _ = llms.models(context)
-    result = await _verified(state, context, state.get("draft", ""), state.get("labels", {}), judge)
     kept = kept_records(state)
+    # an answer that kept nothing is the honest no-answer, whose quotes of the closest passages are theirs
+    # word for word and claim nothing (a judge's request would only cost its prompt)
+    abstained = not kept and not state.get("outline") and is_abstention(state.get("draft", ""))
+    checker = None if abstained else judge
+    result = await _verified(state, context, state.get("draft", ""), state.get("labels", {}), checker)
     if judge is None:
         return result
     if state.get("outline"):  # a report: its own sentences, checked by word overlap as local mode checks them
@@ -309,7 +330,8 @@ async def _verified(
     support: dict[int, list[str]] = {}
     degraded: list[Degraded] = []
     if judge is not None and lines and claims:
-        found, fallback = await _llm_support(judge, [parts[i] for i in claims], labels, lines, context)
+        shown = seen_lines(lines, by_id, state.get("summaries", {})) if context.lean else lines
+        found, fallback = await _llm_support(judge, [parts[i] for i in claims], labels, shown, context)
         support = {claims[n]: keys for n, keys in found.items()}
         if fallback:
             degraded = [degradation("verify", f"{fallback}: {OVERLAP}", list(dict.fromkeys(labels.values())))]
@@ -536,7 +558,9 @@ def _support_batch(
 
     All pending sentences with every line when that prompt fits the judge's window (or the window is not
     known); else the longest run of pending sentences whose cited chunks' lines fit (an uncited sentence
-    brings every line), at least one sentence.
+    brings every line), at least one sentence. Under the lean profile "every line" is every line of the
+    chunks the sentences cite: a small judge reads no further (on a CPU the prompt is most of the wait; the
+    lines of every passage shown to the writer were 1,442-2,791 prompt tokens of an answer).
     """
 
     def prompt_of(batch: list[int], keys: list[str]) -> str:
@@ -544,6 +568,11 @@ def _support_batch(
         return _support_prompt(context, shown, [(key, lines[key][1]) for key in keys])
 
     everything = list(lines)
+    if context.lean:
+        each = [cited_chunks(parts[i], labels) for i in pending]
+        if all(each):
+            named = set().union(*each)
+            everything = [key for key, (chunk, _) in lines.items() if chunk in named]
     if judge.fits(prompt_of(pending, everything), "verify"):
         return pending, everything
     batch: list[int] = []

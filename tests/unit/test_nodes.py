@@ -27,8 +27,9 @@ from support.fakes import candidate as record
 
 from citewise.context import Context
 from citewise.core import llms
-from citewise.core.evidence import NO_ANSWER, dynamic_threshold, final_score, judge_all, pack
+from citewise.core.evidence import NO_ANSWER, dynamic_threshold, evidence_blocks, final_score, judge_all, pack
 from citewise.core.resources import Resources
+from citewise.core.writing import no_answer
 from citewise.graph.evidence import after_threshold
 from citewise.graph.query import builder
 from citewise.index import Index
@@ -38,7 +39,7 @@ from citewise.nodes.critique import borderline, critique
 from citewise.nodes.expand import expand
 from citewise.nodes.reflect import SKIPPED, reflect
 from citewise.nodes.rerank import edges_first, rerank
-from citewise.nodes.score import local_relevance, score
+from citewise.nodes.score import LEAN_JUDGED, local_relevance, score
 from citewise.nodes.threshold import threshold
 from citewise.nodes.verify import verify
 from citewise.prompts import common
@@ -644,6 +645,54 @@ async def test_under_lean_a_judge_that_gets_the_control_right_may_verify_a_parap
         assert CONTROL not in result["answer"]
 
 
+def test_a_small_judge_verifies_against_the_lines_the_writer_was_shown() -> None:
+    from citewise.nodes.verify import seen_lines
+
+    lines = {
+        "E1.1": ("c-vaccines", VACCINES),
+        "E1.2": ("c-vaccines", MEMORY),
+        "E1.3": ("c-vaccines", "Booster doses are given to adults every ten years."),
+        "E2.1": ("c-bread", BREAD),
+    }
+    records = {"c-vaccines": record("c-vaccines", VACCINES), "c-bread": record("c-bread", "rewritten")}
+    seen = seen_lines(lines, records, {"c-vaccines": MEMORY})  # type: ignore[arg-type]
+    assert list(seen) == ["E1.1", "E1.2", "E2.1"]  # not the booster line; bread's lines all (none matched)
+
+
+@pytest.mark.parametrize("profile", ["lean", "full"])
+async def test_the_honest_no_answer_is_checked_without_a_request(
+    index_dir: str, install: Callable, profile: str
+) -> None:
+    # nothing kept: the reply quotes the closest passages word for word as not answering, and claims nothing
+    context = Context(index_dir=index_dir, model=MODEL, profile=profile)
+    judge = ScriptedChatModel(responder=Judge())
+    install(context, judge=judge)
+    state = {"question": "What is the boiling point of tungsten?", "evidence": EVIDENCE, "kept": []}
+    draft, labels = no_answer(state)
+    result = await llms.metered(verify)({**state, "draft": draft, "labels": labels}, run(context))
+
+    assert judge.calls == []
+    assert result["answer"].startswith(NO_ANSWER) and VACCINES in result["answer"]
+
+
+@pytest.mark.parametrize("profile", ["lean", "full"])
+async def test_under_lean_verification_shows_only_the_lines_of_the_passages_cited(
+    index_dir: str, install: Callable, profile: str
+) -> None:
+    # on a CPU the prompt is most of the wait: a small judge is shown the cited passages' lines, not the lines
+    # of every passage the writer was given
+    context = Context(index_dir=index_dir, model=MODEL, profile=profile)
+    judge = ScriptedChatModel(responder=reads_lines(False))
+    install(context, judge=judge)
+    await llms.metered(verify)(verify_state(PARAPHRASE), run(context))
+
+    prompt = judge.calls[0].prompt
+    assert VACCINES in prompt
+    assert (BREAD in prompt, MEMORY.split(" [")[0] in prompt) == (
+        (False, False) if profile == "lean" else (True, True)
+    )
+
+
 @pytest.mark.parametrize("profile", ["lean", "full"])
 async def test_under_lean_a_model_that_only_says_the_documents_do_not_answer_gives_way_to_local_mode(
     index_dir: str, install: Callable, profile: str
@@ -729,6 +778,21 @@ async def test_under_lean_the_writer_sees_only_the_documents_local_answering_pic
         Context(index_dir=index_dir), "How do vaccines train immunity?", kept
     )
     assert "c-bread" not in [r["chunk_id"] for r in vaccines]
+
+
+async def test_under_lean_the_writer_sees_a_few_passages_the_ones_local_mode_quotes_first(
+    index_dir: str,
+) -> None:
+    from citewise.nodes.answer import LEAN_PASSAGES
+
+    crumbs = [f"The crumb of loaf {n} was photographed under a microscope." for n in range(6)]
+    kept = [record(f"c-crumb{n}", text, doc_id="doc-bread", kept=True) for n, text in enumerate(crumbs)]
+    kept.append(record("c-bread", BREAD, doc_id="doc-bread", kept=True))  # the answer, ranked last
+    chosen = await answering_documents(
+        Context(index_dir=index_dir), "What is sourdough bread leavened by?", kept
+    )
+    assert len(chosen) == LEAN_PASSAGES < len(kept)
+    assert chosen[0]["chunk_id"] == "c-bread"
 
 
 async def test_verify_flags_instead_of_dropping_when_told(index_dir: str) -> None:
@@ -859,6 +923,15 @@ def test_pack_keeps_everything_in_one_group_when_it_fits() -> None:
     blocks = [block(f"E{n}", 100) for n in range(1, 6)]
     assert pack(blocks, 500) == [blocks]
     assert pack([], 500) == []
+
+
+def test_a_passage_s_context_adds_what_its_paragraph_says_besides_it() -> None:
+    summaries = {"c-vaccines": f"{VACCINES} {MEMORY}", "c-bread": BREAD}
+    records = [record("c-vaccines", VACCINES), record("c-bread", BREAD)]
+    (_, _, vaccines), (_, _, bread) = evidence_blocks(records, summaries)  # type: ignore[arg-type]
+    assert vaccines.count("recognise a pathogen") == 1 and "context from the same paragraph" in vaccines
+    assert "B cells produce antibodies" in vaccines
+    assert "context" not in bread and bread.count("Sourdough") == 1  # the paragraph is the passage
 
 
 @pytest.mark.parametrize(("budget", "calls"), [(3000, 1), (150, 2)])
@@ -1146,12 +1219,33 @@ async def test_under_lean_one_batch_is_judged_the_passages_local_answering_ranks
     result = await score(state, run(context))
 
     assert len(judge.calls) == 1  # 17 candidates, one request
-    assert judge.calls[0].prompt.count("<evidence ") == context.score_batch_size + 1  # and the control
+    assert judge.calls[0].prompt.count("<evidence ") == LEAN_JUDGED + 1  # and the control
     assert "Chemformer, a sequence-to-sequence approach" in judge.calls[0].prompt  # ranked in, not the bread
     unjudged = [r for r in result["candidates"].values() if not r["relevance_samples"]]
-    assert len(unjudged) == 17 - context.score_batch_size
+    assert len(unjudged) == 17 - LEAN_JUDGED
     assert all("not judged" in " ".join(r["flags"]) for r in unjudged)
     assert all("answering" in r for r in result["candidates"].values())  # local abstention reads them all
+
+
+async def test_under_lean_no_passage_is_judged_where_local_mode_finds_none_that_answers(
+    index_dir: str, install: Callable
+) -> None:
+    # nothing would be kept whatever a judge said (local mode's rule decides whether the documents answer):
+    # a request would only cost its prompt
+    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
+    judge = ScriptedChatModel(responder=Judge())
+    install(context, judge=judge)
+    question = "What is the melting point of tungsten?"
+    state = scoring_state(*(record(cid, text) for cid, text in PASSAGES.items()), question=question)
+    result = await score(state, run(context))
+    local = await score(state, run(Context(index_dir=index_dir)))
+
+    assert judge.calls == []
+    assert max(r["answering"] for r in result["candidates"].values()) < context.local_answerable
+    for chunk_id, scored in result["candidates"].items():
+        assert scored["answering"] == local["candidates"][chunk_id]["answering"]
+        assert scored["relevance_mean"] == local["candidates"][chunk_id]["relevance_mean"]
+        assert "not judged (no passage answers)" in " ".join(scored["flags"])
 
 
 async def test_under_lean_whether_the_documents_answer_is_read_as_local_mode_reads_a_follow_up(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from citewise.core.evidence.labels import Block
+from citewise.core.text import sentences
 from citewise.prompts.common import quote
 
 if TYPE_CHECKING:  # annotations only: the state's module loads LangGraph (0.5 s)
@@ -22,9 +23,11 @@ def evidence_blocks(records: list[EvidenceRecord], summaries: dict[str, str]) ->
     for n, record in enumerate(records, start=1):
         label = f"E{n}"
         body = record.get("text", "")
-        summary = summaries.get(record["chunk_id"], "")
-        if summary and summary != body:
-            body = f"{body}\n(context from the same paragraph: {summary})"
+        said = " ".join(body.split())
+        summary = sentences(summaries.get(record["chunk_id"], ""))
+        around = [s for s in summary if " ".join(s.split()) not in said]
+        if around:  # what the paragraph adds, not the chunk's own sentences again
+            body = f"{body}\n(context from the same paragraph: {' '.join(around)})"
         blocks.append(
             (label, record["chunk_id"], quote("evidence", body, id=label, title=record.get("title", "")))
         )
