@@ -135,7 +135,7 @@ class Context:
         metadata={
             "description": "How much a model is asked. full: every stage judges and writes with it (several "
             "samples, reflection, critic, summaries). lean: at most about six requests a direct answer (one "
-            "relevance judgment a batch of ten, the answer, one verification; rewrite, second hop, "
+            "relevance judgment of five passages, the answer, one verification; rewrite, second hop, "
             "reflection, critic, summaries and route run locally), for small, slow or serial models. auto: "
             "lean for a model on this machine or its network (a local OpenAI-compatible server), full for "
             "hosted APIs."

@@ -18,6 +18,7 @@ from citewise.core.evidence import NO_ANSWER, evidence_blocks, kept_records
 from citewise.core.indexes import in_thread, open_index
 from citewise.core.report import LABEL
 from citewise.core.writing import extractive_answer, local_follow_up, no_answer, prompt_pair, synthesize
+from citewise.prompts import answer as prompts
 from citewise.prompts.common import quote
 from citewise.state import State
 
@@ -67,9 +68,11 @@ async def answer(state: State, runtime: Runtime[Context]) -> dict:
     if context.lean:
         kept = await answering_documents(context, state["question"], kept)
     blocks = evidence_blocks(kept, state.get("summaries", {}))
-    first, refine = prompt_pair(
-        context.answer_prompt, context.refine_prompt, question=quote("question", state["question"])
-    )
+    template = context.answer_prompt
+    if context.lean and template == prompts.PROMPT:  # local mode's rule decided that the documents answer
+        template = prompts.LEAN_PROMPT
+    asked = quote("question", state["question"])
+    first, refine = prompt_pair(template, context.refine_prompt, question=asked)
     draft = await synthesize(
         writer,
         blocks,

@@ -71,8 +71,17 @@ paraphrase keeps the names it is about; a line sharing none of its words is a ma
 
 
 def asks(part: str) -> bool:
-    """Whether an answer sentence is a question (a small model may echo the one it was asked)."""
-    return LABEL.sub("", part).strip().rstrip(".").rstrip().endswith("?")
+    """Whether an answer sentence is a question (a small model may echo the one it was asked).
+
+    An echo may end in the subject a follow-up is read with: "Which transceivers were plugged into it?
+    (three-node optical testbed)".
+    """
+    text = TRAILING_BRACKET.sub("", LABEL.sub("", part).strip().rstrip(".").rstrip())
+    return text.rstrip().endswith("?")
+
+
+TRAILING_BRACKET = re.compile(r"\s*\([^()]*\)$")
+"""A bracket closing a sentence."""
 
 
 def is_structure(part: str) -> bool:
@@ -289,6 +298,12 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
         )
     elif supporting_lines(local) <= supporting_lines(result):
         return result  # a lean answer that says at least what local mode's answer says
+    elif not result["unsupported"] and not _judge_unreliable(state):
+        # a judge that read the passages (the control scored low, scores neither flat nor malformed) and
+        # every sentence checked against its lines: a capable model may find what local mode's sentence
+        # choice misses (Qwen2.5-1.5B: "GNPy" as the physical layer digital twin, where local mode quoted
+        # a sentence on the twin's functioning)
+        return result
     else:
         # a small model's verified sentences on other lines than local answering picked were the wrong
         # sentence more often than the right one (SmolLM2: 1 of 15 held-out turns against local mode's 7;
@@ -392,12 +407,16 @@ async def _verified(
 
 
 def _judge_unreliable(state: State) -> bool:
-    """Whether scoring took the judge as unreliable on this question (its flag on a kept passage).
+    """Whether scoring took the judge as unreliable on this question (its flag, or its entry in `degraded`).
 
     A judge not reading the passages there is not trusted to say a paraphrase is supported here either.
     """
-    return any(
+    flagged = any(
         flag.startswith(UNRELIABLE) for record in kept_records(state) for flag in record.get("flags", [])
+    )  # a judge whose every reply was malformed flags no passage: its scoring's entry in `degraded` says so
+    return flagged or any(
+        entry["stage"] == "score" and entry["reason"].startswith(UNRELIABLE)
+        for entry in state.get("degraded", [])
     )
 
 

@@ -25,3 +25,16 @@ information.
 {draft}
 
 {evidence}"""
+
+LEAN_PROMPT = """Answer the question from the evidence below, which holds the answer. Give the answer in one
+to three sentences, keeping the evidence's own words where you can. After every sentence, cite the passages
+it uses with their labels in square brackets, e.g. [E2] or [E1][E3]. Do not cite a label that is not listed.
+
+{data_rule}
+
+{question}
+
+{evidence}"""
+"""The lean profile's writer prompt (when `answer_prompt` is left as it is). Whether the documents answer is
+decided before it, by local mode's rule, so a small writer is not offered a sentence saying they do not: given
+it, Qwen2.5-1.5B wrote only that sentence on 9 of 15 held-out turns whose passages answer."""

@@ -34,6 +34,7 @@ from citewise.graph.evidence import after_threshold
 from citewise.graph.query import builder
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
+from citewise.models import degradation
 from citewise.nodes.answer import answer, answering_documents
 from citewise.nodes.critique import borderline, critique
 from citewise.nodes.expand import expand
@@ -711,23 +712,30 @@ async def test_under_lean_a_model_that_only_says_the_documents_do_not_answer_giv
         assert result["answer"] == draft and not result["citations"]
 
 
-@pytest.mark.parametrize(("cited", "stands"), [("E2", False), ("E1", True)])
+@pytest.mark.parametrize(
+    ("cited", "reliable", "stands"), [("E2", False, False), ("E2", True, True), ("E1", False, True)]
+)
 async def test_under_lean_a_model_answer_resting_on_another_passage_than_local_mode_s_gives_way(
-    index_dir: str, install: Callable, cited: str, stands: bool
+    index_dir: str, install: Callable, cited: str, reliable: bool, stands: bool
 ) -> None:
     """Never worse than no model on a conversation's turn: a small model's answer that does not say what
-    local answering quotes (the memory cells, for how vaccines work) gives way to local mode's."""
+    local answering quotes (the memory cells, for how vaccines work) gives way to local mode's, unless its
+    judge read the passages when it scored them and verified every sentence: a capable model may find what
+    local mode's sentence choice misses."""
     context = Context(index_dir=index_dir, model=MODEL, profile="lean")
     install(context, judge=ScriptedChatModel(responder=Judge()))
     line = {"E1": VACCINES, "E2": MEMORY}[cited]
     draft = f"{line.rstrip('.')} [{cited}]."
     state = {**verify_state(draft), "kept": ["c-vaccines", "c-memory"]}
+    if not reliable:  # scoring found the judge not reading the passages on this question
+        flagged = {**EVIDENCE[0], "flags": ["judge unreliable on this question: used question similarity"]}
+        state = {**state, "evidence": [flagged, *EVIDENCE[1:]]}
     result = await llms.metered(verify)(state, run(context))
 
     assert result["citations"], result
-    if stands:  # it rests on the passage local mode quotes: the model's answer stands
+    if stands:  # it rests on the passage local mode quotes, or its judge is trusted: the model's answer
         assert "degraded" not in result or not [d for d in result["degraded"] if d["stage"] == "verify"]
-        assert result["answer"].startswith(line.rstrip("."))
+        assert result["answer"].startswith(line.split(" [")[0].rstrip("."))  # its own [43] aside
     else:
         assert result["answer"].startswith("Vaccines train the immune system")
         (entry,) = [d for d in result["degraded"] if d["stage"] == "verify"]
@@ -932,6 +940,49 @@ def test_a_passage_s_context_adds_what_its_paragraph_says_besides_it() -> None:
     assert vaccines.count("recognise a pathogen") == 1 and "context from the same paragraph" in vaccines
     assert "B cells produce antibodies" in vaccines
     assert "context" not in bread and bread.count("Sourdough") == 1  # the paragraph is the passage
+
+
+def test_an_echoed_question_is_a_question_even_with_the_subject_it_was_read_with() -> None:
+    from citewise.nodes.verify import asks
+
+    assert asks("Which transceivers were plugged into it? (three-node optical testbed digital twin set) [E1]")
+    assert asks("How many transits were observed? [E2].")
+    assert not asks("Six transits were observed (two with SPIRou) [E1].")
+
+
+async def test_a_judge_whose_every_score_was_malformed_is_no_capable_judge(
+    index_dir: str, install: Callable
+) -> None:
+    # no passage carries the flag (none was judged), but scoring's entry in `degraded` says the judge was
+    # unreliable: its answer on another passage than local mode's gives way as any small model's does
+    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
+    install(context, judge=ScriptedChatModel(responder=Judge()))
+    entry = degradation("score", "judge unreliable on this question (some of its output was malformed)", [])
+    state = {**verify_state(f"{MEMORY.split(' [')[0]} [E2]."), "kept": ["c-vaccines", "c-memory"]}
+    result = await llms.metered(verify)({**state, "degraded": [entry]}, run(context))
+    assert result["answer"].startswith("Vaccines train the immune system")
+
+
+@pytest.mark.parametrize("custom", [False, True])
+async def test_a_lean_writer_is_not_offered_the_sentence_saying_the_documents_do_not_answer(
+    index_dir: str, install: Callable, custom: bool
+) -> None:
+    # local mode's rule decided before the writer that the documents answer; given the sentence, Qwen 1.5B
+    # wrote only it on 9 of 15 held-out turns whose passages answer
+    from citewise.prompts.answer import LEAN_PROMPT
+
+    mine = "Answer {question} from {evidence}. {data_rule}"
+    context = Context(
+        index_dir=index_dir, model=MODEL, profile="lean", **({"answer_prompt": mine} if custom else {})
+    )
+    writer = ScriptedChatModel(script=["Vaccines train the immune system [E1]."])
+    install(context, writer=writer)
+    state = {**verify_state(""), "kept": ["c-vaccines"], "summaries": {}}
+    await llms.metered(answer)(state, run(context))
+
+    prompt = writer.calls[0].prompt
+    assert prompt.startswith(mine.split(" {")[0] if custom else LEAN_PROMPT.split("\n")[0])
+    assert "do not answer" not in prompt
 
 
 @pytest.mark.parametrize(("budget", "calls"), [(3000, 1), (150, 2)])
