@@ -33,6 +33,7 @@ from langgraph.runtime import Runtime
 from citewise.context import Context
 from citewise.core import llms
 from citewise.core.evidence import NO_ANSWER, is_abstention, kept_records, paragraph_texts
+from citewise.core.evidence.packing import CONTEXT_NOTE
 from citewise.core.indexes import in_thread, open_index
 from citewise.core.judge import UNRELIABLE
 from citewise.core.judge import ask as judge_ask
@@ -95,6 +96,9 @@ PROMPT_TAGS = re.compile(
     re.I,
 )
 """The delimiters citewise's prompts put around data: a small model echoes them ('<evidence id="E1" ...>')."""
+ECHOED_NOTE = re.compile(rf"\(\s*{CONTEXT_NOTE}:\s*([^()]*)\)?", re.I)
+"""The note that introduces a passage's context in the writer's prompt, copied into an answer (SmolLM2): what
+it holds may be a sentence of the source, the note is not."""
 NUMBERED_FRAGMENT = re.compile(
     r"(?:^|(?<=[.!?]))[ \t]*\d{1,3}[ \t]*(?:\[(?:S\d+)?E\d+\][ \t]*)+[.!?]?(?=\s|$)", re.M
 )
@@ -107,7 +111,7 @@ def split_answer(draft: str) -> list[str]:
     Prompt delimiters a model echoed are removed first: they are citewise's markup, never part of an answer.
     """
     parts: list[str] = []
-    draft = NUMBERED_FRAGMENT.sub("", PROMPT_TAGS.sub(" ", draft))
+    draft = NUMBERED_FRAGMENT.sub("", ECHOED_NOTE.sub(r"\1", PROMPT_TAGS.sub(" ", draft)))
     draft = TRAILING_LABELS.sub(r"\2\3\1", draft)  # "claim. [E1]" -> "claim [E1]." so the label stays with it
     for line in draft.splitlines():
         stripped = line.strip()

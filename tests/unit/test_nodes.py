@@ -766,6 +766,13 @@ async def test_under_lean_a_follow_up_local_mode_finds_nothing_for_gets_no_answe
     assert "nothing in the kept passages that answers this follow-up" in entry["reason"]
 
 
+def test_the_note_before_a_passage_s_context_copied_into_an_answer_is_taken_out() -> None:
+    from citewise.nodes.verify import split_answer
+
+    draft = f"{VACCINES.rstrip('.')} [E1]. (context from the same paragraph: {MEMORY.split(' [')[0]} [E2].)"
+    assert split_answer(draft) == [f"{VACCINES.rstrip('.')} [E1].", f"{MEMORY.split(' [')[0]} [E2]."]
+
+
 async def test_echoed_prompt_tags_and_fragments_never_stand_as_answer_sentences(index_dir: str) -> None:
     draft = (
         '<evidence id="E1" title="How vaccines work"> 1 [E2]. Vaccines train the immune system to recognise '

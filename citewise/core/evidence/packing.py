@@ -12,6 +12,10 @@ if TYPE_CHECKING:  # annotations only: the state's module loads LangGraph (0.5 s
     from citewise.state import EvidenceRecord
 
 
+CONTEXT_NOTE = "context from the same paragraph"
+"""What introduces a passage's context in the writer's prompt (a small writer may copy it into its answer)."""
+
+
 def estimate_tokens(text: str) -> int:
     """A provider-neutral token estimate (about four characters a token in English)."""
     return max(1, len(text) // 4)
@@ -27,7 +31,7 @@ def evidence_blocks(records: list[EvidenceRecord], summaries: dict[str, str]) ->
         summary = sentences(summaries.get(record["chunk_id"], ""))
         around = [s for s in summary if " ".join(s.split()) not in said]
         if around:  # what the paragraph adds, not the chunk's own sentences again
-            body = f"{body}\n(context from the same paragraph: {' '.join(around)})"
+            body = f"{body}\n({CONTEXT_NOTE}: {' '.join(around)})"
         blocks.append(
             (label, record["chunk_id"], quote("evidence", body, id=label, title=record.get("title", "")))
         )
