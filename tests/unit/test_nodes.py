@@ -1256,10 +1256,16 @@ async def test_under_lean_a_judge_that_disagrees_with_similarity_is_trusted_unle
         assert all("judge unreliable" in " ".join(r["flags"]) for r in result["candidates"].values())
 
 
-async def test_under_lean_no_candidates_send_no_judging_request(index_dir: str, install: Callable) -> None:
+def lean_judge(index_dir: str, install: Callable) -> tuple[Context, ScriptedChatModel]:
+    """A lean context for the index with a scripted judge installed, and the judge."""
     context = Context(index_dir=index_dir, model=MODEL, profile="lean")
     judge = ScriptedChatModel(responder=Judge())
     install(context, judge=judge)
+    return context, judge
+
+
+async def test_under_lean_no_candidates_send_no_judging_request(index_dir: str, install: Callable) -> None:
+    context, judge = lean_judge(index_dir, install)
     result = await score(scoring_state(question=QUESTION), run(context))
     assert result == {"candidates": {}} and judge.calls == []
 
@@ -1267,9 +1273,7 @@ async def test_under_lean_no_candidates_send_no_judging_request(index_dir: str, 
 async def test_under_lean_one_batch_is_judged_the_passages_local_answering_ranks_first(
     index_dir: str, install: Callable
 ) -> None:
-    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
-    judge = ScriptedChatModel(responder=Judge())
-    install(context, judge=judge)
+    context, judge = lean_judge(index_dir, install)
     others = {f"c-other{n}": f"Bread dough number {n} rises overnight in a cold kitchen." for n in range(12)}
     state = scoring_state(
         *(record(cid, text) for cid, text in {**PASSAGES, **others}.items()), question=QUESTION
@@ -1290,9 +1294,7 @@ async def test_under_lean_no_passage_is_judged_where_local_mode_finds_none_that_
 ) -> None:
     # nothing would be kept whatever a judge said (local mode's rule decides whether the documents answer):
     # a request would only cost its prompt
-    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
-    judge = ScriptedChatModel(responder=Judge())
-    install(context, judge=judge)
+    context, judge = lean_judge(index_dir, install)
     question = "What is the melting point of tungsten?"
     state = scoring_state(*(record(cid, text) for cid, text in PASSAGES.items()), question=question)
     result = await score(state, run(context))
