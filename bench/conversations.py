@@ -137,15 +137,17 @@ def run_sets(args: argparse.Namespace, model: str | None) -> tuple[list[dict], d
         if args.set and name.split()[0] != args.set:
             continue
         chosen = conversations.load(path)[: args.limit or None]
+        # an index of its own for a limited run: its corpus file holds only the chosen papers, and ingesting
+        # it where the whole set's index is would take the others out of that index
+        key = name.split()[0] + (f"-first{args.limit}" if args.limit else "")
         if name == "sample":
             corpus = SAMPLE
         elif args.unarxive.exists():
-            out = args.cache / f"conversations-{name.split()[0]}-corpus.jsonl"
-            corpus = corpus_for(args.unarxive, chosen, out)
+            corpus = corpus_for(args.unarxive, chosen, args.cache / f"conversations-{key}-corpus.jsonl")
         else:
             print(f"skipped {name}: {args.unarxive} not found")
             continue
-        index_dir = args.cache / f"conversations-{name.split()[0]}"
+        index_dir = args.cache / f"conversations-{key}"
         with Index.open(index_dir) as index:
             index.ingest([corpus])
         started = time.perf_counter()
