@@ -71,6 +71,8 @@ FLAT = 5.0
 """Standard deviation of the judge's scores over a question's chunks below which they say nothing."""
 CONTROL_CEILING = 40.0
 """A control passage's score from which the judge is taken not to be reading the passages."""
+UNANSWERED = "no passage answers the question by local mode's rule, so none is kept (its local relevance)"
+"""The flag on each candidate of a lean question no judge was asked about (no fallback: nothing failed)."""
 LEAN_JUDGED = 5
 """Passages a lean judge reads (at most `score_batch_size`): those local answering ranks first. On a CPU the
 prompt is most of the wait, and the answer is written from the first few kept passages (bench/realmodel.py:
@@ -251,14 +253,17 @@ async def _lean_score(
     synthesis = context.route == "report" or report_form(question) is not None
     if not synthesis and max(answering.values()) < context.local_answerable:
         # local mode's rule finds no passage that answers: nothing will be kept, whatever a judge says
-        return {"candidates": _local_updates(records, similarity, answering, context, "no passage answers")}
+        flag = f"not judged: {UNANSWERED}"
+        return {"candidates": _local_updates(records, similarity, answering, context, flag)}
     ranked = sorted(records, key=lambda r: (-answering[r["chunk_id"]], r["chunk_id"]))
     size = min(context.score_batch_size, LEAN_JUDGED)
     judged, rest = ranked[:size], ranked[size:]
     control = await control_passage(question, context)
     updates, degraded = await _score_batch(judge, judged, question, context, control)
     controls = updates.pop(CONTROL_ID, {}).get("relevance_samples")
-    updates |= _local_updates(rest, similarity, {}, context, f"lean: {len(judged)} judged")
+    updates |= _local_updates(
+        rest, similarity, {}, context, f"not judged (lean: {len(judged)} judged): {FALLBACK}"
+    )
     malformed = bool(degraded) or not controls  # a control left out is malformed
     controls_seen = [statistics.fmean(controls)] if controls else []
     degraded += _check_judge(updates, malformed, controls_seen, similarity, answering, question, context)
@@ -271,7 +276,7 @@ def _local_updates(
     similarity: dict[str, float],
     answering: dict[str, float],
     context: Context,
-    why: str,
+    flag: str,
 ) -> dict[str, EvidenceRecord]:
     """Records a lean judge does not read: their local relevance (and answering score if given), flagged."""
     updates: dict[str, EvidenceRecord] = {}
@@ -281,7 +286,7 @@ def _local_updates(
             "relevance_mean": local_relevance(similarity[chunk_id], context),
             "relevance_spread": 0.0,
             "relevance_samples": [],
-            "flags": [*record.get("flags", []), f"not judged ({why}): {FALLBACK}"],
+            "flags": [*record.get("flags", []), flag],
             **({"answering": answering[chunk_id]} if chunk_id in answering else {}),
         }
     return updates

@@ -40,7 +40,7 @@ from citewise.nodes.critique import borderline, critique
 from citewise.nodes.expand import expand
 from citewise.nodes.reflect import SKIPPED, reflect
 from citewise.nodes.rerank import edges_first, rerank
-from citewise.nodes.score import LEAN_JUDGED, local_relevance, score
+from citewise.nodes.score import LEAN_JUDGED, UNANSWERED, local_relevance, score
 from citewise.nodes.threshold import threshold
 from citewise.nodes.verify import verify
 from citewise.prompts import common
@@ -1305,7 +1305,8 @@ async def test_under_lean_no_passage_is_judged_where_local_mode_finds_none_that_
     for chunk_id, scored in result["candidates"].items():
         assert scored["answering"] == local["candidates"][chunk_id]["answering"]
         assert scored["relevance_mean"] == local["candidates"][chunk_id]["relevance_mean"]
-        assert "not judged (no passage answers)" in " ".join(scored["flags"])
+        assert scored["flags"] == [f"not judged: {UNANSWERED}"]  # no fallback: nothing failed
+        assert "question similarity" not in " ".join(scored["flags"])
 
 
 async def test_under_lean_whether_the_documents_answer_is_read_as_local_mode_reads_a_follow_up(
