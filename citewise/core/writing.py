@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from citewise.core import questions
+from citewise.core import answerable, questions
 from citewise.core.evidence import (
     BRIDGE_FLAG,
     CLOSEST,
@@ -402,8 +402,13 @@ def answering_sentences(
     pieces = questions.parts(question)
     missing: list[str] = []
     if len(pieces) > 1 or earlier:
-        for piece in pieces:
-            if any(_answers(candidates[i], piece) for i in chosen):
+        first = list(chosen)
+        subject = " ".join(questions.entities(earlier[0])) if earlier else ""
+        scores = part_scores(index, pieces, [candidates[i] for i in first], subject)
+        for piece, row in zip(pieces, scores, strict=True):
+            if any(_answers(candidates[i], piece, score) for i, score in zip(first, row, strict=True)):
+                continue
+            if any(_answers(candidates[i], piece) for i in chosen[len(first) :]):  # added for another part
                 continue
             best = max(range(len(candidates)), key=lambda i: (_fit(candidates[i], piece), -i))
             if _answers(candidates[best], piece) and len(chosen) < MAX_ANSWER_SENTENCES + 1:
@@ -411,6 +416,31 @@ def answering_sentences(
             else:
                 missing.append(piece.text.rstrip(" ?.!"))
     return spoken([candidates[i] for i in chosen])[:MAX_LOCAL_SENTENCES], missing
+
+
+def part_scores(
+    index: SearchIndex, pieces: Sequence[questions.Question], chosen: Sequence[Candidate], subject: str = ""
+) -> list[list[float]]:
+    """Each part's answering score (`citewise.core.answerable`) against each chosen sentence.
+
+    A follow-up's part is read with the thread's `subject` (the names the question before it holds): "How
+    often is it updated?" is asked of the thing named before.
+    """
+    if not chosen:
+        return [[] for _ in pieces]
+    weights = [answerable.term_weights(index, piece.text) for piece in pieces]
+    said = [f"{c.previous} {c.text}" if c.refers and c.previous else c.text for c in chosen]
+    vectors = index.embed([*(f"{p.text} {subject}".strip() for p in pieces), *said])
+    cosines = vectors[: len(pieces)] @ vectors[len(pieces) :].T
+    tokens = [set(t) for t in index.tokens(said)]
+    return [
+        [
+            answerable.WEIGHT * float(cosines[n, k])
+            + (1 - answerable.WEIGHT) * answerable.coverage(weights[n], tokens[k])
+            for k in range(len(chosen))
+        ]
+        for n in range(len(pieces))
+    ]
 
 
 def thread_documents(
@@ -513,14 +543,22 @@ def _fit(candidate: Candidate, piece: questions.Question) -> float:
     )
 
 
-def _answers(candidate: Candidate, piece: questions.Question) -> bool:
-    """Whether a sentence answers one part: the kind of thing it asks for, and most of the part's terms.
+PART_ANSWERED = 0.44
+"""A chosen sentence whose answering score against a part (`citewise.core.answerable`, the part's own words)
+reaches this answers it, whatever its words: local mode's cut for "the documents answer" (Context's
+local_answerable default). "FieldView is licensed under the GNU General Public License" answers "Under which
+license is it released?" without "released"."""
 
-    A part of one or two terms needs them all: "how much did it cost" is not answered without "cost".
+
+def _answers(candidate: Candidate, piece: questions.Question, score: float = 0.0) -> bool:
+    """Whether a sentence answers one part: the kind of thing it asks for, and its words or its score.
+
+    Its words: most of the part's terms; a part of one or two terms needs them all ("how much did it cost"
+    is not answered without "cost"). Its score: an answering score of PART_ANSWERED against the part.
     """
     found = _found(candidate.terms, piece.terms)
     enough = found == piece.terms if len(piece.terms) <= 2 else len(found) >= 0.5 * len(piece.terms)
-    return enough and questions.has_kind(candidate.text, piece)
+    return (enough or score >= PART_ANSWERED) and questions.has_kind(candidate.text, piece)
 
 
 def extractive_answer(

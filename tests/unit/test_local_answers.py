@@ -28,12 +28,20 @@ MILL = (
 
 @dataclass
 class Embedded:
-    """All that answering_sentences asks of an index: its embedder, and `embed` (the index remembers)."""
+    """All that answering_sentences asks of an index: `embed` (the index remembers), `tokens` and `idf`."""
 
     embedder: Embedder
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.embedder.embed(texts)
+
+    def tokens(self, texts: list[str]) -> list[list[str]]:
+        """Each text's terms: local mode's stems (an index reads them with BM25's stemmer)."""
+        return [sorted(questions.stems(text)) for text in texts]
+
+    def idf(self, terms: list[str]) -> list[float]:
+        """Every term weighs the same (an index weighs them by their idf over its paragraphs)."""
+        return [1.0] * len(terms)
 
 
 @pytest.mark.parametrize(
@@ -104,6 +112,19 @@ def test_the_part_the_documents_do_not_answer_is_named(embedder: Embedder) -> No
     )
     assert "It was closed in 2013." in [text for _, text in chosen]
     assert missing == ["how many workers did it employ"]
+
+
+def test_a_follow_up_answered_in_other_words_is_not_named_unanswered(embedder: Embedder) -> None:
+    viewer = (
+        "FieldView is a web viewer for simulation results. FieldView is licensed under the GNU General "
+        "Public License v3.0 and is compatible with GNU/Linux and Windows."
+    )
+    earlier = ("What is FieldView?", "FieldView is a web viewer for simulation results [1].")
+    chosen, missing = answering_sentences(
+        Embedded(embedder), "Under which license is it released?", [("E1", viewer, viewer)], earlier=earlier
+    )
+    assert any("GNU General Public License" in text for _, text in chosen), chosen
+    assert missing == []  # "licensed under" answers it without the word "released"
 
 
 def test_nothing_to_choose_from_gives_nothing(embedder: Embedder) -> None:
