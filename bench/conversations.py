@@ -32,6 +32,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -48,6 +49,8 @@ from support import conversations  # noqa: E402
 from support.llama_server import MODEL_ALIAS, llama_server  # noqa: E402
 
 from citewise.context import Context  # noqa: E402
+from citewise.core.evidence import NO_ANSWER, PART_UNANSWERED  # noqa: E402
+from citewise.core.text import sentences  # noqa: E402
 from citewise.index import Index  # noqa: E402
 
 SAMPLE = ROOT / "citewise" / "samples" / "unarxive_sample.jsonl"
@@ -92,6 +95,15 @@ def answering_held(
         cited = said and holds(index, result.cited, turn["expect"])
         held.append((result, holds(index, result.passages, turn["expect"]), cited))
     return held
+
+
+def answer_sentences(results: list) -> list[int]:
+    """Sentences each answer says (a part noted unanswered is no sentence said), abstentions left out."""
+    return [
+        len([s for s in sentences(r.answer) if not s.startswith(PART_UNANSWERED)])
+        for r in results
+        if not r.answer.startswith(NO_ANSWER)
+    ]
 
 
 def share(values: list[bool]) -> float:
@@ -169,6 +181,8 @@ def run_sets(args: argparse.Namespace, model: str | None) -> tuple[list[dict], d
                 "answering passage cited": share([cited for *_, cited in held]),
                 "passage in 10": share([found for _, found, _ in held]),
                 "first turns: passage in 10": share([found for r, found, _ in held if r.turn == 1]),
+                "right, yet a part noted": sum(r.right and PART_UNANSWERED in r.answer for r in results),
+                "sentences per answer": round(statistics.mean(answer_sentences(results) or [0]), 2),
                 "s per turn": round(seconds / len(results), 2),
             }
         )
