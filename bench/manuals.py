@@ -67,8 +67,8 @@ def heading(text: str) -> str:
 
 def whole(paragraph: str, start: str, end: str) -> bool:
     """Whether a read paragraph is the truth's: it begins with its first words and ends with its last."""
-    at = paragraph.find(start)
-    return 0 <= at <= SLACK and paragraph.rfind(end) >= len(paragraph) - len(end) - SLACK
+    at, last = paragraph.find(start), paragraph.rfind(end)
+    return 0 <= at <= SLACK and 0 <= last and last >= len(paragraph) - len(end) - SLACK
 
 
 def score(document: Document, truth: dict[str, Any]) -> dict[str, Any]:
@@ -132,7 +132,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=["tune", "heldout", "fresh"], help="only this part of the set")
     parser.add_argument(
-        "--round", type=int, help="only the documents whose truths came in this round (2 to 9)"
+        "--round", type=int, help="only the documents whose truths came in this round (2 to 10)"
     )
     parser.add_argument("--show", action="store_true", help="print what each document missed")
     parser.add_argument("--out", type=Path, default=RESULTS / "manuals.json")
