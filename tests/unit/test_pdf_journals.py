@@ -16,8 +16,9 @@ from citewise.index.pdf.headings import (
 )
 from citewise.index.pdf.lines import Line, Piece, line_text
 from citewise.index.pdf.order import reading_order
-from citewise.index.pdf.pages import LETTERSPACED, _unspaced
+from citewise.index.pdf.pages import LETTERSPACED, _mark_ruled_notes, _unspaced
 from citewise.index.pdf.starts import mark_starts
+from citewise.index.tables import Rule
 
 BODY = 10.0
 
@@ -433,3 +434,34 @@ def test_a_short_line_on_a_later_pages_number_baseline_is_its_running_head() -> 
     mark_furniture(pages)
     assert [pages[1][1].kind, pages[2][0].kind] == ["furniture", "furniture"]
     assert all(x.kind == "text" for page in pages for x in page if x.text.startswith("Body"))
+
+
+def test_notes_under_a_footnote_rule_in_the_page_s_own_type_are_notes_by_their_marks() -> None:
+    # ijmart's title page: everything small, the notes in the contents' 9 pt, each after its symbol mark
+    lines = [
+        line(
+            "This is a test file for ijmart class based on the testmath.tex file from the",
+            79,
+            220,
+            520,
+            size=8.0,
+        ),
+        line("1. Introduction . . . . . . . . . . . . . . . . . . . . 2", 84, 143, 520, size=9.0),
+        line("\u2217 Version 2.0, 1999/11/15", 53, 128, 180, size=9.0),
+        line("\u2217\u2217 Even e-mail addresses can have footnotes!", 49, 115, 260, size=9.0),
+        line("\u2020 This is the copyright owner of the style", 53, 103, 250, size=9.0),
+        line("Received on MONTH, YEAR", 60, 64, 200, size=9.0),
+    ]
+    for x in lines:
+        x.kind = "text"
+    rule = Rule(left=42.6, bottom=139.4, right=187.4, top=140.2)
+    _mark_ruled_notes(lines, [rule])
+    assert [x.kind for x in lines] == ["text", "text", "note", "note", "note", "note"]
+    numbered = [
+        line(f"{n}. An item of a numbered list under a short rule", 53, 140 - 12 * n, 300, size=9.0)
+        for n in range(1, 4)
+    ]
+    for x in numbered:
+        x.kind = "text"
+    _mark_ruled_notes(lines[:2] + numbered, [rule])
+    assert {x.kind for x in numbered} == {"text"}  # a number is no mark of its own: a list is not notes

@@ -13,7 +13,7 @@ import statistics
 from collections import Counter
 
 from citewise.index.citations import is_reference_heading
-from citewise.index.pdf.lines import ENTRY_LABEL, EQUATION_NUMBER, Line, same_column
+from citewise.index.pdf.lines import ENTRY_LABEL, EQUATION_NUMBER, FOOTNOTE_MARK, Line, same_column
 
 PAGE_CALLED = re.compile(r"page\s*(\d{1,4})", re.IGNORECASE)
 """A page number said with its word: "Page 3"."""
@@ -240,10 +240,6 @@ def _mark_notes(lines: list[Line], body: float) -> None:
                 continue  # a reference list in small type (IEEE, a browser's print), not footnotes
             for line in segment[run:]:
                 line.kind = "note"
-
-
-FOOTNOTE_MARK = re.compile(r"(?:\d{1,2}\.?|[*\u2020\u2021\u00a7\u00b6])\s*[^\W\d_]")
-"""A footnote's opening mark: "1.", "2", "*", a dagger, before its first word."""
 
 
 def _marked_notes(segment: list[Line], body: float) -> int:

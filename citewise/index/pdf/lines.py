@@ -48,6 +48,15 @@ NUMBERED = re.compile(r"(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s")
 
 
 EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
+
+FOOTNOTE_MARK = re.compile(r"(?:\d{1,2}\.?|[*\u2217\u2020\u2021\u00a7\u00b6]{1,3})\s*[^\W\d_]")
+"""A footnote's opening mark: "1.", "2", "*", a dagger, before its first word; a symbol may be doubled or
+tripled ("**", "††": the second and third notes of a page in amsart's order), and TeX's asterisk is
+often the asterisk operator U+2217."""
+SYMBOL_MARK = re.compile(r"[*\u2217\u2020\u2021\u00a7\u00b6]{1,3}\s*[^\W\d_]")
+"""A footnote's symbol mark (not a number, which a numbered list opens with too)."""
+
+
 ENTRY_LABEL = re.compile(r"\[\d{1,3}\]\s")
 """The label a numbered reference entry starts with."""
 

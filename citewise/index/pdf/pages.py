@@ -23,6 +23,7 @@ from citewise.index.pdf.lines import (
     OMS_LETTERS,
     REGULAR_FONT,
     SYMBOL_FONT,
+    SYMBOL_MARK,
     TEX_FONT,
     Line,
     Piece,
@@ -265,9 +266,11 @@ def _copyright_signs(pieces: list[Piece]) -> None:
 
 
 def _mark_ruled_notes(lines: list[Line], rules: list[Rule]) -> None:
-    """Footnotes under a footnote rule: a short rule at a column's left, the lines under it smaller.
+    """Footnotes under a footnote rule: a short rule at a column's left, the lines under it set apart.
 
-    SPIE sets its 9 pt notes under 10 pt text, too close in size to tell them by type alone.
+    Set apart: smaller, or opening with symbol marks (the first line and one more at least). SPIE sets its
+    9 pt notes under 10 pt text, too close in size to tell them by type alone. ijmart's title page is in small
+    type all over, its notes in the type of its contents, but each opens with a mark.
     """
     text = [line for line in lines if line.kind == "text"]
     if len(text) < 4:
@@ -282,7 +285,11 @@ def _mark_ruled_notes(lines: list[Line], rules: list[Rule]) -> None:
         above = [x for x in text if x.bottom > rule.top and x.left < rule.right and x.right > rule.left]
         close = under and min(abs(rule.bottom - x.top) for x in under) < 2 * usual
         at_left = any(abs(x.left - rule.left) < 3 for x in [*under, *above])
-        if close and at_left and above and all(x.size < 0.97 * usual for x in under):
+        smaller = all(x.size < 0.97 * usual for x in under)
+        marks = [bool(SYMBOL_MARK.match(x.text)) for x in sorted(under, key=lambda x: -x.top)]
+        marked = bool(marks) and marks[0] and sum(marks) >= 2
+        marked = marked and any(abs(x.left - rule.left) < usual for x in under)  # marks set in an em at most
+        if close and above and (smaller and at_left or marked):
             for line in under:
                 line.kind = "note"
 
