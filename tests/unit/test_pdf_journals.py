@@ -102,6 +102,22 @@ def test_a_small_centred_references_heading_in_capitals_heads_the_list() -> None
     assert lines[2].text.startswith("Aurière")  # TeX's grave accent read as a backquote, joined to its letter
 
 
+def test_an_abstract_heading_in_the_small_capitals_of_amsart_heads_the_abstract() -> None:
+    lines = [
+        line("ABSTRACT", 194, 225, 226, font="CMR6", size=6.0),  # 6 pt capitals over 8 pt text, 10 pt body
+        line(
+            "This is a test file for ijmart class based on the testmath.tex file from the",
+            79,
+            212,
+            520,
+            size=8.0,
+        ),
+        line("amsmath distribution.", 79, 201, 160, size=8.0),
+    ]
+    mark_headings(lines, BODY)
+    assert [x.kind for x in lines] == ["heading", "text", "text"]
+
+
 def test_figures_and_tables_set_after_the_reference_list_are_not_entries() -> None:
     def entry(text: str, bottom: float, page: int = 0) -> Line:
         return line(text, 51, bottom, 290, size=8.0, column="left", far_edge=295, page=page)
