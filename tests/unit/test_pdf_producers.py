@@ -376,6 +376,23 @@ def test_a_macros_name_in_the_margin_is_no_tag_of_the_item_beside_it() -> None:
     ]
 
 
+def test_a_macros_name_in_the_margin_beside_a_paragraph_s_indented_first_line_is_no_line_of_it() -> None:
+    # show2e: "\\showcs" in the margin beside the one line starting at the paragraph indent
+    lines = [
+        line(f"body text line {i} of the section, running the width of the column", 145, 600 - 12 * i, 498)
+        for i in range(4)
+    ]
+    note = line("\\showcs", 101, 553, 133, size=9, font="CMTT9")
+    first = line("The \\showcs command does the same thing as \\showcmd, but takes the com-", 160, 552, 499)
+    lines += [
+        first,
+        note,
+        line("mand\u2019s name as its argument: \\showcmd\\truc is equivalent.", 145, 540, 500),
+    ]
+    reading_order(lines)
+    assert note.kind == "furniture"
+
+
 def test_a_listings_numbered_lines_are_one_block_apart_from_the_prose() -> None:
     prose = line("Here are the customization parameters:", 145, 552, 316, size=10, font="CMR10")
     code = [

@@ -110,7 +110,7 @@ def _join_tags(lines: list[Line]) -> list[Line]:
     for tag in text:
         if len(tag.text) > TAG_CHARS or id(tag) in joined:
             continue
-        beside = [
+        near = [
             x
             for x in text
             if x is not tag
@@ -118,9 +118,10 @@ def _join_tags(lines: list[Line]) -> list[Line]:
             and 0 < x.left - tag.right < TAG_REACH * tag.size
             and min(x.top, tag.top) - max(x.bottom, tag.bottom)
             >= 0.5 * min(x.top - x.bottom, tag.top - tag.bottom)
-            and _descriptions_start(indents, x.left)
         ]
-        if len(beside) == 1 and _margin_note(tag, beside[0], body_left):
+        beside = [x for x in near if _descriptions_start(indents, x.left)]
+        if len(near) == 1 and _margin_note(tag, near[0], body_left):
+            # beside any line: show2e's "\showcs" stands beside a paragraph's indented first line
             tag.kind = "furniture"
         elif len(beside) == 1 and not EQUATION_NUMBER.match(beside[0].text):
             description = beside[0]
