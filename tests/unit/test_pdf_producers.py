@@ -393,6 +393,19 @@ def test_a_macros_name_in_the_margin_beside_a_paragraph_s_indented_first_line_is
     assert note.kind == "furniture"
 
 
+def test_a_docstrip_guard_in_a_doc_listing_is_code() -> None:
+    # stmaryrd's implementation: "1 <*install>", the angle brackets and the star from the maths symbols
+    number = Piece(149, 375, 153, 382, "1 ", 7, "LMRoman7-Regular", False)
+    guard = [
+        Piece(155, 375, 163, 384, "-\u2217", 9, "CMSY9", False),
+        Piece(163, 375, 186, 384, "install", 9, "CMSS9", False),
+        Piece(186, 375, 189, 384, "\x04", 9, "CMSY9", False),
+    ]
+    assert Line([number, *guard], page=0).code
+    prose = [Piece(155, 375, 400, 384, "where the sum runs over ", 9, "CMR9", False), guard[0], guard[2]]
+    assert not Line([number, prose[1], prose[0], prose[2]], page=0).code  # words in prose: no guard
+
+
 def test_a_listings_numbered_lines_are_one_block_apart_from_the_prose() -> None:
     prose = line("Here are the customization parameters:", 145, 552, 316, size=10, font="CMR10")
     code = [

@@ -204,6 +204,9 @@ class Line:
         pieces = [p for p in self.pieces if p.text.strip()]
         if len(pieces) > 1 and pieces[0].text.strip().isdigit() and len(pieces[0].text.strip()) <= 4:
             pieces = pieces[1:]  # a listing's line number, in the text's type: "10 \\def\\@headerfont"
+            words = [p for p in pieces if not p.math]
+            if len(pieces) >= 3 and pieces[0].math and pieces[-1].math and len(words) == 1:
+                return len(words[0].text.split()) == 1  # a docstrip guard in doc's listings: "<*install>"
         mono = [bool(MONO_FONT.search(p.font)) for p in pieces]
         # a command with a placeholder in italic among its arguments: "\\usepackage[options]{sublabel}"
         args = zip(mono, pieces, strict=True)
