@@ -406,6 +406,35 @@ def test_a_docstrip_guard_in_a_doc_listing_is_code() -> None:
     assert not Line([number, prose[1], prose[0], prose[2]], page=0).code  # words in prose: no guard
 
 
+def test_a_cover_column_in_display_type_beside_a_column_of_text_is_a_column() -> None:
+    # Philosophers' Imprint's landscape first page: a centred cover at the left, the paper at the right
+    cover = [
+        line("Imprint Philosophers\u2019", 72, 552, 187, size=33.9),  # the logo
+        line("january 2000", 301, 531, 367, size=11.0),
+        line("PHILOSOPHERS\u2019", 114, 431, 327, size=29.9),
+        line("IMPRINT MISSION", 93, 386, 346, size=29.9),
+        line("STATEMENT", 136, 341, 304, size=29.9),
+        line("Philosophers\u2019 Imprint Editorial Board", 74, 250, 364, size=18.9),
+        line("University of Michigan", 168, 213, 271, size=11.0),
+        line("\u00a9 2007, Philosophers\u2019 Imprint", 156, 167, 282, size=9.5),
+        line("This work is licensed under a Creative Commons", 126, 153, 313, size=9.5),
+    ]
+    text = [
+        line(
+            f"line {n} of the paper's first column of text, set justified to the column's width",
+            421,
+            531 - 13 * n,
+            719,
+        )
+        for n in range(8)
+    ]
+    read = reading_order([*cover, *text])
+    assert {x.column for x in cover} == {"left"} and {x.column for x in text} == {"right"}
+    assert [x.text for x in read] == [
+        x.text for x in [*cover, *text]
+    ]  # the cover, then the text; no line joined
+
+
 def test_a_listings_numbered_lines_are_one_block_apart_from_the_prose() -> None:
     prose = line("Here are the customization parameters:", 145, 552, 316, size=10, font="CMR10")
     code = [

@@ -48,7 +48,13 @@ def reading_order(lines: list[Line]) -> list[Line]:
     # short last lines of paragraphs do not make a column)
     long = [line for line in body if line.right - line.left >= 0.35 * (right_edge - left_edge)]
     sides = Counter(line.column for line in long)
-    two_columns = min(sides["left"], sides["right"]) >= 3 and sides["left"] + sides["right"] > 0.5 * len(long)
+    # a right column of long lines beside a left one of short lines: a cover or a sidebar set centred in
+    # display type (Philosophers' Imprint's landscape first page); one column of text has no long line
+    # wholly right of its middle
+    beside = sides["right"] >= 5 and sum(line.column == "left" for line in body) >= 3
+    two_columns = (min(sides["left"], sides["right"]) >= 3 or beside) and sides["left"] + sides[
+        "right"
+    ] > 0.5 * len(long)
     if not two_columns:
         for line in lines:
             line.column = "full"
