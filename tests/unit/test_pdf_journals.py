@@ -195,6 +195,33 @@ def test_a_chapters_heading_its_running_heads_repeat_stays_a_heading() -> None:
     assert [p[0].kind for p in pages[2:]] == ["furniture"] * 3
 
 
+def test_a_foot_in_three_parts_on_one_baseline_is_furniture() -> None:
+    # Philosophers' Imprint: the journal's name, "- 2 -" and its volume on the foot's baseline
+    def page(number: int) -> list[Line]:
+        rest = [
+            line(
+                f"Body text of {'first second'.split()[number - 1]} page, line {'abcdef'[n]}.",
+                86,
+                650 - 14 * n,
+                510,
+                page=number,
+            )
+            for n in range(6)
+        ]
+        foot_at = 63.0 - 1.5 * number  # a point and a half lower on the next page: no place repeats
+        foot = [
+            line("philosophers\u2019 imprint", 72, foot_at, 187, page=number, size=11.0),
+            line(f"- {number + 1} -", 385, foot_at, 403, page=number, size=11.0),
+            line("vol. 100, no. 20 (january 2000)", 555, foot_at, 717, page=number, size=11.0),
+        ]
+        return [*rest, *foot]
+
+    pages = [page(1), page(2)]
+    mark_furniture(pages)
+    assert [x.kind for p in pages for x in p[-3:]] == ["furniture"] * 6
+    assert {x.kind for p in pages for x in p[:-3]} == {"text"}
+
+
 def test_numbered_and_lettered_italic_run_in_heads_are_split_off() -> None:
     # aomart: "9.19. " roman, the title in italic, ". Here ..." roman; REVTeX: "a. Note (...)" italic, no stop
     amsart = Line(

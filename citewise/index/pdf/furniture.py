@@ -30,7 +30,10 @@ def mark_furniture(pages: list[list[Line]]) -> None:
     one_page = sum(bool(page) for page in pages) == 1
     for lines in pages:
         by_height = sorted(lines, key=lambda line: -line.top)
-        ends.append([*by_height[:2], *by_height[-2:]] if len(by_height) > 4 else by_height)
+        end = [*by_height[:2], *by_height[-2:]] if len(by_height) > 4 else by_height
+        # and what stands on their baselines: a foot in three parts (a journal's name, "- 2 -", its volume)
+        end += [x for x in by_height[2:-2] if any(abs(x.bottom - e.bottom) < 1 for e in end)]
+        ends.append(end)
         if one_page and len(by_height) > 4:
             # nothing repeats on one page: a line set apart by a margin's gap, in body type or smaller
             head, foot = by_height[0], by_height[-1]
