@@ -413,3 +413,13 @@ def test_a_list_under_a_gap_is_no_heading_and_a_repeated_paragraph_no_furniture(
     ]
     mark_furniture(pages)
     assert all(page[1].kind == "text" for page in pages)
+
+
+def test_a_letterspaced_heading_past_the_page_s_first_characters_is_read_in_its_words() -> None:
+    # microtype's \textls: PDFium reads "B i b l i o g r a p h y"; the glyphs' gaps are read for a sample
+    # of a page's first 1,500 characters, and the heading stands after them
+    document = read("spaced.pdf")
+    assert [entry.text[:10] for entry in document.bibliography.values()] == [
+        "Peale, S. "
+    ]  # its heading known
+    assert not any("Peale" in p.text or "B i b l i o" in p.section for p in document.paragraphs)

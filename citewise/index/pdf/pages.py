@@ -199,11 +199,13 @@ def page_lines(
     lengths = [len(text.strip()) for _, text in objects if text.strip()]
     typeset = bool(lengths) and statistics.fmean(lengths) >= WORDS_AN_OBJECT
     glyphs = None
+    sampled = False  # whether `glyphs` holds the page's first SAMPLE_CHARS characters only
     if gaps is not None and gaps.wanted and typeset:  # a sample of the page until hidden spaces are found
-        glyphs = _glyphs(textpage, sys.maxsize if gaps.found else SAMPLE_CHARS)
+        sampled = not gaps.found and textpage.count_chars() > SAMPLE_CHARS
+        glyphs = _glyphs(textpage, SAMPLE_CHARS if sampled else sys.maxsize)
     tracked = glyphs  # a heading set letterspaced ("B I B L I O G R A P H Y"): its gaps tell its words
-    if tracked is None and any(LETTERSPACED.fullmatch(text.strip()) for _, text in objects):
-        tracked = _glyphs(textpage, sys.maxsize)
+    if (tracked is None or sampled) and any(LETTERSPACED.fullmatch(text.strip()) for _, text in objects):
+        tracked = _glyphs(textpage, sys.maxsize)  # all of them: the heading may stand past the sample
     hidden = 0  # objects that hid a word space
     pieces = []
     for obj, text in objects:
