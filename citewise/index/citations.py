@@ -174,12 +174,20 @@ def split_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], 
     if not spans:
         return _unheaded_references(paragraphs)
     chosen: tuple[int, int, dict[str, BibEntry]] | None = None
+    undated: tuple[int, int, dict[str, BibEntry]] | None = None
     for start, end, skip_first in spans:
         bibliography = _parse_entries([p.text for p in paragraphs[start + skip_first : end]])
+        if len(bibliography) >= 2 and not _dated(bibliography):
+            # few of its "entries" give a year: the authors' biographies the OUP template sets under its
+            # list, which a run-in heading files under "References"; a list further up is the list
+            undated = undated or (start, end, bibliography)
+            continue
         if len(bibliography) >= 2 or bibliography and chosen is None:
             chosen = (start, end, bibliography)
         if len(bibliography) >= 2:  # a list, not an appendix's "References" section of advice
             break
+    if undated is not None and (chosen is None or len(chosen[2]) < 2):
+        chosen = undated
     # a numbered list with no heading that holds more entries than a section so headed is the list (APS's
     # sample: its "[1]" ... "[44]" under no heading, a short section of notes headed like references earlier)
     unheaded = _unheaded_references(paragraphs)
@@ -190,6 +198,13 @@ def split_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], 
         return list(paragraphs), {}
     start, end, bibliography = chosen
     return [*paragraphs[:start], *paragraphs[end:]], bibliography
+
+
+def _dated(bibliography: dict[str, BibEntry]) -> bool:
+    """Whether half of a list's entries at least give a year, as references do."""
+    return 2 * sum(bool(_YEAR_IN_TEXT.search(entry.text)) for entry in bibliography.values()) >= len(
+        bibliography
+    )
 
 
 def link_citations(paragraphs: Iterable[Paragraph], bibliography: dict[str, BibEntry]) -> list[Paragraph]:

@@ -187,6 +187,31 @@ def test_split_author_year_references_with_wrapped_lines_and_duplicates() -> Non
     assert bibliography["lee2021b"].text == "Lee, J. 2021. Another one."
 
 
+def test_authors_biographies_filed_under_the_list_are_not_the_list() -> None:
+    # the OUP template: bios after the list under a run-in "Author Name." that files them under References
+    entries = [
+        Paragraph(
+            "D. Bahdanau, K. Cho, and Y. Bengio. Neural machine translation. arXiv, 2014.", "References"
+        ),
+        Paragraph(
+            "S. Horvath and K. Raj. DNA methylation-based biomarkers. Nature Reviews, 2018.", "References"
+        ),
+    ]
+    bios = [
+        Paragraph(
+            "This is sample author biography text. The values provided in the optional argument.",
+            "References > Author Name.",
+        ),
+        Paragraph(
+            "This is sample author biography text this is sample author biography text.",
+            "References > Author Name.",
+        ),
+    ]
+    body, bibliography = split_references([Paragraph("Body."), *entries, *bios])
+    assert [entry.text[:12] for entry in bibliography.values()] == ["D. Bahdanau,", "S. Horvath a"]
+    assert body[1:] == bios  # they stay in the body
+
+
 def test_heading_as_paragraph_text_and_appendix_after_references() -> None:
     paragraphs = [
         Paragraph("Body [1].", "Main"),
