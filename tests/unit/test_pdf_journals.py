@@ -450,6 +450,45 @@ def test_a_command_with_an_italic_placeholder_is_code_and_the_text_after_it_star
     assert [x.starts for x in lines[2:]] == [True, True, True, True]
 
 
+def test_a_syntax_line_with_angle_bracketed_placeholders_is_code() -> None:
+    # nwejm: "freekey=<value>", the angle brackets from the maths fonts round an italic typewriter word
+    pieces = [
+        Piece(91, 600, 126, 610, "freekey", 10, "LMMono10-Regular", False),
+        Piece(126, 600, 131, 610, "=", 10, "LMMono10-Regular", False),
+        Piece(131, 600, 135, 610, "\u27e8", 10, "KpMath-Regular", False),
+        Piece(135, 600, 160, 610, "value", 10, "LMMono10-Italic", False),
+        Piece(160, 600, 164, 610, "\u27e9", 10, "KpMath-Regular", False),
+    ]
+    assert Line(pieces, page=0).code
+    prose = [Piece(91, 600, 200, 610, "then it is documented as ", 10, "KpRoman-Regular", False), *pieces[2:]]
+    assert not Line(prose, page=0).code
+
+
+def test_bold_terms_of_a_list_one_to_a_line_each_start_an_item() -> None:
+    def term(word: str, text: str, bottom: float) -> Line:
+        pieces = [
+            Piece(65, bottom, 65 + 6 * len(word), bottom + 10, f"{word} ", 10, "KpRoman-Bold", True),
+            Piece(66 + 6 * len(word), bottom, 520, bottom + 10, text, 10, "KpRoman-Regular", False),
+        ]
+        return Line(pieces, page=0, edge=65, far_edge=520)
+
+    lines = [
+        line(
+            "The default and initial values of a key indicate the value of the key:",
+            65,
+            400,
+            520,
+            starts=True,
+        ),
+        term("by default", "i.e. when the key is used alone i.e. without any explicit value imputed;", 386),
+        term("initially", "i.e. when the key is not used, whatever the document says elsewhere of it.", 372),
+    ]
+    for x in lines:
+        x.edge, x.far_edge = 65, 520
+    mark_starts(lines, BODY, "KpRoman-Regular")
+    assert lines[2].starts  # after a full line that opened with a bold term and ended with ";"
+
+
 def test_a_short_line_on_a_later_pages_number_baseline_is_its_running_head() -> None:
     greek = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho tau"
     words = greek.split()

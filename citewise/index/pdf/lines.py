@@ -53,6 +53,8 @@ FOOTNOTE_MARK = re.compile(r"(?:\d{1,2}\.?|[*\u2217\u2020\u2021\u00a7\u00b6]{1,3
 """A footnote's opening mark: "1.", "2", "*", a dagger, before its first word; a symbol may be doubled or
 tripled ("**", "††": the second and third notes of a page in amsart's order), and TeX's asterisk is
 often the asterisk operator U+2217."""
+ANGLES = ("\u27e8", "\u27e9", "\u2329", "\u232a", "\u3008", "\u3009")
+"""Angle brackets, as a placeholder in a command's syntax is set: "<value>"."""
 SYMBOL_MARK = re.compile(r"[*\u2217\u2020\u2021\u00a7\u00b6]{1,3}\s*[^\W\d_]")
 """A footnote's symbol mark (not a number, which a numbered list opens with too)."""
 
@@ -207,6 +209,8 @@ class Line:
             words = [p for p in pieces if not p.math]
             if len(pieces) >= 3 and pieces[0].math and pieces[-1].math and len(words) == 1:
                 return len(words[0].text.split()) == 1  # a docstrip guard in doc's listings: "<*install>"
+        # a placeholder's angle brackets come from the maths fonts: "freekey=<value>" is code
+        pieces = [p for p in pieces if not (p.math and p.text.strip() in ANGLES)] or pieces
         mono = [bool(MONO_FONT.search(p.font)) for p in pieces]
         # a command with a placeholder in italic among its arguments: "\\usepackage[options]{sublabel}"
         args = zip(mono, pieces, strict=True)

@@ -155,6 +155,14 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             line.starts = True  # the next item; or a bold label after a line that ended by choice
         elif ended and in_column and bold_label(line) and previous.text.rstrip().endswith((":", ";", ".")):
             line.starts = True  # a bold term opening a line after a clause that ended short ("by default")
+        elif (
+            in_column
+            and bold_label(line)
+            and bold_label(previous)
+            and abs(previous.left - line.left) < 1
+            and previous.text.rstrip().endswith((":", ";", "."))
+        ):
+            line.starts = True  # the next bold term of a list of them ("by default ... imputed;" "initially")
         elif ended and in_column and previous.left - line.left >= 2 * body and line.text[:1].isupper():
             # back at the edge after a line set well in that ended short (a box's or a display's line), a
             # sentence starts afresh
