@@ -222,6 +222,32 @@ def test_a_foot_in_three_parts_on_one_baseline_is_furniture() -> None:
     assert {x.kind for p in pages for x in p[:-3]} == {"text"}
 
 
+def test_a_code_block_opening_many_pages_alike_is_no_running_head() -> None:
+    # clrscode3e: seven pages open with "\\begin{codebox}" at one height; taken for a running head, it
+    # made every page's first line of text a head too, and those lines were lost
+    words = (
+        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho tau".split()
+    )
+
+    def page(number: int) -> list[Line]:
+        first = line("\\begin{codebox}", 72, 707, 160, "Courier", page=number)
+        rest = [
+            line(
+                f"Body {' '.join(words[(number * 5 + n + k) % len(words)] for k in range(8))}.",
+                72,
+                690 - 14 * n,
+                540,
+                page=number,
+            )
+            for n in range(6)
+        ]
+        return [first, *rest]
+
+    pages = [page(n) for n in range(8)]
+    mark_furniture(pages)
+    assert {p[0].kind for p in pages} == {"text"}
+
+
 def test_numbered_and_lettered_italic_run_in_heads_are_split_off() -> None:
     # aomart: "9.19. " roman, the title in italic, ". Here ..." roman; REVTeX: "a. Note (...)" italic, no stop
     amsart = Line(

@@ -62,7 +62,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
         # word for word (its Word and LibreOffice instructions) is no furniture where it starts a page
         if len(pages) < 2 or counts[shape(line)] < repeated or not re.search(r"[^\W_]", line.text):
             return False  # a head says something: "$$" opening two pages is a display's first line
-        if id(line) in entries:
+        if id(line) in entries or line.code:  # clrscode3e opens seven pages with "\\begin{codebox}"
             return False
         if line.size > 1.2 * max(min(sizes[shape(line)]), body):  # a chapter's heading its heads repeat
             return False
@@ -91,6 +91,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
             if (
                 placed[place(line)] >= repeated
                 and line.kind == "text"
+                and not line.code  # a code block's first line, "\\begin{codebox}", opening several pages
                 and not title
                 and id(line) not in entries
             ):
