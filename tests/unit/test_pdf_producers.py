@@ -206,6 +206,29 @@ def test_a_table_of_contents_over_a_page_break_keeps_the_first_heading_after_it(
     assert [x.kind for x in lines[7::2]] == ["heading"] * 6
 
 
+def test_a_contents_entry_long_enough_to_leave_room_for_one_leader_dot_is_contents() -> None:
+    entries = [
+        "9.3 Code that inputs the pfx and ovp files . . . . . . . 15",
+        "9.3.1 Saving and providing commands of other packages . 15",  # psfragx: one dot of leader
+        "9.3.2 New commands to read and write files . . . . . . 16",
+        "9.4 The main command of this package . . . . . . . . . 19",
+    ]
+    lines = [line(text, 155, 600 - 13 * n) for n, text in enumerate(entries)]
+    headings = [
+        "9.3 Code that inputs the pfx and ovp files",
+        "9.3.1 Saving and providing commands of other packages",
+        "9.3.2 New commands to read and write files",
+        "9.4 The main command of this package",
+    ]
+    for n, text in enumerate(headings):
+        lines += [
+            line(text, 135, 445, page=2 + n, kind="heading"),
+            line("Body text of it.", 134, 420, page=2 + n),
+        ]
+    mark_contents(lines)
+    assert [x.kind for x in lines[:4]] == ["contents"] * 4
+
+
 def test_chinese_lines_and_full_width_marks_take_no_spaces() -> None:
     assert _joined("为了统一写作标", "准，保证论文的规范性", " ") == "为了统一写作标准，保证论文的规范性"
     assert _joined("Unicode and", "converting", " ") == "Unicode and converting"

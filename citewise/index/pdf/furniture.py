@@ -278,7 +278,8 @@ def _stacked(lines: list[Line], index: int, body: float) -> None:
 
 def _entry_text(text: str) -> str:
     """A contents line or a heading as compared: lower case, without dot leaders and a page number."""
-    text = re.sub(r"(?:\s*\.){2,}\s*\d*\s*$|\s+\d{1,4}\s*$", "", text)
+    # leaders of one dot too, where a long entry leaves room for no more (". 15")
+    text = re.sub(r"(?:\s*\.){2,}\s*\d*\s*$|\s+\.\s*\d{1,4}\s*$|\s+\d{1,4}\s*$", "", text)
     return " ".join(text.lower().split())
 
 
