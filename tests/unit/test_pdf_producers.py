@@ -458,6 +458,36 @@ def test_a_cover_column_in_display_type_beside_a_column_of_text_is_a_column() ->
     ]  # the cover, then the text; no line joined
 
 
+def test_an_abstract_s_last_line_as_long_as_a_column_s_at_its_indent_goes_on_across_the_columns() -> None:
+    # REVTeX's AIP sample: the abstract runs 90-562 over columns 54-299 and 317-562; its last line 90-298
+    abstract = [
+        line(
+            "An article usually includes an abstract, a concise summary of the work covered at length",
+            90,
+            641,
+            562,
+        ),
+        line(
+            "the article. It is used for secondary publications and for information retrieval purposes.",
+            90,
+            629,
+            561,
+        ),
+        line("may be entered using the \\pacs{#1} command.", 90, 618, 298),
+    ]
+    left = [
+        line(f"left column line {n} of the lead paragraph, to the column's edge", 54, 553 - 12 * n, 299)
+        for n in range(6)
+    ]
+    right = [
+        line(f"right column line {n} of the next section's text, to its edge", 317, 553 - 12 * n, 562)
+        for n in range(6)
+    ]
+    read = reading_order([*abstract, *left, *right])
+    assert [x.column for x in abstract] == ["full"] * 3
+    assert [x.text for x in read[:4]] == [x.text for x in [*abstract, left[0]]]
+
+
 def test_a_listings_numbered_lines_are_one_block_apart_from_the_prose() -> None:
     prose = line("Here are the customization parameters:", 145, 552, 316, size=10, font="CMR10")
     code = [

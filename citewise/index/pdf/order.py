@@ -40,7 +40,9 @@ def reading_order(lines: list[Line]) -> list[Line]:
             # at its edge, or under a first line indented by an em or two (REVTeX's one-paragraph abstract)
             and -2 * line.size <= line.left - previous.left < 1
             and 0 <= previous.bottom - line.top < 0.6 * line.size
-            and line.right - line.left < 0.4 * (right_edge - left_edge)  # shorter than a column's line
+            # shorter than a column's line, or set in from the text block's edge as the block above it is
+            # (REVTeX's AIP abstract ends in a line as long as a column's, at the abstract's indent)
+            and (line.right - line.left < 0.4 * (right_edge - left_edge) or line.left - left_edge > line.size)
         ):
             line.column = "full"
         previous = line
