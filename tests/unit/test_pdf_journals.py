@@ -246,6 +246,37 @@ def test_a_code_block_opening_many_pages_alike_is_no_running_head() -> None:
     pages = [page(n) for n in range(8)]
     mark_furniture(pages)
     assert {p[0].kind for p in pages} == {"text"}
+    # a running head set in typewriter, apart from the text under it (alterqcm is in Consolas throughout)
+    pages = [[line("alterqcm manual", 72, 740, 160, "Consolas", page=n), *page(n)[1:]] for n in range(8)]
+    mark_furniture(pages)
+    assert {p[0].kind for p in pages} == {"furniture"}
+
+
+def test_words_read_one_by_one_on_a_page_s_last_line_are_no_running_heads() -> None:
+    # a bitmap font's text, a piece per word, over the page number: "of" on every page's last line is no foot
+    def page(number: int) -> list[Line]:
+        body = [
+            line(
+                f"Body line {'abcdefgh'[n]} of page {'pqrstuvw'[number]} goes on here.",
+                72,
+                600 - 14 * n,
+                540,
+                page=number,
+            )
+            for n in range(6)
+        ]
+        said = ["sheets", "of", "paper", "to", ["alpha", "beta", "gamma", "delta"][number]]
+        at = (
+            7 * number
+        )  # the words stand elsewhere on each page (the same words in the same place are a foot)
+        words = [
+            line(w, 72 + 40 * k + at, 500 - at, 100 + 40 * k + at, page=number) for k, w in enumerate(said)
+        ]
+        return [*body, *words, line(str(number + 1), 300, 460, 306, page=number)]
+
+    pages = [page(n) for n in range(4)]
+    mark_furniture(pages)
+    assert {x.kind for p in pages for x in p[:-1]} == {"text"}
 
 
 def test_numbered_and_lettered_italic_run_in_heads_are_split_off() -> None:

@@ -28,11 +28,20 @@ def mark_furniture(pages: list[list[Line]]) -> None:
 
     ends: list[list[Line]] = []
     one_page = sum(bool(page) for page in pages) == 1
+    in_block: set[int] = set()  # lines of code with a line right under them: a block's, not a head
     for lines in pages:
         by_height = sorted(lines, key=lambda line: -line.top)
+        for above, below in itertools.pairwise(by_height):
+            if above.code and above.bottom - below.top < 0.8 * above.size:
+                in_block.add(id(above))
         end = [*by_height[:2], *by_height[-2:]] if len(by_height) > 4 else by_height
         # and what stands on their baselines: a foot in three parts (a journal's name, "- 2 -", its volume)
-        end += [x for x in by_height[2:-2] if any(abs(x.bottom - e.bottom) < 1 for e in end)]
+        # (a lone number beside a page's first line is a listing's line number, not its page number; a
+        # baseline of many pieces is a line of text read word by word, a bitmap font's)
+        for e in list(end):
+            beside = [x for x in by_height[2:-2] if abs(x.bottom - e.bottom) < 1 and x not in end]
+            if len(beside) <= 2:
+                end += [x for x in beside if not x.text.strip().isdigit()]
         ends.append(end)
         if one_page and len(by_height) > 4:
             # nothing repeats on one page: a line set apart by a margin's gap, in body type or smaller
@@ -62,7 +71,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
         # word for word (its Word and LibreOffice instructions) is no furniture where it starts a page
         if len(pages) < 2 or counts[shape(line)] < repeated or not re.search(r"[^\W_]", line.text):
             return False  # a head says something: "$$" opening two pages is a display's first line
-        if id(line) in entries or line.code:  # clrscode3e opens seven pages with "\\begin{codebox}"
+        if id(line) in entries or id(line) in in_block:  # clrscode3e opens 7 pages with "\\begin{codebox}"
             return False
         if line.size > 1.2 * max(min(sizes[shape(line)]), body):  # a chapter's heading its heads repeat
             return False
@@ -91,7 +100,8 @@ def mark_furniture(pages: list[list[Line]]) -> None:
             if (
                 placed[place(line)] >= repeated
                 and line.kind == "text"
-                and not line.code  # a code block's first line, "\\begin{codebox}", opening several pages
+                and id(line)
+                not in in_block  # a code block's first line, "\\begin{codebox}", on several pages
                 and not title
                 and id(line) not in entries
             ):
