@@ -414,6 +414,13 @@ def test_a_macros_name_in_the_margin_beside_a_paragraph_s_indented_first_line_is
     ]
     reading_order(lines)
     assert note.kind == "furniture"
+    label = line("C3", 101, 553, 115, size=9, font="CMR9")  # yaletter: an envelope's size beside its row
+    first = line(
+        "\\yaciiienvelope the command that sets the envelope of this size, with its margins.", 160, 552, 499
+    )
+    lines = [*lines[:4], first, label]
+    reading_order(lines)
+    assert label.kind == "text"
 
 
 def test_a_docstrip_guard_in_a_doc_listing_is_code() -> None:

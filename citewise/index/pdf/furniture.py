@@ -36,12 +36,11 @@ def mark_furniture(pages: list[list[Line]]) -> None:
                 in_block.add(id(above))
         end = [*by_height[:2], *by_height[-2:]] if len(by_height) > 4 else by_height
         # and what stands on their baselines: a foot in three parts (a journal's name, "- 2 -", its volume)
-        # (a lone number beside a page's first line is a listing's line number, not its page number; a
-        # baseline of many pieces is a line of text read word by word, a bitmap font's)
-        for e in list(end):
-            beside = [x for x in by_height[2:-2] if abs(x.bottom - e.bottom) < 1 and x not in end]
-            if len(beside) <= 2:
-                end += [x for x in beside if not x.text.strip().isdigit()]
+        # (at the foot only, two lines more at most, none a number: a page's first line may have a listing's
+        # line number beside it, a baseline of many pieces is a line of text read word by word)
+        on_foot = [x for x in by_height[2:-2] if abs(x.bottom - by_height[-1].bottom) < 1]
+        if len(by_height) > 4 and len(on_foot) <= 2:
+            end += [x for x in on_foot if not PAGE_NUMBER.fullmatch(x.text.strip())]
         ends.append(end)
         if one_page and len(by_height) > 4:
             # nothing repeats on one page: a line set apart by a margin's gap, in body type or smaller

@@ -128,8 +128,9 @@ def _join_tags(lines: list[Line]) -> list[Line]:
             >= 0.5 * min(x.top - x.bottom, tag.top - tag.bottom)
         ]
         beside = [x for x in near if _descriptions_start(indents, x.left)]
-        if len(near) == 1 and _margin_note(tag, near[0], body_left):
-            # beside any line: show2e's "\showcs" stands beside a paragraph's indented first line
+        if len(near) == 1 and _margin_note(tag, near[0], body_left) and (beside or tag.code):
+            # a macro's name in typewriter, beside any line: show2e's "\showcs" beside a paragraph's
+            # indented first line (a label beside a table's row, "C3", is no note)
             tag.kind = "furniture"
         elif len(beside) == 1 and not EQUATION_NUMBER.match(beside[0].text):
             description = beside[0]
