@@ -32,6 +32,15 @@ def line(text: str, left: float, bottom: float, right: float, font: str = "CMR10
     )
 
 
+GREEK = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho tau".split()
+
+
+def body_text(page: int, n: int, left: float = 72, top: float = 600, right: float = 540) -> Line:
+    """Line `n` of a page's body text, in words of its own: no line of another page says the same."""
+    said = " ".join(GREEK[(page * 5 + n + k) % len(GREEK)] for k in range(8))
+    return line(f"Body {said}.", left, top - 14 * n, right, page=page)
+
+
 def test_a_title_in_body_type_runs_on_past_a_line_ending_in_a_comma() -> None:
     title = [
         line("COLLAPSED CORES IN GLOBULAR CLUSTERS,", 190, 731, 423),
@@ -198,16 +207,7 @@ def test_a_chapters_heading_its_running_heads_repeat_stays_a_heading() -> None:
 def test_a_foot_in_three_parts_on_one_baseline_is_furniture() -> None:
     # Philosophers' Imprint: the journal's name, "- 2 -" and its volume on the foot's baseline
     def page(number: int) -> list[Line]:
-        rest = [
-            line(
-                f"Body text of {'first second'.split()[number - 1]} page, line {'abcdef'[n]}.",
-                86,
-                650 - 14 * n,
-                510,
-                page=number,
-            )
-            for n in range(6)
-        ]
+        rest = [body_text(number, n, 86, 650, 510) for n in range(6)]
         foot_at = 63.0 - 1.5 * number  # a point and a half lower on the next page: no place repeats
         foot = [
             line("philosophers\u2019 imprint", 72, foot_at, 187, page=number, size=11.0),
@@ -225,22 +225,9 @@ def test_a_foot_in_three_parts_on_one_baseline_is_furniture() -> None:
 def test_a_code_block_opening_many_pages_alike_is_no_running_head() -> None:
     # clrscode3e: seven pages open with "\\begin{codebox}" at one height; taken for a running head, it
     # made every page's first line of text a head too, and those lines were lost
-    words = (
-        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho tau".split()
-    )
-
     def page(number: int) -> list[Line]:
         first = line("\\begin{codebox}", 72, 707, 160, "Courier", page=number)
-        rest = [
-            line(
-                f"Body {' '.join(words[(number * 5 + n + k) % len(words)] for k in range(8))}.",
-                72,
-                690 - 14 * n,
-                540,
-                page=number,
-            )
-            for n in range(6)
-        ]
+        rest = [body_text(number, n, top=690) for n in range(6)]
         return [first, *rest]
 
     pages = [page(n) for n in range(8)]
@@ -255,16 +242,7 @@ def test_a_code_block_opening_many_pages_alike_is_no_running_head() -> None:
 def test_words_read_one_by_one_on_a_page_s_last_line_are_no_running_heads() -> None:
     # a bitmap font's text, a piece per word, over the page number: "of" on every page's last line is no foot
     def page(number: int) -> list[Line]:
-        body = [
-            line(
-                f"Body line {'abcdefgh'[n]} of page {'pqrstuvw'[number]} goes on here.",
-                72,
-                600 - 14 * n,
-                540,
-                page=number,
-            )
-            for n in range(6)
-        ]
+        body = [body_text(number, n) for n in range(6)]
         said = ["sheets", "of", "paper", "to", ["alpha", "beta", "gamma", "delta"][number]]
         at = (
             7 * number
