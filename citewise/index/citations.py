@@ -202,9 +202,8 @@ def split_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], 
 
 def _dated(bibliography: dict[str, BibEntry]) -> bool:
     """Whether half of a list's entries at least give a year, as references do."""
-    return 2 * sum(bool(_YEAR_IN_TEXT.search(entry.text)) for entry in bibliography.values()) >= len(
-        bibliography
-    )
+    dated = sum(bool(_YEAR_IN_TEXT.search(entry.text)) for entry in bibliography.values())
+    return 2 * dated >= len(bibliography)
 
 
 def link_citations(paragraphs: Iterable[Paragraph], bibliography: dict[str, BibEntry]) -> list[Paragraph]:

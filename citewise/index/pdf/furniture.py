@@ -99,8 +99,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
             if (
                 placed[place(line)] >= repeated
                 and line.kind == "text"
-                and id(line)
-                not in in_block  # a code block's first line, "\\begin{codebox}", on several pages
+                and id(line) not in in_block  # a code block's first line ("\\begin{codebox}")
                 and not title
                 and id(line) not in entries
             ):

@@ -54,9 +54,8 @@ def reading_order(lines: list[Line]) -> list[Line]:
     # display type (Philosophers' Imprint's landscape first page); one column of text has no long line
     # wholly right of its middle
     beside = sides["right"] >= 5 and sum(line.column == "left" for line in body) >= 3
-    two_columns = (min(sides["left"], sides["right"]) >= 3 or beside) and sides["left"] + sides[
-        "right"
-    ] > 0.5 * len(long)
+    sided = sides["left"] + sides["right"] > 0.5 * len(long)
+    two_columns = (min(sides["left"], sides["right"]) >= 3 or beside) and sided
     if not two_columns:
         for line in lines:
             line.column = "full"
