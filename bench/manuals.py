@@ -23,7 +23,8 @@ Per document, with text compared in lower case, letters and digits only:
 - kept_out: share of the text that must stay out of passages that is found in none;
 - refs: share of the truth's reference entries that begin a bibliography entry (spaces aside).
 
-Run: python bench/manuals.py [--split tune|heldout|fresh] [--round 3] [--out bench/results/manuals.json]
+Run: python bench/manuals.py [--split tune|heldout|fresh] [--round 3] [--out FILE]
+(a run of part of the set saves to bench/results/manuals-<part>.json unless --out says otherwise)
 """
 
 from __future__ import annotations
@@ -135,7 +136,9 @@ def main() -> None:
         "--round", type=int, help="only the documents whose truths came in this round (2 to 11)"
     )
     parser.add_argument("--show", action="store_true", help="print what each document missed")
-    parser.add_argument("--out", type=Path, default=RESULTS / "manuals.json")
+    parser.add_argument(
+        "--out", type=Path, help="default: bench/results/manuals.json for all, manuals-<part>.json for a part"
+    )
     args = parser.parse_args()
     truths = [
         t
@@ -173,6 +176,9 @@ def main() -> None:
     print_table(per_document, columns)
     print()
     print_table(rows, ["set", "documents", *FIGURES, "ms/page"])
+    if args.out is None:  # a part's run never overwrites the whole set's figures
+        part = "-".join(x for x in (args.split, f"round{args.round}" if args.round else None) if x)
+        args.out = RESULTS / (f"manuals-{part}.json" if part else "manuals.json")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     saved = {"machine": machine(), "rows": rows, "per_document": per_document}
     args.out.write_text(json.dumps(saved, indent=1))
