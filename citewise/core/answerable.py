@@ -103,9 +103,14 @@ def chains(records: Sequence[EvidenceRecord]) -> list[tuple[int, int]]:
     ]
 
 
+def mix(cosine: float, covered: float, weight: float = WEIGHT) -> float:
+    """A sentence's answering score from its cosine to the question and its share of the question's terms."""
+    return weight * cosine + (1 - weight) * covered
+
+
 def answering(signals: list[tuple[float, float]], weight: float = WEIGHT) -> float:
     """A chunk's answering score from its sentences' (cosine, coverage)."""
-    return round(max(weight * cosine + (1 - weight) * covered for cosine, covered in signals), 4)
+    return round(max(mix(cosine, covered, weight) for cosine, covered in signals), 4)
 
 
 FOCUS_MISSED = 0.5

@@ -435,8 +435,7 @@ def part_scores(
     tokens = [set(t) for t in index.tokens(said)]
     return [
         [
-            answerable.WEIGHT * float(cosines[n, k])
-            + (1 - answerable.WEIGHT) * answerable.coverage(weights[n], tokens[k])
+            answerable.mix(float(cosines[n, k]), answerable.coverage(weights[n], tokens[k]))
             for k in range(len(chosen))
         ]
         for n in range(len(pieces))
