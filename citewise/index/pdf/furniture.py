@@ -28,12 +28,14 @@ def mark_furniture(pages: list[list[Line]]) -> None:
 
     ends: list[list[Line]] = []
     one_page = sum(bool(page) for page in pages) == 1
-    in_block: set[int] = set()  # lines of code with a line right under them: a block's, not a head
+    # lines of code with a line right under them: a block's, not a head (held, not only their ids: a line
+    # `_mark_line_numbers` replaces is freed, and a new line may take its id)
+    in_block: dict[int, Line] = {}
     for lines in pages:
         by_height = sorted(lines, key=lambda line: -line.top)
         for above, below in itertools.pairwise(by_height):
             if above.bottom - below.top < 0.8 * above.size and above.code:  # the gap first: it costs nothing
-                in_block.add(id(above))
+                in_block[id(above)] = above
         end = [*by_height[:2], *by_height[-2:]] if len(by_height) > 4 else by_height
         # and what stands on their baselines: a foot in three parts (a journal's name, "- 2 -", its volume)
         # (at the foot only, two lines more at most, none a number: a page's first line may have a listing's
