@@ -12,6 +12,7 @@ Loaders of unstructured formats (txt, md, html, pdf, docx) call these three step
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import unicodedata
@@ -57,6 +58,8 @@ _REF_HEADING = re.compile(
 )
 _NUMBERED_START = re.compile(r"(?<!\S)(?:\[(\d{1,3})\]|(\d{1,3})[.)])(?=\s)")
 _AUTHOR_ENTRY_START = re.compile(rf"^\s*(?:{_SURNAME}\s*,\s*(?:[A-Z]|{_SURNAME})|(?:[A-Z]\.\s*)+{_SURNAME})")
+_INITIALLED_ENTRY = re.compile(rf"{_SURNAME}(?:,\s*Jr\.)?,\s*(?:(?:[A-Z][a-z]+\s+)?[A-Z]\.|[A-Z][a-z]+,)")
+"""An author-year entry's first line, surname first: "Berman, Jr., G. P.", "Knuth, Donald E.", "Tom, Ann,"."""
 _ENTRY_SURNAME = re.compile(rf"^\s*(?:[A-Z]\.(?:\s*-?\s*[A-Z]\.)*\s*)?({_SURNAME})")
 
 
@@ -172,7 +175,7 @@ def split_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], 
     """
     spans = list(_reference_spans(paragraphs))
     if not spans:
-        return _unheaded_references(paragraphs)
+        return _unheaded(paragraphs)
     chosen: tuple[int, int, dict[str, BibEntry]] | None = None
     undated: tuple[int, int, dict[str, BibEntry]] | None = None
     for start, end, skip_first in spans:
@@ -190,7 +193,7 @@ def split_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], 
         chosen = undated
     # a numbered list with no heading that holds more entries than a section so headed is the list (APS's
     # sample: its "[1]" ... "[44]" under no heading, a short section of notes headed like references earlier)
-    unheaded = _unheaded_references(paragraphs)
+    unheaded = _unheaded(paragraphs)
     if len(unheaded[1]) > max(len(chosen[2]) if chosen else 0, 2):
         return unheaded
     if chosen is None:
@@ -229,6 +232,11 @@ def link_citations(paragraphs: Iterable[Paragraph], bibliography: dict[str, BibE
 def is_reference_heading(text: str) -> bool:
     """Whether `text` is a reference-list heading ("References", "7. Bibliography", "WORKS CITED")."""
     return bool(_REF_HEADING.match(text.strip()))
+
+
+def opens_author_entry(text: str) -> bool:
+    """Whether a line opens an author-year reference entry, surname first ("Agarwal, A. G.")."""
+    return _INITIALLED_ENTRY.match(text.strip()) is not None
 
 
 # --- markers -------------------------------------------------------------------------------------------
@@ -363,6 +371,52 @@ def _unheaded_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragrap
     if len(bibliography) < UNHEADED_ENTRIES or "1" not in bibliography:
         return list(paragraphs), {}
     return body, bibliography
+
+
+def _unheaded(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], dict[str, BibEntry]]:
+    """A reference list with no heading: numbered (APS), else author-year closing the document (AIP)."""
+    body, bibliography = _unheaded_references(paragraphs)
+    return (body, bibliography) if bibliography else _unheaded_author_year(paragraphs)
+
+
+UNHEADED_AUTHOR_ENTRIES = 5
+"""Entries an author-year list with no heading must have to be taken for the reference list."""
+
+
+def _unheaded_author_year(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], dict[str, BibEntry]]:
+    """An author-year reference list with no heading closing the document (REVTeX's AIP style).
+
+    The run of paragraphs at the end, each opening "Surname, I." or going on from the one before (a short
+    paragraph not opening so: an entry's line cut off it), with UNHEADED_AUTHOR_ENTRIES entries at least,
+    most of them dated and their surnames in alphabetical order, as such lists are.
+    """
+    start = len(paragraphs)
+    while start > 0:
+        text = paragraphs[start - 1].text
+        cut_off = start < len(paragraphs) and opens_author_entry(paragraphs[start].text)
+        if not opens_author_entry(text) and not (len(text) <= ENTRY_CHARS // 4 and cut_off):
+            break
+        start -= 1
+    while start < len(paragraphs) and not opens_author_entry(paragraphs[start].text):
+        start += 1  # the run opens with an entry, not a line cut off one
+    entries: list[str] = []
+    for paragraph in paragraphs[start:]:
+        if opens_author_entry(paragraph.text) or not entries:
+            entries.append(paragraph.text)
+        else:
+            entries[-1] = f"{entries[-1]} {paragraph.text}"
+    if len(entries) < UNHEADED_AUTHOR_ENTRIES:
+        return list(paragraphs), {}
+    surnames = [_fold(entry.split(",")[0]) for entry in entries]
+    ordered = sum(a <= b for a, b in itertools.pairwise(surnames))
+    dated = sum(bool(_YEAR_IN_TEXT.search(entry)) for entry in entries)
+    if 5 * ordered < 4 * (len(entries) - 1) or 5 * dated < 4 * len(entries):
+        return list(paragraphs), {}
+    bibliography: dict[str, BibEntry] = {}
+    for index, entry in enumerate(entries, start=1):
+        key = _unique_key(_entry_key(entry) or str(index), bibliography)
+        bibliography[key] = BibEntry(key=key, text=" ".join(entry.split()))
+    return list(paragraphs[:start]), bibliography
 
 
 def _reference_spans(paragraphs: Sequence[Paragraph]) -> Iterator[tuple[int, int, int]]:

@@ -6,6 +6,7 @@ Each test builds the lines a page of that kind gives (boxes in PDF points, y up)
 from __future__ import annotations
 
 from citewise.index.citations import split_references
+from citewise.index.document import Paragraph
 from citewise.index.loaders import _layout_paragraphs
 from citewise.index.pdf.furniture import mark_furniture
 from citewise.index.pdf.headings import (
@@ -582,3 +583,77 @@ def test_notes_under_a_footnote_rule_in_the_page_s_own_type_are_notes_by_their_m
         x.kind = "text"
     _mark_ruled_notes(lines[:2] + numbered, [rule])
     assert {x.kind for x in numbered} == {"text"}  # a number is no mark of its own: a list is not notes
+
+
+# stop 58: REVTeX 4.1's AIP sample, an author-year list in small type with no heading
+
+
+def test_an_unheaded_author_year_list_in_small_type_closing_a_column_is_the_reference_list() -> None:
+    from citewise.index.pdf.furniture import mark_notes_and_equations
+
+    right = {"column": "right", "edge": 317, "far_edge": 562}
+    entries = [  # (first line, its right end, the lines hung under it), 8 pt, surnames in order
+        (
+            "Agarwal, A. G., \u201cProceedings of the Fifth Low Temperature Con-",
+            561,
+            ["ference, Madison, WI, 1999,\u201d Semiconductors 66, 1238 (2001)."],
+        ),  # noqa: E501
+        (
+            "Berman, Jr., G. P. and Izrailev, Jr., F. M., \u201cStability of nonlinear",
+            561,
+            ["modes,\u201d Physica D 88, 445 (1983)."],
+        ),  # noqa: E501
+        (
+            "Birell, N. D. and Davies, P. C. W., Quantum Fields in Curved",
+            562,
+            ["Space (Cambridge University Press, 1982)."],
+        ),  # noqa: E501
+        (
+            "Burstyn, Y., \u201cProceedings of the 5th International Molecular",
+            561,
+            ["Epitaxy Conference, Santa Fe, NM,\u201d (2004), (unpublished)."],
+        ),  # noqa: E501
+        ("Feynman, R. P., Phys. Rev. 94, 262 (1954).", 478, []),
+        ("Fields, W. K., ECE Report No. AL944 (2005) required institution", 561, ["missing."]),
+        (
+            "T\u00e9rrific, Tom, \u201cAn O(n log n/log log n) sorting algorithm,\u201d Wish-",
+            561,
+            ["ful Research Result 7 (Fanstord University, 1988)."],
+        ),  # noqa: E501
+    ]
+    lines = [
+        line("Note the equation numbers in this appendix, produced with the", 317, 260, 561, **right),
+        line("They turn out to be Eqs. (B2a), (B2b), and (B2c).", 317, 248, 538, **right),
+    ]
+    y = 232.0
+    for first, end, hung in entries:
+        lines.append(line(first, 317.4, y, end, size=8.0, **right))
+        for text in hung:
+            y -= 9.5
+            lines.append(line(text, 327.3, y, 520, size=8.0, **right))
+        y -= 9.5
+    mark_notes_and_equations(lines, BODY)
+    assert {x.kind for x in lines} == {"text"}  # no footnotes: entries, each dated, surname first
+    mark_starts(lines, BODY, "CMR10")
+    body, bibliography = split_references(_layout_paragraphs(lines, BODY))
+    assert [p.text for p in body] == [
+        "Note the equation numbers in this appendix, produced with the They turn out to be Eqs. (B2a), "
+        "(B2b), and (B2c)."
+    ]
+    assert list(bibliography) == [
+        "agarwal1999", "berman1983", "birell1982", "burstyn2004", "feynman1954", "fields2005", "terrific1988",
+    ]  # fmt: skip
+    assert bibliography["feynman1954"].text == "Feynman, R. P., Phys. Rev. 94, 262 (1954)."
+    assert bibliography["fields2005"].text.endswith("required institution missing.")
+
+
+def test_author_lines_out_of_order_at_a_documents_end_are_no_reference_list() -> None:
+    # five paragraphs opening "Surname, I." with years, but not alphabetical: a list of people, not entries
+    names = ["Smith, J., 2001, chair.", "Brown, A., 2002, treasurer.", "Young, K., 2003, editor."]
+    paragraphs = [
+        Paragraph("The society thanks its officers of the last three years.", "Thanks"),
+        *(Paragraph(text, "Thanks") for text in [*names, "Adams, B., 2004, secretary.", "Lee, C., 1999."]),
+    ]
+    body, bibliography = split_references(paragraphs)
+    assert bibliography == {}
+    assert body == paragraphs

@@ -12,7 +12,7 @@ import re
 import statistics
 from collections import Counter
 
-from citewise.index.citations import is_reference_heading
+from citewise.index.citations import is_reference_heading, opens_author_entry
 from citewise.index.pdf.lines import ENTRY_LABEL, EQUATION_NUMBER, FOOTNOTE_MARK, Line, same_column
 
 PAGE_CALLED = re.compile(r"page\s*(\d{1,4})", re.IGNORECASE)
@@ -250,10 +250,17 @@ def _mark_notes(lines: list[Line], body: float) -> None:
             run = _marked_notes(segment, body)
         if 0 < run < len(segment) and segment[run - 1].bottom - segment[run].top > 0.3 * body:
             entries = sum(bool(ENTRY_LABEL.match(line.text)) for line in segment[run:])
-            if is_reference_heading(segment[run - 1].text) or entries >= 2:
+            # an author-year list with no heading, surnames first, closing a paper (REVTeX's AIP sample)
+            authors = sum(opens_author_entry(line.text) for line in segment[run:])
+            dated = sum(bool(YEAR.search(line.text)) for line in segment[run:])
+            if is_reference_heading(segment[run - 1].text) or entries >= 2 or authors >= 2 and dated >= 2:
                 continue  # a reference list in small type (IEEE, a browser's print), not footnotes
             for line in segment[run:]:
                 line.kind = "note"
+
+
+YEAR = re.compile(r"\b(?:1[89]|20)\d\d\b")
+"""A year, as reference entries give one."""
 
 
 def _marked_notes(segment: list[Line], body: float) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from citewise.index.citations import opens_author_entry
 from citewise.index.pdf.lines import (
     MONO_FONT,
     Line,
@@ -93,8 +94,15 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
         hangs = item is not None and flows and line.left > item + 0.3 * body
         # at the item's edge, a label of the item's own form opens the next item ("[12]" after "[11]", whose
         # last line hung)
-        sibling = item is not None and flows and label is not None and abs(line.left - item) <= 0.3 * body
-        sibling = sibling and label_form(line.text) == label
+        sibling = item is not None and flows and abs(line.left - item) <= 0.3 * body
+        sibling = sibling and (
+            label is not None
+            and label_form(line.text) == label
+            # the next author-year entry, a line long, back at the hung entry's edge ("Feynman, R. P., ...")
+            or label is None
+            and opens_author_entry(line.text)
+            and word_fits(previous or line, line)
+        )
         if previous is not None and in_column and not hangs:
             # right of a line opening with a label in a face of its own ("Note:" standing out left of its
             # paragraph's edge), a line is no indent where the label's line had no room for its first word
@@ -137,6 +145,15 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
                 # typewriter) runs on into its next line
                 or _labelled(line, face)
                 and (following.right < following.far_edge - 2 * body or _labelled_text(after, face))
+                # an author-year reference entry of two lines: "Agarwal, A. G., ..." over its short end
+                or opens_author_entry(line.text)
+                and (
+                    following.right < following.far_edge - 2 * body
+                    or after is None
+                    or after.kind == "text"
+                    and same_column(after, line)
+                    and abs(after.left - line.left) < 0.3 * body
+                )
             )
         )
         # a line left of the list item's label, after a line that ends short, ends the list (on the next
@@ -153,6 +170,8 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             line.starts = True  # a bullet, a nested item, or a line back left of the list's labels
         elif sibling or ended and (_label_ends(line, face) or LABEL.match(line.text)):
             line.starts = True  # the next item; or a bold label after a line that ended by choice
+        elif in_column and line.size <= 0.85 * previous.size and opens_author_entry(line.text):
+            line.starts = True  # a reference list in smaller type under the text, with no heading
         elif ended and in_column and bold_label(line) and previous.text.rstrip().endswith((":", ";", ".")):
             line.starts = True  # a bold term opening a line after a clause that ended short ("by default")
         elif (
