@@ -741,3 +741,45 @@ def test_a_bold_abstract_heading_in_the_abstracts_smaller_type_is_a_heading() ->
     ]
     mark_headings(lines, 10.9)
     assert [x.kind for x in lines] == ["heading", "text"]
+
+
+# stop 58: round 12 (afthesis' usethesis through Distiller, iodhbwm's listings example)
+
+
+def test_contents_lines_with_a_reports_page_numbers_are_contents_whatever_they_name() -> None:
+    # a thesis's contents: roman and chapter-page numbers ("iii", "1-1", "A-1", "VITA-1"); its appendix's
+    # section is read as text, so the entry names no heading
+    entries = [
+        "Preface . . . . . . . . . . . . . . . . . . . . . . . . iii",
+        "I. This is the first chapter title . . . . . . . . . . 1-1",
+        "2.1.1 A subsection . . . . . . . . . . . . . . . . . . 2-1",
+        "A.1 In an appendix . . . . . . . . . . . . . . . . . . A-1",
+        "Vita . . . . . . . . . . . . . . . . . . . . . . . . . VITA-1",
+    ]
+    lines = [line("Table of Contents", 262, 700, kind="heading")]
+    lines += [line(text, 92, 650 - 20 * n) for n, text in enumerate(entries)]
+    lines += [
+        line("I. This is the first chapter title", 92, 700, page=3, kind="heading"),
+        line("2.1.1 A subsection.", 120, 600, page=4, kind="heading"),  # run in: its stop aside
+        line("A.1 In an appendix", 92, 700, page=5),
+        line("This is appendix section A.1.", 119, 680, page=5),
+    ]
+    mark_contents(lines)
+    assert [x.kind for x in lines[:6]] == ["contents"] * 6
+    assert [x.kind for x in lines[6:]] == ["heading", "heading", "text", "text"]
+
+
+def test_leaders_whose_page_number_is_read_apart_are_contents_and_an_ellipsis_is_not() -> None:
+    lines = [line("Listings", 101, 700, kind="title")]
+    for n, (entry, page) in enumerate([("1.1 Simple Java method", "2"), ("1.2 Simple C# method", "3")]):
+        lines += [
+            line(entry + " ." * 27, 118, 650 - 14 * n, right=501),
+            line(page, 519, 650 - 14 * n, right=524),
+        ]
+    lines.append(line("1.3 Caption below code" + " ." * 27, 118, 622, right=501))
+    lines.append(line("3", 519, 622, right=524, kind="furniture"))  # its number taken for a page's
+    said = [line("Text text text. . .", 100, 500 - 14 * n) for n in range(4)]  # xsim's sample text
+    said += [line("Chapter one ....", 100, 400 - 14 * n) for n in range(4)]  # four dots, no page number
+    mark_contents(lines + said)
+    assert [x.kind for x in lines[1:6]] == ["contents"] * 5
+    assert {x.kind for x in said} == {"text"}

@@ -293,10 +293,16 @@ def _stacked(lines: list[Line], index: int, body: float) -> None:
             line.kind, near, at = "equation", line, at + step
 
 
+PAGE_LABEL = r"(?:[A-Za-z]{1,6}-|\d{1,3}-)?\d{1,4}|[ivxlc]{1,7}"
+"""A page's number as a contents line gives it: "15", "iii", a chapter's "1-1", an appendix's "A-1"."""
+
+
 def _entry_text(text: str) -> str:
     """A contents line or a heading as compared: lower case, without dot leaders and a page number."""
-    # leaders of one dot too, where a long entry leaves room for no more (". 15")
-    text = re.sub(r"(?:\s*\.){2,}\s*\d*\s*$|\s+\.\s*\d{1,4}\s*$|\s+\d{1,4}\s*$", "", text)
+    # leaders of one dot too, where a long entry leaves room for no more (". 15"); after leaders, a page's
+    # number may be a roman one or a chapter's ("iii", "1-1", "A-1", "VITA-1": a report's front matter)
+    text = re.sub(rf"(?:\s*\.){{2,}}\s*(?:{PAGE_LABEL})?\s*$|\s+\.\s*(?:{PAGE_LABEL})\s*$", "", text)
+    text = re.sub(r"\s+\d{1,4}\s*$", "", text).rstrip(".:")  # a run-in heading's stop ("2.1.1 A subsection.")
     return " ".join(text.lower().split())
 
 
@@ -327,10 +333,47 @@ def mark_contents(lines: list[Line]) -> None:
         _drop_contents(lines, run)
         run = []
     _drop_contents(lines, run)
+    _mark_leadered(lines)
 
 
-def _drop_contents(lines: list[Line], run: list[Line]) -> None:
-    if len(run) < 4:
+LEADERED = re.compile(rf"\S.*?(?:(?:\s*\.){{4,}}\s*(?:{PAGE_LABEL})|(?:\s*\.){{8,}})\s*$")
+"""A contents line by its look: an entry, dot leaders and a page's number ("Vita . . . . VITA-1"), or long
+leaders whose number was read as a line of its own (three or four dots are an ellipsis: "Text text. . .")."""
+LEADERED_RUN = 3
+"""Entries in a row with dot leaders that make a table of contents, a list of figures or an index."""
+
+
+def _mark_leadered(lines: list[Line]) -> None:
+    """Contents lines by their dot leaders: LEADERED_RUN entries or more in a row, whatever they name.
+
+    Where the entries name no heading as the document reads it (a report's "1-1" pages, an appendix's
+    heading read as text), the leaders and page numbers still say what the lines are; so they do of an
+    index's. An entry wrapped over two lines (its first without leaders) and a page's number read apart
+    stay in the run; lines already taken for contents by their headings count in it.
+    """
+    run: list[Line] = []
+    entries = 0
+    wrapped: Line | None = None  # a line without leaders in a run: an entry's first line if the next has them
+    for line in lines:
+        if line.kind == "furniture":
+            continue
+        text = line.text.strip()
+        if line.kind in ("text", "heading", "contents") and LEADERED.fullmatch(text):
+            run, entries, wrapped = [*run, *([wrapped] if wrapped else []), line], entries + 1, None
+        elif run and wrapped is None and line.kind == "text" and re.fullmatch(PAGE_LABEL, text):
+            run.append(line)  # an entry's page number, read apart
+        elif run and wrapped is None and line.kind == "text":
+            wrapped = line
+        else:
+            if entries >= LEADERED_RUN:
+                _drop_contents(lines, run, least=1)
+            run, entries, wrapped = [], 0, None
+    if entries >= LEADERED_RUN:
+        _drop_contents(lines, run, least=1)
+
+
+def _drop_contents(lines: list[Line], run: list[Line], least: int = 4) -> None:
+    if len(run) < least:
         return
     for entry in run:
         entry.kind = "contents"
