@@ -618,7 +618,15 @@ def _joined(text: str, line: str, separator: str) -> str:
         return text[:-1] + BREAK + line
     if separator == " " and CJK.match(text[-1]) and CJK.match(line[0]):
         return text + line
+    if separator == " " and BROKEN_URL.search(text) and URL_REST.fullmatch(line):
+        return text + line  # a URL TeX broke after a dot or a slash: "http://www.dickimaw-books." "com/..."
     return f"{text}{separator}{line}"
+
+
+BROKEN_URL = re.compile(r"(?:\b[a-z][a-z+.-]*://|\bwww\.)\S*[./_-]$")
+"""A URL a line ends in, broken after a dot, a slash, a hyphen or an underscore."""
+URL_REST = re.compile(r"[a-z0-9/#?~][\w/.#?=&%~:-]*")
+"""The rest of a broken URL: a line of one word of a URL's characters."""
 
 
 _BROKEN = re.compile(rf"([^\W\d_]+){BREAK}([^\W\d_]+)")

@@ -783,3 +783,32 @@ def test_leaders_whose_page_number_is_read_apart_are_contents_and_an_ellipsis_is
     mark_contents(lines + said)
     assert [x.kind for x in lines[1:6]] == ["contents"] * 5
     assert {x.kind for x in said} == {"text"}
+
+
+def test_a_url_in_typewriter_broken_at_a_lines_end_goes_on_in_its_sentence() -> None:
+    # datetime2-polish: "... contact me at http://www.dickimaw-books." over "com/contact.html", a word in
+    # typewriter on a line of its own: no code block, and the URL made whole
+    mono = "LMMono10-Regular"
+    first = Line(
+        [
+            Piece(90, 600, 400, 611, "volunteer to take over maintenance, contact me at ", 11.0, BODY, False),
+            Piece(400, 600, 504, 611, "http://www.dickimaw-books.", 11.0, mono, False),
+        ],
+        page=0,
+        edge=90,
+        far_edge=505,
+    )
+    lines = [
+        line("This module is currently unmaintained and may be subject to change. If you", 105, 614, 505),
+        first,
+        line("com/contact.html", 90, 586, 185, font=mono),
+        line("Currently there is only a regionless style, in this line's sentence and font.", 105, 560, 505),
+    ]
+    mark_starts(lines, 11.0, BODY)
+    assert [x.starts for x in lines] == [True, False, False, True]
+    joined = _joined(_joined(lines[0].text, first.text, " "), lines[2].text, " ")
+    assert joined.endswith("contact me at http://www.dickimaw-books.com/contact.html")
+    assert _joined("see http://purl.org/", "nxg/dist/exam-n.", " ").endswith(
+        "http://purl.org/nxg/dist/exam-n."
+    )
+    assert _joined("at http://example.org/.", "Then", " ") == "at http://example.org/. Then"

@@ -51,6 +51,7 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
     label: str | None = None  # the form of that item's label ("[0]", "0.", a bullet): the next one's too
     hang: float | None = None  # where the item's later lines hang
     prior: Line | None = None  # the text line before `previous`
+    prior_wrapped = False  # whether `previous` went on with a name in typewriter broken at its line's end
     for index, line in enumerate(lines):
         if line.kind != "text":
             if line.kind in ("heading", "title"):
@@ -201,10 +202,16 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             line.starts = True  # a key or a command on a line of its own, its description set in under it
         if previous is not None and not line.starts and _code_term(line) and _ends_list_entry(previous):
             line.starts = True  # an option in typewriter, its description after it ("italic to have ...")
-        if (
+        # a URL or a file name in typewriter broken at a line's end goes on on the next line, a word of its
+        # own in typewriter (".../contact.html"): the sentence's, no code block (nor is the prose after it)
+        wrapped = previous is not None and in_column and _wrapped_name(previous, line)
+        if wrapped:
+            line.starts = False
+        elif (
             previous is not None
             and previous.code != line.code
             and (in_column or line.code and _closed(previous))
+            and not (prior_wrapped and not line.code)
         ):
             # code shown on its own lines is a block of its own, and so is the text after it (code at the
             # top of the next page or column after a sentence that ended there too)
@@ -223,7 +230,7 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             hang = line.hang or None
         elif hangs and hang is None:
             hang = line.left
-        prior, previous, after_display = previous, line, False
+        prior, previous, after_display, prior_wrapped = previous, line, False, wrapped
 
 
 LISTING_LINE = re.compile(r"\d{1,4}\s")
@@ -331,6 +338,25 @@ def _term_above(previous: Line, prior: Line | None, line: Line) -> bool:
     # the term is mostly typewriter, and what follows it stands well right of where the description starts
     return 2 * mono >= sum(len(p.text.strip()) for p in term) and (
         not rest or rest[0].left > line.left + 4 * line.size
+    )
+
+
+def _wrapped_name(previous: Line, line: Line) -> bool:
+    """Whether `line`, one word in typewriter, is the rest of a name in typewriter that `previous` ends in.
+
+    The name runs to the line's end with no space or stop after it ("http://www.dickimaw-books."), and the
+    line holds nothing else: a URL or a path TeX broke where it could.
+    """
+    last = next((p for p in reversed(previous.pieces) if p.text.strip()), None)
+    return (
+        last is not None
+        and bool(MONO_FONT.search(last.font))
+        and not last.text.endswith(" ")
+        and not previous.code
+        and line.code
+        and len(line.text.split()) == 1
+        and previous.right >= previous.far_edge - 2 * line.size
+        and "/" in last.text + line.text
     )
 
 
