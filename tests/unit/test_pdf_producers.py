@@ -812,3 +812,18 @@ def test_a_url_in_typewriter_broken_at_a_lines_end_goes_on_in_its_sentence() -> 
         "http://purl.org/nxg/dist/exam-n."
     )
     assert _joined("at http://example.org/.", "Then", " ") == "at http://example.org/. Then"
+
+
+def test_a_note_set_in_on_both_sides_goes_on_under_its_indented_first_line() -> None:
+    # dox: a two-line note in a block narrower than the column, its first line indented further, a line of
+    # code back at the column's edge after it; the note's second line goes on with its first
+    lines = [
+        line("of your document. The package options will be discussed when appropriate.", 145, 640, 475),
+        line("Note: we assume that you know about doc's \\DescribeMacro,", 185, 600, 473),
+        line("\\DescribeEnv and all other associated commands and environments.", 172, 588, 470),
+        line("[<options>]{<name>}{<envname>}{<idxcat>}", 147, 560, 338, font="LMMono10-Regular"),
+    ]
+    for x in lines:
+        x.edge, x.far_edge = 145, 498
+    mark_starts(lines, 10.0, BODY)
+    assert [x.starts for x in lines] == [True, True, False, True]

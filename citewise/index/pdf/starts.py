@@ -11,6 +11,7 @@ from collections import Counter
 
 from citewise.index.citations import opens_author_entry
 from citewise.index.pdf.lines import (
+    CJK_LETTERS,
     MONO_FONT,
     Line,
     bold_label,
@@ -85,6 +86,18 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
                 and abs(previous.left - line.left) < 0.3 * body
                 and previous.right >= line.far_edge - body
                 and not word_fits(previous, line)
+            )
+            # (nor in a block set in on both sides, a note or a quotation, under its first line indented
+            # further that had no room for this line's first word, whatever follows the block: dox's "Note:")
+            goes_on = goes_on or (
+                previous is not None
+                and not after_display
+                and same_column(previous, line)
+                and previous.left - line.left >= 0.6 * body
+                and line.left - line.edge >= 0.6 * body
+                and previous.right < line.far_edge - body
+                and not (line.code or previous.code or _unspaced_script(line) or _unspaced_script(previous))
+                and not word_fits(previous, line, max(previous.right, line.right))
             )
             indented = not goes_on and 0.6 * body <= line.left - following.left <= 8 * body
         from_edge = 0.6 * body <= line.left - line.edge <= 8 * body
@@ -339,6 +352,11 @@ def _term_above(previous: Line, prior: Line | None, line: Line) -> bool:
     return 2 * mono >= sum(len(p.text.strip()) for p in term) and (
         not rest or rest[0].left > line.left + 4 * line.size
     )
+
+
+def _unspaced_script(line: Line) -> bool:
+    """Whether a line is in a script written without spaces (Chinese, Japanese): its words tell no width."""
+    return re.search(f"[{CJK_LETTERS}]", line.text) is not None
 
 
 def _wrapped_name(previous: Line, line: Line) -> bool:
