@@ -827,3 +827,14 @@ def test_a_note_set_in_on_both_sides_goes_on_under_its_indented_first_line() -> 
         x.edge, x.far_edge = 145, 498
     mark_starts(lines, 10.0, BODY)
     assert [x.starts for x in lines] == [True, True, False, True]
+
+
+def test_a_captions_bold_label_is_no_run_in_heading() -> None:
+    # iodhbwm: "Listing 1.3: Caption below code", the label in bold, under its listing
+    for label in ("Listing 1.3:", "Figure 2.", "TABLE IV:", "Algorithm 1:"):
+        pieces = [
+            Piece(103, 500, 162, 512, label + " ", 12, "LMRoman12-Bold", True),
+            Piece(168, 500, 263, 512, "Caption below code", 12, "LMRoman12-Regular", False),
+        ]
+        (read,) = split_run_in_headings([Line(pieces, page=2, starts=True)])
+        assert (read.kind, read.text) == ("text", f"{label} Caption below code")

@@ -45,6 +45,11 @@ THEOREM = re.compile(
     r"|Exercise|Problem|Solution)\b(?:\s+[\dA-Z][\d.]*)?\.?(?:\s*\([^)]*\))?\.?$"
 )
 """A theorem's or a proof's run-in label ("Theorem 1.", "Proof.", "Lemma 3.3 (Zorn)."): a paragraph's."""
+CAPTION_LABEL = re.compile(
+    r"(?:Figure|Fig\.|Table|Tab\.|Listing|Algorithm|Code|Scheme|Chart|Exhibit|Plate)\s+[\dA-Z][\w.-]*\s*[.:]?$",
+    re.IGNORECASE,
+)
+"""A caption's label in bold ("Listing 1.3:", "FIGURE 2."): the caption's first words, no run-in heading."""
 RUN_IN_WORD = re.compile(r"(abstract|index terms|keywords)[.:\u2014\u2013]?$", re.IGNORECASE)
 """A heading word a paragraph may open with in its own face ("Abstract—", IEEE)."""
 
@@ -578,6 +583,7 @@ def split_run_in_headings(lines: list[Line]) -> list[Line]:
             and len(phrase.split()) <= 10
             and not ADMONITION.match(phrase)
             and not THEOREM.match(phrase)  # "Theorem 1." opens a statement in its section, heads none
+            and not CAPTION_LABEL.match(phrase)
             # a description list's term ("free. If such a key ..."), not a lettered head ("a. Note")
             and (not phrase[:1].islower() or italic is not None)
         ):
