@@ -657,3 +657,19 @@ def test_author_lines_out_of_order_at_a_documents_end_are_no_reference_list() ->
     body, bibliography = split_references(paragraphs)
     assert bibliography == {}
     assert body == paragraphs
+
+
+def test_a_theorems_label_on_a_line_of_its_own_heads_no_section() -> None:
+    # quantumarticle's template: "Theorem 2 (One citation per bibitem)" in bold over its statement, in a
+    # section whose later paragraphs it had taken under it
+    lines = [
+        line("2.1 References and footnotes", 308, 600, 480, "LMSans10-Bold", kind="heading", level=2),
+        line("Citations to other works should appear in the references.", 319, 580, 538),
+        line("Theorem 2 (One citation per bibitem)", 308, 560, 515, "LMRoman10-Bold"),
+        line("Important: If you are formatting your bibliography manually, please", 308, 546, 538),
+        line("3 Plots", 308, 500, 360, "LMSans10-Bold", size=14.0),
+    ]
+    for x in lines:
+        x.pieces[0].bold = x.pieces[0].font.endswith("Bold")
+    mark_headings(lines, BODY)
+    assert [x.kind for x in lines] == ["heading", "text", "text", "text", "heading"]

@@ -245,6 +245,9 @@ def mark_headings(lines: list[Line], body: float) -> None:
         and re.search(r"[^\W\d_]", line.text)
         and not line.text.endswith((",", ";"))
         and not DATE.fullmatch(line.text.strip())
+        # a theorem's label on a line of its own ("Theorem 2 (One citation per bibitem)") opens a statement
+        # in its section, as run in
+        and not (line.size < 1.1 * body and THEOREM.match(line.text.strip()))
         # a bold sentence, or a bold line filling its column, is emphasis in a paragraph
         and not (
             line.size < 1.1 * body
