@@ -838,3 +838,40 @@ def test_a_captions_bold_label_is_no_run_in_heading() -> None:
         ]
         (read,) = split_run_in_headings([Line(pieces, page=2, starts=True)])
         assert (read.kind, read.text) == ("text", f"{label} Caption below code")
+
+
+def test_the_pitch_is_the_prose_s_where_smaller_listings_outnumber_it() -> None:
+    # ocg-p: 9 pt code lines 9.5 points apart outnumber the 10 pt prose's lines 12 points apart; read at the
+    # code's pitch, every line of prose started a paragraph
+    from citewise.index.pdf.lines import line_pitch
+
+    prose = [line(f"Prose line {n} of the manual, in the body's face.", 145, 700 - 12 * n, 498, size=10.0)
+             for n in range(24)]  # fmt: skip
+    code = [line(f"\\begin{{ocg}}{{layer {n}}}", 160, 380 - 9.5 * n, 300, size=9.0, font="CMTT9")
+            for n in range(36)]  # fmt: skip
+    lines = prose + code
+    assert abs(line_pitch(lines, 10.0) - 12.0) < 0.5
+    mark_starts(lines, 10.0, BODY)
+    assert sum(x.starts for x in prose) == 1
+
+
+def test_a_gap_just_short_of_the_skip_ends_a_paragraph_whose_last_line_ended_short() -> None:
+    # datetime2-polish, siunitx: a one-line paragraph, then the next 1.55 pitches below it; inside a
+    # paragraph a full line that far above the next goes on (a line with a tall formula)
+    pitch = 12.0
+    lines = [line(f"Body line {n} of a paragraph running to the far edge.", 90, 700 - pitch * n, 505)
+             for n in range(30)]  # fmt: skip
+    short = line("date formats are also required.", 90, 700 - 30 * pitch, 270)
+    after = line(
+        "The separator between the day and month for the text format.", 90, short.bottom - 1.55 * pitch, 400
+    )
+    full = line("A full line with a tall fraction in it, its baseline further from the next.", 90, 200, 505)
+    going = line(
+        "goes on here, in the same paragraph as the line above it, to the far edge.",
+        90,
+        200 - 1.55 * pitch,
+        505,
+    )
+    lines += [short, after, full, going]
+    mark_starts(lines, 11.0, BODY)
+    assert (after.starts, going.starts) == (True, False)

@@ -536,6 +536,10 @@ WIDE_SPACE = re.compile(
 ("写作标 准", "（ 1 ）"): no word space, as the script sets none."""
 
 
+BODY_GAPS = 20
+"""Gaps between lines of body-size text that give the pitch by themselves (fewer: every text line's)."""
+
+
 def line_pitch(lines: list[Line], body: float) -> float:
     """The distance between the baselines of consecutive lines inside a paragraph of body text.
 
@@ -545,8 +549,11 @@ def line_pitch(lines: list[Line], body: float) -> float:
     gaps = text_gaps(lines, body)
     if not gaps:
         return 1.2 * body
-    usual = statistics.median(g for _, _, g in gaps)
     in_body = [g for a, b, g in gaps if abs(a.size - body) < 0.5 and abs(b.size - body) < 0.5]
+    # the body's own lines where there are enough of them: a manual's listings in smaller type, a line
+    # apart each, outnumber its prose's lines (ocg-p: code 9.5 points apart, prose 12; read by the code's
+    # pitch, every line of prose started a paragraph)
+    usual = statistics.median(in_body if len(in_body) >= BODY_GAPS else [g for _, _, g in gaps])
     bins = Counter(round(g * 2) / 2 for g in in_body)
     common = [g for g, n in bins.items() if n >= max(3, 0.25 * max(bins.values(), default=0))]
     smallest = min(common, default=usual)

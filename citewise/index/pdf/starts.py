@@ -207,7 +207,10 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             back = hang is not None and line.left < hang - 0.3 * body and ended
             line.starts = back or previous.bottom - line.bottom > skip
         elif in_column and not after_display:
-            line.starts = indented or previous.bottom - line.bottom > skip
+            gap = previous.bottom - line.bottom
+            # a gap a little short of the skip ends a paragraph whose last line ended short by choice (a skip
+            # of half a line, a table of examples set close under it); a full line before it went on
+            line.starts = indented or gap > skip or gap > SHORT_SKIP * pitch and ended
         else:  # a paragraph goes on after a display and into the next column
             # where paragraphs are set flush and spaced apart, a last line that ended by choice ended it
             line.starts = indented or spaced and not after_display and ended
@@ -244,6 +247,10 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
         elif hangs and hang is None:
             hang = line.left
         prior, previous, after_display, prior_wrapped = previous, line, False, wrapped
+
+
+SHORT_SKIP = 1.5
+"""Pitches between two lines' baselines past which a line that ended short ended its paragraph."""
 
 
 LISTING_LINE = re.compile(r"\d{1,4}\s")
