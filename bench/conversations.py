@@ -97,6 +97,26 @@ def answering_held(
     return held
 
 
+def where_lost(
+    held: list[tuple[conversations.TurnResult, bool, bool]], results: list[conversations.TurnResult]
+) -> dict[str, int]:
+    """Where each wrong turn was lost: search, the refusal, or the choice of passage or sentence."""
+    lost = {"refused, answer in 10": 0, "refused, not in 10": 0, "right passage, other sentence": 0}
+    lost |= {"other passage, answer in 10": 0, "other passage, not in 10": 0, "unanswerable answered": 0}
+    for result, found, cited in held:
+        if result.right:
+            continue
+        if result.answer.startswith(conversations.NO_ANSWER):
+            lost["refused, answer in 10" if found else "refused, not in 10"] += 1
+        elif cited:
+            lost["right passage, other sentence"] += 1
+        else:
+            lost["other passage, answer in 10" if found else "other passage, not in 10"] += 1
+    answerable = {id(r) for r, *_ in held}
+    lost["unanswerable answered"] = sum(not r.right for r in results if id(r) not in answerable)
+    return lost
+
+
 def answer_sentences(results: list) -> list[int]:
     """Sentences each answer says (a part noted unanswered is no sentence said), abstentions left out."""
     return [
@@ -135,16 +155,18 @@ def main() -> None:
             gguf = qwen.gguf() if model == qwen.ALIAS else None
             os.environ["OPENAI_BASE_URL"] = stack.enter_context(llama_server(folder, model=gguf, alias=model))
             model = f"openai/{model}"
-        rows, turns = run_sets(args, model)
+        rows, turns, lost = run_sets(args, model)
     mode = f"{args.model}, {args.profile} profile" if args.model else "Local mode"
     print(f"{mode}, direct answers, one thread per conversation")
     print_table(rows, list(rows[0]))
-    save(args.out, {"machine": machine(), "model": args.model, "rows": rows, "turns": turns})
+    print("\nWhere the wrong turns were lost")
+    print_table(lost, list(lost[0]))
+    save(args.out, {"machine": machine(), "model": args.model, "rows": rows, "lost": lost, "turns": turns})
 
 
-def run_sets(args: argparse.Namespace, model: str | None) -> tuple[list[dict], dict[str, list]]:
-    """Each chosen set asked through the graph: its table row, and every turn as asked."""
-    rows, turns = [], {}
+def run_sets(args: argparse.Namespace, model: str | None) -> tuple[list[dict], dict[str, list], list[dict]]:
+    """Each chosen set asked through the graph: its table row, every turn as asked, where wrong turns went."""
+    rows, turns, lost = [], {}, []
     for name, path in SETS.items():
         if args.set and name.split()[0] != args.set:
             continue
@@ -186,8 +208,9 @@ def run_sets(args: argparse.Namespace, model: str | None) -> tuple[list[dict], d
                 "s per turn": round(seconds / len(results), 2),
             }
         )
+        lost.append({"set": name, **where_lost(held, results)})
         turns[name] = [r.__dict__ | {"answer": r.answer[:300]} for r in results]
-    return rows, turns
+    return rows, turns, lost
 
 
 if __name__ == "__main__":
