@@ -875,3 +875,13 @@ def test_a_gap_just_short_of_the_skip_ends_a_paragraph_whose_last_line_ended_sho
     lines += [short, after, full, going]
     mark_starts(lines, 11.0, BODY)
     assert (after.starts, going.starts) == (True, False)
+
+
+def test_notes_in_the_right_margin_do_not_move_a_justified_columns_edge() -> None:
+    # lecturer's manual: justified text to 482, notes in the right margin from 490 to 573; with the edge at
+    # 573 every full line looked short, and a command name opening the next line started a paragraph
+    text = [line(f"Justified line {n} of the manual's text, to the block's edge.", 114, 600 - 12 * n, 482)
+            for n in range(8)]  # fmt: skip
+    notes = [line(f"note {n} in the margin", 490, 600 - 12 * n, 573 - n) for n in range(5)]
+    ordered = reading_order(text + notes)
+    assert {x.far_edge for x in ordered if x in text} == {482}

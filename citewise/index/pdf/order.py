@@ -83,6 +83,13 @@ def reading_order(lines: list[Line]) -> list[Line]:
         )
         shared = [x for x, count in starts.items() if count >= 2]
         edge = float(min(shared)) if shared else min((line.left for line in lines_of_column), default=0.0)
+        # its right edge: where its lines end, margin notes aside (lines standing wholly right of where most
+        # long lines end, justified: lecturer's notes in the right margin made every full line look short)
+        ends = Counter(round(line.right) for line in lines_of_column if line.right - line.left > 0.7 * widest)
+        least = max(SHARED_ENDS, 0.4 * ends.total())  # most of them: ragged lines share an x by chance
+        justified = max((x for x, count in ends.items() if count >= least), default=None)
+        if justified is not None:
+            rights = [line.right for line in lines_of_column if line.left < justified] or rights
         far_edge = max(rights, default=0.0)
         if two_columns and column == "full":  # a line across both columns stands in the whole text block
             edge, far_edge = left_edge, right_edge
@@ -90,6 +97,10 @@ def reading_order(lines: list[Line]) -> list[Line]:
             if line.column == column:
                 line.edge, line.far_edge = edge, far_edge or line.right
     return ordered
+
+
+SHARED_ENDS = 3
+"""Long lines ending at one x (to the point), and 0.4 of them, that make it where a justified column ends."""
 
 
 TAG_CHARS = 32
