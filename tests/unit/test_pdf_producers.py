@@ -885,3 +885,24 @@ def test_notes_in_the_right_margin_do_not_move_a_justified_columns_edge() -> Non
     notes = [line(f"note {n} in the margin", 490, 600 - 12 * n, 573 - n) for n in range(5)]
     ordered = reading_order(text + notes)
     assert {x.far_edge for x in ordered if x in text} == {482}
+
+
+def test_a_skip_between_paragraphs_is_seen_among_more_lines_of_smaller_code() -> None:
+    # kdgdocs: 10 pt prose 12 points apart, paragraphs 18 apart; 9 pt listings, 11 apart, outnumber it
+    from citewise.index.pdf.lines import line_pitch
+    from citewise.index.pdf.starts import paragraph_skip
+
+    lines, y = [], 700.0
+    for paragraph in range(8):
+        for n in range(4):
+            lines.append(
+                line(f"Prose {paragraph}.{n} of the manual, in its body's face.", 154, y, 507, size=10.0)
+            )
+            y -= 12.0
+        y -= 6.0  # the skip: 18 points from the last line to the next paragraph's first
+    code = [line(f"\\newcommand{{\\macro{n}}}", 160, 700 - 11 * n, 300, size=9.0, font="CMTT9", page=p)
+            for p in range(1, 7) for n in range(60)]  # fmt: skip
+    lines += code
+    pitch = line_pitch(lines, 10.0)
+    assert abs(pitch - 12.0) < 0.5
+    assert paragraph_skip(lines, pitch, 10.0) < 17.5

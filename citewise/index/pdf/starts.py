@@ -11,6 +11,7 @@ from collections import Counter
 
 from citewise.index.citations import opens_author_entry
 from citewise.index.pdf.lines import (
+    BODY_GAPS,
     CJK_LETTERS,
     MONO_FONT,
     Line,
@@ -265,7 +266,12 @@ def paragraph_skip(lines: list[Line], pitch: float, body: float) -> float:
     them, 1.3-1.5 pitches: where the gaps between lines cluster there, with few just over one pitch (where
     a line with maths or a raised mark stands), a gap halfway to the cluster ends a paragraph.
     """
-    ratios = Counter(round(gap / pitch, 1) for _, _, gap in text_gaps(lines, body))
+    gaps = text_gaps(lines, body)
+    # where lines in other sizes outnumber the body's (a manual's listings in smaller type: kdgdocs), the
+    # body's own gaps, as for the pitch (`line_pitch`): among the listings' its skip of 1.5 pitches was lost
+    in_body = [gap for a, b, gap in gaps if abs(a.size - body) < 0.5 and abs(b.size - body) < 0.5]
+    own = len(in_body) >= BODY_GAPS and 2 * len(in_body) < len(gaps)
+    ratios = Counter(round(gap / pitch, 1) for gap in (in_body if own else [g for *_, g in gaps]))
     peak = max((r for r in ratios if 1.25 <= r < 1.6), key=lambda r: ratios[r], default=None)
     if peak is None:
         return 1.6 * pitch
