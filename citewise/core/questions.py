@@ -490,6 +490,12 @@ REFERENCE_WORDS = (
 """A thing's pronouns before a group's (most often the authors: "Which molecules did they search for in its
 atmosphere?") before a person's."""
 POSSESSIVE_WORDS = frozenset({"its", "their", "his", "her"})
+PLURAL_WORDS = frozenset({"their", "they", "them"})
+
+
+def names_group(names: Sequence[str]) -> bool:
+    """Whether the first name given is a group's (a plural: "the authors", "Chemformer and LocalRetro")."""
+    return bool(names) and (" and " in names[0] or bool(re.search(r"[a-z]s$", names[0])))
 
 
 def resolved(question: str, names: Sequence[str], before: str) -> str:
@@ -501,6 +507,12 @@ def resolved(question: str, names: Sequence[str], before: str) -> str:
     instrument measure? (telescopes observed GJ 486b)").
     """
     found = next((m for m in (p.search(question) for p in REFERENCE_WORDS) if m), None)
+    if found is not None and found.group(1).lower() in PLURAL_WORDS and not names_group(names):
+        # "Which of them was the hardest to detect?" after "Which mutation operators were used to train the
+        # RoBERTa detector?": a group the question before spoke of, not the one thing it named ("Which of
+        # RoBERTa ...", "how far apart are Ca+?"): the question before's words say what it is about
+        names = []
+        found = None
     if names and found:
         name, rest = names[0], [n for n in names[1:] if n not in question]
         said = f"{name}'s" if found.group(1).lower() in POSSESSIVE_WORDS else name

@@ -597,3 +597,18 @@ def test_a_question_for_an_age_a_duration_a_frequency_or_a_price_needs_a_sentenc
     assert questions.focus("How much did the camera cost?").search("It cost $1,200.")
     for any_sentence in ("How long is the cable?", "How many layers are there?", "What is its age?"):
         assert questions.focus(any_sentence) is None  # a length, a count, an age asked otherwise: not judged
+
+
+def test_a_plural_pronoun_after_one_named_thing_means_a_group_the_question_before_spoke_of() -> None:
+    # "them" is the mutation operators, not RoBERTa; "they" the bar magnets, not the Ca+ ion: the question
+    # before's words say what the follow-up is about, no name is put for the pronoun
+    assert (
+        conversation(
+            "Which mutation operators were used to train the RoBERTa detector?",
+            "Which of them was the hardest?",
+        )[1]
+        == "Which of them was the hardest? (mutation operators used train RoBERTa detector)"
+    )
+    assert conversation("What is the radius of GJ 486b?", "And its mass?")[1] == (
+        "And GJ 486b's mass?"  # one thing's pronoun still takes its name
+    )
