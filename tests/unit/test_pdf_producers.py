@@ -906,3 +906,32 @@ def test_a_skip_between_paragraphs_is_seen_among_more_lines_of_smaller_code() ->
     pitch = line_pitch(lines, 10.0)
     assert abs(pitch - 12.0) < 0.5
     assert paragraph_skip(lines, pitch, 10.0) < 17.5
+
+
+def test_a_label_in_several_faces_opens_a_two_line_item_whose_second_line_hangs() -> None:
+    # prosper's options: a symbol, the option's name in bold typewriter and a bold stop, then the text;
+    # the item's second line hangs under the text, short
+    pieces = [
+        Piece(135, 472, 141, 482, "I ", 10, "MSAM10", False),
+        Piece(145, 472, 203, 482, "slideColor", 10, "Courier-Bold", True),
+        Piece(204, 472, 206, 482, ". ", 10, "Times-Bold", True),
+        Piece(
+            212,
+            472,
+            477,
+            482,
+            "Slides will use many colors. To be used with caution when the",
+            10,
+            BODY,
+            False,
+        ),
+    ]
+    item = Line(pieces, page=0, edge=134, far_edge=477)
+    lines = [
+        line("the preamble (in that case, the same caption as in the draft mode is used).", 159, 492, 450),
+        item,
+        line("slides are to be printed on a black & white device;", 159, 460, 357, edge=134, far_edge=477),
+    ]
+    lines[0].edge, lines[0].far_edge = 134, 477
+    mark_starts(lines, 10.0, BODY)
+    assert [x.starts for x in lines[1:]] == [True, False]

@@ -294,10 +294,17 @@ def label_form(text: str) -> str | None:
 
 
 def _labelled(line: Line, face: str) -> bool:
-    """Whether a line opens with a word or two in a face not the body's, the rest in it: a label."""
-    first, rest = line.pieces[0], line.pieces[1:]
-    short = len(first.text.split()) <= 2 and not first.math
-    return bool(rest) and short and first.font != face == rest[0].font
+    """Whether a line opens with a word or two in faces not the body's, the rest in it: a label.
+
+    The label may be set in more than one face: prosper's "I slideColor." is a symbol, a command's name in
+    bold typewriter and a bold stop before "Slides will use ...".
+    """
+    at = next((n for n, piece in enumerate(line.pieces) if piece.font == face), len(line.pieces))
+    label = line.pieces[:at]
+    words = sum(bool(re.search(r"\w", word)) for piece in label for word in piece.text.split())
+    # (a symbol from a maths font may open it, a bullet of its own; a formula may not)
+    formula = any(piece.math and len(piece.text.strip()) > 1 for piece in label)
+    return 0 < at < len(line.pieces) and words <= 2 and not formula
 
 
 def _next_lines(lines: list[Line], index: int) -> tuple[Line | None, Line | None]:
