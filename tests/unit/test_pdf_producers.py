@@ -935,3 +935,26 @@ def test_a_label_in_several_faces_opens_a_two_line_item_whose_second_line_hangs(
     lines[0].edge, lines[0].far_edge = 134, 477
     mark_starts(lines, 10.0, BODY)
     assert [x.starts for x in lines[1:]] == [True, False]
+
+
+def test_a_bitmap_fonts_type_read_at_a_tenth_of_a_point_takes_the_pages_usual_size() -> None:
+    # extract's manual through Ghostscript: dvips' bitmap typewriter (a Type 3 font, no name) read at 0.12
+    # points outweighed the 9.2 pt body, and every line of the body was read as small type
+    from citewise.index.pdf.pages import _sized
+
+    pieces = [
+        Piece(145, 706.15, 187, 706.27, "askinclude ", 0.1, "", False),
+        Piece(
+            190,
+            703.9,
+            207,
+            713.1,
+            "[12], and the rest of the sentence in the body",
+            9.2,
+            "Utopia-Regular",
+            False,
+        ),
+    ]
+    small, body = _sized(pieces)
+    assert (small.size, round(small.bottom, 1), round(small.top, 1)) == (9.2, 703.9, 713.1)
+    assert body is pieces[1]

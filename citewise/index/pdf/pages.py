@@ -7,12 +7,14 @@ the page's middle, footnotes under a footnote rule; a page with only an image re
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import math
 import re
 import statistics
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -243,6 +245,7 @@ def page_lines(
         named = TEX_FONT.match(name) or REGULAR_FONT.search(name)
         bold = bool(BOLD_FONT.search(name)) or font.get_weight() >= 600 and not named
         pieces.append(Piece(left, bottom, right, top, text, round(size, 1), name, bold))
+    pieces = _sized(pieces)
     _copyright_signs(pieces)
     if gaps is not None and glyphs is not None:
         gaps.checked += 1
@@ -252,6 +255,35 @@ def page_lines(
     _mark_bands(lines, rules)
     _mark_ruled_notes(lines, rules)
     return lines
+
+
+MIN_TYPE = 1.5
+"""Points under which a piece's size is no type size: a bitmap (Type 3) font whose scale PDFium does not
+apply (Ghostscript's output of dvips' bitmap fonts reads 0.12 for a 9 pt typewriter)."""
+
+
+def _sized(pieces: list[Piece]) -> list[Piece]:
+    """Pieces in type too small to read given the size most of the page's characters are set in.
+
+    Such fonts are most often the text's own typewriter or symbols at the text's size; read at 0.12 points,
+    their characters outweighed the body's and every line of it became small type.
+    """
+    sizes: Counter[float] = Counter()
+    for piece in pieces:
+        if piece.size >= MIN_TYPE:
+            sizes[piece.size] += len(piece.text)
+    if not sizes or all(piece.size >= MIN_TYPE for piece in pieces):
+        return pieces
+    usual = sizes.most_common(1)[0][0]
+    out = []
+    for piece in pieces:
+        if piece.size < MIN_TYPE:
+            baseline = piece.bottom + 0.25 * piece.size
+            piece = dataclasses.replace(
+                piece, bottom=baseline - 0.25 * usual, top=baseline + 0.75 * usual, size=usual
+            )
+        out.append(piece)
+    return out
 
 
 def _copyright_signs(pieces: list[Piece]) -> None:
