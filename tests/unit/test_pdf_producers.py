@@ -958,3 +958,30 @@ def test_a_bitmap_fonts_type_read_at_a_tenth_of_a_point_takes_the_pages_usual_si
     small, body = _sized(pieces)
     assert (small.size, round(small.bottom, 1), round(small.top, 1)) == (9.2, 703.9, 713.1)
     assert body is pieces[1]
+
+
+def test_a_paragraphs_last_line_over_a_label_out_in_the_margin_goes_on() -> None:
+    # lastpage: "e-mail to the lastpage maintainer, thanks!" ends the paragraph over "count1to", a macro's
+    # name standing out left of the column's edge; read against it, the line looked indented
+    lines = [
+        line("If you know the (CTAN) location of a working (!) version, please send an", 179, 469, 507),
+        line("e-mail to the lastpage maintainer, thanks!", 179, 457, 359),
+        line("count1to", 106, 437, 142, size=9.0, font="CMTT9"),
+        line("The count1to package provides the number of the last page and more.", 179, 417, 507),
+    ]
+    for x in lines:
+        x.edge, x.far_edge = 179, 507
+    mark_starts(lines, 10.0, BODY)
+    assert lines[1].starts is False
+
+
+def test_a_plus_opens_a_list_item_and_its_next_line_hangs_under_its_text() -> None:
+    lines = [
+        line("+ At the last page of each page numbering scheme a label", 179, 493, 435),
+        line("pagesLTS.<numbering scheme> is placed, where <numbering scheme>", 201, 481, 507),
+        line("is e. g. arabic, roman, Roman, alph, or Alph. For fnsymbol please use", 201, 469, 507),
+    ]
+    for x in lines:
+        x.edge, x.far_edge = 179, 507
+    mark_starts(lines, 10.0, BODY)
+    assert [x.starts for x in lines] == [True, False, False]

@@ -29,8 +29,9 @@ BULLET = re.compile(f"[{BULLETS}]\\s")
 """A bullet: a line starting with one starts a list item, at a page's or column's top too."""
 
 
-DASHES = "*\u2013\u00b7-"
-"""Marks a list's items may open with besides bullets: an asterisk, an en dash, a middle dot, a hyphen."""
+DASHES = "*+\u2013\u00b7-"
+"""Marks a list's items may open with besides bullets: an asterisk, a plus, an en dash, a middle dot, a
+hyphen."""
 ITEM_LABEL = re.compile(f"(?:[{BULLETS}{DASHES}]|\\(?\\d{{1,2}}[.)]|\\(?[a-z][.)]|\\([ivx]{{1,4}}\\))\\s")
 """A list item's label: a bullet (or a dash, an asterisk, a middle dot), "3.", "(2)", "b)"."""
 
@@ -100,7 +101,9 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
                 and not (line.code or previous.code or _unspaced_script(line) or _unspaced_script(previous))
                 and not word_fits(previous, line, max(previous.right, line.right))
             )
-            indented = not goes_on and 0.6 * body <= line.left - following.left <= 8 * body
+            # (nor over a line standing out left of the column's edge: a margin's label, a heading hung out)
+            inside = following.left >= line.edge - 0.5 * body
+            indented = not goes_on and inside and 0.6 * body <= line.left - following.left <= 8 * body
         from_edge = 0.6 * body <= line.left - line.edge <= 8 * body
         in_column = previous is not None and same_column(previous, line)
         flows = previous is not None and (in_column or abs(line.edge - previous.edge) < 1)
