@@ -985,3 +985,24 @@ def test_a_plus_opens_a_list_item_and_its_next_line_hangs_under_its_text() -> No
         x.edge, x.far_edge = 179, 507
     mark_starts(lines, 10.0, BODY)
     assert [x.starts for x in lines] == [True, False, False]
+
+
+def test_a_description_set_in_under_its_term_goes_on_whatever_term_follows_it() -> None:
+    # gzt's keys: "affiliation={...}" at the edge, its description set in under it; the description's
+    # second line, under a full line that had no room for its first word, is no paragraph's indented first
+    # line because the next key stands back at the edge
+    lines = [
+        line("affiliation={<affiliation(s)>}", 71, 479, 224, font="CMTT10"),
+        line(
+            "Cette clé permet de spécifier une ou plusieurs affiliations. En cas d'affiliations multiples,",
+            91,
+            464,
+            538,
+        ),
+        line("peuvent être séparées par la commande \\newline.", 91, 452, 316),
+        line("photo=<photo>", 71, 438, 135, font="CMTT10"),
+    ]
+    for x in lines:
+        x.edge, x.far_edge = 71, 538
+    mark_starts(lines, 10.0, BODY)
+    assert [x.starts for x in lines[1:3]] == [True, False]

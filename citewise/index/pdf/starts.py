@@ -89,6 +89,12 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
                 and previous.right >= line.far_edge - body
                 and not word_fits(previous, line)
             )
+            # (nor in a block set in from the edge, a description under its term: `_goes_on_set_in`)
+            goes_on = goes_on or (
+                previous is not None
+                and not after_display
+                and _goes_on_set_in(previous, line, following, body)
+            )
             # (nor in a block set in on both sides, a note or a quotation, under its first line indented
             # further that had no room for this line's first word, whatever follows the block: dox's "Note:")
             goes_on = goes_on or (
@@ -374,6 +380,27 @@ def _term_above(previous: Line, prior: Line | None, line: Line) -> bool:
     # the term is mostly typewriter, and what follows it stands well right of where the description starts
     return 2 * mono >= sum(len(p.text.strip()) for p in term) and (
         not rest or rest[0].left > line.left + 4 * line.size
+    )
+
+
+def _goes_on_set_in(previous: Line, line: Line, following: Line, body: float) -> bool:
+    """Whether `line` goes on a block set in from its column's edge (a description under its term).
+
+    Under a full line of the block, at its indent, that had no room for this line's first word: what follows
+    the block (the next term, back at the edge) says nothing, unless prose goes on from this line back at the
+    edge (a one-line paragraph set in, full, then the next one's indented first line).
+    """
+    prose_after = (
+        following.left < line.left - 0.6 * body and not following.code and following.text[:1].islower()
+    )
+    unspaced = _unspaced_script(line) or _unspaced_script(previous)
+    return (
+        same_column(previous, line)
+        and abs(previous.left - line.left) < 0.3 * body
+        and line.left - line.edge >= 0.6 * body
+        and previous.right >= line.far_edge - body
+        and not (line.code or previous.code or unspaced or prose_after)
+        and not word_fits(previous, line)
     )
 
 
