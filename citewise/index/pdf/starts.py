@@ -390,9 +390,9 @@ def _goes_on_set_in(previous: Line, line: Line, following: Line, body: float) ->
     the block (the next term, back at the edge) says nothing, unless prose goes on from this line back at the
     edge (a one-line paragraph set in, full, then the next one's indented first line).
     """
-    prose_after = (
-        following.left < line.left - 0.6 * body and not following.code and following.text[:1].islower()
-    )
+    # prose: not code, not opening with a capital ("(REF) is ...", "and so" go on a sentence)
+    prose_after = following.left < line.left - 0.6 * body and not following.code
+    prose_after = prose_after and not following.text[:1].isupper()
     unspaced = _unspaced_script(line) or _unspaced_script(previous)
     return (
         same_column(previous, line)
