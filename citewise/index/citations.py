@@ -412,11 +412,7 @@ def _unheaded_author_year(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragra
     dated = sum(bool(_YEAR_IN_TEXT.search(entry)) for entry in entries)
     if 5 * ordered < 4 * (len(entries) - 1) or 5 * dated < 4 * len(entries):
         return list(paragraphs), {}
-    bibliography: dict[str, BibEntry] = {}
-    for index, entry in enumerate(entries, start=1):
-        key = _unique_key(_entry_key(entry) or str(index), bibliography)
-        bibliography[key] = BibEntry(key=key, text=" ".join(entry.split()))
-    return list(paragraphs[:start]), bibliography
+    return list(paragraphs[:start]), _keyed(entries)
 
 
 def _reference_spans(paragraphs: Sequence[Paragraph]) -> Iterator[tuple[int, int, int]]:
@@ -519,6 +515,11 @@ def _author_year_entries(texts: list[str]) -> dict[str, BibEntry]:
                 entries.append(line)
             else:
                 entries[-1] = f"{entries[-1]} {line}"
+    return _keyed(entries)
+
+
+def _keyed(entries: list[str]) -> dict[str, BibEntry]:
+    """Author-year entries by key: surname + year (`author_year_key`), their place where none is read."""
     bibliography: dict[str, BibEntry] = {}
     for index, entry in enumerate(entries, start=1):
         key = _unique_key(_entry_key(entry) or str(index), bibliography)

@@ -549,7 +549,7 @@ def line_pitch(lines: list[Line], body: float) -> float:
     gaps = text_gaps(lines, body)
     if not gaps:
         return 1.2 * body
-    in_body = [g for a, b, g in gaps if abs(a.size - body) < 0.5 and abs(b.size - body) < 0.5]
+    in_body = body_gaps(gaps, body)
     # the body's own lines where there are enough of them: a manual's listings in smaller type, a line
     # apart each, outnumber its prose's lines (ocg-p: code 9.5 points apart, prose 12; read by the code's
     # pitch, every line of prose started a paragraph)
@@ -560,6 +560,11 @@ def line_pitch(lines: list[Line], body: float) -> float:
     if smallest < usual - 0.5:  # the usual gap is a paragraph's skip: the lines inside are closer
         return statistics.median(g for g in in_body if abs(g - smallest) <= 0.5)
     return usual
+
+
+def body_gaps(gaps: list[tuple[Line, Line, float]], body: float) -> list[float]:
+    """The gaps (`text_gaps`) between two lines both in the body's size."""
+    return [g for a, b, g in gaps if abs(a.size - body) < 0.5 and abs(b.size - body) < 0.5]
 
 
 def text_gaps(lines: list[Line], body: float) -> list[tuple[Line, Line, float]]:

@@ -268,11 +268,13 @@ def _sized(pieces: list[Piece]) -> list[Piece]:
     Such fonts are most often the text's own typewriter or symbols at the text's size; read at 0.12 points,
     their characters outweighed the body's and every line of it became small type.
     """
+    if all(piece.size >= MIN_TYPE for piece in pieces):
+        return pieces  # (every page but a few: nothing counted)
     sizes: Counter[float] = Counter()
     for piece in pieces:
         if piece.size >= MIN_TYPE:
             sizes[piece.size] += len(piece.text)
-    if not sizes or all(piece.size >= MIN_TYPE for piece in pieces):
+    if not sizes:
         return pieces
     usual = sizes.most_common(1)[0][0]
     out = []

@@ -15,6 +15,7 @@ from citewise.index.pdf.lines import (
     CJK_LETTERS,
     MONO_FONT,
     Line,
+    body_gaps,
     bold_label,
     line_pitch,
     same_column,
@@ -104,7 +105,7 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
                 and previous.left - line.left >= 0.6 * body
                 and line.left - line.edge >= 0.6 * body
                 and previous.right < line.far_edge - body
-                and not (line.code or previous.code or _unspaced_script(line) or _unspaced_script(previous))
+                and _prose_pair(previous, line)
                 and not word_fits(previous, line, max(previous.right, line.right))
             )
             # (nor over a line standing out left of the column's edge: a margin's label, a heading hung out)
@@ -278,7 +279,7 @@ def paragraph_skip(lines: list[Line], pitch: float, body: float) -> float:
     gaps = text_gaps(lines, body)
     # where lines in other sizes outnumber the body's (a manual's listings in smaller type: kdgdocs), the
     # body's own gaps, as for the pitch (`line_pitch`): among the listings' its skip of 1.5 pitches was lost
-    in_body = [gap for a, b, gap in gaps if abs(a.size - body) < 0.5 and abs(b.size - body) < 0.5]
+    in_body = body_gaps(gaps, body)
     own = len(in_body) >= BODY_GAPS and 2 * len(in_body) < len(gaps)
     ratios = Counter(round(gap / pitch, 1) for gap in (in_body if own else [g for *_, g in gaps]))
     peak = max((r for r in ratios if 1.25 <= r < 1.6), key=lambda r: ratios[r], default=None)
@@ -393,20 +394,23 @@ def _goes_on_set_in(previous: Line, line: Line, following: Line, body: float) ->
     # prose: not code, not opening with a capital ("(REF) is ...", "and so" go on a sentence)
     prose_after = following.left < line.left - 0.6 * body and not following.code
     prose_after = prose_after and not following.text[:1].isupper()
-    unspaced = _unspaced_script(line) or _unspaced_script(previous)
     return (
         same_column(previous, line)
         and abs(previous.left - line.left) < 0.3 * body
         and line.left - line.edge >= 0.6 * body
         and previous.right >= line.far_edge - body
-        and not (line.code or previous.code or unspaced or prose_after)
+        and _prose_pair(previous, line)
+        and not prose_after
         and not word_fits(previous, line)
     )
 
 
-def _unspaced_script(line: Line) -> bool:
-    """Whether a line is in a script written without spaces (Chinese, Japanese): its words tell no width."""
-    return re.search(f"[{CJK_LETTERS}]", line.text) is not None
+def _prose_pair(previous: Line, line: Line) -> bool:
+    """Whether two lines are prose whose words tell whether the first had room for the second's first word.
+
+    Not code, nor a script written without spaces (Chinese, Japanese: a line's first "word" is all of it).
+    """
+    return not any(x.code or re.search(f"[{CJK_LETTERS}]", x.text) for x in (previous, line))
 
 
 def _wrapped_name(previous: Line, line: Line) -> bool:
