@@ -52,6 +52,10 @@ TRAILING_LABELS = re.compile(r"([.!?])((?:\[\d[\d,\s\u2013-]*\])*)((?:\s*\[(?:S\
 sentence splitter would leave them to the next sentence, or cut "[E2]" in two."""
 ENDS_WITH_LABEL = re.compile(r"\[(?:S\d+)?E\d+\]$")
 LEADING_LABELS = re.compile(r"\s*(?:\[(?:S\d+)?E\d+\]\s*)+")
+LABELLED_END = re.compile(r"(?:\[(?:S\d+)?E\d+\])+[.!?]?(?=\s+[A-Z0-9\"\u201c\u2018])")
+"""Labels a next sentence follows ("Japan [E1]. 8.2-m Subaru ...", "... (CFHT) [E3] The first ..."): a
+writer cites at a sentence's end, and a sentence splitter does not end one before a digit or after a table
+row with no full stop."""
 SPACED_LABEL = re.compile(r"\s*\[((?:S\d+)?E\d+)\]")
 """A label with the space before it (removed together, so no double space is left)."""
 UNVERIFIED = (
@@ -124,7 +128,7 @@ def split_answer(draft: str) -> list[str]:
                 parts.append(BREAK)
             parts += [stripped, BREAK]
             continue
-        for part in sentences(line) if not line.lstrip().startswith("- ") else [stripped]:
+        for part in labelled_sentences(line) if not line.lstrip().startswith("- ") else [stripped]:
             lead = LEADING_LABELS.match(part)
             if lead and parts and not is_structure(parts[-1]):  # 'said "X." [E1] Next' splits after the quote
                 parts[-1] = f"{parts[-1]} {lead.group(0).strip()}"
@@ -138,6 +142,39 @@ def split_answer(draft: str) -> list[str]:
     while parts and parts[-1] == BREAK:
         parts.pop()
     return parts
+
+
+def labelled_sentences(line: str) -> list[str]:
+    """A line's sentences, ending one after every group of labels another sentence follows."""
+    found: list[str] = []
+    for sentence in sentences(line):
+        start = 0
+        for end in LABELLED_END.finditer(sentence):
+            found.append(sentence[start : end.end()].strip())
+            start = end.end()
+        found.append(sentence[start:].strip())
+    joined: list[str] = []
+    for sentence in filter(None, found):
+        if joined and not LABEL.sub("", sentence).strip(" .,;"):  # 'said "X." [E1]': the label is the quote's
+            joined[-1] = f"{joined[-1]} {sentence}"
+        else:
+            joined.append(sentence)
+    return joined
+
+
+def split_unmarked(part: str) -> tuple[str, list[str]]:
+    """A verified part without the sentences in it that carry no label, and those sentences.
+
+    A sentence splitter may leave two sentences in one part (a table row has no full stop): verification
+    then checked the labelled one only, and the other must not be shown as though it were checked.
+    """
+    item = part.startswith("- ")
+    pieces = labelled_sentences(part[2:] if item else part)
+    bare = [p for p in pieces if not LABEL.search(p) and content_words(p)]
+    if len(pieces) < 2 or not bare:
+        return part, []
+    shown = " ".join(p for p in pieces if p not in bare)
+    return (f"- {shown}" if item and shown else shown), [tidy(p) for p in bare]
 
 
 def source_lines(labels: dict[str, str], paragraphs: dict[str, str]) -> dict[str, tuple[str, str]]:
@@ -384,6 +421,10 @@ async def _verified(
                 continue
             part = f"{part} (unsupported)"
         part, recited_from = recite(part, labels, lines, lines_for)
+        part, bare = split_unmarked(part)
+        unsupported += bare  # a sentence shown needs a marker its lines were checked for
+        if not part:
+            continue
         kept_parts.append(without_trailing_source_markers(soften_source_markers(part)))
         sentence = tidy(LABEL.sub("", part))
         fine.append({"sentence": sentence, "lines": lines_for, "recited_from": recited_from})

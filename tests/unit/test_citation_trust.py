@@ -436,6 +436,49 @@ def test_a_label_after_a_closing_quote_stays_with_its_sentence() -> None:
     ]
 
 
+def test_a_sentence_ends_after_its_labels_where_a_splitter_would_not_end_it() -> None:
+    # local mode's answer to "Who funded the construction of the Subaru telescope?" on the sample: the
+    # splitter ends no sentence before "8.2-m" nor after a table row with no full stop, so the three
+    # sentences were verified as one against the last one's line and shown with one marker for all three
+    draft = (
+        "It is operated by the National Astronomical Observatory of Japan. [E1] "
+        "8.2-m Subaru telescope (IRD), 3.6-m Canada France Hawai'i Telescope (CFHT) [E3] "
+        "The first transit was observed with IRD. [E2]"
+    )
+    assert split_answer(draft) == [
+        "It is operated by the National Astronomical Observatory of Japan [E1].",
+        "8.2-m Subaru telescope (IRD), 3.6-m Canada France Hawai'i Telescope (CFHT) [E3]",
+        "The first transit was observed with IRD [E2].",
+    ]
+    # a label inside a sentence, before what goes on in lower case, does not end it
+    assert split_answer("Vaccines train it [E1] and memory cells remain [E2].") == [
+        "Vaccines train it [E1] and memory cells remain [E2]."
+    ]
+
+
+async def test_no_sentence_is_shown_without_a_marker_verification_checked(
+    install: Callable, paragraphs: ParagraphIndex
+) -> None:
+    # a list item is one part: its first sentence, unlabelled, was never checked against a line
+    draft = (
+        "- Bakers feed the starter every day. Vaccines train the immune system to recognise a pathogen [E1]."
+    )
+    result = await verify(verify_state(draft), run(Context(model=None), paragraphs))
+    assert result["answer"] == "- Vaccines train the immune system to recognise a pathogen [1]."
+    assert result["unsupported"] == ["Bakers feed the starter every day."]
+    # the local draft above: each sentence keeps its own marker
+    draft = (
+        "After vaccination, B cells produce antibodies. [E2] Sourdough bread is leavened by wild yeast [E3] "
+        "Vaccines train the immune system to recognise a pathogen. [E1]"
+    )
+    result = await verify(verify_state(draft), run(Context(model=None), paragraphs))
+    assert result["answer"] == (
+        "After vaccination, B cells produce antibodies [1]. Sourdough bread is leavened by wild yeast [2] "
+        "Vaccines train the immune system to recognise a pathogen [3]."
+    )
+    assert [item["markers"] for item in result["support"]] == [[1], [2], [3]]
+
+
 def test_a_source_s_own_marker_closing_a_clause_leaves_the_answer_sentence() -> None:
     from citewise.index.citations import soften_source_markers, without_trailing_source_markers
 
