@@ -71,10 +71,14 @@ def _print(reading: Reading) -> None:
     doc_id = f"  id {reading.doc_id}" if reading.doc_id else ""
     typer.echo(f"  {reading.source} ({reading.kind}{pages}){doc_id}")
     typer.echo(f"sections ({len(reading.sections)}; {reading.paragraphs} paragraphs):")
+    shown: list[str] = []
     for section in reading.sections:
         parts = section.path.split(" > ") if section.path else ["(no section)"]
-        label = "  " * len(parts) + parts[-1]
-        typer.echo(f"{label}  [{section.paragraphs}]")
+        same = next((n for n, (a, b) in enumerate(zip(shown, parts, strict=False)) if a != b), len(shown))
+        for depth in range(min(same, len(parts) - 1), len(parts) - 1):  # a heading with no text of its own
+            typer.echo("  " * (depth + 1) + parts[depth])
+        typer.echo(f"{'  ' * len(parts)}{parts[-1]}  [{section.paragraphs}]")
+        shown = parts
     typer.echo(f"references ({len(reading.references)}):")
     for key, text in reading.references[:SHOWN_REFERENCES]:
         typer.echo("  " + textwrap.shorten(f"[{key}] {text}", 106, placeholder=" ..."))

@@ -1006,3 +1006,82 @@ def test_a_description_set_in_under_its_term_goes_on_whatever_term_follows_it() 
         x.edge, x.far_edge = 71, 538
     mark_starts(lines, 10.0, BODY)
     assert [x.starts for x in lines[1:3]] == [True, False]
+
+
+def bold_led(label: str, rest: str, bottom: float, **kw) -> Line:
+    """A paragraph's first line opening with a bold label (IEEEtran's testflow guide, 10 points)."""
+    split = 72 + 5.0 * len(label)
+    pieces = [
+        Piece(72, bottom, split, bottom + 10, label, 10, "SFBX1000", True),
+        Piece(split + 5, bottom, 539, bottom + 10, rest, 10, "SFRM1000", False),
+    ]
+    return Line(pieces, page=kw.pop("page", 9), starts=True, edge=72, far_edge=539, **kw)
+
+
+def test_a_bold_label_and_its_sentence_or_a_label_opening_paragraph_after_paragraph_head_nothing() -> None:
+    # testflow's guide: "Not acceptable: some of the symbols are missing or wrong." runs in before the
+    # paragraph's first words; it was a heading, and "Not acceptable:" alone under 6.4.1 another
+    sentence = bold_led("Not acceptable: some of the symbols are missing or wrong.", "Versions of", 650)
+    (same,) = split_run_in_headings([sentence])
+    assert same.kind == "text" and same.text.startswith("Not acceptable: some")
+    labels = [bold_led("Not acceptable:", f"pdfTeX versions prior to {n}.", 600 - 40 * n) for n in range(3)]
+    between = [line(f"Other text, paragraph {n}.", 72, 580 - 40 * n, starts=True) for n in range(3)]
+    lines = [x for pair in zip(labels, between, strict=True) for x in pair]
+    assert [x.kind for x in split_run_in_headings(lines)] == ["text"] * 6
+    # a run-in heading whose words go on in capitals stays one ("Step 1: Data collection. We ...")
+    head, _ = split_run_in_headings([bold_led("Step 1: Data collection.", "We gathered it.", 400)])
+    assert (head.kind, head.text) == ("heading", "Step 1: Data collection.")
+
+
+def test_a_long_bold_line_leading_into_a_list_is_no_heading_and_a_subsection_over_bold_text_is() -> None:
+    lead = "In short, the following applications should be of versions at least as recent as:"
+    lines = [
+        line("It is assumed that Acrobat Reader is what is used to view the PDF.", 82, 358, 425, size=10),
+        line(lead, 82, 346, 471, size=10, font="SFBX1000"),
+        line("dvips: 5.86f", 82, 322, 137, size=10),
+        line("Ghostscript: 8.15", 82, 310, 200, size=10),
+    ]
+    for x in lines:
+        x.edge, x.far_edge = 72, 539
+    mark_headings(lines, 10.0)
+    assert [x.kind for x in lines] == ["text"] * 4
+    # "6.3.1 Version Information" at a page's head over a warning set in bold that fills two lines: the
+    # bold run of three lines was taken for running text, the title with it
+    lines = [
+        line("6.3.1 Version Information", 72, 707, 207, size=10, font="SFBX1000", page=16),
+        line(
+            "Not acceptable: Ghostscript versions prior to the 8.x series. Versions",
+            72,
+            689,
+            539,
+            size=10,
+            font="SFBX1000",
+            page=16,
+            starts=True,
+        ),
+        line(
+            "prior have known bugs that affect LaTeX users, only a subset of which are.",
+            72,
+            675,
+            539,
+            size=10,
+            font="SFBX1000",
+            page=16,
+        ),
+        line("Users can identify their Ghostscript version via gs -version.", 82, 665, 345, size=10, page=16),
+        *(
+            line(
+                "Versions 7.04 and later feature an improved security mechanism which can",
+                72,
+                653 - 12 * n,
+                539,
+                size=10,
+                page=16,
+            )
+            for n in range(4)
+        ),
+    ]
+    for x in lines:
+        x.edge, x.far_edge = 72, 539
+    mark_headings(lines, 10.0)
+    assert [x.kind for x in lines[:4]] == ["heading", "text", "text", "text"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+from collections import Counter
 
 from citewise.index.pdf.lines import (
     MONO_FONT,
@@ -248,10 +249,17 @@ def mark_headings(lines: list[Line], body: float) -> None:
         # a theorem's label on a line of its own ("Theorem 2 (One citation per bibitem)") opens a statement
         # in its section, as run in
         and not (line.size < 1.1 * body and THEOREM.match(line.text.strip()))
-        # a bold sentence, or a bold line filling its column, is emphasis in a paragraph
+        # a bold sentence, or a bold line filling its column, is emphasis in a paragraph; so is a long one
+        # leading into a list ("In short, the following applications should be of versions at least as
+        # recent as:")
         and not (
             line.size < 1.1 * body
-            and (line.text.endswith(".") and not _subsection_title(line) or _fills_column(line))
+            and (
+                line.text.endswith(".")
+                and not _subsection_title(line)
+                or _fills_column(line)
+                or _leads_in(line)
+            )
         )
     ]
     spaced = {id(line) for line in _spaced_headings(lines, body)}
@@ -294,6 +302,15 @@ def mark_headings(lines: list[Line], body: float) -> None:
     for line in candidates:
         line.kind = "heading"
         line.level = styles.index(_style(line)) + 1
+
+
+def _leads_in(line: Line) -> bool:
+    """An unnumbered line of LEAD_IN words or more ending in a colon: a sentence that a list follows."""
+    return line.text.endswith(":") and len(line.text.split()) >= LEAD_IN and not NUMBERED.match(line.text)
+
+
+LEAD_IN = 8
+"""Words an unnumbered line ending in a colon has at least to lead into what follows, not head it."""
 
 
 def _numbered_order(styles: list[Style], headings: list[Line]) -> list[Style]:
@@ -416,6 +433,10 @@ def _running_text(lines: list[Line]) -> set[int]:
             if same_column(line, run[-1]) or run[-1].column != "full" != line.column:
                 run.append(line)
                 continue
+        if run and _subsection_title(run[0]) and not _fills_column(run[0]) and not run[0].starts:
+            # a numbered subsection title over a paragraph set in its face ("6.3.1 Version Information"
+            # over a bold "Not acceptable: ..." warning) heads the run
+            run = run[1:]
         full = sum(1 for x in run if x.right - x.left > 0.9 * (x.far_edge - x.edge))
         if len(run) >= 3 and full >= 2 and SENTENCE_END.search(" ".join(x.text for x in run)):
             found.update(id(x) for x in run)
@@ -539,6 +560,18 @@ def _italic_run_in(line: Line) -> tuple[list[Piece], list[Piece]] | None:
     return [*pieces[:n], stop], [rest, *pieces[n + 1 :]]
 
 
+REPEATED_LABEL = 3
+"""Paragraphs a bold label ending in a colon opens at least, to be a label rather than a run-in heading."""
+LABELLED_SENTENCE = re.compile(r":\s+[a-z]")
+"""A colon inside a bold phrase that a sentence in lower case goes on from: a label and its sentence."""
+
+
+def _label_word(line: Line) -> str:
+    """The bold words a paragraph opens with up to a colon ("not acceptable:"), "" when they hold none."""
+    label = bold_label(line)
+    return label[: label.index(":") + 1].lower() if ":" in label else ""
+
+
 LETTERED = re.compile(r"[a-z]\.\s+[A-Z]")
 """A run-in heading's letter and its first word ("a. Note")."""
 RUN_IN_NUMBER = re.compile(r"\d{1,2}(?:\.\d{1,2})+\.?")
@@ -560,6 +593,11 @@ def split_run_in_headings(lines: list[Line]) -> list[Line]:
         for n, line in enumerate(starts)
         if labelled[n] and (n > 0 and labelled[n - 1] or n + 1 < len(starts) and labelled[n + 1])
     }
+    # a label that opens paragraph after paragraph heads none of them ("Not acceptable: ..." in IEEEtran's
+    # testflow guide, under each test): a heading names its section once
+    words = [_label_word(line) for line in starts]
+    opening = Counter(word for word in words if word)
+    items |= {id(line) for line, word in zip(starts, words, strict=True) if opening[word] >= REPEATED_LABEL}
     out: list[Line] = []
     for line in lines:
         if line.kind != "text" or not line.starts or id(line) in items:
@@ -585,6 +623,7 @@ def split_run_in_headings(lines: list[Line]) -> list[Line]:
             and (phrase.endswith((".", ":")) or italic is not None)  # an italic one needs no stop
             and len(phrase.split()) <= 10
             and not ADMONITION.match(phrase)
+            and not LABELLED_SENTENCE.search(phrase)  # "Recommended: dvips version 5.86f or later."
             and not THEOREM.match(phrase)  # "Theorem 1." opens a statement in its section, heads none
             and not CAPTION_LABEL.match(phrase)
             # a description list's term ("free. If such a key ..."), not a lettered head ("a. Note")
