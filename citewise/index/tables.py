@@ -571,10 +571,11 @@ def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[li
                 groups.remove(group)
     rows: list[list[str]] = []
     filling: list[list[bool]] = []  # whether each cell's last line fills its column
-    widest = [
-        max((max(p.right for p in row[c]) for row in filled if row[c]), default=0.0)
+    spans = [
+        [(min(p.left for p in row[c]), max(p.right for p in row[c])) for row in filled if row[c]]
         for c in range(len(bounds))
     ]
+    widest = [_column_end(column) for column in spans]
     for group in groups:
         parts: list[list[tuple[str, bool]]] = [[] for _ in bounds]
         for m in sorted(group):  # top to bottom: a wrapped cell's lines in order
@@ -587,6 +588,27 @@ def _rows(pieces: list[Any], splits: list[float], walls: list[float]) -> list[li
     if sum(sum(bool(cell) for cell in row) >= enough for row in rows) < FULL_ROWS * len(rows):
         return None
     return None if _prose(rows, filling) else rows
+
+
+def _column_end(spans: list[tuple[float, float]]) -> float:
+    """Where a column's lines end: where most of them end when it is justified, else its widest line's end.
+
+    A justified column of prose set in columns has a line or two overhanging its edge (papertex's news
+    columns): measured by those, no cell filled its column. Justified: JUSTIFIED of its lines, long ones,
+    end at one x (a column of one-letter cells, "n" under "n", ends at one x too).
+    """
+    if not spans:
+        return 0.0
+    widest = max(right - left for left, right in spans)
+    rights = [right for left, right in spans if right - left >= 0.7 * widest]
+    most, count = Counter(round(x) for x in rights).most_common(1)[0]
+    near = sum(1 for x in rights if abs(x - most) <= 1.0)
+    ends = max(right for _, right in spans)
+    return float(most) if near >= JUSTIFIED * len(spans) and count >= 3 else ends
+
+
+JUSTIFIED = 0.4
+"""Share of a column's lines ending at one x (to a point) that makes it a justified column."""
 
 
 def _prose(rows: list[list[str]], full: list[list[bool]]) -> bool:

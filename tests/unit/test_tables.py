@@ -287,6 +287,28 @@ def test_short_lines_of_two_columns_running_their_sentences_on_are_no_table() ->
     assert find_tables(lines, rules, words_inside(lines)) == []
 
 
+def test_four_justified_columns_of_prose_with_a_line_overhanging_each_are_no_table() -> None:
+    # papertex's newsletter: four narrow justified columns between the running head's rule and a boxed
+    # title's; a hyphen or a wide word sticks out past each column's edge, and measured by those lines no
+    # line filled its column, so the prose's running on was not seen
+    text = (
+        "amet pretium fermentum arcu massa interdum metus varius justo ante velit class aptent taciti "
+        "sociosqu litora torquent conubia nostra inceptos hymenaeos phasellus elit cras ornare blandit "
+        "felis praesent"
+    ).split()
+    lefts = [40, 160, 280, 400]
+    lines = []
+    for n in range(8):
+        cells = []
+        for c, x in enumerate(lefts):
+            words = text[(4 * n + 7 * c) % 60 : (4 * n + 7 * c) % 60 + 4] or text[:4]
+            end = x + 108 + (8 if n == c else 0)  # one line of each column overhangs its edge
+            cells += spaced([*words[:-1], words[-1] + ("-" if n % 2 else ",")], x, end)
+        lines.append(tight_row(600 - 12 * n, cells))
+    rules = [Rule(35, 620, 520, 621), Rule(35, 490, 520, 491)]
+    assert find_tables(lines, rules, words_inside(lines)) == []
+
+
 def test_a_table_of_lower_case_names_and_their_meanings_stays_a_table() -> None:
     # ReportLab's guide: attribute names in lower case beside a few words each, no stop at their ends
     rows = [

@@ -8,7 +8,9 @@ Texinfo table) made one line, or the tag marked where its description hangs unde
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+import statistics
 from collections import Counter
 
 from citewise.index.pdf.lines import EQUATION_NUMBER, Line, line_text
@@ -18,12 +20,21 @@ OVERHANG = 5.0
 
 
 def reading_order(lines: list[Line]) -> list[Line]:
-    """Bands between full-width lines; in each band the left column, then the right one."""
+    """Bands between full-width lines; in each band the left column, then the right one.
+
+    A page with three columns or more somewhere (a newsletter's) is read band by band, each band's columns
+    left to right (`_many_columns`).
+    """
     body = [line for line in lines if line.kind != "furniture"]
     if not body:
         return lines
     left_edge = -_shared_extreme([-line.left for line in body])
     right_edge = _shared_extreme([line.right for line in body])
+    bands = _many_columns(body, right_edge - left_edge)
+    if bands is not None:
+        read = [line for band in bands for column in band for line in column]
+        _set_edges(read, {line.column for line in read}, False, (left_edge, right_edge))
+        return [*read, *(line for line in lines if line.kind == "furniture")]
     middle, slack = (left_edge + right_edge) / 2, 0.02 * (right_edge - left_edge)
     for line in body:
         if line.right < middle + slack:
@@ -73,7 +84,14 @@ def reading_order(lines: list[Line]) -> list[Line]:
                 band = []
             band.append(line)
     ordered.extend(_band(band) if two_columns else band)
-    for column in ("left", "right", "full"):
+    _set_edges(ordered, {"left", "right", "full"}, two_columns, (left_edge, right_edge))
+    return ordered
+
+
+def _set_edges(ordered: list[Line], columns: set[str], two_columns: bool, block: tuple[float, float]) -> None:
+    """Each line's column edges: where its column's long lines start and where its justified lines end."""
+    left_edge, right_edge = block
+    for column in columns:
         lines_of_column = [line for line in ordered if line.column == column and line.kind != "furniture"]
         rights = [line.right for line in lines_of_column]
         # the column's left edge: where its long lines start, the leftmost x shared by two of them
@@ -96,7 +114,150 @@ def reading_order(lines: list[Line]) -> list[Line]:
         for line in ordered:
             if line.column == column:
                 line.edge, line.far_edge = edge, far_edge or line.right
-    return ordered
+
+
+MANY_COLUMNS = 3
+"""Columns side by side a band of a page has at least to be read by `_many_columns`."""
+COLUMN_LINES = 5
+"""Lines of prose each of those columns holds at least."""
+GUTTER = 0.6
+"""Ems of clear space at least between two columns."""
+
+
+def _many_columns(body: list[Line], width: float) -> list[list[list[Line]]] | None:
+    """A page's bands, each as its columns of lines, when a band holds three columns of prose or more.
+
+    A band ends at a line across a gutter (a news item's heading over its columns) and at a rule across
+    the page. None where no band has three columns (two columns are `reading_order`'s own): a page of
+    newsletter columns was read as two, its middle column's lines "across both" and joined to the lines
+    beside them. Columns are told by gutters: strips no line of the band crosses, GUTTER ems wide or more.
+    """
+    size = statistics.median(line.size for line in body)
+    bands: list[list[list[Line]]] = []
+    pending = [piece for _, group in _by_band(body) for piece in _stretches(group, size, width)]
+    found = False
+    while pending:
+        lines = pending.pop(0)
+        gutters = _gutters(lines, size)
+        crossing = [i for i, line in enumerate(lines) if any(_crosses(line, g, size) for g in gutters)]
+        if crossing:  # split where a line crosses, and look again
+            pieces, start = [], 0
+            for i in crossing:
+                pieces += [lines[start:i], [lines[i]]]
+                start = i + 1
+            pending[:0] = [piece for piece in [*pieces, lines[start:]] if piece]
+            continue
+        columns = (_columns(lines, gutters, size, width) if gutters else None) or [lines]
+        found = found or len(columns) >= MANY_COLUMNS
+        bands.append(columns)  # (a band in two columns on such a page: read as two columns)
+    if not found:
+        return None
+    # stretches in one column read as a page in one column: a tag joins its description
+    single = {id(line) for columns in bands if len(columns) == 1 for line in columns[0]}
+    joined, grown = _tag_joins([line for line in body if id(line) in single])  # in the page's own order
+    for columns in bands:
+        if len(columns) == 1:
+            columns[0] = [grown.get(id(x), x) for x in columns[0] if id(x) not in joined or id(x) in grown]
+    for number, columns in enumerate(bands):
+        for n, column in enumerate(columns):
+            for line in column:
+                line.column = f"{number}.{n}" if len(columns) > 1 else "full"
+    return bands
+
+
+def _stretches(lines: list[Line], size: float, width: float) -> list[list[Line]]:
+    """Lines top to bottom in stretches, cut where nothing is read across the cut.
+
+    A line across most of the page stands alone; a stretch ends where clear space of two lines or more
+    runs across it (a kicker under a news item's columns).
+    """
+    stretches: list[list[Line]] = [[]]
+    bottom = math.inf
+    for line in sorted(lines, key=lambda line: (-line.top, line.left)):
+        if line.right - line.left >= WIDE * width:
+            stretches += [[line], []]
+        elif stretches[-1] and bottom - line.top >= 2 * size:
+            stretches.append([line])
+        else:
+            stretches[-1].append(line)
+        bottom = min(bottom, line.bottom) if stretches[-1] else math.inf
+    return [stretch for stretch in stretches if stretch]
+
+
+WIDE = 0.6
+"""Share of the page's text block a line spans at least to stand across its columns."""
+
+
+def _by_band(lines: list[Line]) -> list[tuple[int, list[Line]]]:
+    """Lines grouped by the rules across the page above them (`Line.band`), top band first."""
+    groups: dict[int, list[Line]] = {}
+    for line in lines:
+        groups.setdefault(line.band, []).append(line)
+    return sorted(groups.items())
+
+
+def _gutters(lines: list[Line], size: float) -> list[tuple[float, float]]:
+    """Strips of clear space between lines side by side, GUTTER ems wide or more.
+
+    A strip may be crossed by a line or two of CROSSINGS (a heading over the columns, "over three
+    columns." wrapping under a full line): those are where the band is cut (`_many_columns`).
+    """
+    if len(lines) < 2 * COLUMN_LINES:
+        return []
+    start, end = math.floor(min(x.left for x in lines)), math.ceil(max(x.right for x in lines))
+    cover = [0] * (end - start + 1)
+    for line in lines:
+        for x in range(math.ceil(line.left) - start, math.floor(line.right) - start + 1):
+            cover[x] += 1
+    allowed = max(CROSSINGS, 0.05 * len(lines))
+    gutters: list[tuple[float, float]] = []
+    run: int | None = None
+    for x, count in enumerate(cover):
+        if count <= allowed and run is None:
+            run = x
+        elif count > allowed and run is not None:
+            if x - run >= GUTTER * size and run > 0:
+                gutters.append((start + run, start + x))
+            run = None
+    return gutters
+
+
+CROSSINGS = 2
+"""Lines that may cross a gutter (and cut the band there) before it is no gutter."""
+
+
+def _crosses(line: Line, gutter: tuple[float, float], size: float) -> bool:
+    """Whether a line runs across a gutter, an em or more into the columns on both sides."""
+    return line.left < gutter[0] - size and line.right > gutter[1] + size
+
+
+def _columns(
+    lines: list[Line], gutters: list[tuple[float, float]], size: float, width: float
+) -> list[list[Line]] | None:
+    """The band's lines in its columns, left to right; None unless each is a column of prose.
+
+    Each holds COLUMN_LINES lines or more, most of them long (prose, not a table's cells or a list of
+    names), and no column is much narrower than the widest (a margin's notes beside a page's text).
+    """
+    bounds = [-math.inf, *(sum(g) / 2 for g in gutters), math.inf]
+    columns: list[list[Line]] = [[] for _ in range(len(gutters) + 1)]
+    for line in lines:
+        middle = (line.left + line.right) / 2
+        columns[next(n for n in range(len(columns)) if bounds[n] <= middle < bounds[n + 1])].append(line)
+    spans = [(min(x.left for x in c), max(x.right for x in c)) for c in columns if c]
+    if len(spans) < len(columns):
+        return None
+    widest = max(right - left for left, right in spans)
+    for column, (left, right) in zip(columns, spans, strict=True):
+        long = sum(1 for x in column if x.right - x.left >= 0.8 * (right - left) and len(x.text) >= 20)
+        if (
+            long < COLUMN_LINES
+            or long < 0.5 * len(column)
+            or right - left < 0.6 * widest
+            or right - left < 0.15 * width
+        ):
+            return None
+    return columns
 
 
 SHARED_ENDS = 3
@@ -117,6 +278,12 @@ def _join_tags(lines: list[Line]) -> list[Line]:
     Man pages, Texinfo tables and definition lists set a short tag at the margin and its description at an
     indent the description's other lines share: read apart, the tag closed the paragraph before.
     """
+    joined, grown = _tag_joins(lines)
+    return [grown.get(id(line), line) for line in lines if id(line) not in joined or id(line) in grown]
+
+
+def _tag_joins(lines: list[Line]) -> tuple[set[int], dict[int, Line]]:
+    """The lines (by id) `_join_tags` joins, and each description's line (by id) with its tag before it."""
     text = [line for line in lines if line.kind == "text" and not line.table]
     indents = Counter(round(line.left) for line in text)
     joined: set[int] = set()
@@ -148,7 +315,7 @@ def _join_tags(lines: list[Line]) -> list[Line]:
                 description, pieces=[*tag.pieces, *description.pieces], hang=description.left
             )
             joined.update((id(tag), id(description)))
-    return [grown.get(id(line), line) for line in lines if id(line) not in joined or id(line) in grown]
+    return joined, grown
 
 
 def _margin_note(tag: Line, beside: Line, body_left: float) -> bool:
