@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import urllib.parse
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -81,8 +82,8 @@ def credentials(spec: str) -> tuple[str, str | None]:
         key = env_setting("COHERE_API_KEY")
         if not key:
             raise ModelSetupError(f"{spec} needs the COHERE_API_KEY environment variable")
-        return key, env_setting("COHERE_BASE_URL")
-    base_url = env_setting("OPENAI_BASE_URL")
+        return key, base_url_setting("COHERE_BASE_URL")
+    base_url = base_url_setting("OPENAI_BASE_URL")
     if provider != "openai" and not base_url:
         raise ModelSetupError(
             f"{spec} runs on an OpenAI-compatible server: set OPENAI_BASE_URL "
@@ -95,6 +96,25 @@ def credentials(spec: str) -> tuple[str, str | None]:
             "(or OPENAI_BASE_URL for an OpenAI-compatible server)"
         )
     return key, base_url
+
+
+def base_url_setting(name: str) -> str | None:
+    """A base URL environment variable's value, None when unset.
+
+    Raises:
+        ModelSetupError: It is not an http(s) URL with a host: "localhost:8080/v1" or "notaurl" was retried
+            as a connection error for 18 s before "check its URL" (the client reads it as a relative path).
+    """
+    value = env_setting(name)
+    if value is None:
+        return None
+    parts = urllib.parse.urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModelSetupError(
+            f"{name}={value!r} is not an http(s) URL with a host: write it in full, "
+            f"e.g. {_EXAMPLE_BASE_URLS['llamacpp']}"
+        )
+    return value
 
 
 def speaks_openai(provider: str) -> bool:

@@ -114,6 +114,18 @@ def test_local_server_provider_needs_a_base_url() -> None:
         chat_model("ollama/llama3.1:8b", temperature=0.0, timeout=5)
 
 
+@pytest.mark.parametrize("value", ["notaurl", "localhost:8080/v1", "ftp://127.0.0.1/v1", "http:///v1"])
+def test_a_base_url_that_is_no_http_url_is_a_settings_error_at_once(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # "notaurl" was retried as a connection error for 18 s, then reported as "check its URL and API key"
+    monkeypatch.setenv("OPENAI_BASE_URL", value)
+    with pytest.raises(ModelSetupError, match="OPENAI_BASE_URL=.* is not an http"):
+        chat_model("llamacpp/smollm2", temperature=0.0, timeout=5)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
+    assert chat_model("llamacpp/smollm2", temperature=0.0, timeout=5) is not None
+
+
 def test_cohere_without_key_names_the_variable() -> None:
     with pytest.raises(ModelSetupError, match="COHERE_API_KEY"):
         chat_model("cohere/command-r-plus", temperature=0.0, timeout=5)
