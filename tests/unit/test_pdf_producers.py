@@ -1085,3 +1085,95 @@ def test_a_long_bold_line_leading_into_a_list_is_no_heading_and_a_subsection_ove
         x.edge, x.far_edge = 72, 539
     mark_headings(lines, 10.0)
     assert [x.kind for x in lines[:4]] == ["heading", "text", "text", "text"]
+
+
+def test_a_thesis_chapter_set_double_spaced_after_single_spaced_front_matter_keeps_its_paragraphs() -> None:
+    # afthesis: the front matter 13.6 points a line, the chapters 20.3; read by the document's pitch, every
+    # line of a chapter started a paragraph
+    front = [
+        line(
+            f"front matter line {n} set single spaced and running the width of the page",
+            92,
+            700 - 13.6 * n,
+            519,
+            size=10.9,
+            page=0,
+        )
+        for n in range(12)
+    ]
+    chapter = [
+        line(
+            "Note: I highly recommend you create each chapter in a separate file including the",
+            119,
+            655,
+            519,
+            size=10.9,
+            page=1,
+            starts=True,
+        ),
+        line(
+            "command and include the file. Then you can use includeonly to process selected",
+            92,
+            634.7,
+            518,
+            size=10.9,
+            page=1,
+        ),
+        line(
+            "chapters and you avoid having to latex and preview and print your entire document",
+            92,
+            614.4,
+            518,
+            size=10.9,
+            page=1,
+        ),
+        line(
+            "every time you change a word in it, which saves a great deal of paper and waiting",
+            92,
+            594.1,
+            518,
+            size=10.9,
+            page=1,
+        ),
+        line("time.", 92, 573.8, 115, size=10.9, page=1),
+        line(
+            "The next paragraph opens indented as the first one did and goes on for a while",
+            119,
+            553.5,
+            519,
+            size=10.9,
+            page=1,
+        ),
+    ]
+    lines = [*front, *chapter]
+    for x in lines:
+        x.edge, x.far_edge = 92, 519
+    mark_starts(lines, 10.9, BODY)
+    assert [x.starts for x in chapter] == [True, False, False, False, False, True]
+
+
+def test_a_page_numbered_by_chapter_or_appendix_is_furniture_and_an_appendix_section_a_heading() -> None:
+    # afthesis numbers its pages "1-1", "2-1", "A-1", "VITA-1" at their feet; its appendix sections "A.1"
+    feet = ["1-1", "2-1", "A-1", "VITA-1"]
+    pages = [
+        [
+            *(
+                line(f"a line of body text number {i} on this page", 92, 690 - 12 * i, page=n)
+                for i in range(6)
+            ),
+            line(foot, 297, 99, 313, page=n),
+        ]
+        for n, foot in enumerate(feet)
+    ]
+    mark_furniture(pages)
+    assert [page[-1].kind for page in pages] == ["furniture"] * 4
+    lines = [
+        line("Appendix A. First appendix title", 221, 731, 390, size=12, font="CMTI12"),
+        line("A.1 In an appendix", 92, 706, 191, size=10.9, font="CMTI10"),
+        *(
+            line(f"This is appendix section A.1 and its text, line {i}.", 119, 680 - 20 * i, 519, size=10.9)
+            for i in range(4)
+        ),
+    ]
+    mark_headings(lines, 10.9)
+    assert [x.kind for x in lines[:3]] == ["heading", "heading", "text"]

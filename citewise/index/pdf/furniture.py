@@ -135,8 +135,12 @@ def mark_furniture(pages: list[list[Line]]) -> None:
                 line.kind = "furniture"
 
 
-PAGE_NUMBER = re.compile(r"(?:page\s*)?[\divxlc]{1,5}(?:\s*(?:of|/)\s*\d+)?", re.IGNORECASE)
-"""A page number as a line of its own prints it: "7", "xii", "Page 3", "3 of 9", "3/9"."""
+PAGE_NUMBER = re.compile(
+    r"(?:page\s*)?(?:[\divxlc]{1,5}|(?-i:[A-Z]{1,6}|\d{1,3})[-\u2013]\d{1,4})(?:\s*(?:of|/)\s*\d+)?",
+    re.IGNORECASE,
+)
+"""A page number as a line of its own prints it: "7", "xii", "Page 3", "3 of 9", "3/9"; numbered by chapter
+or appendix, as a thesis or a military report numbers its pages: "2-1", "A-1", "VITA-1"."""
 
 
 def _called_out_of_step(ends: list[list[Line]]) -> set[int]:

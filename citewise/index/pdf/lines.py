@@ -44,7 +44,8 @@ ITALIC_FONT = re.compile(
 """Italic and slanted faces by name (the same families)."""
 
 
-NUMBERED = re.compile(r"(?:\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s")
+NUMBERED = re.compile(r"(?:(?:[A-Z]\.)?\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.?\s")
+"""A heading's number: "2", "2.1.3", "IV", "B", an appendix's "A.1"."""
 
 
 EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")

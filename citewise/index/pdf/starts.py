@@ -7,6 +7,7 @@ An indent, a gap, a label of the list's own form ("1.",
 from __future__ import annotations
 
 import re
+import statistics
 from collections import Counter
 
 from citewise.index.citations import opens_author_entry
@@ -46,9 +47,10 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
 
     `face` is the body's font: a description's label is set in another.
     """
-    pitch = line_pitch(lines, body)
-    skip = paragraph_skip(lines, pitch, body)
-    spaced = skip < 1.6 * pitch  # paragraphs set apart by a skip of their own
+    usual_pitch = line_pitch(lines, body)
+    usual_skip = paragraph_skip(lines, usual_pitch, body)
+    spaced = usual_skip < 1.6 * usual_pitch  # paragraphs set apart by a skip of their own
+    paced = _page_pitches(lines, usual_pitch, body)  # pages set wider (a thesis's double-spaced chapters)
     previous: Line | None = None
     after_display = False
     item: float | None = None  # the left edge of the list item the lines go on, by its label
@@ -62,6 +64,8 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
                 prior, previous, item = None, None, None
             after_display = after_display or line.kind in ("equation", "table")  # a paragraph goes on after
             continue
+        stretch = paced.get(line.page, 1.0)
+        pitch, skip = stretch * usual_pitch, stretch * usual_skip
         # the next lines: margin line numbers and other furniture between lines are passed over
         following, after = _next_lines(lines, index)
         indented = False
@@ -262,6 +266,34 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
 
 SHORT_SKIP = 1.5
 """Pitches between two lines' baselines past which a line that ended short ended its paragraph."""
+
+
+def _page_pitches(lines: list[Line], pitch: float, body: float) -> dict[int, float]:
+    """Pages whose lines stand WIDER_PAGE pitches apart or more inside paragraphs: how many times wider.
+
+    Inside a paragraph for sure: a full line ending mid-sentence over a line going on in lower case. A thesis
+    double-spaces its chapters after single-spaced front matter (afthesis): read by the document's pitch,
+    every line of a chapter started a paragraph.
+    """
+    inside: dict[int, list[float]] = {}
+    for a, b, gap in text_gaps(lines, body):
+        full = a.right >= a.far_edge - body and len(a.text.split()) >= 6 and len(b.text.split()) >= 3
+        if full and re.search(r"[a-z,-]$", a.text.rstrip()) and b.text[:1].islower():
+            inside.setdefault(a.page, []).append(gap)
+    wider = {
+        page: gaps
+        for page, gaps in inside.items()
+        if statistics.median(gaps) >= WIDER_PAGE * pitch
+        # one pitch on the page: a line here and there set apart by a tall formula is no wider page
+        and sum(abs(g - statistics.median(gaps)) <= 1.0 for g in gaps) >= 0.75 * len(gaps)
+    }
+    if sum(len(gaps) for gaps in wider.values()) < 3:  # a few lines apart for a raised mark say nothing
+        return {}
+    return {page: statistics.median(gaps) / pitch for page, gaps in wider.items()}
+
+
+WIDER_PAGE = 1.4
+"""Times the document's pitch a page's lines stand apart inside paragraphs, at least, to be read by theirs."""
 
 
 LISTING_LINE = re.compile(r"\d{1,4}\s")
