@@ -6,7 +6,7 @@ Each test builds the lines a page of that kind gives (boxes in PDF points, y up)
 from __future__ import annotations
 
 from citewise.index.loaders import _joined
-from citewise.index.pdf.furniture import mark_contents, mark_furniture
+from citewise.index.pdf.furniture import _mark_headlines, mark_contents, mark_furniture
 from citewise.index.pdf.headings import mark_headings, mark_title, split_run_in_headings
 from citewise.index.pdf.lines import BOLD_FONT, OMS_LETTERS, Line, Piece, line_text
 from citewise.index.pdf.order import reading_order
@@ -1177,3 +1177,67 @@ def test_a_page_numbered_by_chapter_or_appendix_is_furniture_and_an_appendix_sec
     ]
     mark_headings(lines, 10.9)
     assert [x.kind for x in lines[:3]] == ["heading", "heading", "text"]
+
+
+def test_a_slide_decks_headline_in_small_type_over_each_frame_title_is_furniture() -> None:
+    # beamerPENNstyle: the sections and subsections in 6 points over each slide's 14-point title, set in
+    # pieces that change with the slide ("Package" and "Introduction" apart where one is highlighted)
+    titles = ["Color Themes", "Installation", "Usage", "Examples", "Definitions"]
+
+    def slide(n: int, together: bool) -> list[Line]:
+        head = (
+            [line("Package Introduction", 152, 260, 222, size=6, page=n)]
+            if together
+            else [
+                line("Package", 152, 260, 181, size=6, page=n),
+                line("Introduction", 190, 260, 222, size=6, page=n),
+            ]
+        )
+        body = [
+            line(
+                f"what the {titles[n].lower()} slide says, in words of its own, point {i}",
+                29,
+                176 - 14 * i,
+                250 + 10 * i,
+                size=10.9,
+                page=n,
+            )
+            for i in range(2 + n)
+        ]
+        return [*head, line(titles[n], 14, 229 - n, 94, size=14.3, page=n), *body]
+
+    pages = [slide(n, together=n in (2, 3)) for n in range(5)]
+    # and listings in small type opening pages at one height: code, not a headline
+    cells = ["1 & 2 & 3", "x & y & z", "@ a1+1 & b2", "\\STcopy{>}{a1}"]
+    listings = [
+        [
+            line(
+                f"\\begin{{spreadtab}}{{{{tabular}}{{|c|}}}} % example {n}",
+                60,
+                750,
+                300,
+                size=6.4,
+                font="CMTT10",
+                page=n,
+            ),
+            line(cells[n], 60, 741, 200, size=6.4, font="CMTT10", page=n),
+            line("\\end{spreadtab}", 60, 732, 140, size=6.4, font="CMTT10", page=n),
+            *(
+                line(
+                    f"what page {n} explains of it, in its own words, {i}",
+                    60,
+                    700 - 12 * i,
+                    400,
+                    size=10,
+                    page=n,
+                )
+                for i in range(3 + n)
+            ),
+        ]
+        for n in range(4)
+    ]
+    _mark_headlines(pages, 10.9)  # (on the deck, the running heads' rules found no shape repeated enough)
+    _mark_headlines(listings, 10.0)
+    assert [x.kind for page in pages for x in page if x.size == 6] == ["furniture"] * 8
+    assert all(x.kind == "text" for page in pages for x in page if x.size != 6)
+    assert [page[0].kind for page in listings] == ["text"] * 4

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import re
 import statistics
 from collections import Counter
@@ -126,6 +127,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
             )
             if line.kind == "text" and alike >= least and line.size <= display and id(line) not in entries:
                 line.kind = "furniture"
+    _mark_headlines(pages, body)
     # a short line on the page number's baseline at a later page's top is its running head, repeated or not
     # (a three-page paper: "2 ... P. W. Daly", "SUBNUMBERING FIGURES, TABLES, EQUATIONS ... 3")
     for number, top in enumerate(tops):
@@ -133,6 +135,41 @@ def mark_furniture(pages: list[list[Line]]) -> None:
         for line in top if numbered else []:
             if line.kind == "text" and len(line.text.split()) <= 12 and line.size <= display:
                 line.kind = "furniture"
+
+
+def _mark_headlines(pages: list[list[Line]], body: float) -> None:
+    """Lines in small type over each page's first line in larger type, at heights other pages share.
+
+    A slide deck's headline (beamer's sections and subsections in 6 points over a 14-point frame title) is
+    set in pieces that change with the slide (the current entry highlighted, "Package Introduction" one
+    line on one slide and two on the next): no shape of it repeats often enough to be a running head.
+    """
+    sizes: Counter[float] = Counter()
+    for line in (line for lines in pages for line in lines):
+        sizes[line.size] += len(line.text)
+    body = sizes.most_common(1)[0][0] if sizes else body  # by characters: a deck's headlines are many lines
+    bands: list[list[Line]] = []
+    for lines in pages:
+        larger = [x.top for x in lines if x.size >= 0.8 * body]  # a frame title repeated as a head too
+        first = max(larger, default=math.inf)
+        bands.append([x for x in lines if x.bottom >= first and x.size <= HEADLINE * body and not x.code])
+    words = {id(x): set(HEADLINE_WORD.findall(x.text.lower())) for band in bands for x in band}
+    for number, band in enumerate(bands):
+        for line in band:
+            # its words at its height on two other pages at least (a listing's first lines, a diagram's
+            # labels at a page's top say other things on every page)
+            alike = sum(
+                any(abs(x.top - line.top) < 2 and words[id(x)] & words[id(line)] for x in other)
+                for n, other in enumerate(bands)
+                if n != number
+            )
+            if line.kind == "text" and alike >= 2:
+                line.kind = "furniture"
+
+
+HEADLINE = 0.7
+"""Times the body's size a headline's type is at most (beamer's 6 points over 10.9)."""
+HEADLINE_WORD = re.compile(r"[^\W\d_]{3,}")
 
 
 PAGE_NUMBER = re.compile(
