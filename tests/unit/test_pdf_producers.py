@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from citewise.index.loaders import _joined
 from citewise.index.pdf.furniture import _mark_headlines, mark_contents, mark_furniture
-from citewise.index.pdf.headings import mark_headings, mark_title, split_run_in_headings
+from citewise.index.pdf.headings import (
+    join_wrapped_headings,
+    mark_headings,
+    mark_title,
+    split_run_in_headings,
+)
 from citewise.index.pdf.lines import BOLD_FONT, OMS_LETTERS, Line, Piece, line_text
 from citewise.index.pdf.order import reading_order
 from citewise.index.pdf.pages import _copyright_signs
@@ -1241,3 +1246,58 @@ def test_a_slide_decks_headline_in_small_type_over_each_frame_title_is_furniture
     assert [x.kind for page in pages for x in page if x.size == 6] == ["furniture"] * 8
     assert all(x.kind == "text" for page in pages for x in page if x.size != 6)
     assert [page[0].kind for page in listings] == ["text"] * 4
+
+
+def test_a_contents_entry_whose_leaders_were_read_apart_stays_in_the_contents() -> None:
+    # datetime2-english: "14.12English (IE) Code (datetime2-en-IE.ldf)" and its ". . . . ." stood apart
+    # (the leaders taken for maths); the entry was glued to the abstract's end across the page
+    entries = [
+        line(
+            f"14.{n}English ({code}) Code (datetime2-en-{code}.ldf) . . . . . . . . . . 5{n}",
+            170,
+            560 - 12 * n,
+            483,
+            size=10,
+        )
+        for n, code in enumerate(["GB", "US", "CA", "AU"], start=8)
+    ]
+    words = line("14.12English (IE) Code (datetime2-en-IE.ldf)", 170, 500, 380, size=10)
+    leaders = line(". . . . . . . . . . . . .", 389, 500, 483, size=10, kind="equation")
+    after = line("Change History", 154, 478, 232, size=10, kind="heading")
+    lines = [*entries, words, leaders, after]
+    mark_contents(lines)
+    assert [x.kind for x in lines] == ["contents"] * 6 + ["heading"]
+
+
+def test_a_chapters_label_in_display_type_is_no_running_head_and_heads_with_its_title() -> None:
+    # xlop's manual: "Chapitre 2" in 22.8 points over "Instruction xlop", 51 points apart, on each
+    # chapter's first page at one height: it was taken for a running head, and the title stood alone
+    def chapter(n: int, title: str) -> list[Line]:
+        return [
+            line(f"Chapitre {n}", 114, 660, 224, size=22.8, font="CMBX12", page=n),
+            line(title, 114, 609, 287, size=22.8, font="CMBX12", page=n),
+            *(
+                line(
+                    f"chapter {n} text in words of its own, line {i} of it",
+                    114,
+                    557 - 14 * i,
+                    483,
+                    size=11,
+                    page=n,
+                )
+                for i in range(3 + n)
+            ),
+        ]
+
+    pages = [
+        chapter(n, title)
+        for n, title in enumerate(
+            ["Présentation", "Instruction xlop", "Opérations", "Autres commandes"], start=1
+        )
+    ]
+    mark_furniture(pages)
+    assert [page[0].kind for page in pages] == ["text"] * 4
+    lines = [x for page in pages for x in page]
+    mark_headings(lines, 11.0)
+    joined = join_wrapped_headings(lines)
+    assert [x.text for x in joined if x.kind == "heading"][1] == "Chapitre 2 Instruction xlop"

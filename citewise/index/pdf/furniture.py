@@ -77,6 +77,8 @@ def mark_furniture(pages: list[list[Line]]) -> None:
             return False
         if line.size > 1.2 * max(min(sizes[shape(line)]), body):  # a chapter's heading its heads repeat
             return False
+        if line.size >= DISPLAY_HEAD * body:  # "Chapitre 2" over each chapter's title, in display type
+            return False
         alike = sum(abs(top - line.top) < 2 for top in heights[shape(line)])
         return len(line.text.split()) < 12 or alike >= repeated
 
@@ -105,6 +107,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
                 and id(line) not in in_block  # a code block's first line ("\\begin{codebox}")
                 and not title
                 and id(line) not in entries
+                and line.size < DISPLAY_HEAD * body  # a chapter's label, where each chapter opens
             ):
                 line.kind = "furniture"
     # a line at a page's top, standing where the other pages' running heads stand, in their type, is one
@@ -167,6 +170,8 @@ def _mark_headlines(pages: list[list[Line]], body: float) -> None:
                 line.kind = "furniture"
 
 
+DISPLAY_HEAD = 1.8
+"""Times the body's size from which a line repeated at pages' tops is a chapter's label, not a head."""
 HEADLINE = 0.7
 """Times the body's size a headline's type is at most (beamer's 6 points over 10.9)."""
 HEADLINE_WORD = re.compile(r"[^\W\d_]{3,}")
@@ -380,6 +385,8 @@ def mark_contents(lines: list[Line]) -> None:
 LEADERED = re.compile(rf"\S.*?(?:(?:\s*\.){{4,}}\s*(?:{PAGE_LABEL})|(?:\s*\.){{8,}})\s*$")
 """A contents line by its look: an entry, dot leaders and a page's number ("Vita . . . . VITA-1"), or long
 leaders whose number was read as a line of its own (three or four dots are an ellipsis: "Text text. . .")."""
+LEADERS = re.compile(rf"(?:\.\s*){{4,}}(?:{PAGE_LABEL})?")
+"""Dot leaders alone, a page's number after them or not: an entry's, read apart from its words."""
 LEADERED_RUN = 3
 """Entries in a row with dot leaders that make a table of contents, a list of figures or an index."""
 
@@ -401,6 +408,8 @@ def _mark_leadered(lines: list[Line]) -> None:
         text = line.text.strip()
         if line.kind in ("text", "heading", "contents") and LEADERED.fullmatch(text):
             run, entries, wrapped = [*run, *([wrapped] if wrapped else []), line], entries + 1, None
+        elif run and LEADERS.fullmatch(text):  # an entry's leaders read apart from its words (and taken for
+            run, entries, wrapped = [*run, *([wrapped] if wrapped else []), line], entries + 1, None  # maths)
         elif run and wrapped is None and line.kind == "text" and re.fullmatch(PAGE_LABEL, text):
             run.append(line)  # an entry's page number, read apart
         elif run and wrapped is None and line.kind == "text":

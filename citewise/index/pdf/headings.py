@@ -522,6 +522,14 @@ def join_wrapped_headings(lines: list[Line]) -> list[Line]:
             and (_face(line) == _face(last) or last.text.endswith(":") and _uncased(line) == _uncased(last))
             and 0 <= last.bottom - line.top < 0.6 * line.heading_size
             and len(last.text.split()) + len(line.text.split()) <= 24
+        ) or (
+            # a chapter's label over its title, set well apart ("Chapitre 2", then "Instruction xlop")
+            last is not None
+            and line.kind == last.kind == "heading"
+            and same_column(line, last)
+            and CHAPTER_LABEL.fullmatch(last.text.strip())
+            and line.size >= 0.8 * last.size
+            and 0 <= last.bottom - line.top < 3 * last.size
         ):
             broken = last.text.endswith("-") and line.text[:1].islower()
             text = f"{last.text[:-1]}{line.text}" if broken else f"{last.text} {line.text}"
@@ -530,6 +538,14 @@ def join_wrapped_headings(lines: list[Line]) -> list[Line]:
             continue
         out.append(line)
     return out
+
+
+CHAPTER_LABEL = re.compile(
+    r"(?:chapter|chapitre|kapitel|cap[ií]tulo|capitolo|part|partie|teil|parte|appendix|annexe|anhang)"
+    r"\s+(?:\d{1,3}|[IVXLC]{1,6}|[A-Z])\.?",
+    re.IGNORECASE,
+)
+"""A chapter's or a part's label alone on its line, its title on the next ("Chapter 2", "Part IV")."""
 
 
 def _italic_run_in(line: Line) -> tuple[list[Piece], list[Piece]] | None:
