@@ -13,7 +13,7 @@ from citewise.index.pdf.headings import (
     mark_title,
     split_run_in_headings,
 )
-from citewise.index.pdf.lines import BOLD_FONT, OMS_LETTERS, Line, Piece, line_text
+from citewise.index.pdf.lines import BOLD_FONT, OMS_LETTERS, Line, Piece, group_lines, line_text
 from citewise.index.pdf.order import reading_order
 from citewise.index.pdf.pages import _copyright_signs
 from citewise.index.pdf.starts import mark_starts
@@ -1301,3 +1301,28 @@ def test_a_chapters_label_in_display_type_is_no_running_head_and_heads_with_its_
     mark_headings(lines, 11.0)
     joined = join_wrapped_headings(lines)
     assert [x.text for x in joined if x.kind == "heading"][1] == "Chapitre 2 Instruction xlop"
+
+
+def test_a_bullet_drawn_as_a_shape_before_an_items_first_words_is_read_as_one() -> None:
+    # beamerPENNstyle: each item's ball is a stack of shaded circles 7 points across, 5 points left of its
+    # words; read as text, the slide's two items ran together as one paragraph
+    from types import SimpleNamespace
+
+    from citewise.index.pdf.pages import _drawn_bullets
+
+    def path(left: float, bottom: float, right: float, top: float) -> SimpleNamespace:
+        return SimpleNamespace(get_bounds=lambda: (left, bottom, right, top), container=None)
+
+    ball = [path(38.7 + d, 174.9 + d, 45.6 - d, 181.8 - d) for d in (0.0, 0.4, 0.8, 1.2)]  # one mark
+    inside = path(120, 160, 124, 164)  # a mark between words of a line: no bullet
+    rule = path(30, 100, 330, 100.4)  # a rule: no mark
+    page = SimpleNamespace(get_objects=lambda filter: [*ball, inside, rule])
+    pieces = [
+        Piece(51, 170.3, 258, 181.2, "Move the files beamercolorthemepenn.sty and", 10.9, "CMSS10", False),
+        Piece(29, 156.3, 115, 167.2, "the words", 10.9, "CMSS10", False),
+        Piece(126, 156.3, 300, 167.2, "go on past a drawn mark", 10.9, "CMSS10", False),
+    ]
+    (bullet,) = _drawn_bullets(page, pieces)
+    assert (bullet.text, bullet.left, bullet.bottom, bullet.size) == ("\u2022", 38.7, 170.3, 10.9)
+    (line,) = [x for x in group_lines([*pieces, bullet], 3) if "Move" in x.text]
+    assert line.text.startswith("\u2022 Move the files")

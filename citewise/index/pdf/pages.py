@@ -250,11 +250,64 @@ def page_lines(
     if gaps is not None and glyphs is not None:
         gaps.checked += 1
         gaps.found = gaps.found or hidden >= HIDDEN
+    pieces += _drawn_bullets(page, pieces)
     rules = page_rules(page)
     lines = _with_tables(group_lines(pieces, number), rules, textpage, number, carried)
     _mark_bands(lines, rules)
     _mark_ruled_notes(lines, rules)
     return lines
+
+
+def _drawn_bullets(page: Any, pieces: list[Piece]) -> list[Piece]:
+    """A "•" for each small mark drawn just before a line's first words: a list's bullet set as a shape.
+
+    beamer draws its items' balls as stacks of shaded circles, and office programs draw square bullets: read
+    as text, two items ran together as one paragraph. A mark is a path BULLET_SIZE points across or less,
+    about as wide as high (overlapping paths one mark), that a piece starts within BULLET_REACH ems right of
+    on its baseline; the bullet takes that piece's baseline and size.
+    """
+    import pypdfium2.raw as raw
+
+    marks: list[list[float]] = []
+    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH]):
+        left, bottom, right, top = page_box(obj)
+        width, height = right - left, top - bottom
+        if not (
+            1.5 <= width <= BULLET_SIZE and 1.5 <= height <= BULLET_SIZE and 0.6 <= width / height <= 1.7
+        ):
+            continue
+        for mark in marks:  # a ball drawn as concentric circles is one mark
+            if left <= mark[2] and mark[0] <= right and bottom <= mark[3] and mark[1] <= top:
+                mark[:] = [min(mark[0], left), min(mark[1], bottom), max(mark[2], right), max(mark[3], top)]
+                break
+        else:
+            marks.append([left, bottom, right, top])
+    bullets = []
+    for left, bottom, right, top in marks:
+        after = [
+            p
+            for p in pieces
+            if 0 <= p.left - right <= BULLET_REACH * p.size
+            and min(top, p.top) - max(bottom, p.bottom) >= 0.5 * (top - bottom)
+            and p.text.strip()
+        ]
+        before = [
+            p
+            for p in pieces
+            if p.right <= left + 0.5
+            and left - p.right < BULLET_REACH * p.size
+            and min(top, p.top) - max(bottom, p.bottom) > 0
+        ]
+        if after and not before:  # a mark inside a line of text is no bullet
+            first = min(after, key=lambda p: p.left)
+            bullets.append(Piece(left, first.bottom, right, first.top, "\u2022", first.size, "", False))
+    return bullets
+
+
+BULLET_SIZE = 9.0
+"""Points across a drawn bullet is at most."""
+BULLET_REACH = 1.5
+"""Ems at most between a drawn bullet and the first words of its item."""
 
 
 MIN_TYPE = 1.5
