@@ -19,6 +19,7 @@ Per document, with text compared in lower case, letters and digits only:
   numbering left out);
 - paragraphs: share of the truth's paragraphs read whole: one paragraph begins with the first words and ends
   with the last (a label or mark of up to 12 characters aside at either end), nothing glued before or after;
+  a read paragraph answers one truth paragraph only (of copies word for word, the one in its section first);
 - in_section: share of those filed under their own heading;
 - kept_out: share of the text that must stay out of passages that is found in none;
 - refs: share of the truth's reference entries that begin a bibliography entry (spaces aside).
@@ -87,15 +88,22 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, Any]:
     ]
     recovered, filed = 0, 0
     missed: list[str] = []
+    used: set[int] = set()  # a read paragraph answers one truth paragraph (a manual may repeat one)
+
+    def in_place(path: list[str], want: str) -> bool:
+        return (not path and not want) or bool(path and fuzz.ratio(path[-1], want) >= 90)
+
     for paragraph in truth["paragraphs"]:
         start, end = norm(paragraph["start"]), norm(paragraph["end"])
-        match = next((path for text, path in read if whole(text, start, end)), None)
-        if match is None:
+        want = heading(paragraph["section"])
+        matches = [n for n, (text, _) in enumerate(read) if n not in used and whole(text, start, end)]
+        if not matches:
             missed.append(paragraph["start"])
             continue
+        chosen = next((n for n in matches if in_place(read[n][1], want)), matches[0])  # in its section first
+        used.add(chosen)
         recovered += 1
-        want = heading(paragraph["section"])
-        filed += (not match and not want) or bool(match and fuzz.ratio(match[-1], want) >= 90)
+        filed += in_place(read[chosen][1], want)
     body = " | ".join(text for text, _ in read) + " | " + " | ".join(headings)
     leaked = [text for text in truth["absent"] if norm(text) in body]
     # spaces aside: a label set close against its entry ("GNOMEThe GNOME desktop") reads as one word

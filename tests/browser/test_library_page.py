@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 from support.page import ANSWER_TIMEOUT, CITE, ask, leaving, open_page, serving
 
 from citewise.app.access import AccessStore
@@ -249,7 +250,7 @@ def test_a_report_waits_at_its_outline_which_is_edited_on_the_page_and_run(
     )
     assert "the outline waits for your approval" in page.inner_text("#cw-chat")
     assert page.locator(CITE).count() == 0  # nothing is written before the outline is approved
-    assert page.locator("#cw-ask").is_disabled()
+    expect(page.locator("#cw-ask")).to_be_disabled()  # the update that holds it may land a moment later
 
     def titles() -> list[str]:
         return outline_titles(page)
@@ -309,7 +310,7 @@ def test_an_outline_waiting_for_approval_is_shown_again_after_a_reload_and_runs(
     assert question in chat and "edit it, then Run" in chat, chat
     assert page.locator(CITE).count() == 0
     for held in ("#cw-ask", "#cw-new"):  # as before the reload: nothing else runs in the thread meanwhile
-        assert page.locator(held).is_disabled(), held
+        expect(page.locator(held)).to_be_disabled()
     page.screenshot(path=tmp_path / "outline-after-reload.png", full_page=True)
 
     page.click("#cw-outline-run")
@@ -348,7 +349,7 @@ def test_a_thread_whose_outline_waits_is_listed_and_picked_from_the_list_shows_t
     assert question in chat and "edit it, then Run" in chat, chat
     assert other.locator(CITE).count() == 0
     for held in ("#cw-ask", "#cw-new", "#cw-question textarea", "#cw-threads input"):  # as after a reload
-        assert other.locator(held).is_disabled(), held
+        expect(other.locator(held)).to_be_disabled()
     other.screenshot(path=tmp_path / "outline-picked.png", full_page=True)
 
     # edited there and run: the report has the edited outline
