@@ -1326,3 +1326,36 @@ def test_a_bullet_drawn_as_a_shape_before_an_items_first_words_is_read_as_one() 
     assert (bullet.text, bullet.left, bullet.bottom, bullet.size) == ("\u2022", 38.7, 170.3, 10.9)
     (line,) = [x for x in group_lines([*pieces, bullet], 3) if "Move" in x.text]
     assert line.text.startswith("\u2022 Move the files")
+
+
+def test_an_index_read_in_columns_is_kept_out_under_its_heading_and_its_explanation_stays() -> None:
+    # apptools: its index in three columns, read column by column; many entries lack the leaders the
+    # contents rule goes by ("\\begin . . 31, 34", "\\defaulthook 35, 36", an entry wrapped over two lines)
+    from citewise.index.pdf.furniture import mark_index
+
+    def text(words: str) -> Line:
+        return line(words, 154, 300, size=8.6)
+
+    heading = line("Index", 154, 448, 190, size=13.8, kind="heading")
+    explanation = text("Most index entries refer to code line numbers; the definition of a command is marked")
+    group = line("A", 206, 326, 212, size=8.6, kind="heading")
+    entries = [
+        text("\\appendix . . . . . . . . 9, 48"),
+        text("\\begin . . 31, 34, 43, 50, 55"),
+        text("\\defaulthook 35, 36, 37, 39"),
+        text("\\Expect . . . . . . 36, 39,"),
+        text("40, 44, 45, 51, 52, 57"),
+        text("\\apptools@origappendix"),
+        text(". . . . . . . . . . . . . . 9"),
+    ]
+    after = line("Change History", 154, 200, 250, size=13.8, kind="heading")
+    history = text("v1.0 General: Initial release, with the hook run at the appendix.")
+    lines = [heading, explanation, group, *entries, after, history]
+    mark_index(lines)
+    assert [x.kind for x in lines] == ["heading", "text", "contents", *["contents"] * 7, "heading", "text"]
+    # a section named Index that is prose (a paper on database indexes) is left alone
+    prose = [line("Index", 90, 500, 130, kind="heading")] + [
+        text(f"A B-tree keeps its keys sorted, so a search reads {n} pages at most.") for n in range(3, 9)
+    ]
+    mark_index(prose)
+    assert all(x.kind == "text" for x in prose[1:])

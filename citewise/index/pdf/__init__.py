@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from citewise.index.pdf.furniture import mark_contents, mark_furniture, mark_notes_and_equations
+from citewise.index.pdf.furniture import mark_contents, mark_furniture, mark_index, mark_notes_and_equations
 from citewise.index.pdf.headings import (
     join_wrapped_headings,
     mark_headings,
@@ -132,6 +132,7 @@ def read_layout(path: Path, data: bytes, on_page: Callable[[int, int], None] | N
     mark_contents(ordered)
     mark_starts(ordered, body, face)
     ordered = split_run_in_headings(ordered)
+    mark_index(ordered)
     return Layout(ordered, count, title, body, ocr_pages, image_pages)
 
 

@@ -382,6 +382,8 @@ def mark_contents(lines: list[Line]) -> None:
     _mark_leadered(lines)
 
 
+PAGE_LIST = rf"(?:{PAGE_LABEL})(?:\s*[,\u2013-]\s*(?:{PAGE_LABEL}))*(?:\s*ff?\.)?"
+"""An index entry's pages: one, or a list of them ("5, 7, 11, 36", "2\u20137, 9\u201314", "8 f.")."""
 LEADERED = re.compile(rf"\S.*?(?:(?:\s*\.){{4,}}\s*(?:{PAGE_LABEL})|(?:\s*\.){{8,}})\s*$")
 """A contents line by its look: an entry, dot leaders and a page's number ("Vita . . . . VITA-1"), or long
 leaders whose number was read as a line of its own (three or four dots are an ellipsis: "Text text. . .")."""
@@ -389,6 +391,60 @@ LEADERS = re.compile(rf"(?:\.\s*){{4,}}(?:{PAGE_LABEL})?")
 """Dot leaders alone, a page's number after them or not: an entry's, read apart from its words."""
 LEADERED_RUN = 3
 """Entries in a row with dot leaders that make a table of contents, a list of figures or an index."""
+
+
+INDEX_HEADING = re.compile(
+    r"(?:general\s+)?index(?:\s+of\s+\w+)?|indice|indici|register|sachregister|stichwortverzeichnis"
+    r"|index\s+des\s+\w+",
+    re.IGNORECASE,
+)
+"""An unnumbered heading over an index (a change history set like one is left alone: it says what changed)."""
+INDEX_GROUP = re.compile(r"[A-Z]|symbols|numbers|numerals|[A-Z]\s*[-\u2013]\s*[A-Z]", re.IGNORECASE)
+"""An index's group heading: a letter, "Symbols", "Numbers"."""
+INDEX_ENTRY = re.compile(rf"(?:.*?(?:\s*\.){{2,}}\s*|.*?\s|){PAGE_LIST}\s*,?|.*?(?:\s*\.){{2,}}|\S+")
+"""An index's line: an entry and its pages (leaders or not; a list going on after a comma), pages alone, an
+entry whose leaders run on to the next line, a lone term."""
+INDEX_SHARE = 0.6
+"""Share of the lines under an index's heading that read as entries, at least, to keep them all out."""
+INDEX_WORDS = 12
+"""Words an index's line holds at most, leaders aside (an entry, its subentry's words, its pages)."""
+
+
+def mark_index(lines: list[Line]) -> None:
+    r"""An index under its heading kept out, its group letters too, where most of its lines read as entries.
+
+    Read in columns, an index's entries often lack the leaders `_mark_leadered` goes by ("\begin . . 31,
+    34", "\defaulthook 35, 36", an entry wrapped over two lines): as passages, they would be quoted as
+    answers. The prose under the heading (how to read the index) stays. Run last, once paragraphs are
+    marked: the index's lines still count in the document's pitch and skips as before.
+    """
+    for at, line in enumerate(lines):
+        if line.kind != "heading" or not INDEX_HEADING.fullmatch(_entry_text(line.text)):
+            continue
+        section: list[Line] = []
+        for below in lines[at + 1 :]:
+            if below.kind == "heading" and not INDEX_GROUP.fullmatch(below.text.strip()):
+                break
+            if below.kind in ("text", "heading", "contents"):
+                section.append(below)
+        body = [x for x in section if x.kind != "heading"]
+        entries = [x for x in body if _index_line(x)]
+        if len(entries) < LEADERED_RUN or len(entries) < INDEX_SHARE * len(body):
+            continue
+        for x in section:
+            if x.kind == "heading" or _index_line(x):
+                x.kind = "contents"
+
+
+def _index_line(line: Line) -> bool:
+    """Whether a line reads as an index's: short, no sentence in it, ending in pages or going on."""
+    text = line.text.strip()
+    return (
+        line.kind in ("text", "contents")
+        and len([word for word in text.split() if word != "."]) <= INDEX_WORDS
+        and not re.search(r"[a-z]{2,}[.!?]$", text)  # a sentence's end
+        and INDEX_ENTRY.fullmatch(text) is not None
+    )
 
 
 def _mark_leadered(lines: list[Line]) -> None:
