@@ -205,13 +205,21 @@ def page_box(obj: Any) -> tuple[float, float, float, float]:
     return min(xs), min(ys), max(xs), max(ys)
 
 
-def page_rules(page: Any) -> list[Rule]:
-    """The thin paths of a pypdfium2 page (rules and cell borders), joined where they continue each other."""
+Box4 = tuple[float, float, float, float]
+"""A box in page space: left, bottom, right, top."""
+
+
+def path_boxes(page: Any) -> list[Box4]:
+    """The boxes of a pypdfium2 page's paths, read once a page: its rules and drawn marks are among them."""
     import pypdfium2.raw as raw
 
+    return [page_box(obj) for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH])]
+
+
+def page_rules(paths: list[Box4]) -> list[Rule]:
+    """A page's thin paths (`path_boxes`: rules, cell borders), joined where they continue each other."""
     found = []
-    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH]):
-        left, bottom, right, top = page_box(obj)
+    for left, bottom, right, top in paths:
         width, height = right - left, top - bottom
         if min(width, height) <= RULE_THICKNESS and max(width, height) >= 4.0:
             found.append(Rule(left, bottom, right, top))

@@ -1309,6 +1309,7 @@ def test_a_bullet_drawn_as_a_shape_before_an_items_first_words_is_read_as_one() 
     from types import SimpleNamespace
 
     from citewise.index.pdf.pages import _drawn_bullets
+    from citewise.index.tables import path_boxes
 
     def path(left: float, bottom: float, right: float, top: float) -> SimpleNamespace:
         return SimpleNamespace(get_bounds=lambda: (left, bottom, right, top), container=None)
@@ -1322,7 +1323,7 @@ def test_a_bullet_drawn_as_a_shape_before_an_items_first_words_is_read_as_one() 
         Piece(29, 156.3, 115, 167.2, "the words", 10.9, "CMSS10", False),
         Piece(126, 156.3, 300, 167.2, "go on past a drawn mark", 10.9, "CMSS10", False),
     ]
-    (bullet,) = _drawn_bullets(page, pieces)
+    (bullet,) = _drawn_bullets(path_boxes(page), pieces)
     assert (bullet.text, bullet.left, bullet.bottom, bullet.size) == ("\u2022", 38.7, 170.3, 10.9)
     (line,) = [x for x in group_lines([*pieces, bullet], 3) if "Move" in x.text]
     assert line.text.startswith("\u2022 Move the files")

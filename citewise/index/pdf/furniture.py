@@ -428,11 +428,11 @@ def mark_index(lines: list[Line]) -> None:
             if below.kind in ("text", "heading", "contents"):
                 section.append(below)
         body = [x for x in section if x.kind != "heading"]
-        entries = [x for x in body if _index_line(x)]
+        entries = {id(x) for x in body if _index_line(x)}
         if len(entries) < LEADERED_RUN or len(entries) < INDEX_SHARE * len(body):
             continue
         for x in section:
-            if x.kind == "heading" or _index_line(x):
+            if x.kind == "heading" or id(x) in entries:
                 x.kind = "contents"
 
 
@@ -462,10 +462,12 @@ def _mark_leadered(lines: list[Line]) -> None:
         if line.kind == "furniture":
             continue
         text = line.text.strip()
-        if line.kind in ("text", "heading", "contents") and LEADERED.fullmatch(text):
+        entry = line.kind in ("text", "heading", "contents") and LEADERED.fullmatch(text) is not None
+        leaders = (
+            bool(run) and LEADERS.fullmatch(text) is not None
+        )  # an entry's, read apart (taken for maths)
+        if entry or leaders:
             run, entries, wrapped = [*run, *([wrapped] if wrapped else []), line], entries + 1, None
-        elif run and LEADERS.fullmatch(text):  # an entry's leaders read apart from its words (and taken for
-            run, entries, wrapped = [*run, *([wrapped] if wrapped else []), line], entries + 1, None  # maths)
         elif run and wrapped is None and line.kind == "text" and re.fullmatch(PAGE_LABEL, text):
             run.append(line)  # an entry's page number, read apart
         elif run and wrapped is None and line.kind == "text":

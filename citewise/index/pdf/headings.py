@@ -518,18 +518,7 @@ def join_wrapped_headings(lines: list[Line]) -> list[Line]:
             last is not None
             and line.kind == last.kind == "heading"
             and same_column(line, last)
-            # (a line ending in a colon goes on in its type, a word in lower case aside: "... FORCED via \\")
-            and (_face(line) == _face(last) or last.text.endswith(":") and _uncased(line) == _uncased(last))
-            and 0 <= last.bottom - line.top < 0.6 * line.heading_size
-            and len(last.text.split()) + len(line.text.split()) <= 24
-        ) or (
-            # a chapter's label over its title, set well apart ("Chapitre 2", then "Instruction xlop")
-            last is not None
-            and line.kind == last.kind == "heading"
-            and same_column(line, last)
-            and CHAPTER_LABEL.fullmatch(last.text.strip())
-            and line.size >= 0.8 * last.size
-            and 0 <= last.bottom - line.top < 3 * last.size
+            and (_wraps(last, line) or _titles(last, line))
         ):
             broken = last.text.endswith("-") and line.text[:1].islower()
             text = f"{last.text[:-1]}{line.text}" if broken else f"{last.text} {line.text}"
@@ -538,6 +527,27 @@ def join_wrapped_headings(lines: list[Line]) -> list[Line]:
             continue
         out.append(line)
     return out
+
+
+def _wraps(last: Line, line: Line) -> bool:
+    r"""Whether a heading's line goes on the one above: its type, right under it, 24 words at most together.
+
+    A line ending in a colon goes on in its type, a word in lower case aside ("... FORCED via \\").
+    """
+    return (
+        (_face(line) == _face(last) or last.text.endswith(":") and _uncased(line) == _uncased(last))
+        and 0 <= last.bottom - line.top < 0.6 * line.heading_size
+        and len(last.text.split()) + len(line.text.split()) <= 24
+    )
+
+
+def _titles(label: Line, line: Line) -> bool:
+    """Whether a chapter's label stands over its title, set well apart ("Chapitre 2", "Instruction xlop")."""
+    return (
+        CHAPTER_LABEL.fullmatch(label.text.strip()) is not None
+        and line.size >= 0.8 * label.size
+        and 0 <= label.bottom - line.top < 3 * label.size
+    )
 
 
 CHAPTER_LABEL = re.compile(

@@ -34,6 +34,7 @@ from citewise.index.pdf.lines import (
 )
 from citewise.index.tables import (
     CAPTION,
+    Box4,
     CarriedCaption,
     Rule,
     centred_in,
@@ -41,6 +42,7 @@ from citewise.index.tables import (
     in_page,
     page_box,
     page_rules,
+    path_boxes,
 )
 
 logger = logging.getLogger(__name__)
@@ -250,27 +252,25 @@ def page_lines(
     if gaps is not None and glyphs is not None:
         gaps.checked += 1
         gaps.found = gaps.found or hidden >= HIDDEN
-    pieces += _drawn_bullets(page, pieces)
-    rules = page_rules(page)
+    paths = path_boxes(page)
+    pieces += _drawn_bullets(paths, pieces)
+    rules = page_rules(paths)
     lines = _with_tables(group_lines(pieces, number), rules, textpage, number, carried)
     _mark_bands(lines, rules)
     _mark_ruled_notes(lines, rules)
     return lines
 
 
-def _drawn_bullets(page: Any, pieces: list[Piece]) -> list[Piece]:
+def _drawn_bullets(paths: list[Box4], pieces: list[Piece]) -> list[Piece]:
     """A "•" for each small mark drawn just before a line's first words: a list's bullet set as a shape.
 
     beamer draws its items' balls as stacks of shaded circles, and office programs draw square bullets: read
     as text, two items ran together as one paragraph. A mark is a path BULLET_SIZE points across or less,
     about as wide as high (overlapping paths one mark), that a piece starts within BULLET_REACH ems right of
-    on its baseline; the bullet takes that piece's baseline and size.
+    on its baseline; the bullet takes that piece's baseline and size. `paths`: the page's (`path_boxes`).
     """
-    import pypdfium2.raw as raw
-
     marks: list[list[float]] = []
-    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH]):
-        left, bottom, right, top = page_box(obj)
+    for left, bottom, right, top in paths:
         width, height = right - left, top - bottom
         if not (
             1.5 <= width <= BULLET_SIZE and 1.5 <= height <= BULLET_SIZE and 0.6 <= width / height <= 1.7

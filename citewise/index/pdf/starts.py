@@ -280,16 +280,17 @@ def _page_pitches(lines: list[Line], pitch: float, body: float) -> dict[int, flo
         full = a.right >= a.far_edge - body and len(a.text.split()) >= 6 and len(b.text.split()) >= 3
         if full and re.search(r"[a-z,-]$", a.text.rstrip()) and b.text[:1].islower():
             inside.setdefault(a.page, []).append(gap)
+    medians = {page: statistics.median(gaps) for page, gaps in inside.items()}
     wider = {
         page: gaps
         for page, gaps in inside.items()
-        if statistics.median(gaps) >= WIDER_PAGE * pitch
+        if medians[page] >= WIDER_PAGE * pitch
         # one pitch on the page: a line here and there set apart by a tall formula is no wider page
-        and sum(abs(g - statistics.median(gaps)) <= 1.0 for g in gaps) >= 0.75 * len(gaps)
+        and sum(abs(g - medians[page]) <= 1.0 for g in gaps) >= 0.75 * len(gaps)
     }
     if sum(len(gaps) for gaps in wider.values()) < 3:  # a few lines apart for a raised mark say nothing
         return {}
-    return {page: statistics.median(gaps) / pitch for page, gaps in wider.items()}
+    return {page: medians[page] / pitch for page in wider}
 
 
 WIDER_PAGE = 1.4
