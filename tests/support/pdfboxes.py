@@ -43,3 +43,28 @@ def printed_pdf(browser, html: str, path: Path) -> Path:
     finally:
         page.close()
     return path
+
+
+def turned(source: Path, target: Path, turn: int) -> Path:
+    """`source` stored as dvips stores a landscape page: its content turned by -`turn`, /Rotate `turn` set."""
+    document = pdfium.PdfDocument(source)
+    for page in document:
+        left, bottom, right, top = page.get_cropbox()
+        width, height = right - left, top - bottom
+        # the inverse of the turn the page is shown with: stored (x, y) for a shown (X, Y)
+        stored = {
+            90: (0, 1, -1, 0, height, 0),
+            180: (-1, 0, 0, -1, width, height),
+            270: (0, -1, 1, 0, 0, width),
+        }
+        matrix = pdfium.PdfMatrix(*stored[turn])
+        for obj in list(page.get_objects(max_depth=0)):
+            obj.transform(matrix)
+        page.gen_content()
+        size = (height, width) if turn != 180 else (width, height)
+        page.set_mediabox(0, 0, *size)
+        page.set_cropbox(0, 0, *size)
+        page.set_rotation(turn)
+    document.save(target)
+    document.close()
+    return target

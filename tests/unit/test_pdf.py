@@ -21,6 +21,7 @@ import re
 from pathlib import Path
 
 import pytest
+from support.pdfboxes import turned
 
 from citewise.index import pdf
 from citewise.index.loaders import LoadError, load_path
@@ -423,3 +424,23 @@ def test_a_letterspaced_heading_past_the_page_s_first_characters_is_read_in_its_
         "Peale, S. "
     ]  # its heading known
     assert not any("Peale" in p.text or "B i b l i o" in p.section for p in document.paragraphs)
+
+
+@pytest.mark.parametrize("turn", [90, 180, 270])
+def test_a_page_stored_sideways_and_shown_upright_reads_as_shown(tmp_path: Path, turn: int) -> None:
+    # dvips' landscape slides store every line standing on its end and rotate the page when it is shown
+    upright = read("tidal.pdf")
+    (sideways,) = load_path(turned(PAPERS / "tidal.pdf", tmp_path / "tidal-turned.pdf", turn))
+    assert sideways.title == upright.title
+    assert [p.text for p in sideways.paragraphs] == [p.text for p in upright.paragraphs]
+    assert [p.section for p in sideways.paragraphs] == [p.section for p in upright.paragraphs]
+    # the boxes the chat page draws stand where the page shows the lines: where the upright copy has them
+    for turned_paragraph, paragraph in zip(sideways.paragraphs, upright.paragraphs, strict=True):
+        for moved, box in zip(turned_paragraph.boxes, paragraph.boxes, strict=True):
+            assert moved.page == box.page
+            corners = zip(
+                (moved.left, moved.bottom, moved.right, moved.top),
+                (box.left, box.bottom, box.right, box.top),
+                strict=True,
+            )
+            assert max(abs(a - b) for a, b in corners) < 0.5

@@ -1360,3 +1360,74 @@ def test_an_index_read_in_columns_is_kept_out_under_its_heading_and_its_explanat
     ]
     mark_index(prose)
     assert all(x.kind == "text" for x in prose[1:])
+
+
+def test_a_square_bullet_more_than_an_em_before_its_words_opens_the_item_s_line() -> None:
+    # powerdot's slides: a Dingbats black square 1.3 em before each item's words
+    pieces = [
+        Piece(31, 497, 43, 515, "\u25a0 ", 17.9, "Dingbats", False),
+        Piece(
+            66, 496, 457, 517, "Die Vorlage folgt prinzipiell dem CD der FU", 20.7, "NimbusSanL-Regu", False
+        ),
+        Piece(31, 470, 43, 488, "\u25a0 ", 17.9, "Dingbats", False),
+        Piece(
+            66, 469, 482, 490, "Bessere Steuerung von Inhaltsverzeichnissen", 20.7, "NimbusSanL-Regu", False
+        ),
+    ]
+    lines = group_lines(pieces, 0)
+    assert [x.text for x in lines] == [
+        "\u25a0 Die Vorlage folgt prinzipiell dem CD der FU",
+        "\u25a0 Bessere Steuerung von Inhaltsverzeichnissen",
+    ]
+    for x in lines:
+        x.edge, x.far_edge = 31, 760
+    mark_starts(lines, 20.7, "NimbusSanL-Regu")
+    assert all(x.starts for x in lines)
+
+
+def test_a_short_contents_under_its_heading_is_contents_whatever_its_language() -> None:
+    # a slide deck's "Inhaltsverzeichnis" lists its two sections, no page numbers, each a slide's heading
+    def deck(heading: str) -> list[Line]:
+        bold = "NimbusSanL-Bold"
+        return [
+            line(heading, 32, 580, size=32.7, font=bold, kind="heading", level=1),
+            line("Eine Einführung", 32, 517, size=20.7, font=bold),
+            line("Die Vorlage für powerdot", 62, 490, size=20.7),
+            line("Eine Einführung", 272, 372, size=32.7, font=bold, kind="heading", level=1, page=1),
+            line("Die Vorlage für powerdot", 32, 580, size=32.7, font=bold, kind="heading", level=1, page=2),
+            line("Die Vorlage folgt prinzipiell dem CD der FU", 62, 517, size=20.7, page=2),
+        ]
+
+    lines = deck("Inhaltsverzeichnis")
+    mark_contents(lines)
+    assert [x.kind for x in lines] == ["heading", "contents", "contents", "heading", "heading", "text"]
+    # two lines repeating headings under another heading are no contents: too few to tell
+    lines = deck("Motivation")
+    mark_contents(lines)
+    assert [x.kind for x in lines] == ["heading", "text", "text", "heading", "heading", "text"]
+
+
+def test_a_title_slide_s_short_lines_flush_under_the_title_are_no_body() -> None:
+    # powerdot's title slide: the title, an event line in bold, the authors, their institutes and a date
+    slide = dict(edge=30, far_edge=760)
+    lines = [
+        line("Wissenschaftliches Schreiben", 30, 298, size=27.3, font="NimbusSanL-Bold", **slide),
+        line(
+            "Conference on Fabulous Presentations, 2009", 31, 254, size=20.7, font="NimbusSanL-Bold", **slide
+        ),
+        line("Dipl. Frank.-Wiss. Jana Voß Dr.-Ing. Herbert Voß", 32, 169, size=20.7, **slide),
+        line("BTO ZEDAT", 37, 116, size=11.4, **slide),
+        line("25. November 2019", 31, 67, size=18.9, **slide),
+        line("Die Vorlage folgt prinzipiell dem CD der FU", 62, 517, size=20.7, page=1, **slide),
+    ]
+    mark_title(lines, 20.7)
+    assert [x.kind for x in lines] == ["title", "furniture", "furniture", "furniture", "furniture", "text"]
+    # a first page with a sentence under its title is a paper's: its lines stay
+    lines = [
+        line("Wissenschaftliches Schreiben", 30, 298, size=27.3, font="NimbusSanL-Bold", **slide),
+        line("Jana Voß", 31, 254, size=20.7, **slide),
+        line("This template follows the university's corporate design.", 31, 200, size=20.7, **slide),
+        line("Die Vorlage folgt prinzipiell dem CD der FU", 62, 517, size=20.7, page=1, **slide),
+    ]
+    mark_title(lines, 20.7)
+    assert [x.kind for x in lines] == ["title", "text", "text", "text"]

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 from PIL import Image
+from support.pdfboxes import turned
 
 from citewise.app.web import source
 from citewise.index.document import Document, LineBox
@@ -99,6 +100,26 @@ def test_a_pdf_passage_is_its_page_rendered_with_the_supporting_lines_marked(man
     left, top = float(first.group(1)), float(first.group(2))
     assert left == pytest.approx(100 * paragraph.boxes[0].left / 595.276, abs=0.01)
     assert top == pytest.approx(100 * (841.89 - paragraph.boxes[0].top) / 841.89, abs=0.01)
+
+
+def test_a_page_stored_sideways_is_drawn_as_shown_with_its_marks_where_the_upright_page_has_them(
+    manual, tmp_path: Path
+) -> None:
+    # a landscape page dvips stores on its side, /Rotate 90: the image and the marks stand as it is shown
+    shelf, passage = manual
+    upright = source.source_html(shelf, passage, ("looms",), "cite-0-1")  # type: ignore[arg-type]
+    copy = turned(PDFS / "manual.pdf", tmp_path / "manual-turned.pdf", 90)
+    (document,) = load_path(copy)
+    sideways = Shelf(document, copy)
+    seq = next(n for n, p in enumerate(document.paragraphs) if p.text.startswith("The brake"))
+    moved = {"doc_id": document.id, "paragraph_id": paragraph_id(document.id, seq), "lines": [SUPPORT]}
+    html = source.source_html(sideways, moved, ("looms",), "cite-0-1")  # type: ignore[arg-type]
+    data = re.search(r'src="data:image/png;base64,([^"]+)"', html)
+    assert data is not None
+    image = Image.open(io.BytesIO(base64.b64decode(data.group(1))))
+    assert image.size == (round(595.276 * source.PAGE_SCALE), round(841.89 * source.PAGE_SCALE))
+    places = re.compile(r'style="(left:[\d.]+%;top:[\d.]+%;width:[\d.]+%;height:[\d.]+%)"')
+    assert places.findall(html) and places.findall(html) == places.findall(upright)
 
 
 def test_the_neighbouring_pages_are_rendered_unmarked_with_buttons_to_turn_and_to_go_back(manual) -> None:

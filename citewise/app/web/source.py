@@ -137,11 +137,12 @@ def render_page(path: Path, page: int, scale: float = PAGE_SCALE) -> RenderedPag
                 len(pdf),
             )
         sheet = pdf[page]
-        left, bottom, right, top = sheet.get_cropbox()
+        left, bottom, _, _ = sheet.get_cropbox()
+        width, height = sheet.get_size()  # as shown: a page with /Rotate turned, as the reader reads it
         image = sheet.render(scale=scale).to_pil()
         out = io.BytesIO()
         image.save(out, "PNG", compress_level=1)  # 4x faster than the default level, 7% larger
-        return RenderedPage(out.getvalue(), page, len(pdf), right - left, top - bottom, left, bottom)
+        return RenderedPage(out.getvalue(), page, len(pdf), width, height, left, bottom)
     except pdfium.PdfiumError as error:
         raise SourceUnreadable(f"page {page + 1} of {path.name} cannot be rendered ({error})") from error
     finally:

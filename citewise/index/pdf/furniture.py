@@ -480,11 +480,30 @@ def _mark_leadered(lines: list[Line]) -> None:
         _drop_contents(lines, run, least=1)
 
 
+CONTENTS_HEADING = re.compile(
+    r"(?:table of )?contents|table des mati[eè]res|sommaire|inhalt|inhaltsverzeichnis|[ií]ndice|sum[aá]rio"
+    r"|spis tre[sś]ci|obsah|inneh[aå]ll|inhoud(?:sopgave)?|outline|overview|agenda|gliederung"
+    r"|[сc]одержание|оглавление"
+)
+"""A heading over a table of contents (slides call theirs an outline, an overview or an agenda)."""
+
+
 def _drop_contents(lines: list[Line], run: list[Line], least: int = 4) -> None:
-    if len(run) < least:
+    """The run's lines are contents when there are `least` of them, or any right under a contents heading.
+
+    A short document's contents (slides with two sections) lists fewer entries than any run of headings by
+    chance; under "Inhaltsverzeichnis" or "Outline" each line repeating a heading is one. An English
+    "Contents" heading goes with its entries.
+    """
+    if not run:
+        return
+    at = lines.index(run[0])
+    while at and lines[at - 1].kind == "furniture":  # a slide's footline between the heading and its entries
+        at -= 1
+    heading = _entry_text(lines[at - 1].text) if at and lines[at - 1].kind in ("heading", "contents") else ""
+    if len(run) < least and not CONTENTS_HEADING.fullmatch(heading):
         return
     for entry in run:
         entry.kind = "contents"
-    at = lines.index(run[0])
     if at and re.fullmatch(r"(?:table of )?contents", _entry_text(lines[at - 1].text)):
         lines[at - 1].kind = "contents"

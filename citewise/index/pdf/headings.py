@@ -161,6 +161,27 @@ def mark_title(lines: list[Line], body: float) -> None:
         if not (centred or line.italic and not line.text.endswith(".")):
             break
         line.kind = "furniture"
+    # a title page of its own (a slide deck's first slide): set flush under the title, nothing but a few
+    # short lines, none a sentence or a heading's word: a subtitle, the authors, their institutes, a date
+    rest = [line for line in first[above + len(head) :] if line.kind == "text"]
+    if 0 < len(rest) <= TITLE_PAGE_LINES and lines[-1].page > head[0].page and all(map(_title_page, rest)):
+        for line in rest:
+            line.kind = "furniture"
+
+
+TITLE_PAGE_LINES = 8
+"""Lines under its title a title page of its own holds at most (see `_title_page`)."""
+
+
+def _title_page(line: Line) -> bool:
+    """Whether a line under a title may be a title page's: short, no sentence, no heading's word or number."""
+    words = line.text.split()
+    return (
+        len(words) <= 8
+        and not line.text.rstrip().endswith((".", ":", ";", "?", "!"))
+        and not HEADING_WORD.match(line.text)
+        and not CAPS_HEADING_WORD.match(line.text)
+    )
 
 
 PAPER_NUMBER = re.compile(r"[A-Z]{2,}[\w-]*\d[\w-]*")

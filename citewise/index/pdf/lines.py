@@ -62,6 +62,10 @@ SYMBOL_MARK = re.compile(r"[*\u2217\u2020\u2021\u00a7\u00b6]{1,3}\s*[^\W\d_]")
 
 ENTRY_LABEL = re.compile(r"\[\d{1,3}\]\s")
 """The label a numbered reference entry starts with."""
+BULLETS = "\u2022\u25aa\u25cf\u25e6\u2023\u2219\u25b6\u25ba\u27a2\u25a0\u25c6\u2666\u27a4"
+"""Characters a list item opens with: bullets round, square (Dingbats' and office programs' black square),
+diamond and arrow."""
+LONE_BULLET = re.compile(f"[{BULLETS}]\\s")
 
 
 TEX_FONT = re.compile(r"(?:[A-Z]{6}\+)?(?:CM|EC|TC|SF|LM|MS[AB]|CS|PL)[A-Z]*\d+$", re.IGNORECASE)
@@ -318,10 +322,11 @@ def _place(
         top, bottom, left, right, largest = bounds[id(line)]
         overlap = min(top, piece.top) - max(bottom, piece.bottom)
         size = min(piece.size, largest)
-        # a heading's number, or a reference entry's label, stands a quad (1 em) before its words;
-        # elsewhere a gap of 0.8 em is a gutter
+        # a heading's number, a reference entry's label or a list's bullet stands a quad (1 em) or more before
+        # its words; elsewhere a gap of 0.8 em is a gutter
         label = line[0].text.strip() + " "
-        reach = 1.5 if len(line) == 1 and (NUMBERED.fullmatch(label) or ENTRY_LABEL.fullmatch(label)) else 0.8
+        labels = (NUMBERED, ENTRY_LABEL, LONE_BULLET)
+        reach = 1.5 if len(line) == 1 and any(form.fullmatch(label) for form in labels) else 0.8
         gap = max(piece.left - right, left - piece.right)  # negative where they overlap
         if overlap >= 0.5 * min(top - bottom, piece.top - piece.bottom) and gap < reach * size:
             if overlap > most:

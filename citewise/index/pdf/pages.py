@@ -48,6 +48,29 @@ from citewise.index.tables import (
 logger = logging.getLogger(__name__)
 
 
+def upright(page: Any) -> None:
+    """Move the objects of a page that says /Rotate (stored sideways, shown upright) to where they are shown.
+
+    dvips' landscape slides (powerdot, prosper, seminar) store each line standing on its end and rotate the
+    page when it is shown: read as stored, every word was a line of its own. Each top-level object (its
+    text, paths and images; a form's contents follow its matrix) is moved, in this page's memory only, into
+    the page as shown, whose size `page.get_size()` already gives; the crop box's lower left is kept. Lines
+    then stand as a reader sees them, and so do the boxes the chat page draws over the page it renders.
+    """
+    import pypdfium2 as pdfium
+
+    turn = page.get_rotation() % 360
+    if turn not in (90, 180, 270):
+        return
+    left, bottom, right, top = page.get_cropbox()
+    width, height = right - left, top - bottom
+    shown = {90: (0, -1, 1, 0, 0, width), 180: (-1, 0, 0, -1, width, height), 270: (0, 1, -1, 0, height, 0)}
+    matrix = pdfium.PdfMatrix().translate(-left, -bottom).multiply(pdfium.PdfMatrix(*shown[turn]))
+    matrix = matrix.translate(left, bottom)
+    for obj in list(page.get_objects(max_depth=0)):
+        obj.transform(matrix)
+
+
 def has_image(pdf: object, number: int) -> bool:
     """Whether a page draws an image (a scan; a blank page has none)."""
     import pypdfium2.raw as raw
@@ -193,6 +216,7 @@ def page_lines(
     import pypdfium2.raw as raw
 
     page = pdf[number]  # type: ignore[index]
+    upright(page)
     textpage = page.get_textpage()
     width, height = page.get_size()
     figures: dict[int, tuple[Any, bool]] = {}  # outermost form -> whether it is a figure

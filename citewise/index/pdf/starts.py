@@ -13,6 +13,7 @@ from collections import Counter
 from citewise.index.citations import opens_author_entry
 from citewise.index.pdf.lines import (
     BODY_GAPS,
+    BULLETS,
     CJK_LETTERS,
     MONO_FONT,
     Line,
@@ -23,9 +24,6 @@ from citewise.index.pdf.lines import (
     text_gaps,
     word_fits,
 )
-
-BULLETS = "\u2022\u25aa\u25cf\u25e6\u2023\u2219\u25b6\u25ba\u27a2"
-
 
 BULLET = re.compile(f"[{BULLETS}]\\s")
 """A bullet: a line starting with one starts a list item, at a page's or column's top too."""
