@@ -49,8 +49,8 @@ from citewise.index.document import Document
 from citewise.index.loaders import load_path
 
 TRUTH = Path(__file__).parent / "data" / "manuals.json"
-CONTENTS = re.compile(r"(?:table of )?contents")
-"""A table of contents' heading, as compared."""
+CONTENTS = re.compile(r"(?:table of )?contents|list of (?:figures|tables)")
+"""A table of contents' heading (or a list of figures' or tables'), as compared."""
 SLACK = 12
 """Characters a paragraph may carry beyond its truth's first or last words: a list label, a footnote mark."""
 _NUMBER = re.compile(r"^\s*(?:(?:[A-Z]\.?)?\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-Za-z]\.)\s+")  # "B.2 "

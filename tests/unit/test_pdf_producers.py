@@ -1431,3 +1431,32 @@ def test_a_title_slide_s_short_lines_flush_under_the_title_are_no_body() -> None
     ]
     mark_title(lines, 20.7)
     assert [x.kind for x in lines] == ["title", "text", "text", "text"]
+    # an attendance sheet under its title: a row of cells side by side on one baseline is no title page's
+    lines = [
+        line("Introduction to My Very Own Science", 168, 516, size=17.2),
+        line("Surname, Prename", 63, 373, font="NimbusRomNo9L-Medi"),
+        line("04/01/2019", 259, 373, font="NimbusRomNo9L-Medi"),
+        line("04/08/2019", 329, 373, font="NimbusRomNo9L-Medi"),
+        line("Student's signature", 468, 392, size=8.0),
+        line("Surname, Prename", 63, 373, font="NimbusRomNo9L-Medi", page=1),
+    ]
+    mark_title(lines, 10.0)
+    assert [x.kind for x in lines[1:4]] == ["text", "text", "text"]
+
+
+def test_a_long_contents_entry_with_room_for_two_leader_dots_stays_in_its_run() -> None:
+    dots = " . . . . . . . . . . . ."
+    lines = [
+        line("List of Figures", 134, 658, size=14.3, font="CMBX12", kind="heading", level=1),
+        line(f"5 Labels parameters{dots} 8", 149, 585, 477, font="CMR10"),
+        line(f"6 A wrong way to include subject information in the letter{dots[:10]} 14", 149, 573, 477),
+        line("7 The EnvLab way to include subject information in the letter . . 15", 149, 561, 477),
+        line("List of Tables", 134, 526, size=14.3, font="CMBX12", kind="heading", level=1),
+        line(f"1 Differences between envelopes, labels and big labels{dots} 7", 150, 501, 477),
+        line(f"2 Standard envelope sizes{dots} 7", 149, 489, 477),
+        line(f"3 Standard label sizes{dots} 9", 149, 477, 477),
+        line("The standard \\makelabels command in the letter class typesets . . 15 labels", 134, 399, 477),
+    ]
+    mark_contents(lines)
+    assert [x.kind for x in lines[1:4]] == ["contents"] * 3
+    assert lines[-1].kind == "text"  # two dots mid-line and words after the number: prose

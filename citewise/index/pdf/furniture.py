@@ -387,6 +387,9 @@ PAGE_LIST = rf"(?:{PAGE_LABEL})(?:\s*[,\u2013-]\s*(?:{PAGE_LABEL}))*(?:\s*ff?\.)
 LEADERED = re.compile(rf"\S.*?(?:(?:\s*\.){{4,}}\s*(?:{PAGE_LABEL})|(?:\s*\.){{8,}})\s*$")
 """A contents line by its look: an entry, dot leaders and a page's number ("Vita . . . . VITA-1"), or long
 leaders whose number was read as a line of its own (three or four dots are an ellipsis: "Text text. . .")."""
+SHORT_LEADERED = re.compile(rf"\S.*?(?:\s*\.){{2,3}}\s*(?:{PAGE_LABEL})\s*")
+"""An entry whose words leave room for two or three leader dots before its page's number: contents only in a
+run of entries with full leaders ("7 The EnvLab way to include subject information in the letter . . 15")."""
 LEADERS = re.compile(rf"(?:\.\s*){{4,}}(?:{PAGE_LABEL})?")
 """Dot leaders alone, a page's number after them or not: an entry's, read apart from its words."""
 LEADERED_RUN = 3
@@ -462,7 +465,9 @@ def _mark_leadered(lines: list[Line]) -> None:
         if line.kind == "furniture":
             continue
         text = line.text.strip()
-        entry = line.kind in ("text", "heading", "contents") and LEADERED.fullmatch(text) is not None
+        entry = line.kind in ("text", "heading", "contents") and (
+            LEADERED.fullmatch(text) is not None or bool(run) and SHORT_LEADERED.fullmatch(text) is not None
+        )
         leaders = (
             bool(run) and LEADERS.fullmatch(text) is not None
         )  # an entry's, read apart (taken for maths)

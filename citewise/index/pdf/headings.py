@@ -162,9 +162,16 @@ def mark_title(lines: list[Line], body: float) -> None:
             break
         line.kind = "furniture"
     # a title page of its own (a slide deck's first slide): set flush under the title, nothing but a few
-    # short lines, none a sentence or a heading's word: a subtitle, the authors, their institutes, a date
+    # short lines, none a sentence or a heading's word: a subtitle, the authors, their institutes, a date;
+    # not a form's or a table's row of cells beside each other (an attendance sheet's dates)
     rest = [line for line in first[above + len(head) :] if line.kind == "text"]
-    if 0 < len(rest) <= TITLE_PAGE_LINES and lines[-1].page > head[0].page and all(map(_title_page, rest)):
+    rows = {round(line.bottom) for line in rest}
+    if (
+        0 < len(rest) <= TITLE_PAGE_LINES
+        and lines[-1].page > head[0].page
+        and len(rows) == len(rest)
+        and all(map(_title_page, rest))
+    ):
         for line in rest:
             line.kind = "furniture"
 
