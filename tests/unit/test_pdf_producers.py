@@ -1460,3 +1460,24 @@ def test_a_long_contents_entry_with_room_for_two_leader_dots_stays_in_its_run() 
     mark_contents(lines)
     assert [x.kind for x in lines[1:4]] == ["contents"] * 3
     assert lines[-1].kind == "text"  # two dots mid-line and words after the number: prose
+
+
+def test_an_overfull_line_of_code_is_no_edge_of_the_text_and_a_full_line_runs_on() -> None:
+    # minibox's page: a verbatim display runs 26 points into the margin; the prose ends at 507
+    lines = [
+        line("The boxes which are showed in these examples are not displayed by default; use", 154, 301, 507),
+        line("the frame option to make them appear:", 154, 288, 326),
+        line(
+            "\\minibox{\\x} \\minibox[frame]{\\x} \\minibox[frame,rule=1pt,pad=0pt]{\\x}",
+            160,
+            251,
+            533,
+            font="LMMono10-Regular",
+        ),  # fmt: skip
+        line("Negative values can be input for pad. Here the text goes on as long as the", 154, 187, 507),
+        line("column is wide and ends a line short at the close of its paragraph.", 154, 175, 420),
+    ]
+    ordered = reading_order(lines)
+    assert {x.far_edge for x in ordered} == {507}
+    mark_starts(ordered, 11.0, BODY)
+    assert [x.starts for x in ordered][:2] == [True, False]

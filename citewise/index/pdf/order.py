@@ -108,7 +108,9 @@ def _set_edges(ordered: list[Line], columns: set[str], two_columns: bool, block:
         justified = max((x for x, count in ends.items() if count >= least), default=None)
         if justified is not None:
             rights = [line.right for line in lines_of_column if line.left < justified] or rights
-        far_edge = max(rights, default=0.0)
+        # an overfull line of code (a verbatim display running into the margin) is no edge of the text's
+        prose = [line.right for line in lines_of_column if not line.code and line.right in rights]
+        far_edge = max(prose or rights, default=0.0)
         if two_columns and column == "full":  # a line across both columns stands in the whole text block
             edge, far_edge = left_edge, right_edge
         for line in ordered:
