@@ -1481,3 +1481,49 @@ def test_an_overfull_line_of_code_is_no_edge_of_the_text_and_a_full_line_runs_on
     assert {x.far_edge for x in ordered} == {507}
     mark_starts(ordered, 11.0, BODY)
     assert [x.starts for x in ordered][:2] == [True, False]
+
+
+def test_a_description_s_full_first_line_ending_mid_sentence_runs_on_into_its_next() -> None:
+    # msc's keys: the key at the margin ending in an italic placeholder (no code by its faces), its default
+    # far right, its description set in under it
+    def key(name: str, bottom: float, default: str, at: float) -> list[Line]:
+        key, placeholder = name.split("=")
+        right = 64.5 + 6.3 * len(key)
+        pieces = [
+            Piece(64.5, bottom, right, bottom + 12, key + "=", 12.0, "CMTT12", False),
+            Piece(right + 2, bottom, right + 40, bottom + 12, placeholder, 12.0, "CMTI12", False),
+        ]
+        return [
+            Line(pieces, 0, edge=64, far_edge=531),
+            Line(
+                [Piece(at, bottom, 530.3, bottom + 12, default, 12.0, "CMR12", False)],
+                0,
+                edge=64,
+                far_edge=531,
+            ),
+        ]
+
+    def text(words: str, bottom: float, right: float) -> Line:
+        return Line(
+            [Piece(87.8, bottom, right, bottom + 12, words, 12.0, "CMR12", False)], 0, edge=64, far_edge=531
+        )
+
+    lines = [
+        *key("/msc/instance width=<width>", 484.9, "(no default, initially 1.6cm)", 390.7),
+        text("Specifies the <width> of the instance head and foot symbols.", 470.5, 392.7),
+        *key("/msc/label distance=<distance>", 446.1, "(no default, initially 1ex)", 403.0),
+        text(
+            "Specifies the <distance> between the instance head symbol and the part of the instance",
+            431.6,
+            531.2,
+        ),
+        text("name drawn above the head symbol.", 417.2, 273.5),
+        *key("/msc/draw head=<colour>", 392.8, "(no default, initially )", 421.5),
+        text(
+            "Sets the colour of the instance head. If you do not want to draw an instance head, set",
+            378.3,
+            530.8,
+        ),
+    ]
+    mark_starts(lines, 12.0, "CMR12")
+    assert [x.starts for x in lines] == [True, True, True, True, True, True, False, True, True, True]

@@ -71,10 +71,12 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             # the lines after it start left of it (not a block's last line going on in lower case, under a
             # line at its edge that had no room for its first word: a note set in from the margin, the text
             # after it at the margin)
+            # (a line that opened its paragraph too, where it ends mid-sentence: a description's first line
+            # under its key, set in as far as the rest, msc's "Specifies the <distance> ... of the instance")
             goes_on = (
                 previous is not None
                 and not after_display
-                and not previous.starts
+                and (not previous.starts or not previous.text.rstrip().endswith((".", ":", ";", "!", "?")))
                 and line.text[:1].islower()
                 and same_column(previous, line)
                 and abs(previous.left - line.left) < 0.3 * body
