@@ -1527,3 +1527,30 @@ def test_a_description_s_full_first_line_ending_mid_sentence_runs_on_into_its_ne
     ]
     mark_starts(lines, 12.0, "CMR12")
     assert [x.starts for x in lines] == [True, True, True, True, True, True, False, True, True, True]
+
+
+def test_a_monograph_s_body_set_a_third_wider_than_its_imprint_page_keeps_its_paragraphs() -> None:
+    # unigrazpub's demo: the imprint page 10 points a line (and more lines of it than of the body), the body
+    # 13.3; read by the imprint's pitch, every line of the body started a paragraph
+    imprint = [
+        line(
+            f"imprint line {n} with the publisher's terms of use and the licence",
+            57,
+            600 - 10 * n,
+            425,
+            size=10.0,
+            page=0,
+        )  # fmt: skip
+        for n in range(14)
+    ]
+    words = "dies hier ist ein blindtext zum testen von textausgaben wer diesen text liest ist selbst".split()
+    body = [
+        line(" ".join(words[n % 5 :] + words[: n % 5]), 57, 414 - 13.3 * n, 425, size=10.0, page=1)
+        for n in range(9)
+    ]
+    body[-1] = line("vermitteln.", 57, 414 - 13.3 * 8, 105, size=10.0, page=1)
+    lines = imprint + body
+    for x in lines:
+        x.edge, x.far_edge = 57, 426
+    mark_starts(lines, 10.0, BODY)
+    assert not any(x.starts for x in body[1:])  # one paragraph, its lines going on in lower case

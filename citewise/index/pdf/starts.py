@@ -293,7 +293,7 @@ def _page_pitches(lines: list[Line], pitch: float, body: float) -> dict[int, flo
     return {page: medians[page] / pitch for page in wider}
 
 
-WIDER_PAGE = 1.4
+WIDER_PAGE = 1.3
 """Times the document's pitch a page's lines stand apart inside paragraphs, at least, to be read by theirs."""
 
 
