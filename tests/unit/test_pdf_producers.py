@@ -1554,3 +1554,35 @@ def test_a_monograph_s_body_set_a_third_wider_than_its_imprint_page_keeps_its_pa
         x.edge, x.far_edge = 57, 426
     mark_starts(lines, 10.0, BODY)
     assert not any(x.starts for x in body[1:])  # one paragraph, its lines going on in lower case
+
+
+def test_an_item_opening_with_an_em_dash_hangs_its_next_line() -> None:
+    # SMF's guide and French manuals: list items opening with an em dash, their next lines hung under the text
+    edges = dict(edge=125, far_edge=482, size=10.9, font="SFRM1095")
+    lines = [
+        line(
+            "\u2014 No space before a closing parentheses or bracket, as well as after an",
+            125,
+            201,
+            482,
+            **edges,
+        ),
+        line("opening parentheses or bracket.", 141, 188, 290, **edges),
+        line(
+            "\u2014 Do not use any \\linebreak, \\pagebreak, \\newpage, etc. in the text.",
+            125,
+            175,
+            481,
+            **edges,
+        ),
+        line(
+            "\u2014 Avoid commands as \\hskip, \\hspace or \\vskip, \\vspace in the text, or the",
+            125,
+            162,
+            482,
+            **edges,
+        ),  # fmt: skip
+        line("author's layout fights the journal's.", 141, 149, 300, **edges),
+    ]
+    mark_starts(lines, 10.9, "SFRM1095")
+    assert [x.starts for x in lines] == [True, False, True, True, False]

@@ -29,8 +29,8 @@ BULLET = re.compile(f"[{BULLETS}]\\s")
 """A bullet: a line starting with one starts a list item, at a page's or column's top too."""
 
 
-DASHES = "*+\u2013\u00b7-"
-"""Marks a list's items may open with besides bullets: an asterisk, a plus, an en dash, a middle dot, a
+DASHES = "*+\u2013\u2014\u00b7-"
+"""Marks a list's items may open with besides bullets: an asterisk, a plus, an en or em dash, a middle dot, a
 hyphen."""
 ITEM_LABEL = re.compile(f"(?:[{BULLETS}{DASHES}]|\\(?\\d{{1,2}}[.)]|\\(?[a-z][.)]|\\([ivx]{{1,4}}\\))\\s")
 """A list item's label: a bullet (or a dash, an asterisk, a middle dot), "3.", "(2)", "b)"."""
