@@ -1586,3 +1586,31 @@ def test_an_item_opening_with_an_em_dash_hangs_its_next_line() -> None:
     ]
     mark_starts(lines, 10.9, "SFRM1095")
     assert [x.starts for x in lines] == [True, False, True, True, False]
+
+
+def test_a_sub_figure_s_caption_and_an_algorithm_s_caption_head_no_section() -> None:
+    # jmlr's sample: "(a) Image" under a sub-figure, "Algorithm 2: Moore's Shortest Path" over an algorithm
+    lines = [
+        line("5.3 Sub-Figures", 90, 700, size=12.0, font="CMBX12"),
+        line("Sub-figures are made with the subfigure command, as these two show here.", 90, 680, 521),
+        line("(a) Image", 210, 356, 256, font="CMTI10"),
+        line("Algorithm 2: Moore's Shortest Path", 90, 300, 300, font="CMBX10"),
+        line("Given a connected graph G, the algorithm finds the shortest path to every node.", 90, 280, 521),
+    ]
+    mark_headings(lines, 11.0)
+    assert [x.kind for x in lines] == ["heading", "text", "text", "text", "text"]
+
+
+def test_a_bold_label_with_a_short_value_beside_it_is_a_field_not_a_run_in_heading() -> None:
+    # jmlr's front page: "Editor: Editor's name"; a run-in heading's paragraph goes on in sentences
+    def opening(label: str, value: str) -> Line:
+        pieces = [
+            Piece(90, 596, 124, 606, label, 10, "CMBX10", True),
+            Piece(129, 596, 129 + 4.5 * len(value), 606, value, 10, "CMR10", False),
+        ]
+        return Line(pieces, page=0, starts=True, edge=90, far_edge=521)
+
+    field = opening("Editor: ", "Editor's name")
+    head = opening("Data: ", "We use the sample of twelve papers described in the introduction,")
+    assert [x.kind for x in split_run_in_headings([field])] == ["text"]
+    assert [(x.kind, x.text) for x in split_run_in_headings([head])][0] == ("heading", "Data:")

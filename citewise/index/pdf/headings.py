@@ -216,6 +216,32 @@ def _display_part(line: Line, top: Line) -> bool:
     )
 
 
+FLOAT_CAPTION = re.compile(
+    r"(?:(?:Figure|Fig\.|Table|Tab\.|Listing|Algorithm|Scheme|Chart)\s+[\dA-Z][\w.-]*\s*[.:]\s+\S"
+    r"|\([a-z]\)\s+\S)"
+)
+"""A float's caption with its words ("Algorithm 2: Moore's Shortest Path"), or a sub-figure's ("(a) Image"):
+no heading, whatever its type."""
+
+
+def _labels_beside_text(lines: list[Line], body: float) -> set[int]:
+    """Lines ending in a colon with text beside them on their baseline: a run-in label ("Editor:  name")."""
+    rows: dict[tuple[int, int], list[Line]] = {}
+    for line in lines:
+        if line.kind == "text":
+            rows.setdefault((line.page, round(line.bottom)), []).append(line)
+    labels = set()
+    for line in lines:
+        if line.kind != "text" or not line.text.rstrip().endswith(":"):
+            continue
+        near = [
+            x for key in ((line.page, round(line.bottom) + d) for d in (-1, 0, 1)) for x in rows.get(key, [])
+        ]
+        if any(0 <= x.left - line.right <= 3 * body for x in near if x is not line):
+            labels.add(id(line))
+    return labels
+
+
 def _unnumbered(line: Line, first: list[Line]) -> bool:
     """Whether a bold line opening the first page is unnumbered where the headings after it are numbered.
 
@@ -294,6 +320,8 @@ def mark_headings(lines: list[Line], body: float) -> None:
     candidates += [
         line for line in lines if id(line) in spaced and id(line) not in {id(c) for c in candidates}
     ]
+    beside = _labels_beside_text(lines, body)
+    candidates = [line for line in candidates if not (FLOAT_CAPTION.match(line.text) or id(line) in beside)]
     considered, chosen = {id(line) for line in candidates}, set[int]()
     for index, line in enumerate(lines):
         if id(line) not in considered:
@@ -632,6 +660,20 @@ RUN_IN_NUMBER = re.compile(r"\d{1,2}(?:\.\d{1,2})+\.?")
 """A subsection's number alone ("9.19."), as an italic run-in heading opens."""
 
 
+FIELD_WORDS = 6
+"""Words a field's value holds at most after its bold label and colon, with no stop (see `_field`)."""
+
+
+def _field(phrase: str, rest: list[Piece]) -> bool:
+    """Whether a bold label and what follows it on its line are a field and its value, not a run-in heading.
+
+    A front page's "Editor: Editor's name" or "Keywords: List of keywords": a few words with no stop, where a
+    run-in heading's paragraph runs on in sentences.
+    """
+    value = line_text(rest).strip()
+    return phrase.endswith(":") and len(value.split()) <= FIELD_WORDS and not value.endswith((".", "!", "?"))
+
+
 def split_run_in_headings(lines: list[Line]) -> list[Line]:
     """A paragraph opening with a bold phrase ending in a stop ("Data. We use ...") as heading and paragraph.
 
@@ -680,6 +722,7 @@ def split_run_in_headings(lines: list[Line]) -> list[Line]:
             and not LABELLED_SENTENCE.search(phrase)  # "Recommended: dvips version 5.86f or later."
             and not THEOREM.match(phrase)  # "Theorem 1." opens a statement in its section, heads none
             and not CAPTION_LABEL.match(phrase)
+            and not _field(phrase, rest)  # "Editor: Editor's name", "Keywords: List of keywords"
             # a description list's term ("free. If such a key ..."), not a lettered head ("a. Note")
             and (not phrase[:1].islower() or italic is not None)
         ):
