@@ -313,6 +313,15 @@ def test_a_page_with_no_text_layer_is_read_by_ocr() -> None:
     assert len(document.paragraphs) == 10 and sorted(document.bibliography) == ["1", "2", "3"]
 
 
+@pytest.mark.skipif(not ocr_available(), reason="Tesseract is not installed (apt-get install tesseract-ocr)")
+def test_a_scan_stored_sideways_is_read_by_ocr_as_it_is_shown(tmp_path: Path) -> None:
+    # a scanner's page kept on its side and turned by /Rotate: rendered as shown, read as the upright scan
+    (upright,) = load_path(SCANS / "spectrum-scan.pdf")
+    (sideways,) = load_path(turned(SCANS / "spectrum-scan.pdf", tmp_path / "scan-turned.pdf", 90))
+    assert sideways.metadata == {"pages": 1, "ocr_pages": [1]}
+    assert [p.text for p in sideways.paragraphs] == [p.text for p in upright.paragraphs]
+
+
 def test_without_an_ocr_engine_a_scan_is_refused_with_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
