@@ -1614,3 +1614,24 @@ def test_a_bold_label_with_a_short_value_beside_it_is_a_field_not_a_run_in_headi
     head = opening("Data: ", "We use the sample of twelve papers described in the introduction,")
     assert [x.kind for x in split_run_in_headings([field])] == ["text"]
     assert [(x.kind, x.text) for x in split_run_in_headings([head])][0] == ("heading", "Data:")
+
+
+def test_a_slide_built_item_by_item_is_read_once_from_its_last_step() -> None:
+    # beamer's overlays: the slide printed once per step, each page the one before with one more item
+    def slide(page: int, items: int) -> list[Line]:
+        lines = [line("Block title", 30, 520, size=14.0, page=page, edge=30, far_edge=560)]
+        texts = ["Duis eget orci sit amet", "Orci dignissim rutrum", "Sodales, sollicitudin vel, wisi"]
+        lines += [line(f"\u2022 {t}", 40, 480 - 24 * n, page=page, edge=30, far_edge=560) for n, t in
+                  enumerate(texts[:items])]  # fmt: skip
+        return [*lines, line(f"{page + 1} / 4", 520, 20, size=8.0, page=page, edge=30, far_edge=560)]
+
+    other = [
+        line("Another slide", 30, 520, size=14.0, page=3, edge=30, far_edge=560),
+        line("Aenean faucibus, morbi dolor nulla, malesuada eu", 40, 480, page=3, edge=30, far_edge=560),
+        line("4 / 4", 520, 20, size=8.0, page=3, edge=30, far_edge=560),
+    ]
+    pages = [slide(0, 1), slide(1, 2), slide(2, 3), other]
+    mark_furniture(pages)
+    assert all(x.kind == "furniture" for x in pages[0] + pages[1])  # the steps: all on the last one
+    assert [x.kind for x in pages[2]] == ["text", "text", "text", "text", "furniture"]
+    assert [x.kind for x in pages[3]] == ["text", "text", "furniture"]

@@ -21,7 +21,16 @@ PAGE_CALLED = re.compile(r"page\s*(\d{1,4})", re.IGNORECASE)
 
 
 def mark_furniture(pages: list[list[Line]]) -> None:
-    """Running heads (top or bottom lines repeated across pages, digits aside) and lone page numbers."""
+    """Running heads (top or bottom lines repeated across pages, digits aside) and lone page numbers.
+
+    A slide's build step (`_overlay_steps`) is left out first, whole: its lines are the next page's, and
+    counted as repeats they would make the slide's own text a running head.
+    """
+    steps = _overlay_steps(pages)
+    for number in steps:
+        for line in pages[number]:
+            line.kind = "furniture"
+    pages = [[] if number in steps else lines for number, lines in enumerate(pages)]
 
     def shape(line: Line) -> str:
         # digits aside, wherever they stand: a page number is a word of its own line on some pages only
@@ -138,6 +147,33 @@ def mark_furniture(pages: list[list[Line]]) -> None:
         for line in top if numbered else []:
             if line.kind == "text" and len(line.text.split()) <= 12 and line.size <= display:
                 line.kind = "furniture"
+
+
+OVERLAY_SHARE = 0.9
+"""Share of a page's lines, at least, that the next page holds at the same place for it to be a build step."""
+
+
+def _overlay_steps(pages: list[list[Line]]) -> set[int]:
+    """Pages a slide deck shows again, fuller, on the next page: the steps of a slide built item by item.
+
+    Beamer's and lecturer's overlays print a slide once per step, each page the one before with one more
+    item. A page with three lines or more, nearly all of them standing on the next page at the same place
+    with the same words (digits aside: "3 / 12"), says nothing the next page does not.
+    """
+
+    def place(line: Line) -> tuple[str, int, int]:
+        return " ".join(re.sub(r"\d+", " ", line.text.lower()).split()), round(line.left), round(line.top)
+
+    # what stands on (nearly) every page says nothing of steps: a footline, a ruler's marks down the margin
+    everywhere = Counter(key for lines in pages for key in {place(line) for line in lines})
+    common = {key for key, n in everywhere.items() if n >= max(3, 0.8 * len(pages))}
+    steps = set()
+    for number in range(len(pages) - 1):
+        here = [key for key in map(place, pages[number]) if key not in common]
+        there = {place(line) for line in pages[number + 1]}
+        if len(here) >= 3 and sum(key in there for key in here) >= OVERLAY_SHARE * len(here):
+            steps.add(number)
+    return steps
 
 
 def _mark_headlines(pages: list[list[Line]], body: float) -> None:
