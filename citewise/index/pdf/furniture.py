@@ -171,7 +171,7 @@ def _overlay_steps(pages: list[list[Line]]) -> set[int]:
     for number in range(len(pages) - 1):
         here = [key for key in map(place, pages[number]) if key not in common]
         there = {place(line) for line in pages[number + 1]}
-        if len(here) >= 3 and sum(key in there for key in here) >= OVERLAY_SHARE * len(here):
+        if len(here) >= 2 and sum(key in there for key in here) >= OVERLAY_SHARE * len(here):
             steps.add(number)
     return steps
 
