@@ -32,10 +32,6 @@ def mark_furniture(pages: list[list[Line]]) -> None:
             line.kind = "furniture"
     pages = [[] if number in steps else lines for number, lines in enumerate(pages)]
 
-    def shape(line: Line) -> str:
-        # digits aside, wherever they stand: a page number is a word of its own line on some pages only
-        return " ".join(re.sub(r"\d+", " ", line.text.lower()).split())
-
     ends: list[list[Line]] = []
     one_page = sum(bool(page) for page in pages) == 1
     # lines of code with a line right under them: a block's, not a head (held, not only their ids: a line
@@ -65,14 +61,14 @@ def mark_furniture(pages: list[list[Line]]) -> None:
     for lines in pages:
         _mark_stamps(lines)
         _mark_line_numbers(lines)
-    counts = Counter(s for end in ends for s in {shape(line) for line in end})
+    counts = Counter(s for end in ends for s in {_shape(line) for line in end})
     repeated = max(2, min(3, round(0.4 * len(pages))))  # a chapter's own head repeats on its pages
     heights: dict[str, list[float]] = {}
     sizes: dict[str, list[float]] = {}
     for end in ends:
         for line in end:
-            heights.setdefault(shape(line), []).append(line.top)
-            sizes.setdefault(shape(line), []).append(line.size)
+            heights.setdefault(_shape(line), []).append(line.top)
+            sizes.setdefault(_shape(line), []).append(line.size)
 
     entries = _called_out_of_step(ends)
     body = statistics.median(line.size for lines in pages for line in lines) if any(pages) else 0.0
@@ -80,15 +76,15 @@ def mark_furniture(pages: list[list[Line]]) -> None:
     def repeats(line: Line) -> bool:
         # a running head is short, or stands at one height on every page: a paragraph a manual repeats
         # word for word (its Word and LibreOffice instructions) is no furniture where it starts a page
-        if len(pages) < 2 or counts[shape(line)] < repeated or not re.search(r"[^\W_]", line.text):
+        if len(pages) < 2 or counts[_shape(line)] < repeated or not re.search(r"[^\W_]", line.text):
             return False  # a head says something: "$$" opening two pages is a display's first line
         if id(line) in entries or id(line) in in_block:  # clrscode3e opens 7 pages with "\\begin{codebox}"
             return False
-        if line.size > 1.2 * max(min(sizes[shape(line)]), body):  # a chapter's heading its heads repeat
+        if line.size > 1.2 * max(min(sizes[_shape(line)]), body):  # a chapter's heading its heads repeat
             return False
         if line.size >= DISPLAY_HEAD * body:  # "Chapitre 2" over each chapter's title, in display type
             return False
-        alike = sum(abs(top - line.top) < 2 for top in heights[shape(line)])
+        alike = sum(abs(top - line.top) < 2 for top in heights[_shape(line)])
         return len(line.text.split()) < 12 or alike >= repeated
 
     first_sizes = [line.size for line in pages[0]] if pages and pages[0] else [0.0]
@@ -103,15 +99,12 @@ def mark_furniture(pages: list[list[Line]]) -> None:
 
     # a sidebar or a footer block: lines standing at the same place with the same words on several pages,
     # wherever on the page (elsarticle's manual repeats a box of links and a four-line footer on every page)
-    def place(line: Line) -> tuple[str, int, int]:
-        return shape(line), round(line.left), round(line.top)
-
-    placed = Counter(key for lines in pages for key in {place(line) for line in lines})
+    placed = Counter(key for lines in pages for key in {_place(line) for line in lines})
     for number, lines in enumerate(pages if len(pages) >= 2 else []):
         for line in lines:
             title = number == 0 and line.size > display  # a manual repeats its title in the sidebar
             if (
-                placed[place(line)] >= repeated
+                placed[_place(line)] >= repeated
                 and line.kind == "text"
                 and id(line) not in in_block  # a code block's first line ("\\begin{codebox}")
                 and not title
@@ -149,6 +142,19 @@ def mark_furniture(pages: list[list[Line]]) -> None:
                 line.kind = "furniture"
 
 
+def _shape(line: Line) -> str:
+    """A line's words as repeats are compared: digits aside, wherever they stand.
+
+    A page number is a word of its own line on some pages only.
+    """
+    return " ".join(re.sub(r"\d+", " ", line.text.lower()).split())
+
+
+def _place(line: Line) -> tuple[str, int, int]:
+    """A line's words (`_shape`) and where it stands: the same place on another page is a repeat."""
+    return _shape(line), round(line.left), round(line.top)
+
+
 OVERLAY_SHARE = 0.9
 """Share of a page's lines, at least, that the next page holds at the same place for it to be a build step."""
 
@@ -157,20 +163,17 @@ def _overlay_steps(pages: list[list[Line]]) -> set[int]:
     """Pages a slide deck shows again, fuller, on the next page: the steps of a slide built item by item.
 
     Beamer's and lecturer's overlays print a slide once per step, each page the one before with one more
-    item. A page with three lines or more, nearly all of them standing on the next page at the same place
-    with the same words (digits aside: "3 / 12"), says nothing the next page does not.
+    item. A page with two lines or more, nearly all of them standing on the next page at the same place with
+    the same words (digits aside, `_place`), says nothing the next page does not. Lines on nearly every page
+    (a footline and its "3 / 12", a ruler's marks down a test page's margin) are not counted.
     """
-
-    def place(line: Line) -> tuple[str, int, int]:
-        return " ".join(re.sub(r"\d+", " ", line.text.lower()).split()), round(line.left), round(line.top)
-
     # what stands on (nearly) every page says nothing of steps: a footline, a ruler's marks down the margin
-    everywhere = Counter(key for lines in pages for key in {place(line) for line in lines})
+    everywhere = Counter(key for lines in pages for key in {_place(line) for line in lines})
     common = {key for key, n in everywhere.items() if n >= max(3, 0.8 * len(pages))}
     steps = set()
     for number in range(len(pages) - 1):
-        here = [key for key in map(place, pages[number]) if key not in common]
-        there = {place(line) for line in pages[number + 1]}
+        here = [key for key in map(_place, pages[number]) if key not in common]
+        there = {_place(line) for line in pages[number + 1]}
         if len(here) >= 2 and sum(key in there for key in here) >= OVERLAY_SHARE * len(here):
             steps.add(number)
     return steps
@@ -541,10 +544,11 @@ def _drop_contents(lines: list[Line], run: list[Line], least: int = 4) -> None:
     at = lines.index(run[0])
     while at and lines[at - 1].kind == "furniture":  # a slide's footline between the heading and its entries
         at -= 1
-    heading = _entry_text(lines[at - 1].text) if at and lines[at - 1].kind in ("heading", "contents") else ""
-    if len(run) < least and not CONTENTS_HEADING.fullmatch(heading):
+    above = _entry_text(lines[at - 1].text) if at else ""
+    headed = at > 0 and lines[at - 1].kind in ("heading", "contents") and CONTENTS_HEADING.fullmatch(above)
+    if len(run) < least and not headed:
         return
     for entry in run:
         entry.kind = "contents"
-    if at and re.fullmatch(r"(?:table of )?contents", _entry_text(lines[at - 1].text)):
+    if re.fullmatch(r"(?:table of )?contents", above):
         lines[at - 1].kind = "contents"

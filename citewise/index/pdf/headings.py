@@ -178,13 +178,14 @@ def mark_title(lines: list[Line], body: float) -> None:
 
 TITLE_PAGE_LINES = 8
 """Lines under its title a title page of its own holds at most (see `_title_page`)."""
+TITLE_PAGE_WORDS = 8
+"""Words each of those lines holds at most."""
 
 
 def _title_page(line: Line) -> bool:
     """Whether a line under a title may be a title page's: short, no sentence, no heading's word or number."""
-    words = line.text.split()
     return (
-        len(words) <= 8
+        len(line.text.split()) <= TITLE_PAGE_WORDS
         and not line.text.rstrip().endswith((".", ":", ";", "?", "!"))
         and not HEADING_WORD.match(line.text)
         and not CAPS_HEADING_WORD.match(line.text)

@@ -93,7 +93,6 @@ def _set_edges(ordered: list[Line], columns: set[str], two_columns: bool, block:
     left_edge, right_edge = block
     for column in columns:
         lines_of_column = [line for line in ordered if line.column == column and line.kind != "furniture"]
-        rights = [line.right for line in lines_of_column]
         # the column's left edge: where its long lines start, the leftmost x shared by two of them
         widest = max((line.right - line.left for line in lines_of_column), default=0.0)
         starts = Counter(
@@ -106,11 +105,12 @@ def _set_edges(ordered: list[Line], columns: set[str], two_columns: bool, block:
         ends = Counter(round(line.right) for line in lines_of_column if line.right - line.left > 0.7 * widest)
         least = max(SHARED_ENDS, 0.4 * ends.total())  # most of them: ragged lines share an x by chance
         justified = max((x for x, count in ends.items() if count >= least), default=None)
+        kept = lines_of_column
         if justified is not None:
-            rights = [line.right for line in lines_of_column if line.left < justified] or rights
+            kept = [line for line in lines_of_column if line.left < justified] or kept
         # an overfull line of code (a verbatim display running into the margin) is no edge of the text's
-        prose = [line.right for line in lines_of_column if not line.code and line.right in rights]
-        far_edge = max(prose or rights, default=0.0)
+        prose = [line.right for line in kept if not line.code]
+        far_edge = max(prose or [line.right for line in kept], default=0.0)
         if two_columns and column == "full":  # a line across both columns stands in the whole text block
             edge, far_edge = left_edge, right_edge
         for line in ordered:
