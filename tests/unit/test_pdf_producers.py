@@ -1635,3 +1635,17 @@ def test_a_slide_built_item_by_item_is_read_once_from_its_last_step() -> None:
     assert all(x.kind == "furniture" for x in pages[0] + pages[1])  # the steps: all on the last one
     assert [x.kind for x in pages[2]] == ["text", "text", "text", "text", "furniture"]
     assert [x.kind for x in pages[3]] == ["text", "text", "furniture"]
+
+
+def test_a_label_ending_in_a_colon_with_its_value_beside_it_heads_no_section() -> None:
+    # a form or a title page's fields: "Keywords:" in bold, its value a line of its own on the same baseline
+    lines = [
+        line("1 Introduction", 90, 700, size=12.0, font="CMBX12"),
+        line("Keywords:", 90, 660, 138, font="CMBX10"),
+        line("layout analysis, reading order, page furniture", 146, 660, 380),
+        line("Maintainer:", 90, 640, 145, font="CMBX10"),
+        line("The package is kept by its author, who answers mail about it.", 152, 640, 480),
+        line("The package reads pages in the order a person reads them, column by column.", 90, 610, 505),
+    ]
+    mark_headings(lines, 11.0)
+    assert [x.kind for x in lines] == ["heading", "text", "text", "text", "text", "text"]
