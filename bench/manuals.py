@@ -16,7 +16,7 @@ Per document, with text compared in lower case, letters and digits only:
 - title: the document's title is the truth's (similarity >= 0.9);
 - sections: share of the truth's headings among the headings the paragraphs are filed under (>= 0.9,
   a reference list's heading counted as found when the document's bibliography holds entries;
-  numbering left out);
+  numbering left out; a truth with no heading on its pages, a one-screen form, is left out of the mean);
 - paragraphs: share of the truth's paragraphs read whole: one paragraph begins with the first words and ends
   with the last (a label or mark of up to 12 characters aside at either end), nothing glued before or after;
   a read paragraph answers one truth paragraph only (of copies word for word, the one in its section first);
@@ -112,7 +112,7 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, Any]:
     refs_found = sum(any(0 <= e.find(norm(r).replace(" ", "")) <= SLACK for e in entries) for r in refs)
     return {
         "title": float(fuzz.ratio(norm(document.title), norm(truth["title"])) >= 90),
-        "sections": len(found) / len(truth["sections"]),
+        "sections": len(found) / len(truth["sections"]) if truth["sections"] else None,
         "paragraphs": recovered / len(truth["paragraphs"]),
         "in_section": filed / max(1, recovered),
         "kept_out": 1 - len(leaked) / max(1, len(truth["absent"])),
@@ -141,7 +141,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=["tune", "heldout", "fresh"], help="only this part of the set")
     parser.add_argument(
-        "--round", type=int, help="only the documents whose truths came in this round (2 to 13)"
+        "--round", type=int, help="only the documents whose truths came in this round (2 to 15)"
     )
     parser.add_argument("--show", action="store_true", help="print what each document missed")
     parser.add_argument(
