@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from citewise.context import Context
-from citewise.core.answerable import answering, answering_scores, coverage
+from citewise.core.answerable import KIND_FOUND, answering, answering_scores, coverage, sentence_signals
 from citewise.core.evidence import judge_all
 from citewise.index import Index
 from citewise.index.embeddings import Embedder
@@ -90,3 +90,25 @@ def test_a_passage_named_by_another_answers_with_it(tmp_path: Path, embedder: Em
         _, apart = answering_scores(index, question, unnamed)
     assert together["ono"] > alone["ono"] + 0.1  # read with the sentence that names it
     assert apart["ono"] == alone["ono"]  # nothing names it: its own sentences only
+
+
+def test_a_sentence_giving_the_kind_of_thing_asked_scores_more(tmp_path: Path, embedder: Embedder) -> None:
+    # "How many ...?" answered by a number: the sentence that gives it shares no more words than one that
+    # does not, so the number is what tells them apart
+    valued = "The campus network held 412 hosts during the recording."
+    vague = "The campus network held many hosts during the recording."
+    (tmp_path / "net.txt").write_text(f"{valued}\n\n{vague}\n", encoding="utf-8")
+    records: list[EvidenceRecord] = [
+        {"chunk_id": "valued", "text": valued},
+        {"chunk_id": "vague", "text": vague},
+    ]
+    question = "How many hosts did the campus network hold?"
+    with Index.open(tmp_path / "idx", embedder=embedder) as index:
+        index.ingest([tmp_path / "net.txt"])
+        _, scores = answering_scores(index, question, records)
+        _, signals = sentence_signals(index, question, records)
+        _, described = answering_scores(index, "Describe the campus network.", records)
+    assert scores["valued"] == round(answering(signals["valued"]) * KIND_FOUND, 4)
+    assert scores["vague"] == answering(signals["vague"])  # no number: no bonus
+    assert scores["valued"] > scores["vague"] + 0.05
+    assert abs(described["valued"] - described["vague"]) < 0.1  # no kind asked: no bonus either way
