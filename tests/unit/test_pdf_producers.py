@@ -6,6 +6,7 @@ Each test builds the lines a page of that kind gives (boxes in PDF points, y up)
 from __future__ import annotations
 
 from citewise.index.loaders import _joined
+from citewise.index.pdf import body_face
 from citewise.index.pdf.furniture import _mark_headlines, mark_contents, mark_furniture
 from citewise.index.pdf.headings import (
     join_wrapped_headings,
@@ -1649,3 +1650,78 @@ def test_a_label_ending_in_a_colon_with_its_value_beside_it_heads_no_section() -
     ]
     mark_headings(lines, 11.0)
     assert [x.kind for x in lines] == ["heading", "text", "text", "text", "text", "text"]
+
+
+def test_the_body_is_the_face_with_the_most_letters_not_an_index_s_page_numbers() -> None:
+    # nomentbl: a 9 pt index of page numbers and leaders has more characters than the 10 pt text
+    text = "Often it is desirable to include the units of nomenclature in a table."
+    prose = [line(text, 154, 513, size=10.0, font="CMR10")]
+    index = [
+        line(
+            f"\\c{n} . . . . . . . . . . . 1{n}, 2{n}, 3{n}, 4{n}, 5{n}",
+            426,
+            600 - 11 * n,
+            size=9.0,
+            font="CMR9",
+        )
+        for n in range(4)
+    ]
+    assert sum(len(x.text) for x in index) > len(text)
+    assert body_face([[*prose, *index]]) == (10.0, "CMR10")
+    # typewriter is code, not the body, while the rest holds a fifth of the characters
+    code = [
+        line(
+            "\\newcommand\\zvsetup[1]{\\keys_set:nn{zref-vario/setup}{#1}}", 152, 400, size=9.0, font="CMTT9"
+        )
+    ]
+    assert body_face([[*prose, *index, *code * 3]]) == (10.0, "CMR10")
+    assert body_face([[*prose, *code * 10]]) == (9.0, "CMTT9")  # a listing: its code is its body
+
+
+def test_a_page_s_foot_that_opens_as_the_other_feet_do_is_one_whatever_it_ends_with() -> None:
+    # ftc-notebook: "Notebook. Page 3." on some pages, "Notebook. August 19-25, Task 1, Page 5." on others,
+    # and one page's "Notebook. August, Page 4.": a shape of its own, seen once
+    ends = [
+        "Page {n}.",
+        "Page {n}.",
+        "August, Page {n}.",
+        "August 19-25, Task 1, Page {n}.",
+        "August 19-25, Task 1, Page {n}.",
+    ]
+    pages = [
+        [
+            line(f"{word} heads a paragraph of this page, which goes on", 57, 700),
+            *body(word),
+            line("FTC 9773, Robocracy, Engineering Notebook. " + end.format(n=n + 1), 57, 35, 555),
+        ]
+        for n, (word, end) in enumerate(zip("alpha beta gamma delta epsilon".split(), ends, strict=True))
+    ]
+    last = [line("The last page's last line stands where the feet stand.", 57, 35, 555), *body("zeta")]
+    mark_furniture([*pages, last])
+    assert [page[-1].kind for page in pages] == ["furniture"] * 5
+    assert last[0].kind == "text"  # its opening words are not the feet's
+
+
+def test_a_leader_in_smaller_type_joins_its_entry_and_two_entries_under_a_list_s_heading_are_contents() -> (
+    None
+):
+    # ftc-notebook's list of tables: 12 pt entries, 10.9 pt leaders a full em after them, two entries only
+    def pieces(text: str, dots: str, bottom: float, right: float) -> list[Piece]:
+        return [
+            Piece(73, bottom, right, bottom + 12, text, 12.0, "NimbusRomNo9L-Regu", False),
+            Piece(right + 12, bottom - 1, 555, bottom + 10, dots, 10.9, "NimbusRomNo9L-Regu", False),
+        ]
+
+    entries = [
+        *pieces("2 Design goals for the programming chassis.", ". . . . . . . . . . . . . 6", 703, 302),
+        *pieces("3 Conclusion after first build.", ". . . . . . . . . . . . . . . . . 7", 689, 228),
+    ]
+    read = group_lines(entries, 4)
+    assert [x.text for x in read] == [
+        "2 Design goals for the programming chassis. . . . . . . . . . . . . . 6",
+        "3 Conclusion after first build. . . . . . . . . . . . . . . . . . 7",
+    ]
+    lines = [line("List of Tables", 57, 737, size=24.8, font="NimbusRomNo9L-Medi", kind="heading"), *read]
+    lines += [line("Body text of the section, at last.", 57, 420, page=5)]
+    mark_contents(lines)
+    assert [x.kind for x in lines] == ["heading", "contents", "contents", "text"]

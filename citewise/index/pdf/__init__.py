@@ -111,17 +111,7 @@ def read_layout(path: Path, data: bytes, on_page: Callable[[int, int], None] | N
         count = len(pdf)
     finally:
         pdf.close()
-    faces: Counter[tuple[float, str]] = Counter()
-    for piece in (piece for page in pages for line in page for piece in line.pieces):
-        faces[piece.size, piece.font] += len(piece.text)
-    # the body is one face in one size: a manual's examples set in another font at 10 pt outweigh its
-    # 12 pt text by size alone (elsarticle's documentation)
-    # and the body is prose: a package's documentation whose implementation part prints its code in 9 pt
-    # typewriter has more characters in it than in its 10 pt text (Frankenstein's moredefs)
-    prose = Counter({key: n for key, n in faces.items() if not MONO_FONT.search(key[1])})
-    if prose and prose.total() >= 0.2 * faces.total():
-        faces = prose
-    body, face = faces.most_common(1)[0][0] if faces else (10.0, "")
+    body, face = body_face(pages)
     mark_furniture(pages)
     ordered = join_split_tables([line for page in pages for line in reading_order(page)])
     mark_tags(ordered)
@@ -134,6 +124,27 @@ def read_layout(path: Path, data: bytes, on_page: Callable[[int, int], None] | N
     ordered = split_run_in_headings(ordered)
     mark_index(ordered)
     return Layout(ordered, count, title, body, ocr_pages, image_pages)
+
+
+def body_face(pages: list[list[Line]]) -> tuple[float, str]:
+    """The body's type size and face: the prose face and size with the most letters.
+
+    The body is one face in one size: a manual's examples set in another font at 10 pt outweigh its 12 pt
+    text by size alone (elsarticle's documentation). It is prose: a package's documentation whose
+    implementation part prints its code in 9 pt typewriter has more characters in it than in its 10 pt text
+    (Frankenstein's moredefs), so typewriter faces are left aside unless they hold over 80% of the
+    characters. And it is words: letters are counted, not an index's page numbers and dot leaders (nomentbl's
+    9 pt index has more characters than its 10 pt text, 175 letters to 2,362).
+    """
+    characters: Counter[tuple[float, str]] = Counter()
+    letters: Counter[tuple[float, str]] = Counter()
+    for piece in (piece for page in pages for line in page for piece in line.pieces):
+        characters[piece.size, piece.font] += len(piece.text)
+        letters[piece.size, piece.font] += sum(c.isalpha() for c in piece.text)
+    prose = Counter({key: n for key, n in letters.items() if not MONO_FONT.search(key[1])})
+    if prose and sum(characters[key] for key in prose) >= 0.2 * characters.total():
+        letters = prose
+    return letters.most_common(1)[0][0] if letters else (10.0, "")
 
 
 def iter_text(lines: list[Line]) -> Iterator[Line]:

@@ -132,6 +132,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
             )
             if line.kind == "text" and alike >= least and line.size <= display and id(line) not in entries:
                 line.kind = "furniture"
+    _mark_feet(pages, least)
     _mark_headlines(pages, body)
     # a short line on the page number's baseline at a later page's top is its running head, repeated or not
     # (a three-page paper: "2 ... P. W. Daly", "SUBNUMBERING FIGURES, TABLES, EQUATIONS ... 3")
@@ -140,6 +141,34 @@ def mark_furniture(pages: list[list[Line]]) -> None:
         for line in top if numbered else []:
             if line.kind == "text" and len(line.text.split()) <= 12 and line.size <= display:
                 line.kind = "furniture"
+
+
+FOOT_WORDS = 3
+"""Words a page's last line must open with, as the running feet of other pages do, to be one itself."""
+
+
+def _mark_feet(pages: list[list[Line]], least: float) -> None:
+    """A page's last line that stands and opens as the other pages' running feet do is one too.
+
+    Whatever its end says: "Notebook. August, Page 4." where the other pages say "Notebook. Page 3." and
+    "Notebook. August 19-25, Task 1, Page 5.", its shape seen once. A last page's last line may stand where
+    others' feet do, so the opening words must be theirs too.
+    """
+    feet = [min(lines, key=lambda line: line.top) for lines in pages if lines]
+    furniture = [x for x in feet if x.kind == "furniture"]
+    for line in feet:
+        opening = _shape(line).split()[:FOOT_WORDS]
+        if line.kind != "text" or len(opening) < FOOT_WORDS:
+            continue
+        alike = sum(
+            abs(x.top - line.top) < 1.5
+            and abs(x.size - line.size) < 0.15 * x.size
+            and _shape(x).split()[:FOOT_WORDS] == opening
+            for x in furniture
+            if x is not line
+        )
+        if alike >= least:
+            line.kind = "furniture"
 
 
 def _shape(line: Line) -> str:
@@ -517,11 +546,22 @@ def _mark_leadered(lines: list[Line]) -> None:
         elif run and wrapped is None and line.kind == "text":
             wrapped = line
         else:
-            if entries >= LEADERED_RUN:
+            if entries >= LEADERED_RUN or _listed(lines, run):
                 _drop_contents(lines, run, least=1)
             run, entries, wrapped = [], 0, None
-    if entries >= LEADERED_RUN:
+    if entries >= LEADERED_RUN or _listed(lines, run):
         _drop_contents(lines, run, least=1)
+
+
+LIST_HEADING = re.compile(r"list of (?:figures|tables|illustrations|listings|algorithms|schemes|plates)")
+"""A heading over a list of floats: one or two entries with leaders under it are contents lines too."""
+
+
+def _listed(lines: list[Line], run: list[Line]) -> bool:
+    """Whether a run of leadered lines stands right under a contents heading or a list of floats' heading."""
+    at = _heading_at(lines, run) if run else None
+    above = _entry_text(lines[at].text) if at is not None else ""
+    return bool(CONTENTS_HEADING.fullmatch(above) or LIST_HEADING.fullmatch(above))
 
 
 CONTENTS_HEADING = re.compile(
@@ -541,14 +581,19 @@ def _drop_contents(lines: list[Line], run: list[Line], least: int = 4) -> None:
     """
     if not run:
         return
-    at = lines.index(run[0])
-    while at and lines[at - 1].kind == "furniture":  # a slide's footline between the heading and its entries
-        at -= 1
-    above = _entry_text(lines[at - 1].text) if at else ""
-    headed = at > 0 and lines[at - 1].kind in ("heading", "contents") and CONTENTS_HEADING.fullmatch(above)
-    if len(run) < least and not headed:
+    at = _heading_at(lines, run)
+    above = _entry_text(lines[at].text) if at is not None else ""
+    if len(run) < least and not (at is not None and CONTENTS_HEADING.fullmatch(above)):
         return
     for entry in run:
         entry.kind = "contents"
-    if re.fullmatch(r"(?:table of )?contents", above):
-        lines[at - 1].kind = "contents"
+    if at is not None and re.fullmatch(r"(?:table of )?contents", above):
+        lines[at].kind = "contents"
+
+
+def _heading_at(lines: list[Line], run: list[Line]) -> int | None:
+    """Where the heading right over a run of lines stands (a slide's footline between them aside)."""
+    at = lines.index(run[0])
+    while at and lines[at - 1].kind == "furniture":
+        at -= 1
+    return at - 1 if at and lines[at - 1].kind in ("heading", "contents") else None

@@ -305,6 +305,13 @@ def _drop_capitals(pieces: list[Piece]) -> list[Piece]:
     ]
 
 
+LEADER_OPENING = re.compile(r"\s*(?:\.\s*){4,}")
+"""A piece opening with a leader's dots: the rest of a contents entry, never a column of its own."""
+
+LEADER_REACH = 3.0
+"""Ems a leader may stand after its entry's words (a list of tables in larger type than its leaders)."""
+
+
 def _place(
     lines: list[list[Piece]],
     buckets: dict[int, list[list[Piece]]],
@@ -327,6 +334,8 @@ def _place(
         label = line[0].text.strip() + " "
         labels = (NUMBERED, ENTRY_LABEL, LONE_BULLET)
         reach = 1.5 if len(line) == 1 and any(form.fullmatch(label) for form in labels) else 0.8
+        if LEADER_OPENING.match(piece.text):  # a contents entry's dots begin no column ("chassis.   . . . 6")
+            reach = LEADER_REACH
         gap = max(piece.left - right, left - piece.right)  # negative where they overlap
         if overlap >= 0.5 * min(top - bottom, piece.top - piece.bottom) and gap < reach * size:
             if overlap > most:
