@@ -1725,3 +1725,29 @@ def test_a_leader_in_smaller_type_joins_its_entry_and_two_entries_under_a_list_s
     lines += [line("Body text of the section, at last.", 57, 420, page=5)]
     mark_contents(lines)
     assert [x.kind for x in lines] == ["heading", "contents", "contents", "text"]
+
+
+def test_a_described_name_and_its_colon_are_one_line_and_a_field_under_it_starts_a_paragraph() -> None:
+    # arrayjobx's command reference: "\newarray" at the margin, ": Define a new array." 6.4 em right of it,
+    # "Syntax:" and "Example:" under the description
+    pieces = [
+        Piece(49, 324, 95, 334, "\\newarray", 10.0, "CMTT10", False),
+        Piece(159, 324, 248, 334, ": Define a new array.", 10.0, "CMR10", False),
+        Piece(165, 308, 312, 318, "Syntax: \\newarray\\<ArrayName>", 10.0, "CMR10", False),
+        Piece(165, 292, 293, 302, "Example: \\newarray\\Values", 10.0, "CMR10", False),
+    ]
+    lines = group_lines(pieces, 1)
+    assert [x.text for x in lines] == [
+        "\\newarray : Define a new array.",
+        "Syntax: \\newarray\\<ArrayName>",
+        "Example: \\newarray\\Values",
+    ]
+    for x in lines:
+        x.edge, x.far_edge = 49, 561
+    lines.insert(
+        0, line("Each command is described with its syntax and an example.", 49, 350, 400, size=10.0)
+    )
+    lines[0].edge, lines[0].far_edge = 49, 561
+    mark_starts(lines, 10.0, "CMR10")
+    # the example goes on from its syntax, which ends with no stop
+    assert [x.starts for x in lines] == [True, True, True, False]

@@ -311,6 +311,12 @@ LEADER_OPENING = re.compile(r"\s*(?:\.\s*){4,}")
 LEADER_REACH = 3.0
 """Ems a leader may stand after its entry's words (a list of tables in larger type than its leaders)."""
 
+COLON_OPENING = re.compile(r"\s*:(?:\s|$)")
+"""A piece opening with a colon: what a description list says of the name set left of it."""
+
+COLON_REACH = 8.0
+"""Ems a description may stand after its name (arrayjobx's command reference: 6.4 em)."""
+
 
 def _place(
     lines: list[list[Piece]],
@@ -336,6 +342,8 @@ def _place(
         reach = 1.5 if len(line) == 1 and any(form.fullmatch(label) for form in labels) else 0.8
         if LEADER_OPENING.match(piece.text):  # a contents entry's dots begin no column ("chassis.   . . . 6")
             reach = LEADER_REACH
+        elif COLON_OPENING.match(piece.text):  # nor a colon: a name's description ("\\newarray    : Define")
+            reach = COLON_REACH
         gap = max(piece.left - right, left - piece.right)  # negative where they overlap
         if overlap >= 0.5 * min(top - bottom, piece.top - piece.bottom) and gap < reach * size:
             if overlap > most:

@@ -215,6 +215,9 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             # back at the edge after a line set well in that ended short (a box's or a display's line), a
             # sentence starts afresh
             line.starts = True
+        elif ended and in_column and FIELD.match(line.text) and previous.text.rstrip().endswith((".", ":")):
+            # a field's label after a sentence that ended short ("Syntax:" under "\\newarray : New array.")
+            line.starts = True
         elif hung and not hangs:
             line.starts = True
         elif hangs and in_column:
@@ -296,6 +299,9 @@ def _page_pitches(lines: list[Line], pitch: float, body: float) -> dict[int, flo
 WIDER_PAGE = 1.3
 """Times the document's pitch a page's lines stand apart inside paragraphs, at least, to be read by theirs."""
 
+
+FIELD = re.compile(r"[A-Z][a-z]{2,}(?: [a-z]{2,})?:\s")
+"""A field's label opening a line ("Syntax: ", "Example: ", "Default value: "): a line of its own."""
 
 LISTING_LINE = re.compile(r"\d{1,4}\s")
 """A listing's line, numbered: its number in the text's type, its code in a typewriter face."""
