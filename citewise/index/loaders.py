@@ -509,8 +509,11 @@ def _pdf_documents(path: Path, layout: Layout) -> list[Document]:
             "\n".join(line.text for line in lines if line.page == page and line.kind != "title")
             for page in range(layout.pages)
         ]
-        return pdf_document(path, pages, layout.metadata_title or titles)
-    title = titles or _metadata_title(layout.metadata_title)  # the page's own title before the metadata's
+        return pdf_document(
+            path, pages, _metadata_title(layout.metadata_title) or titles or _running_title(layout)
+        )
+    # the page's own title before the metadata's, and a running head before the file's name
+    title = titles or _metadata_title(layout.metadata_title) or _running_title(layout)
     paragraphs = _unbroken(_layout_paragraphs(lines, layout.body_size))
     metadata: dict[str, Any] = {"pages": layout.pages}
     if layout.ocr_pages:
@@ -681,6 +684,21 @@ def pdf_document(path: Path, pages: list[str], metadata_title: str = "") -> list
         raise LoadError("no extractable text (scanned PDF?)")
     title, lines = _pdf_title(metadata_title, lines)
     return _finish(path, title, _pdf_paragraphs(lines), {"pages": len(pages)})
+
+
+def _running_title(layout: Layout) -> str:
+    """The first page's highest running head, when it reads like a title (three words or more).
+
+    A quiz of three pages repeats its question at each page's top: that, not the file's name, is what the
+    document is.
+    """
+    first = [line for line in layout.lines if line.page == 0 and line.kind == "furniture"]
+    if not first:
+        return ""
+    highest = _collapse(max(first, key=lambda line: line.top).text)
+    head = re.sub(r"^\d{1,3}\s+|\s+\d{1,3}$", "", highest)  # without the page's number beside it
+    words = re.findall(r"[^\W\d_]{2,}", head)
+    return head if len(words) >= 3 and _looks_like_title(head.rstrip(".")) else ""
 
 
 def _metadata_title(metadata_title: str) -> str:

@@ -1751,3 +1751,26 @@ def test_a_described_name_and_its_colon_are_one_line_and_a_field_under_it_starts
     mark_starts(lines, 10.0, "CMR10")
     # the example goes on from its syntax, which ends with no stop
     assert [x.starts for x in lines] == [True, True, True, False]
+
+
+def test_a_running_head_titles_a_document_whose_pages_and_metadata_give_none() -> None:
+    # interactiveworkbook's quiz: its question at each page's top, "radio.dvi" in the metadata
+    from pathlib import Path
+
+    from citewise.index.loaders import _pdf_documents
+    from citewise.index.pdf import Layout
+
+    lines = []
+    for page, answer in enumerate(["Choose one of the answers below.", "Yes, correct.", "No, incorrect."]):
+        lines += [
+            line("Question 4. A multiple radio button question.", 37, 755, page=page, kind="furniture"),
+            line(answer, 37, 709, page=page),
+        ]
+    (document,) = _pdf_documents(Path("radio.pdf"), Layout(lines, 3, "radio.dvi", 11.0))
+    assert document.title == "Question 4. A multiple radio button question."
+    numbered = [line("12 Authors' Guide, March 2022", 90, 755, kind="furniture"), line("Body text.", 90, 600)]
+    (guide,) = _pdf_documents(Path("tubguide.pdf"), Layout(numbered, 1, "", 11.0))
+    assert guide.title == "Authors' Guide, March 2022"  # without the page's number
+    two = [line("Draft 3", 90, 755, kind="furniture"), line("Body text.", 90, 600)]
+    (draft,) = _pdf_documents(Path("notes.pdf"), Layout(two, 1, "", 11.0))
+    assert draft.title == "notes"  # a head of one word says no more than the file's name
