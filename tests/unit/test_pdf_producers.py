@@ -1774,3 +1774,26 @@ def test_a_running_head_titles_a_document_whose_pages_and_metadata_give_none() -
     two = [line("Draft 3", 90, 755, kind="furniture"), line("Body text.", 90, 600)]
     (draft,) = _pdf_documents(Path("notes.pdf"), Layout(two, 1, "", 11.0))
     assert draft.title == "notes"  # a head of one word says no more than the file's name
+
+
+def test_lines_in_larger_type_than_the_body_s_are_set_further_apart_and_go_on() -> None:
+    # a proposal template: instructions (the body, by letters) at 7.2 points 9.5 apart in paragraphs 12.35
+    # apart (a skip of 1.1 pitches), its abstract at 8.1 points 11 apart: by the body's skip every line of
+    # the abstract was a paragraph
+    tops = [760 - 9.5 * n - 2.85 * (n // 2) for n in range(32)]  # paragraphs of two lines
+    small = [
+        line(f"Explain the concept of your project, line {n} of it, and go on", 52, top, 544)
+        for n, top in enumerate(tops)
+    ]
+    for x in small:
+        x.size = 7.2
+    abstract = [
+        line("Writing grant proposals is a collaborative effort that requires the many", 88, 500, 519),
+        line("use of an ASCII-based format like LaTeX allows to coordinate the process", 76, 489, 519),
+        line("allowing the proposal writing team to concentrate on the contents rather", 76, 478, 519),
+        line("and revisions.", 76, 467, 125),
+    ]
+    for x in abstract:
+        x.size, x.edge, x.far_edge = 8.1, 76, 519
+    mark_starts([*small, *abstract], 7.2, BODY)
+    assert [x.starts for x in abstract] == [True, False, False, False]

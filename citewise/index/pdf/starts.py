@@ -63,6 +63,10 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             after_display = after_display or line.kind in ("equation", "table")  # a paragraph goes on after
             continue
         stretch = paced.get(line.page, 1.0)
+        # lines in larger type than the body's are set further apart: an abstract at 8.1 points in a
+        # template whose instructions (the body, by letters) are at 7.2
+        if previous is not None and min(previous.size, line.size) > 1.05 * body:
+            stretch *= min(previous.size, line.size) / body
         pitch, skip = stretch * usual_pitch, stretch * usual_skip
         # the next lines: margin line numbers and other furniture between lines are passed over
         following, after = _next_lines(lines, index)
