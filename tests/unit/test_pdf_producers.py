@@ -1797,3 +1797,24 @@ def test_lines_in_larger_type_than_the_body_s_are_set_further_apart_and_go_on() 
         x.size, x.edge, x.far_edge = 8.1, 76, 519
     mark_starts([*small, *abstract], 7.2, BODY)
     assert [x.starts for x in abstract] == [True, False, False, False]
+
+
+def test_a_dated_entry_s_lines_hanging_most_of_five_ems_under_it_go_on_with_it() -> None:
+    # textpos's change log: "1.10, 2020 September 26 • Use the ltshipout package ..." at the margin, its
+    # next lines 4.7 em right of it
+    edges = {"edge": 154, "far_edge": 507, "size": 10.0}
+    lines = [
+        line(
+            "1.10, 2020 September 26 • Use the ltshipout package to place boxes in absolute",
+            154,
+            645,
+            507,
+            **edges,
+        ),
+        line("mode. Therefore the package should now be compatible with LaTeX3.", 201, 633, 506, **edges),
+        line("Many thanks to Ulrike Fischer for guidance on the changes which were", 201, 621, 507, **edges),
+        line("required here.", 201, 609, 260, **edges),
+        line("1.10b1, 2020 January 26 • Add the TPShowGrid macro to the package.", 154, 589, 414, **edges),
+    ]
+    mark_starts(lines, 10.0, BODY)
+    assert [x.starts for x in lines] == [True, False, False, False, True]

@@ -168,7 +168,7 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             following is not None
             and following.kind == "text"
             and same_column(following, line)
-            and 0.6 * body <= following.left - line.left <= 3 * body
+            and 0.6 * body <= following.left - line.left <= HANG_REACH * body
             and line.left - line.edge < 0.6 * body
             and line.right >= line.far_edge - body
             and (
@@ -303,6 +303,9 @@ def _page_pitches(lines: list[Line], pitch: float, body: float) -> dict[int, flo
 WIDER_PAGE = 1.3
 """Times the document's pitch a page's lines stand apart inside paragraphs, at least, to be read by theirs."""
 
+
+HANG_REACH = 5.0
+"""Ems a description's later lines hang right of its first at most (textpos's dated change log: 4.7 em)."""
 
 FIELD = re.compile(r"[A-Z][a-z]{2,}(?: [a-z]{2,})?:\s")
 """A field's label opening a line ("Syntax: ", "Example: ", "Default value: "): a line of its own."""
