@@ -58,8 +58,11 @@ _REF_HEADING = re.compile(
 )
 _NUMBERED_START = re.compile(r"(?<!\S)(?:\[(\d{1,3})\]|(\d{1,3})[.)])(?=\s)")
 _AUTHOR_ENTRY_START = re.compile(rf"^\s*(?:{_SURNAME}\s*,\s*(?:[A-Z]|{_SURNAME})|(?:[A-Z]\.\s*)+{_SURNAME})")
-_INITIALLED_ENTRY = re.compile(rf"{_SURNAME}(?:,\s*Jr\.)?,\s*(?:(?:[A-Z][a-z]+\s+)?[A-Z]\.|[A-Z][a-z]+,)")
-"""An author-year entry's first line, surname first: "Berman, Jr., G. P.", "Knuth, Donald E.", "Tom, Ann,"."""
+_INITIALLED_ENTRY = re.compile(
+    rf"{_SURNAME}(?:,\s*Jr\.)?,\s*(?:(?:[A-Z][a-z]+\s+)?[A-Z]\.|[A-Z][a-z]+,|[A-Z][a-z]+\.\s)"
+)
+"""An author-year entry's first line, surname first: "Berman, Jr., G. P.", "Knuth, Donald E.", "Tom, Ann,",
+a single author in Chicago's bibliography style "Braun, Caroline. Reply to ..."."""
 _ENTRY_SURNAME = re.compile(rf"^\s*(?:[A-Z]\.(?:\s*-?\s*[A-Z]\.)*\s*)?({_SURNAME})")
 
 

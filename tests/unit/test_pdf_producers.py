@@ -1818,3 +1818,35 @@ def test_a_dated_entry_s_lines_hanging_most_of_five_ems_under_it_go_on_with_it()
     ]
     mark_starts(lines, 10.0, BODY)
     assert [x.starts for x in lines] == [True, False, False, False, True]
+
+
+def test_a_chicago_bibliography_entry_s_url_broken_over_its_hanging_line_stays_whole() -> None:
+    # biblatex-chicago's sample: "Braun, Caroline. Reply to ... https: //www.q" over "uora. com/...", the
+    # entry hanging 2 em, the next entry back at the margin (read as an indented paragraph's first line)
+    edges = {"edge": 69, "far_edge": 527, "size": 12.0}
+    lines = [
+        line(
+            "Braun, Caroline. Reply to “How did the ‘cool kids’ from high school turn out?” https: //www.q",
+            69,
+            653,
+            527,
+            **edges,
+        ),
+        line("uora. com/How-did-the-cool-kids-from-high-school-turn-out/.", 93, 639, 405, **edges),
+        line(
+            "Brown, George C., ed. “A Swedish Traveler in Early Wisconsin: The Observations of Frederika",
+            69,
+            617,
+            527,
+            **edges,
+        ),
+        line(
+            "Bremer.” Pts. 1 and 2. Wisconsin Magazine of History 61 (Summer 1978): 300–318.",
+            93,
+            603,
+            500,
+            **edges,
+        ),
+    ]
+    mark_starts(lines, 12.0, BODY)
+    assert [x.starts for x in lines] == [True, False, True, False]
