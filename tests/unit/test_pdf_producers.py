@@ -1850,3 +1850,29 @@ def test_a_chicago_bibliography_entry_s_url_broken_over_its_hanging_line_stays_w
     ]
     mark_starts(lines, 12.0, BODY)
     assert [x.starts for x in lines] == [True, False, True, False]
+
+
+def test_cells_a_hair_apart_on_one_baseline_set_no_pitch() -> None:
+    # zed-csp: a symbol table's cells on one baseline, 0.00006 points apart, read as consecutive lines
+    # made the pitch 0.00006 and every line of the document a paragraph
+    from citewise.index.pdf.lines import line_pitch
+
+    prose = [
+        line(
+            f"The language and models of CSP have undergone a gradual evolution {n}",
+            69,
+            641 - 14.5 * n,
+            542,
+            size=12.0,
+        )
+        for n in range(6)
+    ]
+    cells = []
+    for n in range(30):
+        cells += [
+            line(f"\\Stop{n}", 69, 400 - 14.5 * (n % 10) + 0.00006, 150, size=12.0, page=1),
+            line(f"STOP{n}", 200, 400 - 14.5 * (n % 10), 260, size=12.0, page=1),
+        ]
+    assert abs(line_pitch([*prose, *cells], 12.0) - 14.5) < 0.1
+    mark_starts(prose, 12.0, BODY)
+    assert [x.starts for x in prose] == [True] + [False] * 5
