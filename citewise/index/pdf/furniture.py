@@ -125,11 +125,7 @@ def mark_furniture(pages: list[list[Line]]) -> None:
     least = max(2, repeated - 1, (len(tops) - 1) / 2)
     for number, top in enumerate(tops):
         for line in top:
-            alike = sum(
-                any(abs(x.top - line.top) < 1.5 and abs(x.size - line.size) < 0.15 * x.size for x in head)
-                for n, head in enumerate(heads)
-                if n != number
-            )
+            alike = sum(any(_stands_as(line, x) for x in head) for n, head in enumerate(heads) if n != number)
             if line.kind == "text" and alike >= least and line.size <= display and id(line) not in entries:
                 line.kind = "furniture"
     _mark_feet(pages, least)
@@ -155,20 +151,20 @@ def _mark_feet(pages: list[list[Line]], least: float) -> None:
     others' feet do, so the opening words must be theirs too.
     """
     feet = [min(lines, key=lambda line: line.top) for lines in pages if lines]
+    openings = {id(x): _shape(x).split()[:FOOT_WORDS] for x in feet}  # once each: a manual has 400 feet
     furniture = [x for x in feet if x.kind == "furniture"]
     for line in feet:
-        opening = _shape(line).split()[:FOOT_WORDS]
+        opening = openings[id(line)]
         if line.kind != "text" or len(opening) < FOOT_WORDS:
             continue
-        alike = sum(
-            abs(x.top - line.top) < 1.5
-            and abs(x.size - line.size) < 0.15 * x.size
-            and _shape(x).split()[:FOOT_WORDS] == opening
-            for x in furniture
-            if x is not line
-        )
+        alike = sum(_stands_as(line, x) and openings[id(x)] == opening for x in furniture if x is not line)
         if alike >= least:
             line.kind = "furniture"
+
+
+def _stands_as(line: Line, furniture: Line) -> bool:
+    """Whether a line stands at a running head's or foot's height on its page, in its type."""
+    return abs(furniture.top - line.top) < 1.5 and abs(furniture.size - line.size) < 0.15 * furniture.size
 
 
 def _shape(line: Line) -> str:
