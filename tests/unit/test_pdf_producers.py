@@ -861,6 +861,31 @@ def test_the_pitch_is_the_prose_s_where_smaller_listings_outnumber_it() -> None:
     assert sum(x.starts for x in prose) == 1
 
 
+def test_the_pitch_is_the_prose_s_where_listings_in_its_size_are_set_closer() -> None:
+    # econ-bst's example: prose 16 points apart, listings in the body's size set solid, 12 apart; read at
+    # the code's pitch, every line of its prose started a paragraph
+    from citewise.index.pdf.lines import line_pitch
+
+    prose = [line(f"Prose line {n} of the example, in the body's face.", 97, 700 - 16 * n, 515, size=10.0)
+             for n in range(41)]  # fmt: skip
+    code = [line(f"pdflatex econ-example{n}.tex", 112, 600 - 12 * (n % 6), 243, size=10.0, font="t1xtt",
+                 page=1 + n // 6) for n in range(24)]  # fmt: skip
+    assert abs(line_pitch(prose + code, 10.0) - 16.0) < 0.5
+    mark_starts(prose + code, 10.0, BODY)
+    assert sum(x.starts for x in prose) == 1
+
+
+def test_long_lines_a_fraction_of_a_point_apart_share_their_column_s_edge() -> None:
+    # econ-bst's example: the text's edge at 97.34 and 97.50, indented lines and list items at 112 and
+    # 113.7; by whole points 97 and 98 were two edges met once each, and 112 was taken for the column's
+    # edge, so an indented paragraph's first line read as flush
+    lefts = [97.34, 97.5, 112.0, 111.97, 113.74, 113.74, 113.74, 122.08]
+    text = [line(f"Line {n} of the page, long enough to count for its column's edge.", x, 600 - 16 * n, 515)
+            for n, x in enumerate(lefts)]  # fmt: skip
+    ordered = reading_order(text)
+    assert {x.edge for x in ordered} == {97.0}
+
+
 def test_a_gap_just_short_of_the_skip_ends_a_paragraph_whose_last_line_ended_short() -> None:
     # datetime2-polish, siunitx: a one-line paragraph, then the next 1.55 pitches below it; inside a
     # paragraph a full line that far above the next goes on (a line with a tall formula)
@@ -1876,3 +1901,4 @@ def test_cells_a_hair_apart_on_one_baseline_set_no_pitch() -> None:
     assert abs(line_pitch([*prose, *cells], 12.0) - 14.5) < 0.1
     mark_starts(prose, 12.0, BODY)
     assert [x.starts for x in prose] == [True] + [False] * 5
+

@@ -576,6 +576,11 @@ def line_pitch(lines: list[Line], body: float) -> float:
     # the body's own lines where there are enough of them: a manual's listings in smaller type, a line
     # apart each, outnumber its prose's lines (ocg-p: code 9.5 points apart, prose 12; read by the code's
     # pitch, every line of prose started a paragraph)
+    # and prose's, not code's, where there is enough of it: listings in the body's size set solid under
+    # prose set wider (econ-bst's example: code 12 points apart, prose 16)
+    prose = body_gaps([(a, b, g) for a, b, g in gaps if not (a.code and b.code)], body)
+    if len(prose) >= BODY_GAPS:
+        in_body = prose
     usual = statistics.median(in_body if len(in_body) >= BODY_GAPS else [g for _, _, g in gaps])
     bins = Counter(round(g * 2) / 2 for g in in_body)
     common = [g for g, n in bins.items() if n >= max(3, 0.25 * max(bins.values(), default=0))]
