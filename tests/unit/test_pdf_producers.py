@@ -1902,3 +1902,58 @@ def test_cells_a_hair_apart_on_one_baseline_set_no_pitch() -> None:
     mark_starts(prose, 12.0, BODY)
     assert [x.starts for x in prose] == [True] + [False] * 5
 
+
+def test_paragraphs_set_flush_and_close_start_after_a_sentence_that_ended_short() -> None:
+    # graphfig's manual, witharrows' French one: no indent, no skip; a paragraph starts where a sentence
+    # ended short and the next line opens another, at the column's edge
+    pitch, texts = (
+        14.4,
+        [
+            ("This package provides some commands to make the use of graphic files in", 491),
+            ("LaTeX simpler.", 175),
+            ("It declares the Figure environment (capitalized!) and the two commands", 491),
+            ("graphfile and graphfile*. Combining these commands, it is possible", 491),
+            ("to include graphic files in a document very simply.", 394),
+            ("At now, two options are available: subfigure and AllowH.", 427),
+            ("The subfigure option allows the use of sub-figures inside a Figure envi-", 490),
+            ("ronment, in order to place multiple pictures in a single figure.", 400),
+        ],
+    )
+    lines = [line(text, 103, 436 - pitch * n, right, size=12.0, edge=103, far_edge=491)
+             for n, (text, right) in enumerate(texts)]  # fmt: skip
+    mark_starts(lines, 12.0, BODY)
+    assert [x.starts for x in lines] == [True, False, True, False, False, True, True, False]
+
+
+def test_a_document_that_indents_its_paragraphs_is_not_read_as_flush() -> None:
+    # the same lines where paragraphs open indented: a line at the edge after a short sentence goes on
+    pitch, texts = (
+        14.4,
+        [
+            (118, "This package provides some commands to make the use of graphic files in", 491),
+            (103, "LaTeX simpler.", 175),
+            (118, "It declares the Figure environment (capitalized!) and the two commands", 491),
+            (103, "graphfile and graphfile*. Combining these commands, it is possible", 491),
+            (103, "to include graphic files in a document very simply.", 394),
+            (118, "At now, two options are available: subfigure and AllowH.", 427),
+            (103, "The subfigure option allows the use of sub-figures inside a Figure envi-", 490),
+            (118, "Another paragraph opens indented, as every one of this document does.", 491),
+            (103, "Its second line is at the edge; the line below it is there too.", 420),
+            (103, "Set short by a display the line above left out, it goes on the sentence.", 491),
+            (103, "A short line at the edge, the sentence ended.", 300),
+            (103, "Then a capital at the edge after it, in the same paragraph, to its end.", 491),
+        ],
+    )
+    lines = [line(text, left, 436 - pitch * n, right, size=12.0, edge=103, far_edge=491)
+             for n, (left, text, right) in enumerate(texts)]  # fmt: skip
+    mark_starts(lines, 12.0, BODY)
+    assert [x.starts for x in lines] == [True, False, True, False, False, True, False, True] + [False] * 4
+
+
+def test_ghostscript_s_renamed_tex_fonts_are_tex_fonts() -> None:
+    # Ghostscript 7 renames a re-encoded font "CMR12~15": not taken for a TeX font, its weight (732) made
+    # graphfig's whole body bold, and a bold "Abstract" in CMBX10 no heading
+    from citewise.index.pdf.lines import TEX_FONT
+
+    assert TEX_FONT.match("CMR12~15") and TEX_FONT.match("CMTT12~18") and TEX_FONT.match("CMR10")
+    assert not TEX_FONT.match("CMR12~Bold")

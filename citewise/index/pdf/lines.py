@@ -68,9 +68,12 @@ diamond and arrow."""
 LONE_BULLET = re.compile(f"[{BULLETS}]\\s")
 
 
-TEX_FONT = re.compile(r"(?:[A-Z]{6}\+)?(?:CM|EC|TC|SF|LM|MS[AB]|CS|PL)[A-Z]*\d+$", re.IGNORECASE)
+TEX_FONT = re.compile(
+    r"(?:[A-Z]{6}\+)?(?:CM|EC|TC|SF|LM|MS[AB]|CS|PL)[A-Z]*\d+(?:~[0-9a-f]{1,4})?$", re.IGNORECASE
+)
 """A TeX font by its name (Computer Modern, the EC, cm-super and Latin Modern fonts, AMS symbols, the Czech
-and Polish CS and PL fonts; Ghostscript writes some in lower case: "cstt9")."""
+and Polish CS and PL fonts; Ghostscript writes some in lower case: "cstt9", and old ones add a re-encoding's
+number: "CMR12~15")."""
 
 
 SMALL_CAPS_FONT = re.compile(r"CMCSC|\b(?:SF|EC)CC|SmallCap|[-_]SC$|Caps\d*(?:-|$)", re.IGNORECASE)

@@ -49,6 +49,7 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
     usual_skip = paragraph_skip(lines, usual_pitch, body)
     spaced = usual_skip < 1.6 * usual_pitch  # paragraphs set apart by a skip of their own
     paced = _page_pitches(lines, usual_pitch, body)  # pages set wider (a thesis's double-spaced chapters)
+    flush = _flush_paragraphs(lines, usual_pitch, body)  # paragraphs neither indented nor spaced apart
     previous: Line | None = None
     after_display = False
     item: float | None = None  # the left edge of the list item the lines go on, by its label
@@ -233,9 +234,12 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             # a gap a little short of the skip ends a paragraph whose last line ended short by choice (a skip
             # of half a line, a table of examples set close under it); a full line before it went on
             line.starts = indented or gap > skip or gap > SHORT_SKIP * pitch and ended
+            # where paragraphs are set flush and close, a sentence that ended short ended its paragraph
+            line.starts = line.starts or flush and ended and _sentence_after(previous, line)
         else:  # a paragraph goes on after a display and into the next column
             # where paragraphs are set flush and spaced apart, a last line that ended by choice ended it
-            line.starts = indented or spaced and not after_display and ended
+            closed = not after_display and ended
+            line.starts = indented or closed and (spaced or flush and _sentence_after(previous, line))
         if previous is not None and not line.starts and not line.code and _term_above(previous, prior, line):
             line.starts = True  # a key or a command on a line of its own, its description set in under it
         if previous is not None and not line.starts and _code_term(line) and _ends_list_entry(previous):
@@ -298,6 +302,43 @@ def _page_pitches(lines: list[Line], pitch: float, body: float) -> dict[int, flo
     if sum(len(gaps) for gaps in wider.values()) < 3:  # a few lines apart for a raised mark say nothing
         return {}
     return {page: medians[page] / pitch for page in wider}
+
+
+def _flush_paragraphs(lines: list[Line], pitch: float, body: float) -> bool:
+    """Whether the document sets its paragraphs flush left and a line apart: no indent, no skip.
+
+    Told by the lines after a sentence that ended short, a pitch below it in its column: at the column's
+    edge (FLUSH_AFTER of them at least) and never set in as an indented paragraph's first line is (under
+    FLUSH_INDENTED of them). A document that indents its paragraphs shows indented lines there; one that
+    spaces them shows no such line a pitch below.
+    """
+    at_edge = indented = 0
+    for a, b, gap in text_gaps(lines, body):
+        if gap > 1.2 * pitch or not word_fits(a, b) or not _sentence_after(a, b) or a.code or b.code:
+            continue
+        if abs(b.left - b.edge) < 0.3 * body and abs(a.left - a.edge) < 0.3 * body:
+            at_edge += 1
+        elif 0.6 * body <= b.left - b.edge <= 3 * body:
+            indented += 1
+    return at_edge >= FLUSH_AFTER and indented < FLUSH_INDENTED * (at_edge + indented)
+
+
+FLUSH_AFTER = 2
+"""Lines at the edge after a sentence that ended short that tell a document with flush paragraphs."""
+FLUSH_INDENTED = 0.1
+"""Share of those lines, at most, set in as an indented paragraph's first line is."""
+
+
+def _sentence_after(previous: Line, line: Line) -> bool:
+    """Whether `previous` ends a sentence and `line` opens one (a capital, a digit or a quotation)."""
+    return (
+        previous.text.rstrip().endswith((".", "!", "?", ":"))
+        and line.text[:1] in QUOTES
+        or (previous.text.rstrip().endswith((".", "!", "?", ":")) and line.text[:1].isupper())
+    )
+
+
+QUOTES = "\u201c\"'\u2018"
 
 
 WIDER_PAGE = 1.3
