@@ -108,10 +108,14 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, Any]:
     # what the truth's pages show: a title block's author may sign the code a later page prints (nomentbl)
     shown = {page - 1 for page in truth["pages"]}
     on_pages = [
-        (norm(p.text), p.section) for p in document.paragraphs if not p.boxes or shown & {b.page for b in p.boxes}
+        (norm(p.text), p.section)
+        for p in document.paragraphs
+        if not p.boxes or shown & {b.page for b in p.boxes}
     ]
-    body = " | ".join(text for text, _ in on_pages) + " | " + " | ".join(
-        {heading(h) for _, path in on_pages for h in path.split(" > ") if h}
+    body = (
+        " | ".join(text for text, _ in on_pages)
+        + " | "
+        + " | ".join({heading(h) for _, path in on_pages for h in path.split(" > ") if h})
     )
     leaked = [text for text in truth["absent"] if norm(text) in body]
     # spaces aside: a label set close against its entry ("GNOMEThe GNOME desktop") reads as one word
