@@ -1957,3 +1957,48 @@ def test_ghostscript_s_renamed_tex_fonts_are_tex_fonts() -> None:
 
     assert TEX_FONT.match("CMR12~15") and TEX_FONT.match("CMTT12~18") and TEX_FONT.match("CMR10")
     assert not TEX_FONT.match("CMR12~Bold")
+
+
+def test_a_line_going_on_the_sentence_above_is_no_tag_over_a_table_set_in_under_it() -> None:
+    # breakurl: "The default behavior ... after any sequence of" / "these characters:" over a table of the
+    # characters set in at 208 was read as a tag ("these characters:") and its description
+    from citewise.index.pdf.order import mark_tags
+
+    def at(text: str, left: float, bottom: float, right: float) -> Line:
+        return line(text, left, bottom, right, size=10.0, edge=154, far_edge=508, column="full")
+
+    lines = [
+        at("The default behavior of the package is to break the link after any sequence of", 169, 595, 508),
+        at("these characters:", 154, 583, 225),
+        *[at(f"'{c}' (sign {n}) '/' (slash) '.' (dot)", 208, 566 - 12 * n, 420) for n, c in enumerate(":?_")],
+        at("Notice that hyphens are not break characters by default, as the text says here.", 169, 520, 508),
+        at(
+            "It goes on at the edge, to the end of the column, a full line of the manual's text.",
+            154,
+            508,
+            508,
+        ),
+    ]
+    mark_tags(lines)
+    assert lines[1].hang == 0.0
+    mark_starts(lines, 10.0, BODY)
+    assert not lines[1].starts
+
+
+def test_an_item_opening_with_a_bold_label_of_the_last_one_s_shape_starts_at_a_page_s_top() -> None:
+    # breakurl's change log: "v1.23 \\hypersetup now works anywhere." at a page's foot, "v1.22 Corrected
+    # ..." at the next one's top; on one page the skip between items told them apart
+    def item(label: str, text: str, bottom: float, page: int) -> Line:
+        pieces = [
+            Piece(154, bottom, 178, bottom + 10, label + " ", 10.0, "SFBX1000", True),
+            Piece(179, bottom, 179 + 4.5 * len(text), bottom + 10, text, 10.0, BODY, False),
+        ]
+        return Line(pieces, page=page, edge=154, far_edge=507)
+
+    lines = [
+        item("v1.30", "Breaks are now allowed before percent sign.", 206, 2),
+        item("v1.23", "The command now works anywhere.", 186, 2),
+        item("v1.22", "Corrected blank lines appearing inside tables.", 715, 3),
+    ]
+    mark_starts(lines, 10.0, BODY)
+    assert [x.starts for x in lines] == [True, True, True]

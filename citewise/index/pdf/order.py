@@ -357,9 +357,12 @@ def mark_tags(lines: list[Line]) -> None:
     """
     text = [line for line in lines if line.kind == "text" and not line.table and line.column == "full"]
     indents = Counter(round(line.left) for line in text)
-    for line, description, after in zip(text, text[1:], [*text[2:], None], strict=False):
+    for before, line, description, after in zip(
+        [None, *text], text, text[1:], [*text[2:], None], strict=False
+    ):
         if (
             line.hang
+            or _goes_on_sentence(before, line)
             or line.caps  # a heading in capitals over its section's indented text
             or line.text.rstrip().endswith((",", ";"))  # a clause going on: "\\usepackage command of LaTeX,"
             or line.size > description.size
@@ -379,6 +382,22 @@ def mark_tags(lines: list[Line]) -> None:
             tag = line.pieces  # no piece where the description starts: the tag stands alone
         if len(line_text(tag)) <= TAG_CHARS:
             line.hang = hang
+
+
+def _goes_on_sentence(before: Line | None, line: Line) -> bool:
+    """Whether `line` goes on the sentence of the full line right above it, in lower case: no tag.
+
+    breakurl's "The default behavior ... after any sequence of" over "these characters:", a table of them
+    set in under it.
+    """
+    return (
+        before is not None
+        and line.text[:1].islower()
+        and before.page == line.page
+        and 0 < before.bottom - line.bottom < 2 * line.size
+        and before.right >= before.far_edge - line.size
+        and not before.text.rstrip().endswith((".", ":", ";", "!", "?"))
+    )
 
 
 def join_split_tables(lines: list[Line]) -> list[Line]:

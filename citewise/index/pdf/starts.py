@@ -57,6 +57,7 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
     hang: float | None = None  # where the item's later lines hang
     prior: Line | None = None  # the text line before `previous`
     prior_wrapped = False  # whether `previous` went on with a name in typewriter broken at its line's end
+    opened: Line | None = None  # the line the paragraph `previous` is in opened with
     for index, line in enumerate(lines):
         if line.kind != "text":
             if line.kind in ("heading", "title"):
@@ -206,6 +207,8 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             line.starts = True  # the next item; or a bold label after a line that ended by choice
         elif in_column and line.size <= 0.85 * previous.size and opens_author_entry(line.text):
             line.starts = True  # a reference list in smaller type under the text, with no heading
+        elif ended and not line.code and _same_label(opened, line):
+            line.starts = True  # the next of items opening with bold labels of one shape ("v1.22", "v1.23")
         elif ended and in_column and bold_label(line) and previous.text.rstrip().endswith((":", ";", ".")):
             line.starts = True  # a bold term opening a line after a clause that ended short ("by default")
         elif (
@@ -273,6 +276,7 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
         elif hangs and hang is None:
             hang = line.left
         prior, previous, after_display, prior_wrapped = previous, line, False, wrapped
+        opened = line if line.starts else opened
 
 
 SHORT_SKIP = 1.5
@@ -532,6 +536,12 @@ def _hangs_on(hanging: Line, after: Line | None) -> bool:
         and same_column(after, hanging)
         and abs(after.left - hanging.left) < 0.3 * after.size
     )
+
+
+def _same_label(opened: Line | None, line: Line) -> bool:
+    """Whether `line` opens with a bold label of the shape `opened` opened with ("v1.22" as "v1.23")."""
+    shape = re.sub(r"\d+", "0", bold_label(line).strip())
+    return opened is not None and shape != "" and re.sub(r"\d+", "0", bold_label(opened).strip()) == shape
 
 
 def _label_ends(line: Line, face: str) -> bool:
