@@ -492,6 +492,12 @@ def pdf_with_layout(path: Path) -> tuple[list[Document], Layout]:
     return _pdf_documents(path, layout), layout
 
 
+NOTE_MARKS = re.compile(
+    r"(?<=[\w).])[\u2217\u2020\u2021\u22c6\u00a7\u00b6]+(?:,[\u2217\u2020\u2021\u22c6]+)*(?=\s|$)"
+)
+"""Footnote marks a title carries on its words ("Package graphfig∗", "... (ver. 3.1.1)∗", "Title†,‡")."""
+
+
 def _pdf_documents(path: Path, layout: Layout) -> list[Document]:
     lines = list(iter_text(layout.lines))
     if not lines:
@@ -509,11 +515,10 @@ def _pdf_documents(path: Path, layout: Layout) -> list[Document]:
             "\n".join(line.text for line in lines if line.page == page and line.kind != "title")
             for page in range(layout.pages)
         ]
-        return pdf_document(
-            path, pages, _metadata_title(layout.metadata_title) or titles or _running_title(layout)
-        )
+        title = _metadata_title(layout.metadata_title) or NOTE_MARKS.sub("", titles)
+        return pdf_document(path, pages, title or _running_title(layout))
     # the page's own title before the metadata's, and a running head before the file's name
-    title = titles or _metadata_title(layout.metadata_title) or _running_title(layout)
+    title = NOTE_MARKS.sub("", titles) or _metadata_title(layout.metadata_title) or _running_title(layout)
     paragraphs = _unbroken(_layout_paragraphs(lines, layout.body_size))
     metadata: dict[str, Any] = {"pages": layout.pages}
     if layout.ocr_pages:
