@@ -3,8 +3,9 @@
 A scanned page holds an image and no text objects. When Debian's `tesseract` (tesseract-ocr, with its
 English data) is on the PATH, the page is rendered at OCR_DPI by PDFium and Tesseract's words (its TSV:
 each word's box, grouped in lines) become `Word`s in the page's own coordinates, one type size per line
-from its letters' mean width; `citewise.index.pdf` then reads them as it reads any page: lines, columns,
-headings by size, paragraphs. Bold and italic are not known (Tesseract 5 does not report fonts).
+from its words' heights and bold where its letters are wider for that size than the page's other lines';
+`citewise.index.pdf` then reads them as it reads any page: lines, columns, headings by size and weight,
+paragraphs. Italic is not known (Tesseract 5 does not report fonts).
 Without Tesseract, a PDF of such pages is refused with what to install.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import statistics
 import subprocess
 import tempfile
 from pathlib import Path
@@ -22,10 +24,11 @@ OCR_DPI = 300
 OCR_TIMEOUT = 180.0
 """Seconds one page's OCR may take before it is given up (the page is then left empty, with a warning)."""
 EM_OF_CHAR = 0.5
-"""A letter's mean width as a share of its type size (about half an em in text faces; wider in bold, so a
-bold heading reads as larger, which is what sets it apart)."""
-LABEL = re.compile(r"\[(\d{1,3})\]?|(?<!\S)\[?(\d{1,3})\]")
-"""A numbered entry's label as OCR reads it, one bracket or both kept."""
+"""A letter's mean width as a share of its type size (about half an em in text faces): the size of a line
+with no word of two letters, and with the size by height, the line's weight."""
+LABEL = re.compile(r"[\[(](\d{1,3})[\]|]?|(?<!\S)[\[|]?(\d{1,3})[\]|]")
+"""A numbered entry's label as OCR reads it, one bracket or both kept, or a bracket read as a bar or a
+parenthesis ("2|", "(6")."""
 INSTALL_HINT = "install Tesseract to read them by OCR (Debian: apt-get install tesseract-ocr)"
 
 
@@ -38,6 +41,7 @@ class Word(NamedTuple):
     top: float
     text: str
     size: float
+    bold: bool = False
 
 
 class OcrError(Exception):
@@ -57,9 +61,18 @@ def page_words(page: object, height: float) -> list[Word]:
     """
     scale = OCR_DPI / 72
     image = page.render(scale=scale).to_pil()  # type: ignore[attr-defined]
+    return tsv_words(image_tsv(image), height, 1 / scale)
+
+
+def image_tsv(image: object) -> str:
+    """Tesseract's TSV of a page image (a PIL image).
+
+    Raises:
+        OcrError: Tesseract failed or took longer than OCR_TIMEOUT.
+    """
     with tempfile.TemporaryDirectory(prefix="citewise-ocr-") as folder:
         source = Path(folder) / "page.png"
-        image.save(source)
+        image.save(source)  # type: ignore[attr-defined]
         try:
             done = subprocess.run(
                 ["tesseract", str(source), "stdout", "-l", "eng", "tsv"],
@@ -72,33 +85,96 @@ def page_words(page: object, height: float) -> list[Word]:
             raise OcrError(f"Tesseract took more than {OCR_TIMEOUT:.0f} s") from error
     if done.returncode != 0:
         raise OcrError(f"Tesseract failed: {done.stderr.strip()[:200]}")
-    return tsv_words(done.stdout, height, 1 / scale)
+    return done.stdout
 
 
 def tsv_words(tsv: str, height: float, points_per_pixel: float) -> list[Word]:
-    """Tesseract's TSV words in PDF points (y up), each with its line's box and type size."""
+    """Tesseract's TSV words in PDF points (y up), each with its line's box, type size and weight.
+
+    The size from the words' heights (`_size_by_height`): the letters' widths vary with the words and the
+    weight, heights only with ascenders and descenders, which the words' letters tell. The weight from the
+    widths: a line whose letters are BOLD_WIDER times as wide for its size as the page's lines' usual is
+    bold ("7 Method", "Abstract" in body-size bold).
+    """
     lines: dict[tuple[str, ...], list[list[str]]] = {}
     for row in tsv.splitlines()[1:]:
         cells = row.split("\t")
         if len(cells) < 12 or cells[0] != "5" or not cells[11].strip():
             continue
         lines.setdefault(tuple(cells[1:5]), []).append(cells)
-    pieces: list[Word] = []
+    measured = []
     for words in lines.values():
-        bottom = max(int(w[7]) + int(w[9]) for w in words)
-        # the type size from the letters' mean width, not the box's height: a line without descenders
-        # ("1 Introduction") is as tall as its capitals, a body line as its ascenders and descenders
         chars = sum(len(w[11]) for w in words)
-        width = sum(int(w[8]) for w in words) * points_per_pixel
-        size = float(round(width / chars / EM_OF_CHAR)) if chars else 0.0  # whole points: less noise
-        if size <= 0:
-            continue
+        width = sum(int(w[8]) for w in words) * points_per_pixel / chars / EM_OF_CHAR if chars else 0.0
+        size = _size_by_height(words, points_per_pixel) or width
+        if size > 0:
+            measured.append((words, size, _wideness(words, points_per_pixel) / size))
+    # the page's usual size and width for a size, on lines of prose (four words or more)
+    prose = [(size, r) for words, size, r in measured if len(words) >= 4]
+    body = statistics.median([size for size, _ in prose] or [0.0])
+    usual = statistics.median([r for _, r in prose if r > 0] or [1.0])
+    pieces: list[Word] = []
+    for words, measure, ratio in measured:
+        # whole points, and the body's size for a line within SAME_SIZE of it: a size measured 10.6 on one
+        # line of a paragraph and 10.4 on the next is one size, not 11 and 10
+        size = float(round(body if abs(measure - body) <= SAME_SIZE * body else measure))
+        # (bold only in the body's size or smaller: a heading is set apart by its size, and a measured
+        # weight, noisier on short lines, would make one style of heading two)
+        bold = ratio >= BOLD_WIDER * usual and size <= round(body)
+        bottom = max(int(w[7]) + int(w[9]) for w in words)
         base = height - bottom * points_per_pixel  # the line box's foot, in points from the page's foot
         label = LABEL.fullmatch(words[0][11])
-        if label:  # a reference entry's "[15]" read as "[15" or "15]"
+        if label:  # a reference entry's "[15]" read as "[15", "15]" or "15|"
             words[0][11] = f"[{label.group(1) or label.group(2)}]"
         for w in words:
             left = int(w[6]) * points_per_pixel
             right = (int(w[6]) + int(w[8])) * points_per_pixel
-            pieces.append(Word(left, base, right, base + size, w[11], size))
+            pieces.append(Word(left, base, right, base + size, w[11], size, bold))
     return pieces
+
+
+def _size_by_height(words: list[list[str]], points_per_pixel: float) -> float:
+    """A line's type size from its words' box heights, each by the share of an em its letters span.
+
+    A word of x-height letters ("avenue") spans X_HEIGHT of an em; one with an ascender, a capital or a
+    digit ASCENDER; a descender adds DESCENDER. The median over the words of two letters or more, or a
+    label alone by its height; 0 for neither (a formula's pieces: their size is their width's).
+    """
+    sizes = []
+    lettered = [w for w in words if sum(c.isalpha() for c in w[11]) >= 2]
+    labelled = LABEL.fullmatch(words[0][11]) if words else None
+    for w in lettered or (words[:1] if labelled else []):  # (a line of none: a reference's label "(6")
+        text = w[11]
+        span = ASCENDER if any(c in TALL or c.isupper() or c.isdigit() for c in text) else X_HEIGHT
+        span += DESCENDER if any(c in DEEP for c in text) else 0.0
+        sizes.append(int(w[9]) * points_per_pixel / span)
+    return statistics.median(sizes) if sizes else 0.0
+
+
+def _wideness(words: list[list[str]], points_per_pixel: float) -> float:
+    """The median width of a letter, as a share of EM_OF_CHAR, in the line's words of letters only.
+
+    Words of three letters or more, nothing else: digits and punctuation are wider than letters ("1-21"),
+    and a line of them ("Studies, 1-21.", a reference entry's end) read as bold. 0 when there are none.
+    """
+    widths = [
+        int(w[8]) * points_per_pixel / len(w[11]) / EM_OF_CHAR
+        for w in words
+        if w[11].isalpha() and len(w[11]) >= 3
+    ]
+    return statistics.median(widths) if widths else 0.0
+
+
+X_HEIGHT = 0.45
+"""The share of an em a word of x-height letters spans (Computer Modern 0.43, Times 0.45)."""
+ASCENDER = 0.69
+"""The share of an em from the baseline to the top of an ascender, a capital or a digit."""
+DESCENDER = 0.2
+"""The share of an em a descender, or a bracket, adds below the baseline."""
+TALL = set("bdfhijklt()[]{}/|!?'\"")  # the dots of i and j stand about as high as an ascender
+DEEP = set("gjpqy()[]{}|,;")
+SAME_SIZE = 0.08
+"""Share of the page's body size a line's measured size may differ by and still be the body's."""
+BOLD_WIDER = 1.25
+"""Times as wide for its size as the page's usual lines a bold line's letters are, at least (Computer
+Modern's bold extended 15-20%; the page's prose lines vary by 5%)."""

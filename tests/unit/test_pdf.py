@@ -294,9 +294,70 @@ def test_tesseract_words_are_read_in_page_points_with_a_size_per_line() -> None:
     pieces = tsv_words(tsv, height=792.0, points_per_pixel=72 / 300)
     assert [p.text for p in pieces] == ["Results", "Tidal", "heating"]
     heading, body = pieces[0], pieces[1]
-    assert heading.size > body.size  # from the letters' width, not the box's height
+    assert heading.size > body.size  # from the words' heights, by the letters they hold
     assert body.left == pytest.approx(72.0) and body.bottom == pytest.approx(792 - 540 * 72 / 300)
     assert pieces[1].bottom == pieces[2].bottom
+
+
+def _tsv(rows: list[tuple[int, int, int, int, str]]) -> str:
+    """Tesseract's TSV of words, each (line, left, top, height, text); widths 22 px a letter."""
+    head = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext"
+    return "\n".join(
+        [head]
+        + [f"5\t1\t1\t1\t{n}\t{k}\t{x}\t{y}\t{22 * len(t)}\t{h}\t95\t{t}" for k, (n, x, y, h, t) in
+           enumerate(rows)]
+    )  # fmt: skip
+
+
+def test_ocr_sizes_come_from_heights_by_letters_and_lines_of_one_paragraph_share_one() -> None:
+    # a body line of x-height words and one with ascenders and descenders, their boxes 27 and 41 px tall at
+    # 300 dpi: one size (10 points); by the letters' widths "summer swim" and "Liberty quickly" differ
+    from citewise.index.ocr import tsv_words
+
+    words = ["summer swim across avenue", "Liberty quickly jumped beyond fog", "some more common words here"]
+    rows = []
+    for n, line in enumerate(words):
+        for k, word in enumerate(line.split()):
+            deep, tall = any(c in "gjpqy" for c in word), any(c in "bdfhijklt" or c.isupper() for c in word)
+            rows.append(
+                (n, 300 + 200 * k, 400 + 60 * n, round((0.69 if tall else 0.45) * 41.7 + 8.3 * deep), word)
+            )
+    pieces = tsv_words(_tsv(rows), height=792.0, points_per_pixel=72 / 300)
+    assert {p.size for p in pieces} == {10.0}
+
+
+def test_ocr_reads_a_line_bold_where_its_letters_are_wider_for_its_size() -> None:
+    # "Abstract" in body-size bold: as tall as the text's words, its letters a third wider
+    from citewise.index.ocr import tsv_words
+
+    rows = [(0, 300, 300, 29, "Abstract")]
+    rows += [(1 + n, 300 + 160 * k, 400 + 60 * n, 29, "letter") for n in range(4) for k in range(5)]
+    tsv = _tsv(rows).replace("\t176\t29\t95\tAbstract", "\t240\t29\t95\tAbstract")
+    pieces = tsv_words(tsv, height=792.0, points_per_pixel=72 / 300)
+    assert pieces[0].bold and not any(p.bold for p in pieces[1:])
+
+
+def test_ocr_mends_a_reference_label_read_with_a_parenthesis_but_not_an_equation_number() -> None:
+    from citewise.index.ocr import LABEL
+
+    assert LABEL.fullmatch("(6") and LABEL.fullmatch("2|") and LABEL.fullmatch("[15")
+    assert not LABEL.fullmatch("(1)") and not LABEL.fullmatch("1)")
+
+
+def test_an_ocr_heading_style_measured_14_on_one_page_and_15_on_the_next_is_one_size() -> None:
+    from citewise.index.pdf.lines import Piece, group_lines
+    from citewise.index.pdf.pages import same_sized_ocr
+
+    def page(number: int, heading: float) -> list:
+        pieces = [Piece(72, 700, 200, 700 + heading, "10 How is it", heading, "OCR", False)]
+        pieces += [Piece(72, 680 - 12 * n, 500, 690 - 12 * n, "body text " * 6, 10.0, "OCR", False)
+                   for n in range(20)]  # fmt: skip
+        return group_lines(pieces, number)
+
+    pages = [page(0, 15.0), page(1, 15.0), page(2, 14.0)]
+    same_sized_ocr(pages, [0, 1, 2])
+    assert [pages[n][0].size for n in range(3)] == [15.0, 15.0, 15.0]
+    assert {line.size for p in pages for line in p[1:]} == {10.0}
 
 
 @pytest.mark.skipif(not ocr_available(), reason="Tesseract is not installed (apt-get install tesseract-ocr)")

@@ -2002,3 +2002,40 @@ def test_an_item_opening_with_a_bold_label_of_the_last_one_s_shape_starts_at_a_p
     ]
     mark_starts(lines, 10.0, BODY)
     assert [x.starts for x in lines] == [True, True, True]
+
+
+def test_a_title_s_footnote_marks_are_left_out_of_it() -> None:
+    # graphfig's "Package graphfig∗", econ-bst's "... (ver. 3.1.1)∗": the mark points at a footnote; an
+    # asterisk that is part of a name ("Retro* search") and a section sign opening a title stay
+    from citewise.index.loaders import NOTE_MARKS
+
+    assert NOTE_MARKS.sub("", "Package graphfig\u2217") == "Package graphfig"
+    assert NOTE_MARKS.sub("", "BibTeX style for economics (ver. 3.1.1)\u2217") == (
+        "BibTeX style for economics (ver. 3.1.1)"
+    )
+    assert (
+        NOTE_MARKS.sub("", "A specimen title\u2020,\u2021 for a journal") == "A specimen title for a journal"
+    )
+    assert NOTE_MARKS.sub("", "Retro* search and \u00a71 of it") == "Retro* search and \u00a71 of it"
+
+
+def test_a_numbered_equation_read_as_tall_text_heads_no_section() -> None:
+    # a scanned page's display "F(a) = ... (3)": no maths font tells it, its integral signs make it tall
+    body = [line(f"Body line {n} of the scanned paper, a full line of its text.", 72, 600 - 12 * n, 524,
+                 size=10.0, font="OCR") for n in range(8)]  # fmt: skip
+    equation = line("F(a) = ace' + [altar (3)", 200, 490, 400, size=15.0, font="OCR")
+    heading = line("2 Results", 72, 470, 140, size=15.0, font="OCR")
+    lines = [*body, equation, heading]
+    mark_headings(lines, 10.0)
+    assert (equation.kind, heading.kind) == ("text", "heading")
+
+
+def test_a_heading_word_alone_read_by_ocr_heads_its_section_whatever_its_measured_weight() -> None:
+    # "Abstract" in 9 pt bold over the abstract: OCR's weight is a guess, and it read as regular
+    lines = [line("Abstract", 278, 631, 318, size=9.0, font="OCR")]
+    lines += [line(f"Abstract line {n} of the paper, set in 9 points.", 96, 613 - 11 * n, 499, size=9.0,
+                   font="OCR") for n in range(10)]  # fmt: skip
+    lines += [line(f"Body line {n} in the text's size.", 72, 400 - 12 * n, 524, size=10.0, font="OCR")
+              for n in range(30)]  # fmt: skip
+    mark_headings(lines, 10.0)
+    assert lines[0].kind == "heading"

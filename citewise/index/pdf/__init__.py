@@ -42,7 +42,14 @@ from citewise.index.pdf.headings import (
 )
 from citewise.index.pdf.lines import MONO_FONT, Line
 from citewise.index.pdf.order import join_split_tables, mark_tags, reading_order
-from citewise.index.pdf.pages import WordGaps, caption_at_foot, has_image, ocr_lines, page_lines
+from citewise.index.pdf.pages import (
+    WordGaps,
+    caption_at_foot,
+    has_image,
+    ocr_lines,
+    page_lines,
+    same_sized_ocr,
+)
 from citewise.index.pdf.starts import mark_starts
 from citewise.index.tables import CarriedCaption
 
@@ -111,6 +118,8 @@ def read_layout(path: Path, data: bytes, on_page: Callable[[int, int], None] | N
         count = len(pdf)
     finally:
         pdf.close()
+    if ocr_pages:
+        same_sized_ocr(pages, ocr_pages)
     body, face = body_face(pages)
     mark_furniture(pages)
     ordered = join_split_tables([line for page in pages for line in reading_order(page)])

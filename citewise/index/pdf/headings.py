@@ -15,6 +15,7 @@ from collections import Counter
 from citewise.index.pdf.lines import (
     MONO_FONT,
     NUMBERED,
+    OCR_FONT,
     SMALL_CAPS_FONT,
     Line,
     Piece,
@@ -33,6 +34,11 @@ CAPS_HEADING_WORD = re.compile(
     re.IGNORECASE,
 )
 """Headings an unnumbered line in capitals may be."""
+
+
+NUMBERED_EQUATION = re.compile(r"=.*\(\d{1,3}[a-z]?\)$")
+"""A displayed equation read as text, its number at its end: "F(a) = ... (3)" (a scanned page's, by OCR,
+where no maths font tells it; its integral signs make it as tall as a heading)."""
 
 
 ADMONITION = re.compile(
@@ -301,6 +307,7 @@ def mark_headings(lines: list[Line], body: float) -> None:
         and re.search(r"[^\W\d_]", line.text)
         and not line.text.endswith((",", ";"))
         and not DATE.fullmatch(line.text.strip())
+        and not NUMBERED_EQUATION.search(line.text.strip())
         # a theorem's label on a line of its own ("Theorem 2 (One citation per bibitem)") opens a statement
         # in its section, as run in
         and not (line.size < 1.1 * body and THEOREM.match(line.text.strip()))
@@ -494,6 +501,8 @@ def _running_text(lines: list[Line]) -> set[int]:
             # a numbered subsection title over a paragraph set in its face ("6.3.1 Version Information"
             # over a bold "Not acceptable: ..." warning) heads the run
             run = run[1:]
+        elif run and CAPS_HEADING_WORD.fullmatch(run[0].text.strip()):
+            run = run[1:]  # and so does a heading word alone ("Abstract" over the abstract, in its type)
         full = sum(1 for x in run if x.right - x.left > 0.9 * (x.far_edge - x.edge))
         if len(run) >= 3 and full >= 2 and SENTENCE_END.search(" ".join(x.text for x in run)):
             found.update(id(x) for x in run)
@@ -527,8 +536,12 @@ def _uncased(line: Line) -> tuple[float, bool, bool]:
 
 
 def _heading_word(line: Line, body: float) -> bool:
-    """A heading word alone on its line a little larger than the body ("Abstract" at 12 points over 11)."""
-    return line.size >= 1.05 * body and bool(CAPS_HEADING_WORD.fullmatch(line.text.strip()))
+    """A heading word alone on its line a little larger than the body ("Abstract" at 12 points over 11).
+
+    Or in any size, read by OCR (`_unweighed`): set in bold in the body's size or smaller, it may not read so.
+    """
+    larger = line.size >= 1.05 * body or _unweighed(line)
+    return larger and bool(CAPS_HEADING_WORD.fullmatch(line.text.strip()))
 
 
 def _small_heading_word(line: Line, body: float) -> bool:
@@ -537,7 +550,14 @@ def _small_heading_word(line: Line, body: float) -> bool:
     Capitals down to 0.6 of the body: amsart's "ABSTRACT" is 6 pt capitals over 8 pt text in a 10 pt paper.
     """
     word = CAPS_HEADING_WORD.fullmatch(line.text.strip())
-    return bool(word) and (line.bold or line.caps and line.size >= 0.6 * body and _centred(line, body))
+    return bool(word) and (
+        line.bold or _unweighed(line) or line.caps and line.size >= 0.6 * body and _centred(line, body)
+    )
+
+
+def _unweighed(line: Line) -> bool:
+    """Whether a line's weight is a guess (read by OCR): a heading word alone on its line heads a section."""
+    return all(p.font == OCR_FONT for p in line.pieces)
 
 
 def _set_apart(line: Line) -> bool:

@@ -68,6 +68,8 @@ diamond and arrow."""
 LONE_BULLET = re.compile(f"[{BULLETS}]\\s")
 
 
+OCR_FONT = "OCR"
+"""The font name of words read by OCR (`citewise.index.ocr`): no face is known."""
 TEX_FONT = re.compile(
     r"(?:[A-Z]{6}\+)?(?:CM|EC|TC|SF|LM|MS[AB]|CS|PL)[A-Z]*\d+(?:~[0-9a-f]{1,4})?$", re.IGNORECASE
 )
