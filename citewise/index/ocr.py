@@ -29,6 +29,8 @@ with no word of two letters, and with the size by height, the line's weight."""
 LABEL = re.compile(r"[\[(](\d{1,3})[\]|]?|(?<!\S)[\[|]?(\d{1,3})[\]|]")
 """A numbered entry's label as OCR reads it, one bracket or both kept, or a bracket read as a bar or a
 parenthesis ("2|", "(6")."""
+BARRED = re.compile(r"\|(\d{1,3}(?:[,\u2013-]\d{1,3})*\])")
+"""A citation's opening bracket read as a bar: "|8]", "|3,4]"."""
 INSTALL_HINT = "install Tesseract to read them by OCR (Debian: apt-get install tesseract-ocr)"
 
 
@@ -127,6 +129,7 @@ def tsv_words(tsv: str, height: float, points_per_pixel: float) -> list[Word]:
         if label:  # a reference entry's "[15]" read as "[15", "15]" or "15|"
             words[0][11] = f"[{label.group(1) or label.group(2)}]"
         for w in words:
+            w[11] = BARRED.sub(r"[\1", w[11])  # "Company|8]": a citation's bracket read as a bar
             left = int(w[6]) * points_per_pixel
             right = (int(w[6]) + int(w[8])) * points_per_pixel
             pieces.append(Word(left, base, right, base + size, w[11], size, bold))

@@ -344,6 +344,23 @@ def test_ocr_mends_a_reference_label_read_with_a_parenthesis_but_not_an_equation
     assert not LABEL.fullmatch("(1)") and not LABEL.fullmatch("1)")
 
 
+def test_ocr_gives_a_reference_label_and_a_citation_their_brackets_back() -> None:
+    from citewise.index.ocr import BARRED
+    from citewise.index.pdf.lines import Piece, group_lines
+    from citewise.index.pdf.pages import bracket_labels
+
+    assert BARRED.sub(r"[\1", "Company|8].") == "Company[8]." and BARRED.sub(r"[\1", "a|b") == "a|b"
+    entry = [
+        Piece(74, 690, 84, 700, "10", 10.0, "OCR", False),
+        Piece(88, 690, 96, 700, "P.", 10.0, "OCR", False),
+        Piece(98, 690, 500, 700, "Auer, N. Cesa-Bianchi, and P. Fischer. (2002).", 10.0, "OCR", False),
+    ]
+    prose = [Piece(74, 660, 84, 670, "10", 10.0, "OCR", False),
+             Piece(88, 660, 500, 670, "people took part in the study.", 10.0, "OCR", False)]  # fmt: skip
+    bracket_labels(group_lines([*entry, *prose], 0))
+    assert [entry[0].text, prose[0].text] == ["[10]", "10"]
+
+
 def test_an_ocr_heading_style_measured_14_on_one_page_and_15_on_the_next_is_one_size() -> None:
     from citewise.index.pdf.lines import Piece, group_lines
     from citewise.index.pdf.pages import same_sized_ocr

@@ -93,7 +93,21 @@ def ocr_lines(pdf: object, number: int, path: Path) -> list[Line]:
         return []
     pieces = [Piece(*word[:6], font=OCR_FONT, bold=word.bold) for word in words]
     logger.info("%s: page %d read by OCR (%d words)", path, number + 1, len(pieces))
+    bracket_labels(group_lines(pieces, number))
     return group_lines(pieces, number)
+
+
+def bracket_labels(lines: list[Line]) -> None:
+    """A reference's label read by OCR without its brackets gets them back: "10 P. Auer, ..." (in place)."""
+    for line in lines:
+        first, *rest = line.pieces
+        if rest and first.text.isdigit() and len(first.text) <= 3 and OCR_AUTHOR.match(rest[0].text):
+            first.text = f"[{first.text}]"
+
+
+OCR_AUTHOR = re.compile(r"[A-Z](?:\.|[a-z]+,)$")
+"""An author's initial or surname opening a reference entry after its label ("P.", "Chen,"): read by OCR,
+a bare number before it was the label "[10]"."""
 
 
 @dataclass
