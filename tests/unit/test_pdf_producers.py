@@ -2039,3 +2039,18 @@ def test_a_heading_word_alone_read_by_ocr_heads_its_section_whatever_its_measure
               for n in range(30)]  # fmt: skip
     mark_headings(lines, 10.0)
     assert lines[0].kind == "heading"
+
+
+def test_a_numbered_heading_in_small_capitals_read_by_ocr_is_a_heading_though_it_measures_small() -> None:
+    # IEEE's "III. THE SIMULATED PROOF OF THE THEORETICAL" / "RESULTS": small capitals are as tall as
+    # lower case, so OCR measures them 8 points in a 10 point paper
+    lines = [line(f"Body line {n} of the scanned paper, a full line of its column.", 49, 700 - 12 * n, 300,
+                  size=10.0, font="OCR", far_edge=300, edge=49) for n in range(20)]  # fmt: skip
+    heading = line("III. THE SIMULATED PROOF OF THE THEORETICAL", 67, 440, 282, size=8.0, font="OCR",
+                   far_edge=300, edge=49)  # fmt: skip
+    unnumbered = line(
+        "SOME WORDS IN CAPITALS HERE", 67, 300, 250, size=8.0, font="OCR", far_edge=300, edge=49
+    )
+    lines += [heading, unnumbered]
+    mark_headings(lines, 10.0)
+    assert (heading.kind, unnumbered.kind) == ("heading", "text")

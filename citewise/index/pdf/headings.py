@@ -302,7 +302,12 @@ def mark_headings(lines: list[Line], body: float) -> None:
         )
         # (a bold "Abstract" alone on its line may be set in the abstract's smaller type, a centred
         # "REFERENCES" in the list's: AASTeX)
-        and (line.heading_size >= 0.85 * body or _small_heading_word(line, body))
+        and (
+            line.heading_size >= 0.85 * body
+            or _small_heading_word(line, body)
+            # small capitals read by OCR measure small: IEEE's "III. THE SIMULATED PROOF ..." at 8 of 10
+            or _unweighed(line) and line.caps and bool(NUMBERED.match(line.text))
+        )
         and (len(line.text.split()) <= 14 or _long_numbered(line, body))
         and re.search(r"[^\W\d_]", line.text)
         and not line.text.endswith((",", ";"))
