@@ -337,6 +337,20 @@ def test_ocr_reads_a_line_bold_where_its_letters_are_wider_for_its_size() -> Non
     assert pieces[0].bold and not any(p.bold for p in pieces[1:])
 
 
+def test_ocr_reads_a_numbered_section_title_bold_at_a_lower_wideness_than_prose() -> None:
+    # elsarticle's "1. Introduction" in body-size bold Latin Modern: its letters 1.15-1.2 times as wide;
+    # an author's initial opening a reference's line ("V. Kumar") is no section number
+    from citewise.index.ocr import tsv_words
+
+    rows = [(0, 300, 300, 29, "1."), (0, 360, 300, 29, "Introduction"), (1, 300, 340, 29, "V."),
+            (1, 360, 340, 29, "Kumar")]  # fmt: skip
+    rows += [(2 + n, 300 + 160 * k, 400 + 60 * n, 29, "letter") for n in range(4) for k in range(5)]
+    tsv = _tsv(rows).replace("\t264\t29\t95\tIntroduction", "\t311\t29\t95\tIntroduction")
+    tsv = tsv.replace("\t110\t29\t95\tKumar", "\t130\t29\t95\tKumar")
+    pieces = tsv_words(tsv, height=792.0, points_per_pixel=72 / 300)
+    assert [p.bold for p in pieces[:4]] == [True, True, False, False]
+
+
 def test_ocr_mends_a_reference_label_read_with_a_parenthesis_but_not_an_equation_number() -> None:
     from citewise.index.ocr import LABEL
 
