@@ -306,7 +306,9 @@ def mark_headings(lines: list[Line], body: float) -> None:
             line.heading_size >= 0.85 * body
             or _small_heading_word(line, body)
             # small capitals read by OCR measure small: IEEE's "III. THE SIMULATED PROOF ..." at 8 of 10
-            or _unweighed(line) and line.caps and bool(NUMBERED.match(line.text))
+            or _unweighed(line)
+            and line.caps
+            and bool(NUMBERED.match(line.text))
         )
         and (len(line.text.split()) <= 14 or _long_numbered(line, body))
         and re.search(r"[^\W\d_]", line.text)
