@@ -204,5 +204,6 @@ def _add_layout(reading: Reading, layout: Any) -> None:
     if reading.ocr_pages:
         pages = ", ".join(str(n) for n in reading.ocr_pages[:10])
         reading.warnings.append(
-            f"pages read by OCR: {pages}; words may be misread, and headings are found by size only"
+            f"pages read by OCR: {pages}; words may be misread, and headings are found by size, numbering"
+            " and capitals (weight is guessed, italic unknown)"
         )
