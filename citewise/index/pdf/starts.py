@@ -334,15 +334,13 @@ FLUSH_INDENTED = 0.1
 
 
 def _sentence_after(previous: Line, line: Line) -> bool:
-    """Whether `previous` ends a sentence and `line` opens one (a capital, a digit or a quotation)."""
-    return (
-        previous.text.rstrip().endswith((".", "!", "?", ":"))
-        and line.text[:1] in QUOTES
-        or (previous.text.rstrip().endswith((".", "!", "?", ":")) and line.text[:1].isupper())
-    )
+    """Whether `previous` ends a sentence and `line` opens one (with a capital or a quotation mark)."""
+    opens = line.text[:1]
+    return previous.text.rstrip().endswith((".", "!", "?", ":")) and (opens in QUOTES or opens.isupper())
 
 
 QUOTES = "\u201c\"'\u2018"
+"""Quotation marks a sentence may open with."""
 
 
 WIDER_PAGE = 1.3
@@ -540,8 +538,13 @@ def _hangs_on(hanging: Line, after: Line | None) -> bool:
 
 def _same_label(opened: Line | None, line: Line) -> bool:
     """Whether `line` opens with a bold label of the shape `opened` opened with ("v1.22" as "v1.23")."""
-    shape = re.sub(r"\d+", "0", bold_label(line).strip())
-    return opened is not None and shape != "" and re.sub(r"\d+", "0", bold_label(opened).strip()) == shape
+    shape = _label_shape(line)
+    return opened is not None and shape != "" and _label_shape(opened) == shape
+
+
+def _label_shape(line: Line) -> str:
+    """The bold label a line opens with, its digits as 0 ("v0.0" for "v1.22"); "" where it has none."""
+    return re.sub(r"\d+", "0", bold_label(line).strip())
 
 
 def _label_ends(line: Line, face: str) -> bool:
