@@ -108,18 +108,21 @@ def tsv_words(tsv: str, height: float, points_per_pixel: float) -> list[Word]:
     for words in lines.values():
         chars = sum(len(w[11]) for w in words)
         width = sum(int(w[8]) for w in words) * points_per_pixel / chars / EM_OF_CHAR if chars else 0.0
-        size = _size_by_height(words, points_per_pixel) or width
+        size, loose = _size_by_height(words, points_per_pixel)
+        size = size or width
         if size > 0:
-            measured.append((words, size, _wideness(words, points_per_pixel) / size))
+            measured.append((words, size, _wideness(words, points_per_pixel) / size, loose))
     # the page's usual size and width for a size, on lines of prose (four words or more)
-    prose = [(size, r) for words, size, r in measured if len(words) >= 4]
+    prose = [(size, r) for words, size, r, _ in measured if len(words) >= 4]
     body = statistics.median([size for size, _ in prose] or [0.0])
     usual = statistics.median([r for _, r in prose if r > 0] or [1.0])
     pieces: list[Word] = []
-    for words, measure, ratio in measured:
+    for words, measure, ratio, loose in measured:
         # whole points, and the body's size for a line within SAME_SIZE of it: a size measured 10.6 on one
-        # line of a paragraph and 10.4 on the next is one size, not 11 and 10
-        size = float(round(body if abs(measure - body) <= SAME_SIZE * body else measure))
+        # line of a paragraph and 10.4 on the next is one size, not 11 and 10 (BRACKET_SAME for a line
+        # measured by bracketed words only, whose span is the font's)
+        near = BRACKET_SAME if loose else SAME_SIZE
+        size = float(round(body if abs(measure - body) <= near * body else measure))
         # a numbered line's weight counts from NUMBERED_WIDER: a section's "1. Introduction" in bold Latin
         # Modern reads 1.15-1.2 times as wide, and a line of prose does not open with a number
         text = " ".join(w[11] for w in words)
@@ -140,22 +143,31 @@ def tsv_words(tsv: str, height: float, points_per_pixel: float) -> list[Word]:
     return pieces
 
 
-def _size_by_height(words: list[list[str]], points_per_pixel: float) -> float:
+def _size_by_height(words: list[list[str]], points_per_pixel: float) -> tuple[float, bool]:
     """A line's type size from its words' box heights, each by the share of an em its letters span.
 
     A word of x-height letters ("avenue") spans X_HEIGHT of an em; one with an ascender, a capital or a
     digit ASCENDER; a descender adds DESCENDER. The median over the words of two letters or more, or a
-    label alone by its height; 0 for neither (a formula's pieces: their size is their width's).
+    label alone by its height; 0 for neither (a formula's pieces: their size is their width's). A word
+    with a bracket counts only on a line of no other: a bracket spans the font's own share of an em; then
+    the size is loose (True).
     """
     sizes = []
     lettered = [w for w in words if sum(c.isalpha() for c in w[11]) >= 2]
+    # a bracket's height is the font's (Computer Modern's span an em, Times's 0.87): a word without one
+    # measures the line better ("[physics.chem-ph]" alone read 12 points among 10-point lines)
+    lettered = [w for w in lettered if not BRACKETS.intersection(w[11])] or lettered
     labelled = LABEL.fullmatch(words[0][11]) if words else None
     for w in lettered or (words[:1] if labelled else []):  # (a line of none: a reference's label "(6")
         text = w[11]
-        span = ASCENDER if any(c in TALL or c.isupper() or c.isdigit() for c in text) else X_HEIGHT
-        span += DESCENDER if any(c in DEEP for c in text) else 0.0
+        if BRACKETS.intersection(text):
+            span = BRACKET
+        else:
+            span = ASCENDER if any(c in TALL or c.isupper() or c.isdigit() for c in text) else X_HEIGHT
+            span += DESCENDER if any(c in DEEP for c in text) else 0.0
         sizes.append(int(w[9]) * points_per_pixel / span)
-    return statistics.median(sizes) if sizes else 0.0
+    loose = bool(lettered) and all(BRACKETS.intersection(w[11]) for w in lettered)
+    return (statistics.median(sizes) if sizes else 0.0), loose
 
 
 def _wideness(words: list[list[str]], points_per_pixel: float) -> float:
@@ -178,8 +190,12 @@ ASCENDER = 0.69
 """The share of an em from the baseline to the top of an ascender, a capital or a digit."""
 DESCENDER = 0.2
 """The share of an em a descender, or a bracket, adds below the baseline."""
-TALL = set("bdfhijklt()[]{}/|!?'\"")  # the dots of i and j stand about as high as an ascender
-DEEP = set("gjpqy()[]{}|,;")
+TALL = set("bdfhijklt/!?'\"")  # the dots of i and j stand about as high as an ascender
+DEEP = set("gjpqy,;")
+BRACKETS = frozenset("()[]{}|")
+BRACKET = 0.95
+"""The share of an em a word with a bracket or a bar spans: the bracket's own height, from Times's 0.87 to
+Computer Modern's 1.0 (43 px for 10 points at 300 dpi, 1.03 em), so a size measured by it is loose."""
 NUMBERED_WIDER = 1.12
 """Times as wide for its size a numbered line's letters are, at least, for it to be bold."""
 NUMBERED_HEAD = re.compile(r"\d{1,2}(?:\.\d{1,2})*\.?\s+[A-Z][a-z]|[IVX]{1,5}\.\s+[A-Z]{2}")
@@ -187,6 +203,8 @@ NUMBERED_HEAD = re.compile(r"\d{1,2}(?:\.\d{1,2})*\.?\s+[A-Z][a-z]|[IVX]{1,5}\.\
 author's initial, "V. Kumar")."""
 SAME_SIZE = 0.08
 """Share of the page's body size a line's measured size may differ by and still be the body's."""
+BRACKET_SAME = 0.12
+"""SAME_SIZE for a line measured by bracketed words only (BRACKET's span is the font's: +-9%)."""
 BOLD_WIDER = 1.25
 """Times as wide for its size as the page's usual lines a bold line's letters are, at least (on the tuned
 papers bold headings read 1.25-1.5 times, lines of prose up to 1.24: Tesseract's word boxes vary)."""

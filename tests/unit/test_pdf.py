@@ -326,6 +326,21 @@ def test_ocr_sizes_come_from_heights_by_letters_and_lines_of_one_paragraph_share
     assert {p.size for p in pieces} == {10.0}
 
 
+def test_an_ocr_line_of_one_bracketed_word_measures_the_body_s_size() -> None:
+    # a reference entry's last line "[physics.chem-ph] ." among 10-point lines: Computer Modern's brackets
+    # span an em, 43 px at 300 dpi (read as ascender and descender it measured 12 points, a heading's size)
+    from citewise.index.ocr import tsv_words
+
+    rows = [(0, 300, 300, 43, "[physics.chem-ph]"), (0, 620, 300, 5, ".")]
+    rows += [(1 + n, 300 + 160 * k, 400 + 60 * n, 19, "summer") for n in range(4) for k in range(5)]
+    pieces = tsv_words(_tsv(rows), height=792.0, points_per_pixel=72 / 300)
+    assert {p.size for p in pieces} == {10.0}
+    # beside a word without brackets the bracketed one does not count: "(Smith summer"
+    rows = [(0, 300, 300, 60, "(Smith"), (0, 500, 300, 19, "summer")]
+    rows += [(1 + n, 300 + 160 * k, 400 + 60 * n, 19, "summer") for n in range(4) for k in range(5)]
+    assert {p.size for p in tsv_words(_tsv(rows), height=792.0, points_per_pixel=72 / 300)} == {10.0}
+
+
 def test_ocr_reads_a_line_bold_where_its_letters_are_wider_for_its_size() -> None:
     # "Abstract" in body-size bold: as tall as the text's words, its letters a third wider
     from citewise.index.ocr import tsv_words

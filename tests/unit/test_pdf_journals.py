@@ -673,3 +673,22 @@ def test_a_theorems_label_on_a_line_of_its_own_heads_no_section() -> None:
         x.pieces[0].bold = x.pieces[0].font.endswith("Bold")
     mark_headings(lines, BODY)
     assert [x.kind for x in lines] == ["heading", "text", "text", "text", "heading"]
+
+
+def test_a_bold_line_filling_its_column_that_opens_with_a_capital_letter_goes_on_with_its_sentence() -> None:
+    # OCR's measured weight made bold "E or Mode O, corresponding to ..." in a paragraph: a letter and a
+    # word in lower case is no appendix's "E Proofs", and a line running its column's width is text
+    above = line("players. Its internal structure is a periodic cam with Mode", 312, 609, 562, edge=312)
+    going_on = Line(
+        [Piece(312, 597, 562, 607, "E or Mode O, corresponding to the Arm x3 and Arm 24", BODY, "OCR", True)],
+        page=0,
+        edge=312,
+        far_edge=562,
+    )
+    below = line("and essentially both follows multi-points distribution shown in", 312, 585, 562, edge=312)
+    appendix = Line(
+        [Piece(312, 540, 420, 550, "E Proofs of the lemmas", BODY, "CMBX10", True)], page=0, edge=312
+    )
+    lines = [above, going_on, below, appendix, line("The proofs run as follows.", 312, 525, 562, edge=312)]
+    mark_headings(lines, BODY)
+    assert [x.kind for x in lines] == ["text", "text", "text", "heading", "text"]

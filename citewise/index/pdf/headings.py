@@ -588,9 +588,14 @@ def _subsection_title(line: Line) -> bool:
 
 
 def _fills_column(line: Line) -> bool:
-    """Whether an unnumbered line runs the width of its column (a heading that wraps is numbered)."""
+    """Whether an unnumbered line runs the width of its column (a heading that wraps is numbered).
+
+    A number's title opens with a capital: "E or Mode O, corresponding to ..." goes on with a sentence.
+    """
     width = line.far_edge - line.edge
-    return width > 0 and line.right - line.left > 0.9 * width and not NUMBERED.match(line.text)
+    number = NUMBERED.match(line.text)
+    titled = number is not None and not line.text[number.end() :].lstrip()[:1].islower()
+    return width > 0 and line.right - line.left > 0.9 * width and not titled
 
 
 def join_wrapped_headings(lines: list[Line]) -> list[Line]:
