@@ -476,7 +476,56 @@ def _numbered_entries(blob: str) -> dict[str, BibEntry]:
         text = " ".join(blob[text_start:text_end].split())
         if text and key not in bibliography:
             bibliography[key] = BibEntry(key=key, text=text)
-    return bibliography
+    return _unlabelled_entries(bibliography)
+
+
+_INITIALS = r"(?:[A-Z]\.\s*-?\s*)+[A-Z][a-z][\w'\u2019-]*"
+_UNLABELLED_ENTRY = re.compile(
+    rf"(?<=[a-z0-9)\]]\.)\s+(?:\S{{1,3}}\s+)??"
+    rf"(?=(?:{_SURNAME}[a-z]\w*\s*,\s*(?:[A-Z]\.|[A-Z][a-z]+\s+[A-Z]{{1,2}}\b)|{_INITIALS}\s*(?:,|and\b|&|et\s+al))"
+    rf"[^\n]{{0,150}}?\b{_YEAR}\b|{_INITIALS}\.\s*\(?{_YEAR}\b)"
+)
+"""Where an entry whose label was lost goes on inside the entry before it: a finished sentence (not an
+initial's stop), what is left of its label (OCR's "Ss" for "[9]"), then an author list and a year ("Dixon,
+Mike J., et al. (2018)", "Kelly, J.L.", "R. S. Sutton and ... (2018)", "R. Agrawal. (1995)"; not a
+journal's "J. Chem. Phys." nor a publisher's "Springer, Berlin")."""
+
+RUN_ON = 3.0
+"""Times the list's median entry a last entry's length is, at least, for its author lists to be entries."""
+
+
+def _unlabelled_entries(bibliography: dict[str, BibEntry]) -> dict[str, BibEntry]:
+    """Entries split off an entry whose followers' labels were lost (OCR).
+
+    Tesseract drops most of IEEE's "[2]" ... "[10]" set in their own column: entry 1 then runs on over nine
+    entries. Where an entry holds as many author-list openings (`_UNLABELLED_ENTRY`) as numbers are missing
+    after it, each opening starts the next number's entry; any other count leaves the entry whole. The
+    last entry has no next number to count by: it is split where it is RUN_ON times the median entry of
+    the list so mended.
+    """
+    keys = list(bibliography)
+    mended: dict[str, BibEntry] = {}
+    for key, after in itertools.zip_longest(keys, keys[1:]):
+        missing = int(after) - int(key) - 1 if after is not None else 0
+        mended |= _split_entry(bibliography[key], missing)
+    lengths = sorted(len(entry.text) for entry in mended.values())
+    last = mended[keys[-1]] if keys else None
+    if last is not None and len(lengths) >= 3 and len(last.text) >= RUN_ON * lengths[len(lengths) // 2]:
+        mended |= _split_entry(last, None)
+    return mended
+
+
+def _split_entry(entry: BibEntry, missing: int | None) -> dict[str, BibEntry]:
+    """An entry split at its author-list openings when it holds `missing` of them (None: any number)."""
+    cuts = [(m.start(), m.end()) for m in _UNLABELLED_ENTRY.finditer(entry.text)]
+    if not cuts or missing is not None and len(cuts) != missing:
+        return {entry.key: entry}
+    bounds = [(0, 0), *cuts, (len(entry.text), len(entry.text))]
+    numbers = [str(int(entry.key) + offset) for offset in range(len(bounds) - 1)]
+    return {
+        number: BibEntry(key=number, text=entry.text[start:end].strip())
+        for number, ((_, start), (end, _)) in zip(numbers, itertools.pairwise(bounds), strict=True)
+    }
 
 
 def _numbered_starts(blob: str, *, mid_line: bool) -> list[tuple[int, int, str]]:

@@ -164,6 +164,38 @@ def test_split_references_blob_from_a_pdf() -> None:
     assert bibliography["2"].text == "B. Jones. Retrieval at scale. 2019."
 
 
+def test_entries_whose_labels_ocr_lost_are_split_off_by_their_author_lists_where_the_count_fits() -> None:
+    # IEEE's labels in their own column: Tesseract kept "[1]" and "[4]" and read "[3]" as "Ss"
+    listed = [
+        "[1] Dixon, Mike J., et al. (2014). The allure of multi-line games. Addiction 109.11, 1920-1928.",
+        "Dixon, Mike J., et al. (2018). Dark flow and multiline slot play. J. Gambl. Stud. 34.1, 73-84.",
+        "Ss R. S. Sutton and A. G. Barto. (2018). Reinforcement learning: An introduction. MIT press.",
+        "[4] Kelly, J.L. (1956). A new interpretation of information rate. Bell Syst. Tech. J. 35, 917-926.",
+        "Thorp, J. M., & Waring, W. S. (1962). Modification of metabolism. Nature 194(4832), 948-949.",
+    ]
+    _, bibliography = split_references(
+        [Paragraph(" ".join(listed[:3]) + "\n" + " ".join(listed[3:]), "References")]
+    )
+    assert list(bibliography) == ["1", "2", "3", "4"]  # the last entry is no longer than the others
+    assert bibliography["2"].text == listed[1]
+    assert bibliography["3"].text.startswith("R. S. Sutton and A. G. Barto. (2018)")  # "Ss" dropped
+    assert bibliography["4"].text == " ".join(listed[3:]).removeprefix("[4] ")
+    # one opening for two lost numbers: the entry stays whole, as in any list whose numbers skip
+    _, skipped = split_references([Paragraph(" ".join(listed[:2]) + "\n" + listed[3], "References")])
+    assert list(skipped) == ["1", "4"]
+
+
+def test_a_last_entry_running_on_over_several_is_split_at_their_author_lists() -> None:
+    entries = [
+        f"[{n}] Author{'abcdefg'[n]}, A. ({2000 + n}). Title number {n}. Journal {n}, 1-10."
+        for n in range(1, 5)
+    ]
+    tail = [f"Writer{c}, B. (201{k}). Another title. Journal, 5-{k}." for k, c in enumerate("xyz")]
+    _, bibliography = split_references([Paragraph("\n".join(entries) + " " + " ".join(tail), "References")])
+    assert list(bibliography) == ["1", "2", "3", "4", "5", "6", "7"]
+    assert bibliography["7"].text == tail[-1]
+
+
 def test_dotted_numbers_inside_an_entry_do_not_start_a_new_one() -> None:
     lines = "1. Smith, A. Title. Journal, vol. 2. pp. 3-4, 2020.\n2. Jones, B. Other. 2019.\n3) Doe, C. 2018."
     _, bibliography = split_references([Paragraph(lines, "References")])
