@@ -386,8 +386,19 @@ def test_ocr_gives_a_reference_label_and_a_citation_their_brackets_back() -> Non
     ]
     prose = [Piece(74, 660, 84, 670, "10", 10.0, "OCR", False),
              Piece(88, 660, 500, 670, "people took part in the study.", 10.0, "OCR", False)]  # fmt: skip
-    bracket_labels(group_lines([*entry, *prose], 0))
+    assert bracket_labels(group_lines([*entry, *prose], 0)) == []
     assert [entry[0].text, prose[0].text] == ["[10]", "10"]
+    # the closing bracket read apart as a mark 7 px (1.7 points) wide: "[3" "—" "Hollingshead, ..."
+    marked = [
+        Piece(118, 600, 126, 612, "[3", 10.0, "OCR", False),
+        Piece(126, 600, 127.7, 612, "—", 2.0, "OCR", False),
+        Piece(135, 600, 500, 610, "Hollingshead, S. J., Davis, C. G. (2022).", 10.0, "OCR", False),
+    ]
+    word = Piece(135, 580, 141, 590, "a", 10.0, "OCR", False)  # a word of one letter stays
+    listed = [Piece(118, 580, 126, 592, "[4]", 10.0, "OCR", False), word,
+              Piece(145, 580, 500, 590, "Kelly, J.L. (1956).", 10.0, "OCR", False)]  # fmt: skip
+    assert bracket_labels(group_lines([*marked, *listed], 0)) == [marked[1]]
+    assert marked[0].text == "[3]"
 
 
 def test_an_ocr_heading_style_measured_14_on_one_page_and_15_on_the_next_is_one_size() -> None:

@@ -93,16 +93,34 @@ def ocr_lines(pdf: object, number: int, path: Path) -> list[Line]:
         return []
     pieces = [Piece(*word[:6], font=OCR_FONT, bold=word.bold) for word in words]
     logger.info("%s: page %d read by OCR (%d words)", path, number + 1, len(pieces))
-    bracket_labels(group_lines(pieces, number))
-    return group_lines(pieces, number)
+    marks = {id(piece) for piece in bracket_labels(group_lines(pieces, number))}
+    return group_lines([piece for piece in pieces if id(piece) not in marks], number)
 
 
-def bracket_labels(lines: list[Line]) -> None:
-    """A reference's label read by OCR without its brackets gets them back: "10 P. Auer, ..." (in place)."""
+def bracket_labels(lines: list[Line]) -> list[Piece]:
+    """A reference's label read by OCR without its brackets gets them back: "10 P. Auer, ..." (in place).
+
+    Returns the marks read between a label and its entry, to be left out: a closing bracket read apart as
+    "—" or "ay", too narrow for the letters it says (under LABEL_MARK of an em).
+    """
+    marks = []
     for line in lines:
         first, *rest = line.pieces
         if rest and first.text.isdigit() and len(first.text) <= 3 and OCR_AUTHOR.match(rest[0].text):
             first.text = f"[{first.text}]"
+        if (
+            len(rest) > 1
+            and LABELLED.fullmatch(first.text)
+            and rest[0].right - rest[0].left < LABEL_MARK * first.size
+        ):
+            marks.append(rest[0])
+            first.text = f"[{first.text.strip('[]')}]"
+    return marks
+
+
+LABELLED = re.compile(r"\[?\d{1,3}\]?")
+LABEL_MARK = 0.3
+"""The width, in ems, under which a piece right after a reference's label is a mark, not a word."""
 
 
 OCR_AUTHOR = re.compile(r"[A-Z](?:\.|[a-z]+,)$")
