@@ -29,8 +29,8 @@ with no word of two letters, and with the size by height, the line's weight."""
 LABEL = re.compile(r"[\[(](\d{1,3})[\]|]?|(?<!\S)[\[|]?(\d{1,3})[\]|]")
 """A numbered entry's label as OCR reads it, one bracket or both kept, or a bracket read as a bar or a
 parenthesis ("2|", "(6")."""
-BARRED = re.compile(r"\|(\d{1,3}(?:[,\u2013-]\d{1,3})*\])")
-"""A citation's opening bracket read as a bar: "|8]", "|3,4]"."""
+BARRED = re.compile(r"\|(?=\d{1,3}(?:(?:,\s?|[\u2013-])\d{1,3})*\])")
+"""A citation's opening bracket read as a bar: "|8]", "|3,4]", "(MAB)|6, 7]" over two words."""
 INSTALL_HINT = "install Tesseract to read them by OCR (Debian: apt-get install tesseract-ocr)"
 
 
@@ -135,12 +135,23 @@ def tsv_words(tsv: str, height: float, points_per_pixel: float) -> list[Word]:
         label = LABEL.fullmatch(words[0][11])
         if label:  # a reference entry's "[15]" read as "[15", "15]" or "15|"
             words[0][11] = f"[{label.group(1) or label.group(2)}]"
+        _unbar(words)
         for w in words:
-            w[11] = BARRED.sub(r"[\1", w[11])  # "Company|8]": a citation's bracket read as a bar
             left = int(w[6]) * points_per_pixel
             right = (int(w[6]) + int(w[8])) * points_per_pixel
             pieces.append(Word(left, base, right, base + size, w[11], size, bold))
     return pieces
+
+
+def _unbar(words: list[list[str]]) -> None:
+    """A citation's opening bracket read as a bar gets its bracket back, in a word or over a line's words."""
+    line = " ".join(w[11] for w in words)
+    bars = {m.start() for m in BARRED.finditer(line)}
+    start = 0
+    for w in words:
+        text = w[11]
+        w[11] = "".join("[" if start + k in bars else c for k, c in enumerate(text))
+        start += len(text) + 1
 
 
 def _size_by_height(words: list[list[str]], points_per_pixel: float) -> tuple[float, bool]:

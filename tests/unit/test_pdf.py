@@ -374,11 +374,18 @@ def test_ocr_mends_a_reference_label_read_with_a_parenthesis_but_not_an_equation
 
 
 def test_ocr_gives_a_reference_label_and_a_citation_their_brackets_back() -> None:
-    from citewise.index.ocr import BARRED
+    from citewise.index.ocr import _unbar
     from citewise.index.pdf.lines import Piece, group_lines
     from citewise.index.pdf.pages import bracket_labels
 
-    assert BARRED.sub(r"[\1", "Company|8].") == "Company[8]." and BARRED.sub(r"[\1", "a|b") == "a|b"
+    def unbarred(*texts: str) -> list[str]:
+        words = [["5", "1", "1", "1", "1", str(k), "0", "0", "9", "9", "95", t] for k, t in enumerate(texts)]
+        _unbar(words)
+        return [w[11] for w in words]
+
+    assert unbarred("Company|8].", "a|b") == ["Company[8].", "a|b"]
+    assert unbarred("bandit", "(MAB)|6,", "7],", "a") == ["bandit", "(MAB)[6,", "7],", "a"]  # over two words
+    assert unbarred("|x|", "2|", "3") == ["|x|", "2|", "3"]
     entry = [
         Piece(74, 690, 84, 700, "10", 10.0, "OCR", False),
         Piece(88, 690, 96, 700, "P.", 10.0, "OCR", False),
