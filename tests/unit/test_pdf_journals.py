@@ -692,3 +692,31 @@ def test_a_bold_line_filling_its_column_that_opens_with_a_capital_letter_goes_on
     lines = [above, going_on, below, appendix, line("The proofs run as follows.", 312, 525, 562, edge=312)]
     mark_headings(lines, BODY)
     assert [x.kind for x in lines] == ["text", "text", "text", "heading", "text"]
+
+
+def test_a_numbered_line_read_by_ocr_centred_in_its_column_is_a_subsection() -> None:
+    # AASTeX's italic "1.1. Contrastive representation learning": OCR reads no italic; centred and numbered,
+    # it is no line of the paragraph; a numbered line of text flush with the edge stays text
+    lines = [
+        line("1. INTRODUCTION", 260, 450, 353, "OCR"),
+        line(
+            "Contrastive learning has become a popular approach for representation learning in",
+            60,
+            430,
+            561,
+            "OCR",
+        ),
+        line("1.1. Contrastive representation learning", 220, 400, 394, "OCR"),
+        line(
+            "The InfoNCE loss is widely used across modalities and tasks of many kinds and sizes.",
+            60,
+            380,
+            561,
+            "OCR",
+        ),
+        line("2. the second item of a list set flush with the text", 60, 366, 400, "OCR"),
+    ]
+    lines[0].pieces[0].bold = True
+    mark_headings(lines, BODY)
+    assert [x.kind for x in lines] == ["heading", "text", "heading", "text", "text"]
+    assert lines[0].level < lines[2].level

@@ -282,7 +282,7 @@ def mark_headings(lines: list[Line], body: float) -> None:
     capitals, Elsevier's italic subsections, AASTeX's capitals); or a heading word in capitals
     ("REFERENCES"). Levels follow the type: larger first, then capitals, bold, italic.
     """
-    running = _running_text(lines)
+    running = _running_text(lines, body)
     # where the body's own face reads as bold (GFS Didot's weight), bold sets no line apart
     body_text = [line for line in lines if line.kind == "text" and abs(line.size - body) < 0.5]
     bold_body = sum(len(x.text) for x in body_text if x.bold) > 0.5 * sum(len(x.text) for x in body_text)
@@ -299,6 +299,7 @@ def mark_headings(lines: list[Line], body: float) -> None:
             or line.size >= 1.1 * body
             or _set_apart(line)
             or _heading_word(line, body)
+            or _centred_number(line, body)
         )
         # (a bold "Abstract" alone on its line may be set in the abstract's smaller type, a centred
         # "REFERENCES" in the list's: AASTeX)
@@ -489,17 +490,33 @@ def _spaced_headings(lines: list[Line], body: float) -> list[Line]:
     return found
 
 
-def _running_text(lines: list[Line]) -> set[int]:
+def _centred_number(line: Line, body: float) -> bool:
+    """A short numbered line read by OCR centred in its column: AASTeX's italic "1.1. Contrastive learning".
+
+    OCR reads no italic; a line of text is not centred under a number.
+    """
+    return (
+        _unweighed(line)
+        and bool(NUMBERED.match(line.text))
+        and len(line.text.split()) <= 10
+        and _centred(line, body)
+    )
+
+
+def _running_text(lines: list[Line], body: float) -> set[int]:
     """Lines (by id) that run on as text: three or more in a face, two filling their column, a sentence ended.
 
     A letter whose reference list, in smaller type, holds more characters than its body has the body's
     face "larger than the body"; a heading wrapped over three lines of a narrow column ends no sentence.
+    A centred number read by OCR (`_centred_number`) parts runs: its face is the text's as OCR reads it.
     """
     found: set[int] = set()
     run: list[Line] = []
-    faces = {id(line): _face(line) for line in lines if line.kind == "text"}
+    faces = {
+        id(line): _face(line) for line in lines if line.kind == "text" and not _centred_number(line, body)
+    }
     for line in [*lines, None]:
-        if line is not None and run and line.kind == "text" and faces[id(line)] == faces[id(run[-1])]:
+        if line is not None and run and id(line) in faces and faces[id(line)] == faces[id(run[-1])]:
             # on into the next column or page too, where a paragraph runs on
             if same_column(line, run[-1]) or run[-1].column != "full" != line.column:
                 run.append(line)
@@ -513,7 +530,7 @@ def _running_text(lines: list[Line]) -> set[int]:
         full = sum(1 for x in run if x.right - x.left > 0.9 * (x.far_edge - x.edge))
         if len(run) >= 3 and full >= 2 and SENTENCE_END.search(" ".join(x.text for x in run)):
             found.update(id(x) for x in run)
-        run = [line] if line is not None and line.kind == "text" else []
+        run = [line] if line is not None and id(line) in faces else []
     return found
 
 
