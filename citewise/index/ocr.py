@@ -190,7 +190,7 @@ def _wideness(words: list[list[str]], points_per_pixel: float) -> float:
     widths = [
         int(w[8]) * points_per_pixel / len(w[11]) / EM_OF_CHAR
         for w in words
-        if w[11].isalpha() and len(w[11]) >= 3
+        if w[11].replace("-", "").isalpha() and len(w[11]) >= 3  # a compound's hyphen too: "Back-End"
     ]
     return statistics.median(widths) if widths else 0.0
 

@@ -366,6 +366,17 @@ def test_ocr_reads_a_numbered_section_title_bold_at_a_lower_wideness_than_prose(
     assert [p.bold for p in pieces[:4]] == [True, True, False, False]
 
 
+def test_ocr_weighs_a_title_of_one_hyphenated_word() -> None:
+    # elsarticle's "10. Back-End" in bold: its only word of letters holds a hyphen (it had no weight at all)
+    from citewise.index.ocr import tsv_words
+
+    rows = [(0, 300, 300, 29, "10."), (0, 380, 300, 29, "Back-End")]
+    rows += [(1 + n, 300 + 160 * k, 400 + 60 * n, 29, "letter") for n in range(4) for k in range(5)]
+    tsv = _tsv(rows).replace("\t176\t29\t95\tBack-End", "\t211\t29\t95\tBack-End")
+    pieces = tsv_words(tsv, height=792.0, points_per_pixel=72 / 300)
+    assert [p.bold for p in pieces[:3]] == [True, True, False]
+
+
 def test_ocr_mends_a_reference_label_read_with_a_parenthesis_but_not_an_equation_number() -> None:
     from citewise.index.ocr import LABEL
 
