@@ -720,3 +720,21 @@ def test_a_numbered_line_read_by_ocr_centred_in_its_column_is_a_subsection() -> 
     mark_headings(lines, BODY)
     assert [x.kind for x in lines] == ["heading", "text", "heading", "text", "text"]
     assert lines[0].level < lines[2].level
+
+
+def test_a_heading_word_read_by_ocr_inside_a_run_of_its_face_heads_what_follows() -> None:
+    # elsarticle's bold "Abstract" read by OCR in the face of the authors above it and the abstract under it
+    texts = [
+        ("Hriday Bavle, Jose Luis Sanchez-Lopez, Muhammad Shaheer, Javier Civera", 112, 499),
+        ("and Holger Voos", 263, 347),
+        ("Abstract", 111, 162),
+        ("In this paper, we present an evolved version of the Situational Graphs, which", 111, 499),
+        ("jointly models in a single optimizable factor graph, a SLAM graph, as a set.", 111, 499),
+    ]
+    tops = [598, 583, 517, 494, 479]  # as the page sets them: room over and under the heading word
+    lines = [
+        line(t, left, y, right, "OCR", edge=111, far_edge=499)
+        for (t, left, right), y in zip(texts, tops, strict=True)
+    ]
+    mark_headings(lines, BODY)
+    assert [x.kind for x in lines] == ["text", "text", "heading", "text", "text"]

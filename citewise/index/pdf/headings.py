@@ -503,18 +503,26 @@ def _centred_number(line: Line, body: float) -> bool:
     )
 
 
+def _ocr_apart(line: Line, body: float) -> bool:
+    """A line read by OCR that a face OCR cannot see sets apart: a centred number, a heading word alone."""
+    return (
+        _centred_number(line, body)
+        or _unweighed(line)
+        and bool(CAPS_HEADING_WORD.fullmatch(line.text.strip()))
+    )
+
+
 def _running_text(lines: list[Line], body: float) -> set[int]:
     """Lines (by id) that run on as text: three or more in a face, two filling their column, a sentence ended.
 
     A letter whose reference list, in smaller type, holds more characters than its body has the body's
     face "larger than the body"; a heading wrapped over three lines of a narrow column ends no sentence.
-    A centred number read by OCR (`_centred_number`) parts runs: its face is the text's as OCR reads it.
+    A centred number or a heading word alone on its line, read by OCR, parts runs: its face is the text's
+    as OCR reads it ("Abstract" between the authors and the abstract).
     """
     found: set[int] = set()
     run: list[Line] = []
-    faces = {
-        id(line): _face(line) for line in lines if line.kind == "text" and not _centred_number(line, body)
-    }
+    faces = {id(line): _face(line) for line in lines if line.kind == "text" and not _ocr_apart(line, body)}
     for line in [*lines, None]:
         if line is not None and run and id(line) in faces and faces[id(line)] == faces[id(run[-1])]:
             # on into the next column or page too, where a paragraph runs on
