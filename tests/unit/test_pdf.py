@@ -435,6 +435,27 @@ def test_an_ocr_heading_style_measured_14_on_one_page_and_15_on_the_next_is_one_
     assert {line.size for p in pages for line in p[1:]} == {10.0}
 
 
+def test_numbered_headings_of_one_depth_read_by_ocr_take_the_type_most_of_them_were_read_in() -> None:
+    # llncs: "1 Introduction" read at 13 points, "2 Methodology" at 12; "3.7 Quantitative Analysis" at 11
+    # and "3.6 Baselines" at 10 without weight among "3.x" read in 10-point bold, each a level of its own
+    from citewise.index.pdf.lines import Piece, group_lines
+    from citewise.index.pdf.pages import same_sized_ocr
+
+    heads = [("1 Introduction", 13.0, False), ("2 Methodology", 12.0, False), ("3 Experiments", 12.0, False),
+             ("3.5 Evaluation Metrics", 10.0, True), ("3.6 Baselines", 10.0, False),
+             ("3.7 Quantitative Analysis", 11.0, False), ("3.8 Comparison with Baselines", 10.0, True),
+             ("4 Participants came from two schools", 10.0, False)]  # fmt: skip
+    pieces = [Piece(72, 700 - 40 * n, 300, 700 - 40 * n + size, text, size, "OCR", bold)
+              for n, (text, size, bold) in enumerate(heads)]  # fmt: skip
+    pieces += [
+        Piece(72, 380 - 12 * n, 500, 390 - 12 * n, "body text " * 6, 10.0, "OCR", False) for n in range(25)
+    ]
+    pages = [group_lines(pieces, 0)]
+    same_sized_ocr(pages, [0])
+    read = {line.text: (line.size, line.bold) for line in pages[0]}
+    assert [read[text] for text, _, _ in heads] == [(12.0, False)] * 3 + [(10.0, True)] * 4 + [(10.0, False)]
+
+
 @pytest.mark.skipif(not ocr_available(), reason="Tesseract is not installed (apt-get install tesseract-ocr)")
 def test_a_page_with_no_text_layer_is_read_by_ocr() -> None:
     # the browser-printed page as a 300 dpi bilevel scan: an image and no text objects

@@ -738,3 +738,23 @@ def test_a_heading_word_read_by_ocr_inside_a_run_of_its_face_heads_what_follows(
     ]
     mark_headings(lines, BODY)
     assert [x.kind for x in lines] == ["text", "text", "heading", "text", "text"]
+
+
+def test_an_abstract_run_in_read_by_ocr_heads_the_abstract_and_an_unstopped_one_does_not() -> None:
+    # llncs's bold "Abstract." opening the abstract's first line: OCR's words have no weight to tell it by
+    def opening(*words: str) -> Line:
+        pieces = [
+            Piece(163 + 60 * k, 599, 220 + 60 * k, 608, w, 9.0, "OCR", False) for k, w in enumerate(words)
+        ]
+        return Line(pieces, page=0, starts=True)
+
+    head, body, plain = split_run_in_headings(
+        [opening("Abstract.", "Inter-modal", "interaction"), opening("Abstract", "art", "is", "old.")]
+    )
+    assert (head.kind, head.text, body.kind, body.text) == (
+        "heading",
+        "Abstract.",
+        "text",
+        "Inter-modal interaction",
+    )
+    assert plain.kind == "text" and plain.text.startswith("Abstract art")

@@ -57,6 +57,8 @@ CAPTION_LABEL = re.compile(
     re.IGNORECASE,
 )
 """A caption's label in bold ("Listing 1.3:", "FIGURE 2."): the caption's first words, no run-in heading."""
+STOPS = ".:\u2014\u2013"
+"""What ends a run-in heading word."""
 RUN_IN_WORD = re.compile(r"(abstract|index terms|keywords)[.:\u2014\u2013]?$", re.IGNORECASE)
 """A heading word a paragraph may open with in its own face ("Abstract—", IEEE)."""
 
@@ -761,8 +763,16 @@ def split_run_in_headings(lines: list[Line]) -> list[Line]:
         rest = line.pieces[len(bold) :]
         phrase = line_text(bold)
         word = RUN_IN_WORD.match(line.pieces[0].text.strip())
-        if word and len(line.pieces) > 1 and (line.pieces[0].italic or line.pieces[0].bold):
-            # IEEE: "Abstract—No matter ..." in one bold paragraph: the word is the heading
+        weighed = (
+            line.pieces[0].italic
+            or line.pieces[0].bold
+            or _unweighed(line)
+            and word
+            and word.group(0)[-1:] in STOPS
+        )
+        if word and len(line.pieces) > 1 and weighed:
+            # IEEE: "Abstract—No matter ..." in one bold paragraph: the word is the heading (and llncs's
+            # bold "Abstract." read by OCR, whose weight is a guess)
             first, *others = line.pieces
             lead = dataclasses.replace(others[0], text=others[0].text.lstrip("\u2014\u2013-: "))
             bold, rest, phrase = [first], [lead, *others[1:]], word.group(1) + "."
