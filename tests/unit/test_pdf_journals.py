@@ -720,6 +720,22 @@ def test_a_numbered_line_read_by_ocr_centred_in_its_column_is_a_subsection() -> 
     mark_headings(lines, BODY)
     assert [x.kind for x in lines] == ["heading", "text", "heading", "text", "text"]
     assert lines[0].level < lines[2].level
+    # a reference's lines in a column 306-548: one hanging an em in, one near the middle but of numbers
+    entries = [
+        line("Jun Li and Gang Tian, Virtual moduli cycles and Gromov-Witten", 306, 386, 548, "OCR", edge=306),
+        line("17 (2019), no. 3, 703-752. MR 4022212", 319, 376, 480, "OCR", edge=306, far_edge=548),
+        line(
+            "J. Algebraic Geom. 8 (1999), no. 3, 529-541. MR 1689355",
+            319,
+            366,
+            532,
+            "OCR",
+            edge=306,
+            far_edge=548,
+        ),
+    ]
+    mark_headings(entries, BODY)
+    assert [x.kind for x in entries] == ["text"] * 3
 
 
 def test_a_heading_word_read_by_ocr_inside_a_run_of_its_face_heads_what_follows() -> None:

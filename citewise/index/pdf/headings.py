@@ -495,13 +495,20 @@ def _spaced_headings(lines: list[Line], body: float) -> list[Line]:
 def _centred_number(line: Line, body: float) -> bool:
     """A short numbered line read by OCR centred in its column: AASTeX's italic "1.1. Contrastive learning".
 
-    OCR reads no italic; a line of text is not centred under a number.
+    OCR reads no italic; a line of text is not centred under a number. Centred: as far from either edge of
+    its column, within a fifth, and half an em at least (a reference's hanging line "164 (1994), no. 3,
+    ..." stands an em in from one edge only, and is no title: a number's title opens with a capital).
     """
+    left, right = line.left - line.edge, line.far_edge - line.right
+    number = NUMBERED.match(line.text)
     return (
         _unweighed(line)
-        and bool(NUMBERED.match(line.text))
+        and number is not None
+        and line.text[number.end() :].lstrip()[:1].isupper()
+        and len(re.findall(r"\d+", line.text[number.end() :])) < 2  # "J. Algebraic Geom. 8 (1999), no. 3"
         and len(line.text.split()) <= 10
-        and _centred(line, body)
+        and min(left, right) >= 0.5 * body
+        and abs(left - right) <= 0.2 * max(left, right)
     )
 
 
