@@ -5,6 +5,8 @@ Each test builds the lines a page of that kind gives (boxes in PDF points, y up)
 
 from __future__ import annotations
 
+import dataclasses
+
 from citewise.index.citations import split_references
 from citewise.index.document import Paragraph
 from citewise.index.loaders import _layout_paragraphs
@@ -774,3 +776,35 @@ def test_an_abstract_run_in_read_by_ocr_heads_the_abstract_and_an_unstopped_one_
         "Inter-modal interaction",
     )
     assert plain.kind == "text" and plain.text.startswith("Abstract art")
+
+
+def test_ieee_s_abstract_glued_to_its_text_and_a_long_lettered_subsection_read_by_ocr_are_headings() -> None:
+    def ocr_line(words: str, left: float, bottom: float, right: float) -> Line:
+        return line(words, left, bottom, right, "OCR", edge=48, far_edge=300)
+
+    (head, body) = split_run_in_headings(
+        [
+            dataclasses.replace(
+                ocr_line("Abstract—The open N=2 string theory is defined on the four-", 58, 642, 300),
+                starts=True,
+            )
+        ]
+    )
+    assert (head.kind, head.text, body.text) == (
+        "heading",
+        "Abstract—",
+        "The open N=2 string theory is defined on the four-",
+    )
+    # IEEE's italic "A. Darboux Transformation for the Yang Equation", most of its column wide, with room
+    # over it and an indented paragraph under it
+    lines = [
+        ocr_line("Yang equation which are constructed by applying the Darboux", 49, 491, 300),
+        ocr_line("transformation [14, 15].", 49, 479, 146),
+        ocr_line("A. Darboux Transformation for the Yang Equation", 48, 451, 257),
+        ocr_line("Let us assume that x, in this subsection. The Yang equation", 59, 436, 300),
+        ocr_line("can be rewritten as the following differential equation, and", 49, 424, 299),
+        ocr_line("B. Bianchi identities and the field equations of the model.", 48, 412, 280),
+        ocr_line("so on for the remaining cases of the equation in the text.", 59, 400, 299),
+    ]
+    mark_headings(lines, BODY)
+    assert [x.kind for x in lines] == ["text", "text", "heading", "text", "text", "text", "text"]

@@ -464,6 +464,7 @@ def _spaced_headings(lines: list[Line], body: float) -> list[Line]:
             or line.text.rstrip().endswith((".", ":", ";", ",", "!"))
             or not (same_column(above, line) and same_column(line, below))
             or line.right - line.left > 0.6 * (line.far_edge - line.edge)
+            and not _numbered_over(line, below, body)
             or abs(line.size - below.size) > 0.5
             # the text above ended its sentence; a heading opens with a capital or a label ("a) Rules")
             or not above.text.rstrip().endswith((".", "!", "?", ":", ")"))
@@ -518,6 +519,38 @@ def _ocr_apart(line: Line, body: float) -> bool:
         _centred_number(line, body)
         or _unweighed(line)
         and bool(CAPS_HEADING_WORD.fullmatch(line.text.strip()))
+    )
+
+
+def _dash_parted(line: Line) -> Line:
+    """A line read by OCR with a run-in heading word glued by a dash to its text, parted in two pieces.
+
+    "Abstract—The" is one word to OCR; the box is parted by the letters on either side.
+    """
+    first, *others = line.pieces
+    glued = GLUED_RUN_IN.match(first.text)
+    if glued is None:
+        return line
+    cut = first.left + (first.right - first.left) * glued.end(1) / len(first.text)
+    word = dataclasses.replace(first, text=glued.group(1), right=cut)
+    text = dataclasses.replace(first, text=first.text[glued.end(1) :], left=cut)
+    return dataclasses.replace(line, pieces=[word, text, *others])
+
+
+GLUED_RUN_IN = re.compile(r"((?:abstract|keywords)[\u2014\u2013])\S", re.IGNORECASE)
+
+
+def _numbered_over(line: Line, below: Line, body: float) -> bool:
+    """A numbered title read by OCR over an indented paragraph, however much of its column it runs.
+
+    IEEE's italic "A. Component Representation of ...": OCR reads no italic; prose has no number before it.
+    """
+    number = NUMBERED.match(line.text)
+    return (
+        _unweighed(line)
+        and number is not None
+        and line.text[number.end() :].lstrip()[:1].isupper()
+        and below.left > line.left + 0.5 * body
     )
 
 
@@ -766,6 +799,8 @@ def split_run_in_headings(lines: list[Line]) -> list[Line]:
         if line.kind != "text" or not line.starts or id(line) in items:
             out.append(line)
             continue
+        if _unweighed(line):
+            line = _dash_parted(line)
         bold = bold_lead(line)
         rest = line.pieces[len(bold) :]
         phrase = line_text(bold)
