@@ -808,3 +808,41 @@ def test_ieee_s_abstract_glued_to_its_text_and_a_long_lettered_subsection_read_b
     ]
     mark_headings(lines, BODY)
     assert [x.kind for x in lines] == ["text", "text", "heading", "text", "text", "text", "text"]
+
+
+def test_a_display_of_big_operators_in_the_tx_fonts_is_no_heading() -> None:
+    # elstest-5p sets its integrals and sums in txex and txsy, which PDFium reads as bold: "X∞ Z" headed seven
+    # paragraphs of section 2
+    display = Line(
+        [Piece(309, 133, 320, 147, "X", BODY, "ABCDEF+txex", True),
+         Piece(321, 133, 330, 140, "∞", 7.0, "txsy", True),
+         Piece(335, 133, 347, 147, "Z", BODY, "txex", True)],
+        page=0,
+        edge=307,
+        far_edge=566,
+    )  # fmt: skip
+    lines = [
+        line(
+            "where the coupling is summed over all the modes of the field",
+            307,
+            160,
+            566,
+            edge=307,
+            far_edge=566,
+        ),
+        display,
+        line(
+            "and the sum runs over the guided modes only, as shown before.",
+            307,
+            110,
+            566,
+            edge=307,
+            far_edge=566,
+        ),
+    ]
+    mark_headings(lines, BODY)
+    assert [x.kind for x in lines] == ["text", "text", "text"]
+    assert (
+        all(p.math for p in display.pieces)
+        and not Piece(0, 0, 1, 1, "a", BODY, "NimbusRomNo9L-Medi", True).math
+    )

@@ -22,7 +22,13 @@ from citewise.index.tables import (
     minus,
 )
 
-MATH_FONT = re.compile(r"Math|CMMI|CMSY|CMEX|MSAM|MSBM|Symbol|rsfs|eufm", re.IGNORECASE)
+MATH_FONT = re.compile(
+    r"Math|CMMI|CMSY|CMEX|MSAM|MSBM|Symbol|rsfs|eufm"
+    r"|(?<![a-z])(?:n|new)?[tp]xb?(?:ex|exx|sys?|mia?)\b",
+    re.IGNORECASE,
+)
+"""Maths fonts: Computer Modern's and AMS's, and the TX and PX fonts' and newtx's ("txex", "ntxmi"), which
+PDFium may read as bold (elstest-5p's integrals and sums headed a section)."""
 
 
 BOLD_FONT = re.compile(
