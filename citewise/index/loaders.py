@@ -493,9 +493,11 @@ def pdf_with_layout(path: Path) -> tuple[list[Document], Layout]:
 
 
 NOTE_MARKS = re.compile(
-    r"(?<=[\w).])[\u2217\u2020\u2021\u22c6\u00a7\u00b6]+(?:,[\u2217\u2020\u2021\u22c6]+)*(?=\s|$)"
+    r"(?<=[\w).])(?:[\u2217\u2020\u2021\u22c6\u00a7\u00b6]+(?:,[\u2217\u2020\u2021\u22c6]+)*|\?+(?:,\?+)+)(?=\s|$)"
 )
-"""Footnote marks a title carries on its words ("Package graphfig∗", "... (ver. 3.1.1)∗", "Title†,‡")."""
+"""Footnote marks a title carries on its words ("Package graphfig∗", "... (ver. 3.1.1)∗", "Title†,‡"), and
+marks whose glyphs map to no character, read "?" ("title?,??" in elsarticle's sample; a question's one "?"
+stays)."""
 
 
 def _pdf_documents(path: Path, layout: Layout) -> list[Document]:
