@@ -846,3 +846,16 @@ def test_a_display_of_big_operators_in_the_tx_fonts_is_no_heading() -> None:
         all(p.math for p in display.pieces)
         and not Piece(0, 0, 1, 1, "a", BODY, "NimbusRomNo9L-Medi", True).math
     )
+
+
+def test_a_display_read_by_ocr_with_its_number_at_its_end_is_an_equation() -> None:
+    # no maths font tells a scanned display; its number ends it, a bracket read after it: "(1)]"
+    from citewise.index.pdf.furniture import mark_notes_and_equations
+
+    lines = [
+        line("f(a)=Sousoe+/ g(t)ddt (1)]", 246, 630, 367, "OCR"),
+        line("The main contributions of the present paper are:", 60, 607, 561, "OCR"),
+        line("where we set x = 2 as in (3).", 60, 595, 300, "OCR"),
+    ]
+    mark_notes_and_equations(lines, BODY)
+    assert [x.kind for x in lines] == ["equation", "text", "text"]

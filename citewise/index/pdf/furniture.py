@@ -14,7 +14,7 @@ import statistics
 from collections import Counter
 
 from citewise.index.citations import is_reference_heading, opens_author_entry
-from citewise.index.pdf.lines import ENTRY_LABEL, EQUATION_NUMBER, FOOTNOTE_MARK, Line, same_column
+from citewise.index.pdf.lines import ENTRY_LABEL, EQUATION_NUMBER, FOOTNOTE_MARK, OCR_FONT, Line, same_column
 
 PAGE_CALLED = re.compile(r"page\s*(\d{1,4})", re.IGNORECASE)
 """A page number said with its word: "Page 3"."""
@@ -321,6 +321,11 @@ def _mark_stamps(lines: list[Line]) -> None:
                 line.kind = "furniture"
 
 
+OCR_EQUATION = re.compile(r"=.*\(\d{1,3}[a-z]?\)[\]|)]?$")
+"""A display read by OCR, its number at its end ("... (1)", a bracket read after it: "(1)]"); a sentence that
+cites an equation ends with a stop."""
+
+
 def mark_notes_and_equations(lines: list[Line], body: float) -> None:
     """Display equations and their numbers, then footnotes."""
     numbers = []
@@ -335,6 +340,8 @@ def mark_notes_and_equations(lines: list[Line], body: float) -> None:
             line.kind = "equation"
         elif line.size < 0.8 * body and len(line.text) <= 3:
             line.kind = "equation"  # a sub- or superscript of a display standing on its own
+        elif all(p.font == OCR_FONT for p in line.pieces) and OCR_EQUATION.search(line.text):
+            line.kind = "equation"  # read by OCR, no maths font tells it: "f(a)=Sousoe+/ g(t)ddt (1)]"
     # a numbered display set in text fonts: the lines beside its number, and centred lines stacked on them
     for number in numbers:
         for index, line in enumerate(lines):
