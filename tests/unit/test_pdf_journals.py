@@ -859,3 +859,22 @@ def test_a_display_read_by_ocr_with_its_number_at_its_end_is_an_equation() -> No
     ]
     mark_notes_and_equations(lines, BODY)
     assert [x.kind for x in lines] == ["equation", "text", "text"]
+
+
+def test_a_numbered_title_in_a_sans_serif_face_over_a_serif_body_is_a_heading() -> None:
+    # expex's "1.2. LaTex/Tex cooperation" and "1.2.1 Note to LaTex users" in NimbusSanL at the body's size
+    # and weight, one under the other over serif text; a numbered list item in the serif body stays text
+    def serif(text: str, bottom: float) -> Line:
+        return line(text, 72, bottom, 540, "NimbusRomNo9L-Regu", size=12.0)
+
+    lines = [
+        serif("6. Center alignment is now an option for glosses, which can be centered.", 700),
+        serif("7. ExPex example numbering is now compatible with the LaTex mechanism.", 686),
+        line("1.2. LaTex/Tex cooperation", 72, 660, 230, "NimbusSanL-Regu", size=12.0),
+        line("1.2.1 Note to LaTex users", 72, 640, 220, "NimbusSanL-Regu", size=12.0),
+        serif("ExPex is designed to be used by either Plain Tex or LaTex users, who will find", 620),
+        serif("that it works the same way in both of them, with a few exceptions noted here.", 606),
+        serif("Three macros are used in the examples in this documentation which are defined.", 592),
+    ]
+    mark_headings(lines, 12.0)
+    assert [x.kind for x in lines] == ["text", "text", "heading", "heading", "text", "text", "text"]

@@ -284,10 +284,13 @@ def mark_headings(lines: list[Line], body: float) -> None:
     capitals, Elsevier's italic subsections, AASTeX's capitals); or a heading word in capitals
     ("REFERENCES"). Levels follow the type: larger first, then capitals, bold, italic.
     """
-    running = _running_text(lines, body)
     # where the body's own face reads as bold (GFS Didot's weight), bold sets no line apart
     body_text = [line for line in lines if line.kind == "text" and abs(line.size - body) < 0.5]
     bold_body = sum(len(x.text) for x in body_text if x.bold) > 0.5 * sum(len(x.text) for x in body_text)
+    sans_body = sum(len(x.text) for x in body_text if _sans(x)) > 0.5 * sum(len(x.text) for x in body_text)
+    # lines a face set apart that the face's measures (size, weight, slant) do not tell: they part runs
+    apart = {id(line) for line in lines if _ocr_apart(line, body) or not sans_body and _sans_number(line)}
+    running = _running_text(lines, apart)
     candidates = [
         line
         for line in lines
@@ -302,6 +305,8 @@ def mark_headings(lines: list[Line], body: float) -> None:
             or _set_apart(line)
             or _heading_word(line, body)
             or _centred_number(line, body)
+            or not sans_body
+            and _sans_number(line)
         )
         # (a bold "Abstract" alone on its line may be set in the abstract's smaller type, a centred
         # "REFERENCES" in the list's: AASTeX)
@@ -493,6 +498,31 @@ def _spaced_headings(lines: list[Line], body: float) -> list[Line]:
     return found
 
 
+def _sans(line: Line) -> bool:
+    """Whether a line is set wholly in a sans-serif face (its maths aside)."""
+    faces = [p.font for p in line.pieces if p.text.strip() and not p.math]
+    return bool(faces) and all(SANS_FONT.search(font) for font in faces)
+
+
+SANS_FONT = re.compile(r"Sans|SanL|Helvetica|Arial|CMSS|LMSS|Verdana|Futura|GillSans|Myriad|Frutiger|Univers")
+"""A sans-serif face's name ("NimbusSanL-Regu", "LMSans10-Regular", "CMSS10")."""
+
+
+def _sans_number(line: Line) -> bool:
+    """A numbered title in a sans-serif face over a serif body, told from the text by its face alone.
+
+    expex's "1.2.1 Note to LaTex users" stands in the body's size and weight.
+    """
+    number = NUMBERED.match(line.text)
+    return (
+        number is not None
+        and line.text[number.end() :].lstrip()[:1].isupper()
+        and len(line.text.split()) <= 12
+        and not line.text.endswith((".", ",", ";", ":"))
+        and _sans(line)
+    )
+
+
 def _centred_number(line: Line, body: float) -> bool:
     """A short numbered line read by OCR centred in its column: AASTeX's italic "1.1. Contrastive learning".
 
@@ -554,17 +584,18 @@ def _numbered_over(line: Line, below: Line, body: float) -> bool:
     )
 
 
-def _running_text(lines: list[Line], body: float) -> set[int]:
+def _running_text(lines: list[Line], apart: set[int]) -> set[int]:
     """Lines (by id) that run on as text: three or more in a face, two filling their column, a sentence ended.
 
     A letter whose reference list, in smaller type, holds more characters than its body has the body's
     face "larger than the body"; a heading wrapped over three lines of a narrow column ends no sentence.
-    A centred number or a heading word alone on its line, read by OCR, parts runs: its face is the text's
-    as OCR reads it ("Abstract" between the authors and the abstract).
+    A line set `apart` (by id) parts runs: a centred number or a heading word alone read by OCR, whose face
+    is the text's as OCR reads it ("Abstract" between the authors and the abstract); a number's title in a
+    sans-serif face over a serif body.
     """
     found: set[int] = set()
     run: list[Line] = []
-    faces = {id(line): _face(line) for line in lines if line.kind == "text" and not _ocr_apart(line, body)}
+    faces = {id(line): _face(line) for line in lines if line.kind == "text" and id(line) not in apart}
     for line in [*lines, None]:
         if line is not None and run and id(line) in faces and faces[id(line)] == faces[id(run[-1])]:
             # on into the next column or page too, where a paragraph runs on
