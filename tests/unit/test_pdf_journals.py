@@ -878,3 +878,21 @@ def test_a_numbered_title_in_a_sans_serif_face_over_a_serif_body_is_a_heading() 
     ]
     mark_headings(lines, 12.0)
     assert [x.kind for x in lines] == ["text", "text", "heading", "heading", "text", "text", "text"]
+
+
+def test_a_quotation_s_source_in_small_capitals_flush_right_is_no_heading() -> None:
+    # epigraph's manual: "Letters on a Regicide Peace" in italic and "Edmund Burke" in small capitals, set
+    # flush right under the quotation; a small-capitals heading at the left edge still heads its section
+    lines = [
+        line("Example is the school of mankind, and they will learn at no other.", 300, 640, 507, "CMTI9",
+             size=9.0, edge=154, far_edge=507),
+        line("Letters on a Regicide Peace", 396, 628, 507, "CMTI9", size=9.0, edge=154, far_edge=507),
+        line("Edmund Burke", 440, 617, 507, "CMCSC10", size=9.0, edge=154, far_edge=507),
+        line("The commands described in this section apply to both the epigraph commands.", 154, 590, 507,
+             edge=154, far_edge=507),
+        line("Examples of use", 154, 560, 240, "CMCSC10", edge=154, far_edge=507),
+        line("The epigraph at the start of this section can be specified as shown here.", 154, 545, 507,
+             edge=154, far_edge=507),
+    ]  # fmt: skip
+    mark_headings(lines, BODY)
+    assert [x.kind for x in lines] == ["text", "text", "text", "text", "heading", "text"]

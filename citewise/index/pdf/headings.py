@@ -675,8 +675,17 @@ def _set_apart(line: Line) -> bool:
     if not re.search(r"[^\W\d_]{3}", line.text):  # initials and numbers ("P. M., 2020, 642"): no title
         return False
     small_caps = all(SMALL_CAPS_FONT.search(p.font) for p in line.pieces if not p.math and p.text.strip())
+    # a name flush right under a quotation is its source, not a heading (epigraph's "Edmund Burke")
+    flush_right = line.far_edge - line.right < line.size and line.left - line.edge > 0.5 * (
+        line.far_edge - line.edge
+    )
     if line.caps:  # a line wholly in a small-capitals face is set apart by it (text in capitals is not)
-        return small_caps or numbered or bool(CAPS_HEADING_WORD.match(re.sub(r"\s+", "", line.text)))
+        return (
+            small_caps
+            and not flush_right
+            or numbered
+            or bool(CAPS_HEADING_WORD.match(re.sub(r"\s+", "", line.text)))
+        )
     return line.italic and numbered
 
 
