@@ -50,8 +50,10 @@ from citewise.index.document import Document
 from citewise.index.loaders import load_path
 
 TRUTH = Path(__file__).parent / "data" / "manuals.json"
-CONTENTS = re.compile(r"(?:table of )?contents|list of (?:figures|tables)")
-"""A table of contents' heading (or a list of figures' or tables'), as compared."""
+CONTENTS = re.compile(
+    r"(?:table of )?contents|list of (?:figures|tables)|inhalt(?:sverzeichnis)?|table des matières|sommaire"
+)
+"""A table of contents' heading (or a list of figures' or tables'), as compared; German's and French's too."""
 SLACK = 12
 """Characters a paragraph may carry beyond its truth's first or last words: a list label, a footnote mark."""
 _NUMBER = re.compile(r"^\s*(?:(?:[A-Z]\.?)?\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,5}\.|[A-Za-z]\.)\s+")  # "B.2 "

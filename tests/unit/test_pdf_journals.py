@@ -896,3 +896,37 @@ def test_a_quotation_s_source_in_small_capitals_flush_right_is_no_heading() -> N
     ]  # fmt: skip
     mark_headings(lines, BODY)
     assert [x.kind for x in lines] == ["text", "text", "text", "text", "heading", "text"]
+
+
+def test_a_german_abstract_under_the_title_block_is_its_heading_and_text_not_author_lines() -> None:
+    # labbook's manual: title, author and date centred, then "Zusammenfassung" in 9 pt bold over the
+    # abstract in 9 pt, indented on both sides (so centred too): the author block ends at the heading word
+    def at(
+        text: str, left: float, bottom: float, right: float, size: float, font: str = "LMRoman9-Regular"
+    ) -> Line:
+        return line(text, left, bottom, right, font, size=size, edge=125, far_edge=468)
+
+    lines = [
+        at("labbook.cls, eine LATEX-Klasse zum Führen von", 134, 700, 459, 17.2, "LMRoman17-Regular"),
+        at("Frank Küster", 263, 660, 330, 12.0, "LMRoman12-Regular"),
+        at("2003-05-20", 270, 640, 324, 12.0, "LMRoman12-Regular"),
+        Line([Piece(255, 610, 339, 619, "Zusammenfassung", 9.0, "LMRoman9-Bold", True)], page=0, edge=125,
+             far_edge=468),
+        at("Diese Klasse soll es ermöglichen, Laborbücher mit chronologischen", 164, 596, 443, 9.0),
+        at("Aufzeichnungen über Experimente mit LATEX zu führen. Die neuen Sei-", 150, 585, 443, 9.0),
+        at("Dokumentation, wird daher sehr empfohlen.", 150, 574, 327, 9.0),
+        at("Die Führung von Laborbüchern ist teilweise gesetzlich geregelt, oft stellen In-", 125, 540, 468,
+           10.0, "LMRoman10-Regular"),
+    ]  # fmt: skip
+    mark_title(lines, BODY)
+    mark_headings(lines, BODY)
+    assert [x.kind for x in lines] == [
+        "title",
+        "furniture",
+        "furniture",
+        "heading",
+        "text",
+        "text",
+        "text",
+        "text",
+    ]

@@ -30,10 +30,12 @@ from citewise.index.pdf.starts import BULLET, ITEM_LABEL, label_form
 
 CAPS_HEADING_WORD = re.compile(
     r"(?:abstract|references|bibliography|acknowledge?ments?|appendix|introduction|conclusions?|summary"
-    r"|discussion|results|methods?)\.?$",
+    r"|discussion|results|methods?"
+    r"|zusammenfassung|einleitung|literatur(?:verzeichnis)?|danksagung|anhang"
+    r"|r[ée]sum[ée]|bibliographie|remerciements|annexe)\.?$",
     re.IGNORECASE,
 )
-"""Headings an unnumbered line in capitals may be."""
+"""Headings an unnumbered line in capitals may be (and their German and French words)."""
 
 
 NUMBERED_EQUATION = re.compile(r"=.*\(\d{1,3}[a-z]?\)$")
@@ -69,10 +71,12 @@ DATE = re.compile(rf"(?:\d{{1,2}}\s+{MONTH}|{MONTH}\s+\d{{1,2}},?)\s+\d{{4}}")
 
 
 HEADING_WORD = re.compile(
-    rf"(?:abstract|summary|contents|(?:\d{{1,2}}|[IVX]{{1,4}})\.?\s+(?!{MONTH}\s+\d{{4}})[A-Z])",
+    rf"(?:abstract|summary|contents|zusammenfassung|inhaltsverzeichnis|r[ée]sum[ée]|sommaire|resumen|riassunto"
+    rf"|(?:\d{{1,2}}|[IVX]{{1,4}})\.?\s+(?!{MONTH}\s+\d{{4}})[A-Z])",
     re.IGNORECASE,
 )
-"""A line a title never is: a heading word, or a numbered line not a date ("2 Methods", not "14 May 2003")."""
+"""A line a title never is: a heading word (English, German, French, Spanish, Italian), or a numbered line not
+a date ("2 Methods", not "14 May 2003")."""
 
 
 SUBSECTION = re.compile(r"\d{1,2}(?:\.\d{1,2})+\.?\s")
