@@ -930,3 +930,18 @@ def test_a_german_abstract_under_the_title_block_is_its_heading_and_text_not_aut
         "text",
         "text",
     ]
+
+
+def test_a_heading_broken_mid_word_over_two_lines_is_one_heading_whatever_its_lines_weights_read() -> None:
+    # labbook: "3.1 \experiment und \subexperiment: Einfache Verwen-" (its commands in typewriter, so its
+    # letters are not mostly bold) over "dung" in bold
+    first = Line(
+        [Piece(125, 600, 150, 612, "3.1", 12.0, "LMRoman12-Bold", True),
+         Piece(155, 600, 250, 612, "\\experiment und \\subexperiment:", 12.0, "LMMono12-Regular", False),
+         Piece(255, 600, 468, 612, "Einfache Verwen-", 12.0, "LMRoman12-Bold", True)],
+        page=0, kind="heading", level=2, edge=125, far_edge=468,
+    )  # fmt: skip
+    second = Line([Piece(156, 586, 184, 598, "dung", 12.0, "LMRoman12-Bold", True)], page=0, kind="heading",
+                  level=2, edge=125, far_edge=468)  # fmt: skip
+    (joined,) = join_wrapped_headings([first, second])
+    assert joined.text == "3.1 \\experiment und \\subexperiment: Einfache Verwendung"

@@ -732,10 +732,13 @@ def join_wrapped_headings(lines: list[Line]) -> list[Line]:
 def _wraps(last: Line, line: Line) -> bool:
     r"""Whether a heading's line goes on the one above: its type, right under it, 24 words at most together.
 
-    A line ending in a colon goes on in its type, a word in lower case aside ("... FORCED via \\").
+    A line ending in a colon goes on in its type, a word in lower case aside ("... FORCED via \\"); a word
+    broken at the line's end goes on in its size ("... \\subexperiment: Einfache Verwen-" over "dung": the
+    commands' typewriter made the first line's weight read other than the second's).
     """
+    broken = last.text.endswith("-") and line.text[:1].islower() and abs(line.size - last.size) < 0.5
     return (
-        (_face(line) == _face(last) or last.text.endswith(":") and _uncased(line) == _uncased(last))
+        (_face(line) == _face(last) or last.text.endswith(":") and _uncased(line) == _uncased(last) or broken)
         and 0 <= last.bottom - line.top < 0.6 * line.heading_size
         and len(last.text.split()) + len(line.text.split()) <= 24
     )
