@@ -945,3 +945,15 @@ def test_a_heading_broken_mid_word_over_two_lines_is_one_heading_whatever_its_li
                   level=2, edge=125, far_edge=468)  # fmt: skip
     (joined,) = join_wrapped_headings([first, second])
     assert joined.text == "3.1 \\experiment und \\subexperiment: Einfache Verwendung"
+
+
+def test_a_title_s_smaller_line_under_it_opening_with_a_joining_word_is_part_of_it() -> None:
+    # expex's title page: "ExPex" in 97 points over "for linguists" in 36, the same font; the author's name
+    # under them in that font stays out
+    lines = [
+        line("ExPex", 150, 600, 450, "NimbusRomNo9L-Regu", size=97.0, edge=72, far_edge=540),
+        line("for linguists", 200, 540, 400, "NimbusRomNo9L-Regu", size=35.9, edge=72, far_edge=540),
+        line("John Frampton", 250, 480, 350, "NimbusRomNo9L-Regu", size=15.9, edge=72, far_edge=540),
+    ]
+    mark_title(lines, BODY)
+    assert [x.kind for x in lines] == ["title", "title", "furniture"]

@@ -162,6 +162,11 @@ def mark_title(lines: list[Line], body: float) -> None:
     while n >= 0 and head[n].kind == "furniture" and _display_part(head[n], top):
         head[n].kind = "title"
         n -= 1
+    # and a line under it in its font that opens with such a word goes on with it ("ExPex" / "for linguists")
+    n = head.index(top) + 1
+    while n < len(head) and head[n].kind == "furniture" and _display_tail(head[n], top):
+        head[n].kind = "title"
+        n += 1
     # short lines under the title, centred or in italic, before the first heading or paragraph: authors,
     # affiliations (a short "and" between authors may be taken for a column's line: centred on the page)
     block = (min(x.edge for x in first), max(x.far_edge for x in first))
@@ -226,6 +231,20 @@ def _display_part(line: Line, top: Line) -> bool:
         last in JOINING_WORDS
         and fonts == {p.font for p in top.pieces if p.text.strip()}
         and line.size >= 0.45 * top.size
+    )
+
+
+def _display_tail(line: Line, top: Line) -> bool:
+    """Whether a line under a title's largest line goes on with it: same font, a third of its size at least.
+
+    It opens with a word no title's line ends in: "ExPex" in 97 points over "for linguists" in 36.
+    """
+    fonts = {p.font for p in line.pieces if p.text.strip()}
+    first = line.text.split()[0] if line.text.split() else ""
+    return (
+        first in JOINING_WORDS
+        and fonts == {p.font for p in top.pieces if p.text.strip()}
+        and line.size >= 0.33 * top.size
     )
 
 
