@@ -479,16 +479,19 @@ def _numbered_entries(blob: str) -> dict[str, BibEntry]:
     return _unlabelled_entries(bibliography)
 
 
-_INITIALS = r"(?:[A-Z]\.\s*-?\s*)+[A-Z][a-z][\w'\u2019-]*"
+_INITIALS = r"(?:[A-Z]{1,2}\.\s*-?\s*)+[A-Z][a-z][\w'\u2019-]*"
 _UNLABELLED_ENTRY = re.compile(
-    rf"(?<=[a-z0-9)\]]\.)\s+(?:\S{{1,3}}\s+)??"
-    rf"(?=(?:{_SURNAME}[a-z]\w*\s*,\s*(?:[A-Z]\.|[A-Z][a-z]+\s+[A-Z]{{1,2}}\b)|{_INITIALS}\s*(?:,|and\b|&|et\s+al))"
-    rf"[^\n]{{0,150}}?\b{_YEAR}\b|{_INITIALS}\.\s*\(?{_YEAR}\b)"
+    rf"(?:(?<=[a-z0-9)\]]\.)|(?<=\d{{4}}[a-z]:\d{{5}}\))|(?<=MR \d{{6}})|(?<=MR \d{{7}}))"
+    rf"\s+(?:\S{{1,3}}\s+)??"
+    rf"(?=(?:{_SURNAME}[a-z]\w*\s*,\s*(?:[A-Z]\.|[A-Z][a-z]+\s+[A-Z]{{1,2}}\b)|{_INITIALS}\s*(?:,|and\b|&|et\s+al)"
+    rf"|,\s+[A-Z][a-z])[^\n]{{0,200}}?\b{_YEAR}\b|{_INITIALS}\.\s*\(?{_YEAR}\b)"
 )
 """Where an entry whose label was lost goes on inside the entry before it: a finished sentence (not an
-initial's stop), what is left of its label (OCR's "Ss" for "[9]"), then an author list and a year ("Dixon,
-Mike J., et al. (2018)", "Kelly, J.L.", "R. S. Sutton and ... (2018)", "R. Agrawal. (1995)"; not a
-journal's "J. Chem. Phys." nor a publisher's "Springer, Berlin")."""
+initial's stop) or an AMS-style entry's review numbers ("MR 2802469 (2012h:53097)"), what is left of its
+label (OCR's "Ss" for "[9]"), then an author list and a year ("Dixon, Mike J., et al. (2018)", "Kelly,
+J.L.", "R. S. Sutton and ... (2018)", "R. Agrawal. (1995)", OCR's "PT. Chrusciel", or a repeated author's
+dash that OCR dropped: ", On the analyticity ... (1958)"; not a journal's "J. Chem. Phys." nor a
+publisher's "Springer, Berlin")."""
 
 RUN_ON = 3.0
 """Times the list's median entry a last entry's length is, at least, for its author lists to be entries."""

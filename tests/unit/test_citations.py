@@ -185,6 +185,24 @@ def test_entries_whose_labels_ocr_lost_are_split_off_by_their_author_lists_where
     assert list(skipped) == ["1", "4"]
 
 
+def test_lost_labels_of_an_ams_style_list_are_found_after_its_review_numbers_and_a_repeated_author() -> None:
+    # amsplain ends an entry with its MR number and review ("MR 2802469 (2012h:53097)") and sets a repeated
+    # author as a dash, which OCR drops (", On the analyticity ..."); OCR read "P.T." as "PT."
+    listed = [
+        "[2] PT. Chrusciel and E. Delay, Unique continuation, J. Geom. Phys. 61 (2011), 1249-1257. "
+        "MR 2802469 (2012h:53097)",
+        "C.W. Misner, K. Thorne, and J.A. Wheeler, Gravitation, Freeman, San Fransisco, 1973. MR 0418833",
+        "V. Moncrief, Spacetime symmetries and linearization stability, J. Math. Phys. 16 (1975), 493-498.",
+        ", On the analyticity of the solutions of analytic non-linear elliptic systems of partial "
+        "differential equations. I. Analyticity in the interior, Amer. J. Math. 80 (1958), 198-218. "
+        "MR 106336",
+        "[6] A. Friedman, On the regularity of the solutions of non-linear elliptic systems, J. Math. 7.",
+    ]
+    _, bibliography = split_references([Paragraph(" ".join(listed[:4]) + "\n" + listed[4], "References")])
+    assert list(bibliography) == ["2", "3", "4", "5", "6"]
+    assert bibliography["3"].text == listed[1] and bibliography["5"].text == listed[3]
+
+
 def test_a_last_entry_running_on_over_several_is_split_at_their_author_lists() -> None:
     entries = [
         f"[{n}] Author{'abcdefg'[n]}, A. ({2000 + n}). Title number {n}. Journal {n}, 1-10."
