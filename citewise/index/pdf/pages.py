@@ -335,15 +335,20 @@ def same_sized_ocr(pages: list[list[Line]], numbers: list[int]) -> None:
             (kept for kept in snapped.values() if abs(size - kept) <= SAME_OCR_SIZE * kept), size
         )
     for number in numbers:
-        for piece in (piece for line in pages[number] for piece in line.pieces):
-            piece.size = snapped.get(piece.size, piece.size)
+        _regroup(pages, number, snapped)
     body = weights.most_common(1)[0][0] if weights else 0.0
     _numbered_alike([line for number in numbers for line in pages[number]], snapped.get(body, body))
     for number in numbers:
-        pieces = [piece for line in pages[number] for piece in line.pieces]
-        for piece in pieces:
-            piece.top = piece.bottom + piece.size
-        pages[number] = group_lines(pieces, number)
+        _regroup(pages, number, {})
+
+
+def _regroup(pages: list[list[Line]], number: int, sizes: dict[float, float]) -> None:
+    """A page's lines grouped anew from their pieces, a piece's size taken from `sizes` where it is there."""
+    pieces = [piece for line in pages[number] for piece in line.pieces]
+    for piece in pieces:
+        piece.size = sizes.get(piece.size, piece.size)
+        piece.top = piece.bottom + piece.size
+    pages[number] = group_lines(pieces, number)
 
 
 def _numbered_alike(lines: list[Line], body: float) -> None:
