@@ -536,10 +536,9 @@ def _sans_number(line: Line) -> bool:
 
     expex's "1.2.1 Note to LaTex users" stands in the body's size and weight.
     """
-    number = NUMBERED.match(line.text)
+    title = _numbered_title(line)
     return (
-        number is not None
-        and line.text[number.end() :].lstrip()[:1].isupper()
+        title[:1].isupper()
         and len(line.text.split()) <= 12
         and not line.text.endswith((".", ",", ";", ":"))
         and _sans(line)
@@ -554,12 +553,11 @@ def _centred_number(line: Line, body: float) -> bool:
     ..." stands an em in from one edge only, and is no title: a number's title opens with a capital).
     """
     left, right = line.left - line.edge, line.far_edge - line.right
-    number = NUMBERED.match(line.text)
+    title = _numbered_title(line)
     return (
         _unweighed(line)
-        and number is not None
-        and line.text[number.end() :].lstrip()[:1].isupper()
-        and len(re.findall(r"\d+", line.text[number.end() :])) < 2  # "J. Algebraic Geom. 8 (1999), no. 3"
+        and title[:1].isupper()
+        and len(re.findall(r"\d+", title)) < 2  # "J. Algebraic Geom. 8 (1999), no. 3"
         and len(line.text.split()) <= 10
         and min(left, right) >= 0.5 * body
         and abs(left - right) <= 0.2 * max(left, right)
@@ -598,13 +596,7 @@ def _numbered_over(line: Line, below: Line, body: float) -> bool:
 
     IEEE's italic "A. Component Representation of ...": OCR reads no italic; prose has no number before it.
     """
-    number = NUMBERED.match(line.text)
-    return (
-        _unweighed(line)
-        and number is not None
-        and line.text[number.end() :].lstrip()[:1].isupper()
-        and below.left > line.left + 0.5 * body
-    )
+    return _unweighed(line) and _numbered_title(line)[:1].isupper() and below.left > line.left + 0.5 * body
 
 
 def _running_text(lines: list[Line], apart: set[int]) -> set[int]:
@@ -723,9 +715,15 @@ def _fills_column(line: Line) -> bool:
     A number's title opens with a capital: "E or Mode O, corresponding to ..." goes on with a sentence.
     """
     width = line.far_edge - line.edge
-    number = NUMBERED.match(line.text)
-    titled = number is not None and not line.text[number.end() :].lstrip()[:1].islower()
+    title = _numbered_title(line)
+    titled = bool(title) and not title[:1].islower()
     return width > 0 and line.right - line.left > 0.9 * width and not titled
+
+
+def _numbered_title(line: Line) -> str:
+    """What follows a line's opening number ("2.1 Options" -> "Options"); "" where no number opens it."""
+    number = NUMBERED.match(line.text)
+    return line.text[number.end() :].lstrip() if number else ""
 
 
 def join_wrapped_headings(lines: list[Line]) -> list[Line]:
