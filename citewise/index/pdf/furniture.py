@@ -14,7 +14,15 @@ import statistics
 from collections import Counter
 
 from citewise.index.citations import is_reference_heading, opens_author_entry
-from citewise.index.pdf.lines import ENTRY_LABEL, EQUATION_NUMBER, FOOTNOTE_MARK, OCR_FONT, Line, same_column
+from citewise.index.pdf.lines import (
+    ENTRY_LABEL,
+    EQUATION_NUMBER,
+    FOOTNOTE_MARK,
+    OCR_EQUATION,
+    OCR_FONT,
+    Line,
+    same_column,
+)
 
 PAGE_CALLED = re.compile(r"page\s*(\d{1,4})", re.IGNORECASE)
 """A page number said with its word: "Page 3"."""
@@ -319,11 +327,6 @@ def _mark_stamps(lines: list[Line]) -> None:
         if row and stamped and all(line.size <= 0.9 * size for line in row):
             for line in row:
                 line.kind = "furniture"
-
-
-OCR_EQUATION = re.compile(r"=.*\(\d{1,3}[a-z]?\)[\]|)]?$")
-"""A display read by OCR, its number at its end ("... (1)", a bracket read after it: "(1)]"); a sentence that
-cites an equation ends with a stop."""
 
 
 def mark_notes_and_equations(lines: list[Line], body: float) -> None:

@@ -15,6 +15,7 @@ from collections import Counter
 from citewise.index.pdf.lines import (
     MONO_FONT,
     NUMBERED,
+    NUMBERED_EQUATION,
     OCR_FONT,
     SMALL_CAPS_FONT,
     Line,
@@ -36,11 +37,6 @@ CAPS_HEADING_WORD = re.compile(
     re.IGNORECASE,
 )
 """Headings an unnumbered line in capitals may be (and their German and French words)."""
-
-
-NUMBERED_EQUATION = re.compile(r"=.*\(\d{1,3}[a-z]?\)$")
-"""A displayed equation read as text, its number at its end: "F(a) = ... (3)" (a scanned page's, by OCR,
-where no maths font tells it; its integral signs make it as tall as a heading)."""
 
 
 ADMONITION = re.compile(
@@ -223,15 +219,10 @@ def _runs_on(line: Line) -> bool:
 
 def _display_part(line: Line, top: Line) -> bool:
     """Whether a line over a title's largest line leads into it: same font, half its size at least."""
-    fonts = {p.font for p in line.pieces if p.text.strip()}
     last = line.text.split()[-1].lower() if line.text.split() else ""
     # it runs on into the title: it ends in a word no title ends in ("No to" / "CMYK"), where an author's
     # name or "Chapter 1" over a chapter's title stands alone
-    return (
-        last in JOINING_WORDS
-        and fonts == {p.font for p in top.pieces if p.text.strip()}
-        and line.size >= 0.45 * top.size
-    )
+    return last in JOINING_WORDS and _fonts(line) == _fonts(top) and line.size >= 0.45 * top.size
 
 
 def _display_tail(line: Line, top: Line) -> bool:
@@ -239,13 +230,13 @@ def _display_tail(line: Line, top: Line) -> bool:
 
     It opens with a word no title's line ends in: "ExPex" in 97 points over "for linguists" in 36.
     """
-    fonts = {p.font for p in line.pieces if p.text.strip()}
     first = line.text.split()[0] if line.text.split() else ""
-    return (
-        first in JOINING_WORDS
-        and fonts == {p.font for p in top.pieces if p.text.strip()}
-        and line.size >= 0.33 * top.size
-    )
+    return first in JOINING_WORDS and _fonts(line) == _fonts(top) and line.size >= 0.33 * top.size
+
+
+def _fonts(line: Line) -> set[str]:
+    """The fonts a line's text is set in."""
+    return {p.font for p in line.pieces if p.text.strip()}
 
 
 FLOAT_CAPTION = re.compile(
@@ -327,9 +318,7 @@ def mark_headings(lines: list[Line], body: float) -> None:
             or line.size >= 1.1 * body
             or _set_apart(line)
             or _heading_word(line, body)
-            or _centred_number(line, body)
-            or not sans_body
-            and _sans_number(line)
+            or id(line) in apart  # (its heading words are `_heading_word`'s too)
         )
         # (a bold "Abstract" alone on its line may be set in the abstract's smaller type, a centred
         # "REFERENCES" in the list's: AASTeX)

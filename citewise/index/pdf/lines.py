@@ -56,6 +56,14 @@ NUMBERED = re.compile(r"(?:(?:[A-Z]\.)?\d{1,2}(?:\.\d{1,2})*|[IVX]{1,4}|[A-Z])\.
 
 EQUATION_NUMBER = re.compile(r"^\(\d{1,3}[a-z]?\)$")
 
+_NUMBERED_DISPLAY = r"=.*\(\d{1,3}[a-z]?\)"
+NUMBERED_EQUATION = re.compile(rf"{_NUMBERED_DISPLAY}$")
+"""A displayed equation read as text, its number at its end: "F(a) = ... (3)" (a scanned page's, by OCR,
+where no maths font tells it; its integral signs make it as tall as a heading)."""
+OCR_EQUATION = re.compile(rf"{_NUMBERED_DISPLAY}[\]|)]?$")
+"""A display read by OCR, its number at its end ("... (1)", a bracket read after it: "(1)]"); a sentence that
+cites an equation ends with a stop."""
+
 FOOTNOTE_MARK = re.compile(r"(?:\d{1,2}\.?|[*\u2217\u2020\u2021\u00a7\u00b6]{1,3})\s*[^\W\d_]")
 """A footnote's opening mark: "1.", "2", "*", a dagger, before its first word; a symbol may be doubled or
 tripled ("**", "††": the second and third notes of a page in amsart's order), and TeX's asterisk is

@@ -337,9 +337,8 @@ def same_sized_ocr(pages: list[list[Line]], numbers: list[int]) -> None:
     for number in numbers:
         _regroup(pages, number, snapped)
     body = weights.most_common(1)[0][0] if weights else 0.0
-    _numbered_alike([line for number in numbers for line in pages[number]], snapped.get(body, body))
-    for number in numbers:
-        _regroup(pages, number, {})
+    for number in _numbered_alike([line for n in numbers for line in pages[n]], snapped.get(body, body)):
+        _regroup(pages, number, {})  # (only the pages whose headings took another type)
 
 
 def _regroup(pages: list[list[Line]], number: int, sizes: dict[float, float]) -> None:
@@ -351,13 +350,14 @@ def _regroup(pages: list[list[Line]], number: int, sizes: dict[float, float]) ->
     pages[number] = group_lines(pieces, number)
 
 
-def _numbered_alike(lines: list[Line], body: float) -> None:
+def _numbered_alike(lines: list[Line], body: float) -> set[int]:
     """Numbered headings of one depth read by OCR in one type: the type most of them were read in.
 
     Sizes are read to whole points and weights are guessed: llncs's "1 Introduction" read 13 points and
     "2 Methodology" 12, "3.7 Quantitative Analysis" 11 points and not bold among "3.x" in 10-point bold,
     each a level of its own. A heading (bold or larger than the body) within OCR_NUMBER_SIZE points of the
-    type most of its depth's headings were read in takes that type.
+    type most of its depth's headings were read in takes that type. Returns the pages of the headings
+    whose type changed (their pieces, in place: the pages' lines are to be grouped anew).
     """
     numbered = [
         (line, number.group(1).rstrip(".")) for line in lines if (number := OCR_NUMBER.match(line.text))
@@ -379,12 +379,17 @@ def _numbered_alike(lines: list[Line], body: float) -> None:
     depths: dict[int, list[Line]] = {}
     for line, n in headings:
         depths.setdefault(n.count(".") + 1, []).append(line)
+    changed: set[int] = set()
     for alike in depths.values():
         size, bold = Counter((line.size, line.bold) for line in alike).most_common(1)[0][0]
         for line in alike:
-            if abs(line.size - size) <= OCR_NUMBER_SIZE:
-                for piece in line.pieces:
+            if abs(line.size - size) > OCR_NUMBER_SIZE:
+                continue
+            for piece in line.pieces:
+                if (piece.size, piece.bold) != (size, bold):
                     piece.size, piece.bold = size, bold
+                    changed.add(line.page)
+    return changed
 
 
 def _beside(number: str, step: int) -> str:
