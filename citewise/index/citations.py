@@ -44,7 +44,10 @@ _LEAD_IN = r"(?:(?:e\.g\.|i\.e\.|see(?:\s+also)?|cf\.)\s*,?\s*)?"
 _CITE_PART = re.compile(rf"^{_LEAD_IN}{_AUTHORS},?\s+({_YEAR}(?:\s*,\s*{_YEAR})*)$")
 _BRACKETED = re.compile(r"[(\[]([^()\[\]]{4,300})[)\]]")
 _NARRATIVE = re.compile(rf"\b{_AUTHORS}\s+\(({_YEAR}(?:\s*[,;]\s*{_YEAR})*)\)")
+_LONE_SURNAME = re.compile(_SURNAME)
 _YEAR_IN_TEXT = re.compile(rf"\b({_YEAR})\b")
+_ENTRY_YEAR = re.compile(rf"(?<!\d[:/])\b({_YEAR})\b")
+"""An entry's year: not a standard's edition ("ABNT NBR 14724:2011", "ISO 9001:2015") before its own."""
 _NOT_SURNAMES = frozenset(
     "january february march april may june july august september october november december "
     "in on at by for from since until during table figure fig section eq equation chapter appendix "
@@ -53,7 +56,10 @@ _NOT_SURNAMES = frozenset(
 
 _REF_HEADING = re.compile(
     r"^(?:(?:\d+(?:\.\d+)*|[IVXLC]+|[A-Z])[.)]?\s+)?"
-    r"(?:references?(?:\s+cited)?|bibliography|works\s+cited|literature(?:\s+cited)?|reference\s+list)\s*:?$",
+    r"(?:references?(?:\s+cited)?|bibliography|works\s+cited|literature(?:\s+cited)?|reference\s+list"
+    r"|literatur(?:verzeichnis)?|bibliographie|r[ée]f[ée]rences(?:\s+bibliographiques)?|bibliograf[íi]a"
+    r"|refer[êe]ncias(?:\s+bibliogr[áa]ficas)?|referencias(?:\s+bibliogr[áa]ficas)?"
+    r"|riferimenti(?:\s+bibliografici)?)\s*:?$",
     re.IGNORECASE,
 )
 _NUMBERED_START = re.compile(r"(?<!\S)(?:\[(\d{1,3})\]|(\d{1,3})[.)])(?=\s)")
@@ -161,8 +167,9 @@ def author_year_key(surname: str, year: str) -> str:
 def split_references(paragraphs: Sequence[Paragraph]) -> tuple[list[Paragraph], dict[str, BibEntry]]:
     """Take the reference list off a document body and parse its entries.
 
-    The reference list is the last section headed References, Bibliography, Works Cited or Literature (any
-    case, optionally numbered, e.g. "7 References"); a paragraph whose whole text is such a heading also
+    The reference list is the last section headed References, Bibliography, Works Cited or Literature, or
+    their German, French, Portuguese, Spanish or Italian words (any case, optionally numbered, e.g. "7
+    References", "Referências"); a paragraph whose whole text is such a heading also
     starts one, running to the end of its section. Sections after it (appendices) stay in the body.
     Numbered entries ("[1] ...", "1. ...", "1) ...") are keyed by their number and may arrive as one blob
     of text, as PDFs give them; otherwise each paragraph or line that starts like "Surname, I." or
@@ -280,11 +287,16 @@ def _expand_numbers(body: str) -> tuple[str, ...]:
 def _bracketed_author_year(text: str) -> Iterable[Marker]:
     for match in _BRACKETED.finditer(text):
         keys: list[str] = []
+        first: str | None = None  # ABNT parts authors by semicolons: "(WILSON; MADSEN, 2010)" is Wilson's
         for part in match.group(1).split(";"):
             cited = _CITE_PART.match(part.strip())
             if cited and _plausible_surname(cited.group(1)):
                 years = re.split(r"\s*,\s*", cited.group(2))
-                keys.extend(author_year_key(cited.group(1), year) for year in years)
+                keys.extend(author_year_key(first or cited.group(1), year) for year in years)
+            if cited is None and _LONE_SURNAME.fullmatch(part.strip()) and _plausible_surname(part.strip()):
+                first = first or part.strip()
+            else:
+                first = None
         if keys:
             unique = tuple(dict.fromkeys(keys))
             yield Marker(match.start(), match.end(), match.group(0), "author_year", unique)
@@ -584,7 +596,7 @@ def _keyed(entries: list[str]) -> dict[str, BibEntry]:
 
 def _entry_key(entry: str) -> str:
     surname = _ENTRY_SURNAME.match(entry)
-    year = _YEAR_IN_TEXT.search(entry)
+    year = _ENTRY_YEAR.search(entry)
     if surname is None or not _fold(surname.group(1)):
         return ""
     return author_year_key(surname.group(1), year.group(1) if year else "")
@@ -622,5 +634,9 @@ class _Resolver:
         if not candidates:
             candidates = [k for k, _, text in self.folded if surname in self.first_author[k] and year in text]
         exact = [k for k in candidates if f"{year}{letter}" in self.bibliography[k].text] if letter else []
+        if letter and not exact and len(candidates) > 1:
+            # the list prints the year without its letter (ABNT's "ARAUJO, L. C. ... 2015."): "2015c" is the
+            # third of the author's entries of that year, in the list's order
+            exact = candidates[ord(letter) - ord("a") : ord(letter) - ord("a") + 1]
         chosen = exact or candidates
         return chosen[0] if chosen else None

@@ -414,3 +414,44 @@ def test_a_lone_bracketed_number_in_the_body_is_no_reference_list() -> None:
     paragraphs = [Paragraph("As shown in [1], the bound holds."), Paragraph("[1] is the usual form.")]
     body, bibliography = split_references(paragraphs)
     assert bibliography == {} and body == paragraphs
+
+
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "Referências",
+        "REFERÊNCIAS BIBLIOGRÁFICAS",
+        "Referencias",
+        "Bibliografía",
+        "Riferimenti bibliografici",
+        "Références",
+        "Literaturverzeichnis",
+        "Bibliographie",
+        "5 Bibliografia",
+    ],
+)
+def test_reference_headings_in_other_languages(heading: str) -> None:
+    assert is_reference_heading(heading)
+
+
+def test_an_abnt_list_keys_its_entries_by_their_own_year_and_its_citations_by_their_place() -> None:
+    # abntex2's sample article: surnames in capitals, a standard's edition before the entry's year, the
+    # author's 2015 entries printed without their letters, and co-authors parted by semicolons in citations
+    paragraphs = [
+        Paragraph(
+            "See the class manual (ARAUJO, 2015a), the package's (ARAUJO, 2015c) and memoir's "
+            "(WILSON; MADSEN, 2010).",
+            "1 Introdução",
+        ),
+        Paragraph(
+            "ARAUJO, L. C. A classe abntex2: compatível com as normas ABNT NBR 14724:2011. [S.l.], 2015.",
+            "Referências",
+        ),
+        Paragraph("ARAUJO, L. C. Como customizar o abnTeX2. 2015. Wiki do abnTeX2.", "Referências"),
+        Paragraph("ARAUJO, L. C. O pacote abntex2cite: ABNT NBR 10520:2002. [S.l.], 2015.", "Referências"),
+        Paragraph("WILSON, P.; MADSEN, L. The Memoir Class. Normandy Park, WA, 2010.", "Referências"),
+    ]
+    body, bibliography = split_references(paragraphs)
+    assert list(bibliography) == ["araujo2015", "araujo2015b", "araujo2015c", "wilson2010"]
+    [linked] = link_citations(body, bibliography)
+    assert linked.citations == ("araujo2015", "araujo2015c", "wilson2010")

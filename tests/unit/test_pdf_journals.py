@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from citewise.index.citations import split_references
 from citewise.index.document import Paragraph
 from citewise.index.loaders import _layout_paragraphs
@@ -898,9 +900,13 @@ def test_a_quotation_s_source_in_small_capitals_flush_right_is_no_heading() -> N
     assert [x.kind for x in lines] == ["text", "text", "text", "text", "heading", "text"]
 
 
-def test_a_german_abstract_under_the_title_block_is_its_heading_and_text_not_author_lines() -> None:
+@pytest.mark.parametrize("word", ["Zusammenfassung", "Resumo", "Sommario"])
+def test_an_abstract_in_another_language_under_the_title_block_is_its_heading_and_text_not_author_lines(
+    word: str,
+) -> None:
     # labbook's manual: title, author and date centred, then "Zusammenfassung" in 9 pt bold over the
     # abstract in 9 pt, indented on both sides (so centred too): the author block ends at the heading word
+    # (abntex2's Portuguese sample: "Resumo")
     def at(
         text: str, left: float, bottom: float, right: float, size: float, font: str = "LMRoman9-Regular"
     ) -> Line:
@@ -910,7 +916,7 @@ def test_a_german_abstract_under_the_title_block_is_its_heading_and_text_not_aut
         at("labbook.cls, eine LATEX-Klasse zum Führen von", 134, 700, 459, 17.2, "LMRoman17-Regular"),
         at("Frank Küster", 263, 660, 330, 12.0, "LMRoman12-Regular"),
         at("2003-05-20", 270, 640, 324, 12.0, "LMRoman12-Regular"),
-        Line([Piece(255, 610, 339, 619, "Zusammenfassung", 9.0, "LMRoman9-Bold", True)], page=0, edge=125,
+        Line([Piece(255, 610, 339, 619, word, 9.0, "LMRoman9-Bold", True)], page=0, edge=125,
              far_edge=468),
         at("Diese Klasse soll es ermöglichen, Laborbücher mit chronologischen", 164, 596, 443, 9.0),
         at("Aufzeichnungen über Experimente mit LATEX zu führen. Die neuen Sei-", 150, 585, 443, 9.0),

@@ -33,10 +33,14 @@ CAPS_HEADING_WORD = re.compile(
     r"(?:abstract|references|bibliography|acknowledge?ments?|appendix|introduction|conclusions?|summary"
     r"|discussion|results|methods?"
     r"|zusammenfassung|einleitung|literatur(?:verzeichnis)?|danksagung|anhang"
-    r"|r[ée]sum[ée]|bibliographie|remerciements|annexe)\.?$",
+    r"|r[ée]sum[ée]|bibliographie|r[ée]f[ée]rences|remerciements|annexe"
+    r"|resumo|resumen|riassunto|sommario|introdu(?:[çc][ãa]o|cci[óo]n|zione)"
+    r"|conclus(?:[ãa]o|[õo]es|i[óo]n|iones|ion[ei])|refer[êe]ncias|referencias|riferimenti(?: bibliografici)?"
+    r"|bibliograf[íi]a|agradecimentos|agradecimientos|ringraziamenti|ap[êé]ndices?|appendice|anexos?)\.?$",
     re.IGNORECASE,
 )
-"""Headings an unnumbered line in capitals may be (and their German and French words)."""
+"""Headings an unnumbered line in capitals may be (and their German, French, Portuguese, Spanish and Italian
+words)."""
 
 
 ADMONITION = re.compile(
@@ -67,12 +71,12 @@ DATE = re.compile(rf"(?:\d{{1,2}}\s+{MONTH}|{MONTH}\s+\d{{1,2}},?)\s+\d{{4}}")
 
 
 HEADING_WORD = re.compile(
-    rf"(?:abstract|summary|contents|zusammenfassung|inhaltsverzeichnis|r[ée]sum[ée]|sommaire|resumen|riassunto"
+    rf"(?:abstract|summary|contents|zusammenfassung|inhaltsverzeichnis|r[ée]sum[ée]|sommaire|resumo|resumen|riassunto|sommario"
     rf"|(?:\d{{1,2}}|[IVX]{{1,4}})\.?\s+(?!{MONTH}\s+\d{{4}})[A-Z])",
     re.IGNORECASE,
 )
-"""A line a title never is: a heading word (English, German, French, Spanish, Italian), or a numbered line not
-a date ("2 Methods", not "14 May 2003")."""
+"""A line a title never is: a heading word (English, German, French, Portuguese, Spanish, Italian), or a
+numbered line not a date ("2 Methods", not "14 May 2003")."""
 
 
 SUBSECTION = re.compile(r"\d{1,2}(?:\.\d{1,2})+\.?\s")
