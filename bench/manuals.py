@@ -13,7 +13,8 @@ written from the rendered pages without running the reader, and never looked at 
 changed).
 
 Per document, with text compared in lower case, letters and digits only:
-- title: the document's title is the truth's (similarity >= 0.9);
+- title: the document's title is the truth's (similarity >= 0.9; a truth with no title printed is left out
+  of the mean);
 - sections: share of the truth's headings among the headings the paragraphs are filed under (>= 0.9,
   a reference list's heading counted as found when the document's bibliography holds entries;
   numbering left out; a truth with no heading on its pages, a one-screen form, is left out of the mean);
@@ -125,7 +126,8 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, Any]:
     refs = truth.get("references", [])
     refs_found = sum(any(0 <= e.find(norm(r).replace(" ", "")) <= SLACK for e in entries) for r in refs)
     return {
-        "title": float(fuzz.ratio(norm(document.title), norm(truth["title"])) >= 90),
+        # (a document that prints no title, a bibliography sample opening on its first heading, is left out)
+        "title": float(fuzz.ratio(norm(document.title), norm(truth["title"])) >= 90) if truth["title"] else None,
         "sections": len(found) / len(truth["sections"]) if truth["sections"] else None,
         "paragraphs": recovered / len(truth["paragraphs"]),
         "in_section": filed / max(1, recovered),
