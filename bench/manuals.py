@@ -125,9 +125,10 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, Any]:
     entries = [norm(entry.text).replace(" ", "") for entry in document.bibliography.values()]
     refs = truth.get("references", [])
     refs_found = sum(any(0 <= e.find(norm(r).replace(" ", "")) <= SLACK for e in entries) for r in refs)
+    # (a document that prints no title, a bibliography sample opening on its first heading, is left out)
+    titled = float(fuzz.ratio(norm(document.title), norm(truth["title"])) >= 90) if truth["title"] else None
     return {
-        # (a document that prints no title, a bibliography sample opening on its first heading, is left out)
-        "title": float(fuzz.ratio(norm(document.title), norm(truth["title"])) >= 90) if truth["title"] else None,
+        "title": titled,
         "sections": len(found) / len(truth["sections"]) if truth["sections"] else None,
         "paragraphs": recovered / len(truth["paragraphs"]),
         "in_section": filed / max(1, recovered),
