@@ -26,6 +26,10 @@ Per document, with text compared in lower case, letters and digits only:
   (nor in their headings);
 - refs: share of the truth's reference entries that begin a bibliography entry (spaces aside).
 
+A document whose text layer maps its glyphs to no characters (metre's manual) is read by OCR, as ingest reads
+it where Tesseract is installed; Tesseract's page reads are kept in bench/.cache/ocr-tsv, so that only the
+first run pays for them.
+
 Run: python bench/manuals.py [--split tune|heldout|fresh] [--round 3] [--out FILE]
 (a run of part of the set saves to bench/results/manuals-<part>.json unless --out says otherwise)
 """
@@ -44,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from common import CACHE, RESULTS, machine, print_table
+from ocr import cache_tesseract
 from rapidfuzz import fuzz
 
 from citewise.index.citations import is_reference_heading
@@ -174,6 +179,9 @@ def main() -> None:
     if absent:
         packages = " ".join(sorted({t["package"] for t in absent}))
         sys.exit(f"not installed: {', '.join(t['file'] for t in absent)} (apt-get install {packages})")
+    # a document whose text layer maps its glyphs to no characters is read by OCR: Tesseract's page reads
+    # are kept, so that a run after the first times the reader, not Tesseract
+    ocr_counts = cache_tesseract(CACHE / "ocr-tsv")
     rows, per_document = [], []
     for truth in truths:
         path = unpacked(Path(truth["file"]))
@@ -201,6 +209,8 @@ def main() -> None:
     print_table(per_document, columns)
     print()
     print_table(rows, ["set", "documents", *FIGURES, "ms/page"])
+    if sum(ocr_counts.values()):
+        print(f"pages read by OCR: {ocr_counts['read']} by Tesseract, {ocr_counts['cached']} from its cache")
     if args.out is None:  # a part's run never overwrites the whole set's figures
         part = "-".join(x for x in (args.split, f"round{args.round}" if args.round else None) if x)
         args.out = RESULTS / (f"manuals-{part}.json" if part else "manuals.json")

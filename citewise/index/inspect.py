@@ -201,6 +201,12 @@ def _add_layout(reading: Reading, layout: Any) -> None:
         reading.warnings.append(
             f"pages with no text (scanned, and not read by OCR?): {pages}; their words are not in the index"
         )
+    if layout.garbled_pages:
+        pages = ", ".join(str(n + 1) for n in layout.garbled_pages[:10])
+        reading.warnings.append(
+            f"pages whose text layer maps its glyphs to no characters: {pages}; read by OCR where Tesseract"
+            " is installed, else left without text"
+        )
     if reading.ocr_pages:
         pages = ", ".join(str(n) for n in reading.ocr_pages[:10])
         reading.warnings.append(

@@ -503,10 +503,13 @@ stays)."""
 def _pdf_documents(path: Path, layout: Layout) -> list[Document]:
     lines = list(iter_text(layout.lines))
     if not lines:
-        if layout.image_pages:
+        if layout.image_pages or layout.garbled_pages:
             from citewise.index.ocr import INSTALL_HINT, available
 
             why = INSTALL_HINT if not available() else "OCR found no words on them"
+            if layout.garbled_pages:
+                garbled = "its text layer maps its glyphs to no characters (bitmap fonts, no character map)"
+                raise LoadError(f"{garbled}; {why}")
             raise LoadError(f"no text layer: its pages are images (a scan?); {why}")
         raise LoadError("no extractable text (scanned PDF?)")
     indent = 0.6 * layout.body_size

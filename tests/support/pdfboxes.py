@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -67,4 +68,40 @@ def turned(source: Path, target: Path, turn: int) -> Path:
         page.set_rotation(turn)
     document.save(target)
     document.close()
+    return target
+
+
+def garbled(source: Path, target: Path, lines: int = 40) -> Path:
+    """`source` (a scan) under an invisible text layer whose glyphs map to no characters.
+
+    As Type 3 bitmap fonts with no character map give it (metre's manual, Ghostscript 6): each glyph's code
+    read as it is, control characters and stray ASCII. The codes are drawn at random (seeded), in Helvetica
+    with text render mode 3 (invisible), so the page shows the scan and its text layer says nothing.
+    """
+    from pypdf import PdfWriter
+    from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, NameObject
+
+    writer = PdfWriter(clone_from=str(source))
+    page = writer.pages[0]
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+        }
+    )
+    page["/Resources"][NameObject("/Font")] = DictionaryObject({NameObject("/FG"): writer._add_object(font)})
+    rng = random.Random(7)
+    codes = [*range(1, 32), *range(33, 127)]
+    shown = []
+    for n in range(lines):
+        text = bytes(rng.choice(codes) for _ in range(60))
+        text = text.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)")
+        shown.append(b"1 0 0 1 72 %d Tm (%s) Tj" % (740 - 16 * n, text))
+    layer = DecodedStreamObject()
+    layer.set_data(b"BT /FG 10 Tf 3 Tr " + b" ".join(shown) + b" ET")
+    contents = page["/Contents"]
+    parts = list(contents) if isinstance(contents, ArrayObject) else [page.raw_get("/Contents")]
+    page[NameObject("/Contents")] = ArrayObject([*parts, writer._add_object(layer)])
+    writer.write(str(target))
     return target

@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 import pytest
-from support.pdfboxes import turned
+from support.pdfboxes import garbled, turned
 
 from citewise.index import pdf
 from citewise.index.loaders import LoadError, load_path
@@ -487,6 +487,43 @@ def test_without_an_ocr_engine_a_scan_is_refused_with_what_to_install(
     monkeypatch.setattr(ocr, "available", lambda: False)
     with pytest.raises(LoadError, match="apt-get install tesseract-ocr"):
         load_path(SCANS / "spectrum-scan.pdf")
+
+
+@pytest.mark.skipif(not ocr_available(), reason="Tesseract is not installed (apt-get install tesseract-ocr)")
+def test_a_page_whose_text_layer_maps_its_glyphs_to_no_characters_is_read_by_ocr(tmp_path: Path) -> None:
+    # metre's manual (Type 3 bitmap fonts with no character map): its words read as control characters and
+    # stray ASCII; here the scan under such a layer is read as the scan alone is
+    (scan,) = load_path(SCANS / "spectrum-scan.pdf")
+    (document,) = load_path(garbled(SCANS / "spectrum-scan.pdf", tmp_path / "garbled.pdf"))
+    assert document.metadata == {"pages": 1, "ocr_pages": [1]}
+    assert [p.text for p in document.paragraphs] == [p.text for p in scan.paragraphs]
+
+
+def test_without_an_ocr_engine_a_garbled_text_layer_is_refused_saying_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from citewise.index import ocr
+
+    monkeypatch.setattr(ocr, "available", lambda: False)
+    path = garbled(SCANS / "spectrum-scan.pdf", tmp_path / "garbled.pdf")
+    with pytest.raises(LoadError, match="maps its glyphs to no characters.*apt-get install tesseract-ocr"):
+        load_path(path)
+
+
+def test_only_a_document_garbled_throughout_has_its_garbled_pages_read_anew() -> None:
+    from citewise.index.pdf.pages import garbled_pages
+
+    def page(text: str, number: int) -> list[Line]:
+        return [
+            Line([Piece(72, 700 - 14 * n, 540, 710 - 14 * n, text, 10.0, "CMR10", False)], page=number)
+            for n in range(3)
+        ]
+
+    noise = "N\x0fOQPSR4\x02TVUJ\x1cPSR^TWK\x05XZY\x03b+c4\x14dfeZg3\x07hHikj"  # 0.2 control characters
+    prose = "The package provides classicists with some of the tools that are needed."
+    # a font's documentation: a page of glyph variants among pages of prose
+    assert garbled_pages([page(prose, 0), page(noise, 1), page(prose, 2)]) == []
+    assert garbled_pages([page(noise, 0), page(noise, 1), page(prose, 2)]) == [0, 1]
 
 
 def test_margin_stamps_are_furniture_and_a_reference_with_a_url_is_not() -> None:

@@ -963,3 +963,22 @@ def test_a_title_s_smaller_line_under_it_opening_with_a_joining_word_is_part_of_
     ]
     mark_title(lines, BODY)
     assert [x.kind for x in lines] == ["title", "title", "furniture"]
+
+
+def test_lines_numbered_one_under_another_in_larger_type_are_a_list_not_headings() -> None:
+    # biblatex-chicago's legal sample: a numbered list in 12 pt over footnotes in 10 pt that hold more text
+    # (so they are the body); each item was a heading, and the items were joined into one
+    def item(text: str, bottom: float, right: float, left: float = 88) -> Line:
+        return line(text, left, bottom, right, "GentiumPlus", size=12.0, edge=72, far_edge=526)
+
+    lines = [
+        line("Long note forms", 72, 773, 173, "GentiumPlus-Bold", size=14.3, edge=72, far_edge=526),
+        item("1. Federal case, with a Supreme Court case in running text", 751, 526),
+        item("2. Database case", 735, 169),
+        item("3. Lower federal-court case (with Supreme Court action)", 720, 364),
+        item("4. State case with 2 reporters", 704, 232),
+        line("Short note forms", 73, 670, 178, "GentiumPlus-Bold", size=14.3, edge=72, far_edge=526),
+        item("1. Introduction", 640, 170),
+    ]
+    mark_headings(lines, BODY)
+    assert [x.kind for x in lines] == ["heading", "text", "text", "text", "text", "heading", "heading"]

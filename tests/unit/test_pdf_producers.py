@@ -1703,6 +1703,41 @@ def test_the_body_is_the_face_with_the_most_letters_not_an_index_s_page_numbers(
     assert body_face([[*prose, *code * 10]]) == (9.0, "CMTT9")  # a listing: its code is its body
 
 
+def test_a_listing_s_numbered_lines_are_never_the_body_whatever_their_share() -> None:
+    # ftnxtra's documentation: one paragraph of 10 pt prose over three pages of a numbered 9 pt listing; read
+    # as the body, the listing made the paragraph "larger than the body", a heading
+    prose = [
+        line(
+            "This package fixes the issue of footnote inside \\caption{}, tabular",
+            154,
+            523,
+            size=10.0,
+            font="CMR10",
+        )
+    ]
+    numbered = [
+        Line(
+            [
+                Piece(158, 428 - 11 * n, 166, 435 - 11 * n, f"{n + 1} ", 7.0, "CMR7", False),
+                Piece(
+                    168,
+                    428 - 11 * n,
+                    380,
+                    437 - 11 * n,
+                    "\\expandafter\\FN@sf@@footnote{#1}%",
+                    9.0,
+                    "CMTT9",
+                    False,
+                ),
+            ],
+            page=0,
+        )
+        for n in range(30)
+    ]
+    assert all(x.code for x in numbered)
+    assert body_face([[*prose, *numbered]]) == (10.0, "CMR10")
+
+
 def test_a_page_s_foot_that_opens_as_the_other_feet_do_is_one_whatever_it_ends_with() -> None:
     # ftc-notebook: "Notebook. Page 3." on some pages, "Notebook. August 19-25, Task 1, Page 5." on others,
     # and one page's "Notebook. August, Page 4.": a shape of its own, seen once

@@ -45,12 +45,13 @@ from citewise.index.pdf.order import join_split_tables, mark_tags, reading_order
 from citewise.index.pdf.pages import (
     WordGaps,
     caption_at_foot,
+    garbled_pages,
     has_image,
     ocr_lines,
     page_lines,
     same_sized_ocr,
 )
-from citewise.index.pdf.starts import mark_starts
+from citewise.index.pdf.starts import LISTING_LINE, mark_starts
 from citewise.index.tables import CarriedCaption
 
 __all__ = ["Layout", "Line", "PdfReadError", "iter_text", "read_layout"]
@@ -74,6 +75,9 @@ class Layout:
     """Pages (0-based) read by OCR: they had an image and no text layer."""
     image_pages: list[int] = field(default_factory=list)
     """Pages (0-based) with an image and no text layer that were not read (no OCR engine, or it failed)."""
+    garbled_pages: list[int] = field(default_factory=list)
+    """Pages (0-based) whose text layer maps its glyphs to no characters (`pages.garbled_pages`): read by OCR
+    (then in `ocr_pages` too) or, with no OCR engine, left without text."""
 
 
 def read_layout(path: Path, data: bytes, on_page: Callable[[int, int], None] | None = None) -> Layout:
@@ -115,6 +119,16 @@ def read_layout(path: Path, data: bytes, on_page: Callable[[int, int], None] | N
                 carried = None
             if on_page is not None:
                 on_page(number + 1, len(pdf))
+        garbled = garbled_pages(pages)
+        for number in garbled:
+            # its words are not the page's: read by OCR, or no text rather than noise in the index
+            pages[number] = ocr_lines(pdf, number, path)
+            if pages[number]:
+                ocr_pages.append(number)
+            done = "read by OCR" if pages[number] else "left without text"
+            logger.warning(
+                "%s: page %d's text layer maps its glyphs to no characters: %s", path, number + 1, done
+            )
         count = len(pdf)
     finally:
         pdf.close()
@@ -132,7 +146,7 @@ def read_layout(path: Path, data: bytes, on_page: Callable[[int, int], None] | N
     mark_starts(ordered, body, face)
     ordered = split_run_in_headings(ordered)
     mark_index(ordered)
-    return Layout(ordered, count, title, body, ocr_pages, image_pages)
+    return Layout(ordered, count, title, body, sorted(ocr_pages), image_pages, garbled)
 
 
 def body_face(pages: list[list[Line]]) -> tuple[float, str]:
@@ -148,7 +162,11 @@ def body_face(pages: list[list[Line]]) -> tuple[float, str]:
     """
     characters: Counter[tuple[float, str]] = Counter()
     letters: Counter[tuple[float, str]] = Counter()
-    for piece in (piece for page in pages for line in page for piece in line.pieces):
+    # (nor a listing's numbered lines, whatever their share: ftnxtra's documentation is three pages of them
+    # in 9 pt typewriter under one paragraph of 10 pt prose, which read as a heading)
+    listing = {id(line) for page in pages for line in page if line.code and LISTING_LINE.match(line.text)}
+    lines = (line for page in pages for line in page if id(line) not in listing)
+    for piece in (piece for line in lines for piece in line.pieces):
         characters[piece.size, piece.font] += len(piece.text)
         letters[piece.size, piece.font] += sum(c.isalpha() for c in piece.text)
     prose = Counter({key: n for key, n in letters.items() if not MONO_FONT.search(key[1])})

@@ -308,7 +308,7 @@ def mark_headings(lines: list[Line], body: float) -> None:
     sans_body = sum(len(x.text) for x in body_text if _sans(x)) > 0.5 * sum(len(x.text) for x in body_text)
     # lines a face set apart that the face's measures (size, weight, slant) do not tell: they part runs
     apart = {id(line) for line in lines if _ocr_apart(line, body) or not sans_body and _sans_number(line)}
-    running = _running_text(lines, apart)
+    running = _running_text(lines, apart) | _numbered_list(lines, body)
     candidates = [
         line
         for line in lines
@@ -590,6 +590,48 @@ def _numbered_over(line: Line, below: Line, body: float) -> bool:
     IEEE's italic "A. Component Representation of ...": OCR reads no italic; prose has no number before it.
     """
     return _unweighed(line) and _numbered_title(line)[:1].isupper() and below.left > line.left + 0.5 * body
+
+
+def _numbered_list(lines: list[Line], body: float) -> set[int]:
+    """Lines (by id) of a numbered list: LISTED lines or more in a column opening with consecutive numbers.
+
+    "1. Federal case ...", "2. Database case", "3. Lower federal-court case" one under another at one edge
+    (an item's wrapped lines hanging between): a list, whatever its type. Headings are never numbered one
+    line after another; biblatex-chicago's legal sample sets its list larger than its footnotes, which
+    hold more text and so are the body, and each item was a heading.
+    """
+    found: set[int] = set()
+    run: list[tuple[Line, int]] = []
+    last: Line | None = None
+    for line in [x for x in lines if x.kind == "text"]:
+        numbered = LIST_NUMBER.match(line.text)
+        if run and last is not None and _item_below(last, line):
+            if numbered and abs(run[-1][0].left - line.left) <= 0.6 * body:
+                if int(numbered.group(1)) == run[-1][1] + 1:
+                    run.append((line, int(numbered.group(1))))
+                    last = line
+                    continue
+            elif not numbered and line.left >= run[-1][0].left + 0.3 * body:
+                last = line  # an item's wrapped line, hanging under its text
+                continue
+        if len(run) >= LISTED:
+            found.update(id(x) for x, _ in run)
+        run = [(line, int(numbered.group(1)))] if numbered else []
+        last = line if run else None
+    if len(run) >= LISTED:
+        found.update(id(x) for x, _ in run)
+    return found
+
+
+def _item_below(above: Line, line: Line) -> bool:
+    """Whether `line` stands under `above` in its column, a line or so apart."""
+    return same_column(above, line) and 0 < above.bottom - line.bottom <= 2 * max(line.size, above.size)
+
+
+LIST_NUMBER = re.compile(r"(\d{1,3})[.)]\s+\S")
+"""A list item's number: "1. ", "12) " (not a section's "1.1 ")."""
+LISTED = 3
+"""Consecutive numbers, one line under another, that make a list, not headings."""
 
 
 def _running_text(lines: list[Line], apart: set[int]) -> set[int]:

@@ -14,6 +14,7 @@ import math
 import re
 import statistics
 import sys
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,8 +80,37 @@ def has_image(pdf: object, number: int) -> bool:
     return any(True for _ in pdf[number].get_objects(filter=[raw.FPDF_PAGEOBJ_IMAGE]))  # type: ignore[index]
 
 
+GARBLED = 0.1
+"""Share of a page's characters that are control characters from which its text layer maps its glyphs to
+no characters. metre's manual (Type 3 bitmap fonts with no character map, Ghostscript 6) reads 0.15-0.20 on
+every page, since its glyphs' codes read as they are; text elsewhere 0-0.03 a page, a font's table of glyph
+variants up to 0.26 on a page but 0.06 over its document's pages (`garbled_pages`)."""
+GARBLED_MEASURE = 50
+"""Characters a page needs to be measured."""
+
+
+def garbled_pages(pages: list[list[Line]]) -> list[int]:
+    """The pages (0-based) whose text layer maps its glyphs to no characters, which only OCR can read.
+
+    Their words are control characters and stray ASCII ("N OQPSR4TVUJPSR^TWKXZY"). Pages at GARBLED or over,
+    in a document whose median page is: a document is garbled throughout, where a page of glyph tables (a
+    font's documentation) stands among pages of text.
+    """
+    shares = {}
+    for number, lines in enumerate(pages):
+        text = "".join(line.text for line in lines).replace(" ", "")
+        if len(text) >= GARBLED_MEASURE:
+            shares[number] = sum(unicodedata.category(c) == "Cc" for c in text) / len(text)
+    if not shares or statistics.median(shares.values()) < GARBLED:
+        return []
+    return [number for number, share in shares.items() if share >= GARBLED]
+
+
 def ocr_lines(pdf: object, number: int, path: Path) -> list[Line]:
-    """A page with no text layer read by OCR (`citewise.index.ocr`); no lines without an OCR engine."""
+    """A page with no text layer, or a garbled one, read by OCR (`citewise.index.ocr`).
+
+    No lines without an OCR engine.
+    """
     from citewise.index import ocr
 
     if not ocr.available():
