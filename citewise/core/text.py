@@ -91,6 +91,23 @@ def overlap(claim: str, source: str) -> float:
     return len(claim_words & set(content_words(source))) / len(claim_words)
 
 
+_FIGURE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+
+
+def figures(text: str) -> set[str]:
+    """The numbers a text states in digits, thousands' commas left out ("18,737 s" -> {"18737"}; "5.8")."""
+    found = set()
+    for match in _FIGURE.finditer(text):
+        number = match.group(0).rstrip(".,")
+        found.add(re.sub(r",(?=\d{3}\b)", "", number))
+    return found
+
+
+def states_figures_of(claim: str, source: str) -> bool:
+    """Whether every number the claim states in digits stands in the source as it is ("5" is not "5.8")."""
+    return figures(claim) <= figures(source)
+
+
 def ordered_unique(items: Iterable[str]) -> list[str]:
     """Items without repeats, first occurrence kept."""
     return list(dict.fromkeys(items))

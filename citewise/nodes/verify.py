@@ -38,7 +38,7 @@ from citewise.core.indexes import in_thread, open_index
 from citewise.core.judge import UNRELIABLE
 from citewise.core.judge import ask as judge_ask
 from citewise.core.report import LABEL, is_own_text
-from citewise.core.text import content_words, overlap, sentences
+from citewise.core.text import content_words, overlap, sentences, states_figures_of
 from citewise.core.writing import extractive_answer, local_follow_up, no_answer
 from citewise.index.citations import soften_source_markers, without_trailing_source_markers
 from citewise.models import degradation
@@ -585,8 +585,12 @@ async def _llm_support(
             if not 1 <= item.sentence <= len(batch):
                 continue
             i = batch[item.sentence - 1]
-            if item.supported:
-                support[i] = [s.strip() for s in item.sources if s.strip() in lines]
+            # (a line supports a number only as it stands there: Qwen2.5-1.5B wrote "CASA 5" from "the CASA
+            # software version 5.8" and judged it supported)
+            listed = [s.strip() for s in item.sources if s.strip() in lines]
+            stated = [s for s in listed if states_figures_of(LABEL.sub("", parts[i]), lines[s][1])]
+            if item.supported and (stated or not listed):
+                support[i] = stated
             else:
                 support.rejected.add(i)
     return support, failures[0] if failures else ""

@@ -612,3 +612,19 @@ def test_a_plural_pronoun_after_one_named_thing_means_a_group_the_question_befor
     assert conversation("What is the radius of GJ 486b?", "And its mass?")[1] == (
         "And GJ 486b's mass?"  # one thing's pronoun still takes its name
     )
+
+
+@pytest.mark.parametrize(
+    ("claim", "source", "stated"),
+    [
+        ("The data were imaged with CASA 5.", "with the tclean task of the CASA software version 5.8", False),
+        ("Searches took 18737 s [E1].", "Its multi-step searches took 18,737 sec in all.", True),
+        ("It orbits in 1.5 days.", "an orbital period of 1.5 days", True),
+        ("Three transits were observed.", "We observed three separate transit events.", True),
+        ("The period is 1.4 days.", "an orbital period of 1.5 days", False),
+    ],
+)
+def test_a_claim_states_a_number_only_as_its_source_does(claim: str, source: str, stated: bool) -> None:
+    from citewise.core.text import states_figures_of
+
+    assert states_figures_of(claim.replace("[E1]", ""), source) is stated

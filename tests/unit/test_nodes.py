@@ -646,6 +646,24 @@ async def test_under_lean_a_judge_that_gets_the_control_right_may_verify_a_parap
         assert CONTROL not in result["answer"]
 
 
+@pytest.mark.parametrize("profile", ["lean", "full"])
+async def test_a_judge_s_support_holds_a_number_only_as_its_line_states_it(
+    index_dir: str, install: Callable, profile: str
+) -> None:
+    # Qwen2.5-1.5B wrote "CASA 5" from "the CASA software version 5.8" and judged it supported: a value its
+    # line does not state is withheld, whatever the judge says; the same value as the line states stands
+    def supports_both(request: Request) -> dict[str, Any]:
+        return {"sentences": [{"sentence": n, "sources": ["E2.1"], "supported": True} for n in (1, 2)]}
+
+    context = Context(index_dir=index_dir, model=MODEL, profile=profile)
+    install(context, judge=ScriptedChatModel(responder=supports_both))
+    draft = "Memory cells remain for 4 years [E2]. B cells produce antibodies [43] [E2]."
+    result = await llms.metered(verify)(verify_state(draft), run(context))
+
+    assert result["unsupported"] == ["Memory cells remain for 4 years."]
+    assert result["answer"].startswith("B cells produce antibodies")
+
+
 def test_a_small_judge_verifies_against_the_lines_the_writer_was_shown() -> None:
     from citewise.nodes.verify import seen_lines
 

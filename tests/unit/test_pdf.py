@@ -519,11 +519,17 @@ def test_only_a_document_garbled_throughout_has_its_garbled_pages_read_anew() ->
             for n in range(3)
         ]
 
-    noise = "N\x0fOQPSR4\x02TVUJ\x1cPSR^TWK\x05XZY\x03b+c4\x14dfeZg3\x07hHikj"  # 0.2 control characters
+    # a fifth control characters, of ten kinds
+    noise = "N\x0fOQPSR4\x02TVUJ\x1cPSR^TWK\x05XZY\x03b+c4\x14dfeZg3\x07hH\x10ik\x11j\x12"
     prose = "The package provides classicists with some of the tools that are needed."
     # a font's documentation: a page of glyph variants among pages of prose
     assert garbled_pages([page(prose, 0), page(noise, 1), page(prose, 2)]) == []
     assert garbled_pages([page(noise, 0), page(noise, 1), page(prose, 2)]) == [0, 1]
+    # a list whose bullet maps to one control character (commonunicode: U+0088), a tenth of its characters
+    listed = (
+        "\x88 U+00A9: \u00a9 \x88 U+00B1: \u00b1 \x88 U+00B5: \u00b5 \x88 U+00D7: \u00d7 \x88 U+0131: \u0131"
+    )
+    assert garbled_pages([page(listed, 0), page(listed, 1)]) == []
 
 
 def test_margin_stamps_are_furniture_and_a_reference_with_a_url_is_not() -> None:

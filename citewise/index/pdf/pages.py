@@ -85,6 +85,10 @@ GARBLED = 0.1
 no characters. metre's manual (Type 3 bitmap fonts with no character map, Ghostscript 6) reads 0.15-0.20 on
 every page, since its glyphs' codes read as they are; text elsewhere 0-0.03 a page, a font's table of glyph
 variants up to 0.26 on a page but 0.06 over its document's pages (`garbled_pages`)."""
+GARBLED_KINDS = 8
+"""Distinct control characters a garbled page holds at least: its glyphs' codes spread over them (metre 26-53
+a page, Ghostscript 5-6 output 14-53), where a list whose bullet maps to one (commonunicode's U+0088 before
+every line, 0.10 of its characters) holds one or two."""
 GARBLED_MEASURE = 50
 """Characters a page needs to be measured."""
 
@@ -92,15 +96,16 @@ GARBLED_MEASURE = 50
 def garbled_pages(pages: list[list[Line]]) -> list[int]:
     """The pages (0-based) whose text layer maps its glyphs to no characters, which only OCR can read.
 
-    Their words are control characters and stray ASCII ("N OQPSR4TVUJPSR^TWKXZY"). Pages at GARBLED or over,
-    in a document whose median page is: a document is garbled throughout, where a page of glyph tables (a
-    font's documentation) stands among pages of text.
+    Their words are control characters of many kinds and stray ASCII ("N OQPSR4TVUJPSR^TWKXZY"). Pages at
+    GARBLED or over (of GARBLED_KINDS kinds at least), in a document whose median page is: a document is
+    garbled throughout, where a page of glyph tables (a font's documentation) stands among pages of text.
     """
     shares = {}
     for number, lines in enumerate(pages):
         text = "".join(line.text for line in lines).replace(" ", "")
         if len(text) >= GARBLED_MEASURE:
-            shares[number] = sum(unicodedata.category(c) == "Cc" for c in text) / len(text)
+            controls = [c for c in text if unicodedata.category(c) == "Cc"]
+            shares[number] = len(controls) / len(text) if len(set(controls)) >= GARBLED_KINDS else 0.0
     if not shares or statistics.median(shares.values()) < GARBLED:
         return []
     return [number for number, share in shares.items() if share >= GARBLED]
