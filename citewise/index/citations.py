@@ -288,13 +288,13 @@ def _bracketed_author_year(text: str) -> Iterable[Marker]:
     for match in _BRACKETED.finditer(text):
         keys: list[str] = []
         first: str | None = None  # ABNT parts authors by semicolons: "(WILSON; MADSEN, 2010)" is Wilson's
-        for part in match.group(1).split(";"):
-            cited = _CITE_PART.match(part.strip())
+        for part in (part.strip() for part in match.group(1).split(";")):
+            cited = _CITE_PART.match(part)
             if cited and _plausible_surname(cited.group(1)):
                 years = re.split(r"\s*,\s*", cited.group(2))
                 keys.extend(author_year_key(first or cited.group(1), year) for year in years)
-            if cited is None and _LONE_SURNAME.fullmatch(part.strip()) and _plausible_surname(part.strip()):
-                first = first or part.strip()
+            if cited is None and _LONE_SURNAME.fullmatch(part) and _plausible_surname(part):
+                first = first or part
             else:
                 first = None
         if keys:

@@ -587,8 +587,9 @@ async def _llm_support(
             i = batch[item.sentence - 1]
             # (a line supports a number only as it stands there: Qwen2.5-1.5B wrote "CASA 5" from "the CASA
             # software version 5.8" and judged it supported)
+            claim = LABEL.sub("", parts[i])
             listed = [s.strip() for s in item.sources if s.strip() in lines]
-            stated = [s for s in listed if states_figures_of(LABEL.sub("", parts[i]), lines[s][1])]
+            stated = [s for s in listed if states_figures_of(claim, lines[s][1])]
             if item.supported and (stated or not listed):
                 support[i] = stated
             else:
