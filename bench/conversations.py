@@ -59,6 +59,7 @@ SETS = {
     "unarxive (looked at)": ROOT / "bench" / "data" / "conversations-unarxive.jsonl",
     "unarxive-2 (untuned)": ROOT / "bench" / "data" / "conversations-unarxive2.jsonl",
     "unarxive-3 (held out)": ROOT / "bench" / "data" / "conversations-unarxive3.jsonl",
+    "unarxive-4 (held out)": ROOT / "bench" / "data" / "conversations-unarxive4.jsonl",
 }
 
 
@@ -144,7 +145,7 @@ def main() -> None:
     )
     parser.add_argument("--profile", choices=["full", "lean"], default="lean", help="with --model")
     parser.add_argument(
-        "--set", choices=["sample", "unarxive", "unarxive-2", "unarxive-3"], help="one set only"
+        "--set", choices=["sample", "unarxive", "unarxive-2", "unarxive-3", "unarxive-4"], help="one set only"
     )
     parser.add_argument("--limit", type=int, default=0, help="the first N conversations of each set")
     args = parser.parse_args()
