@@ -576,9 +576,10 @@ def follow_up(earlier: str, question: str) -> Question:
     question's when it has none ("And GJ 1132b?" after "What does ... reveal about ...?" wants a finding).
     """
     own, before = read(question), read(earlier)
+    asks = own if own.kind != "description" else before
     return Question(
         f"{earlier} {question}",
-        own.kind if own.kind != "description" else before.kind,
+        asks.kind,
         own.terms | before.terms,
         own.names | before.names,
         own.terms | own.key_terms,
@@ -628,7 +629,11 @@ def has_kind(sentence: str, question: Question) -> bool:
     if question.kind == "date":
         return bool(YEAR.search(sentence) or MONTH.search(sentence))
     if question.kind == "number":
-        return measures(sentence, question.asked) if question.asked else bool(NUMBER.search(sentence))
+        return (
+            measures(sentence, question.asked, question.text)
+            if question.asked
+            else bool(NUMBER.search(sentence))
+        )
     if question.kind in ("person", "place", "choice"):
         return bool(names(sentence) - question.names)
     if question.kind == "finding":
@@ -658,11 +663,20 @@ def new_numbers(sentence: str, question: str) -> bool:
     return any(m.group(0).lower() not in asked for m in NUMBER.finditer(POINTER.sub(" ", sentence)))
 
 
-def measures(sentence: str, measured: str) -> bool:
-    """Whether a sentence gives a number within MEASURED_NEAR words of the thing measured (by stem)."""
+def measures(sentence: str, measured: str, question: str = "") -> bool:
+    """Whether a sentence gives a number within MEASURED_NEAR words of the thing measured (by stem).
+
+    A number the question itself holds is no value of it: "How many Class 0 protostars ...?" is not answered
+    by "... the dust emission of Class 0 protostars".
+    """
+    given = {m.group(0).lower() for m in NUMBER.finditer(POINTER.sub(" ", question))}
     words = re.findall(r"[\w\-.,%]+", POINTER.sub(" ", sentence))
     at = [n for n, w in enumerate(words) if noun_stem(w) == measured]
-    numbers = [n for n, w in enumerate(words) if NUMBER.fullmatch(w.strip(".,"))]
+    numbers = [
+        n
+        for n, w in enumerate(words)
+        if NUMBER.fullmatch(w.strip(".,")) and w.strip(".,").lower() not in given
+    ]
     return any(abs(a - n) <= MEASURED_NEAR for a in at for n in numbers)
 
 

@@ -524,6 +524,12 @@ def test_a_which_question_whose_subject_is_the_asked_thing_wants_one_named(quest
             "We trained 4 models and kept the epochs short.",
         ),
         ("How many SYSREM iterations were applied?", "iterat", "We applied 5 SYSREM iterations.", ""),
+        (  # the question's own number is no value of it
+            "How many Class 0 protostars were studied?",
+            "protos",
+            "We collected observations of six Class 0 protostars carried out with ALMA.",
+            "Our aim is to characterize the dust emission in the inner envelopes of Class 0 protostars.",
+        ),
         ("How much does it cost?", "", "It costs 5 dollars.", ""),  # no thing named: any number answers
     ],
 )
