@@ -576,10 +576,9 @@ def follow_up(earlier: str, question: str) -> Question:
     question's when it has none ("And GJ 1132b?" after "What does ... reveal about ...?" wants a finding).
     """
     own, before = read(question), read(earlier)
-    asks = own if own.kind != "description" else before
     return Question(
         f"{earlier} {question}",
-        asks.kind,
+        own.kind if own.kind != "description" else before.kind,
         own.terms | before.terms,
         own.names | before.names,
         own.terms | own.key_terms,
