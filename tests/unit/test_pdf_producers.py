@@ -1960,6 +1960,27 @@ def test_paragraphs_set_flush_and_close_start_after_a_sentence_that_ended_short(
     assert [x.starts for x in lines] == [True, False, True, False, False, True, True, False]
 
 
+def test_a_sentence_that_ended_short_over_a_small_skip_ends_its_paragraph() -> None:
+    # multido's manual: paragraphs flush, a skip of 1.25 pitches; a line under a raised logo stands as far
+    # down inside a paragraph, but under a line that ran full
+    rows = [
+        ("multido.tex/multido.sty contains the multido macro, which is a loop", 609, 499),
+        ("facility for Generic TeX. This macro happens to be useful for drawing pic-", 595, 499),
+        ("tures, and was originally developed for the PSTricks package, but you can", 580, 499),
+        ("use it for other purposes as well.", 566, 276),
+        ("A special feature is support of fixed-point addition. For example, PSTricks", 548, 499),
+        ("uses the multido to put numbers on axes, much like in the following LaTeX", 531, 499),
+        ("example as shown and described in the text before the code below it is.", 517, 499),
+        ("The first argument is the interesting one. variables is a comma-separated", 502, 499),
+        ("list of variable declarations, each of them of the form shown below.", 488, 440),
+    ]
+    lines = [
+        line(text, 111, bottom, right, size=12.0, edge=111, far_edge=499) for text, bottom, right in rows
+    ]
+    mark_starts(lines, 12.0, BODY)
+    assert [x.starts for x in lines] == [True, False, False, False, True, False, False, False, False]
+
+
 def test_a_document_that_indents_its_paragraphs_is_not_read_as_flush() -> None:
     # the same lines where paragraphs open indented: a line at the edge after a short sentence goes on
     pitch, texts = (

@@ -237,6 +237,12 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             # a gap a little short of the skip ends a paragraph whose last line ended short by choice (a skip
             # of half a line, a table of examples set close under it); a full line before it went on
             line.starts = indented or gap > skip or gap > SHORT_SKIP * pitch and ended
+            # a sentence that ended short over one opening a line a little further down than the pitch: a
+            # paragraph set flush with a small skip of its own (multido's, 1.25 pitches; a line with a raised
+            # logo or inline maths stands as far down, but under a line that ran full)
+            line.starts = line.starts or (
+                gap > SENTENCE_SKIP * pitch and ended and _sentence_after(previous, line)
+            )
             # where paragraphs are set flush and close, a sentence that ended short ended its paragraph
             line.starts = line.starts or flush and ended and _sentence_after(previous, line)
         else:  # a paragraph goes on after a display and into the next column
@@ -281,6 +287,8 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
 
 SHORT_SKIP = 1.5
 """Pitches between two lines' baselines past which a line that ended short ended its paragraph."""
+SENTENCE_SKIP = 1.2
+"""Pitches between baselines past which a line that ended short with a sentence ended its paragraph."""
 
 
 def _page_pitches(lines: list[Line], pitch: float, body: float) -> dict[int, float]:
