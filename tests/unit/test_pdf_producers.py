@@ -429,6 +429,35 @@ def test_a_macros_name_in_the_margin_beside_a_paragraph_s_indented_first_line_is
     assert label.kind == "text"
 
 
+def test_names_set_flush_right_in_the_margin_in_the_text_s_size_are_notes_not_tags() -> None:
+    # mismath: "\\enumber", "\\inumber", "\\jnumber" end at x 142 beside three lines of one paragraph
+    # at 154, in the text's size: each joined its line as a tag, and each line opened a paragraph; a CV's
+    # dates set flush right left of its entries are no notes
+    def page(labels: list[str]) -> tuple[list[Line], list[Line]]:
+        lines = [
+            line(
+                f"body text line {i} of the section, running the width of the column", 154, 700 - 12 * i, 507
+            )
+            for i in range(4)
+        ]
+        notes = []
+        for n, label in enumerate(labels):
+            y = 640 - 12 * n
+            notes.append(line(label, 142 - 5 * len(label), y, 142 - 0.5 * n, size=11.0))
+            lines += [
+                notes[-1],
+                line(f"line {n} of the paragraph beside its note, set full to the end", 154, y, 507),
+            ]
+        reading_order(lines)
+        return lines, notes
+
+    _, notes = page(["\\enumber", "\\inumber", "\\jnumber", "\\e"])
+    assert all(note.kind == "furniture" for note in notes)
+    read, dates = page(["2003 - 2006", "2000 - 2004", "Juin 1997"])
+    assert all(date.kind == "text" for date in dates)
+    assert sum(x.text.startswith(("2003", "2000", "Juin")) for x in read) == 3  # each its entry's first words
+
+
 def test_a_docstrip_guard_in_a_doc_listing_is_code() -> None:
     # stmaryrd's implementation: "1 <*install>", the angle brackets and the star from the maths symbols
     number = Piece(149, 375, 153, 382, "1 ", 7, "LMRoman7-Regular", False)
@@ -2113,3 +2142,19 @@ def test_a_numbered_heading_in_small_capitals_read_by_ocr_is_a_heading_though_it
     lines += [heading, unnumbered]
     mark_headings(lines, 10.0)
     assert (heading.kind, unnumbered.kind) == ("heading", "text")
+
+
+def test_a_bitmap_font_s_control_codes_read_in_tex_s_encoding() -> None:
+    # pas-cv's CV (dvips' Type 3 fonts, no name, no Unicode map): "Certi\x1ccat", guillemets as \x13 \x14;
+    # a page of glyph codes (metre's, 26-53 kinds) is garbled, left to OCR
+    from citewise.index.pdf.lines import TEX_OT1, TEX_T1, tex_encoding
+
+    prose = "Enseignant titulaire en Mathématiques, Education Nationale, lycées et collèges de la région " * 3
+    cork = tex_encoding([prose, "C2I N2E, Certi\x1ccat Informatique", "Ecritures \x13 Ainsi de suite \x14,"])
+    assert cork is TEX_T1
+    assert "Certi\x1ccat \x13 Ainsi \x14".translate(cork) == "Certificat \u00ab Ainsi \u00bb"
+    old = tex_encoding([prose, "the \x0crst and most e\x0ecient of them", "a \x0bne \x0dag"])
+    assert old is TEX_OT1 and "e\x0ecient \x0crst".translate(old) == "efficient first"
+    assert tex_encoding([prose, "nor \x13 alone"]) is None
+    garbled = "".join(chr(c) for c in range(1, 31) if chr(c) not in "\t\n\r") + "N OQPSR4TVUJPSR^TWKXZY"
+    assert tex_encoding([prose, garbled]) is None

@@ -109,6 +109,49 @@ DROP_CAPITAL = 2.5
 
 LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl"})
 
+TEX_T1 = str.maketrans(
+    {
+        "\x1b": "ff", "\x1c": "fi", "\x1d": "fl", "\x1e": "ffi", "\x1f": "ffl",
+        "\x10": "\u201c", "\x11": "\u201d", "\x12": "\u201e", "\x13": "\u00ab", "\x14": "\u00bb",
+        "\x15": "\u2013", "\x16": "\u2014", "\x0e": "\u2039", "\x0f": "\u203a",
+    }
+)  # fmt: skip
+"""TeX's T1 (Cork) encoding in its control codes: ligatures, quotation marks, guillemets, dashes."""
+TEX_OT1 = str.maketrans(
+    {
+        "\x0b": "ff", "\x0c": "fi", "\x0d": "fl", "\x0e": "ffi", "\x0f": "ffl", "\x10": "\u0131",
+        "\x11": "\u0237", "\x19": "\u00df", "\x1a": "\u00e6", "\x1b": "\u0153", "\x1c": "\u00f8",
+        "\x1d": "\u00c6", "\x1e": "\u0152", "\x1f": "\u00d8",
+    }
+)  # fmt: skip
+"""TeX's OT1 encoding in its control codes: ligatures, dotless i and j, the Nordic and German letters."""
+TEX_CODES = 12
+"""Distinct control codes TeX's encodings put in a page's text at most (ligatures, quotes, dashes)."""
+TEX_SHARE = 0.05
+"""Share of the text that control codes may be at most (a garbled page's: 0.1 or more)."""
+IN_WORD = re.compile(r"(?<=[^\W\d_])[\x0b-\x0f\x1b-\x1f]|[\x0b-\x0f\x1b-\x1f](?=[a-z])")
+"""A control code within a word or before its letters: a ligature ("Certi\x1ccat", "\x1cction")."""
+
+
+def tex_encoding(texts: list[str]) -> dict[int, str] | None:
+    r"""How to read the control codes of text in fonts that map their glyphs to no characters, or None.
+
+    dvips' bitmap fonts (Type 3, no name, no Unicode map) give a glyph's code in TeX's encoding: letters come
+    out as letters, but "fi" as a control code ("Certi\x1ccat"), and the guillemets too. Which encoding:
+    the ligatures inside words tell, codes 27-31 in T1 (Cork), 11-15 in OT1.
+    """
+    codes = Counter(c for text in texts for c in text if c < " " and c not in "\t\n\r")
+    letters = sum(len(text) for text in texts)
+    if len(codes) > TEX_CODES or codes.total() >= TEX_SHARE * letters:
+        return None  # a text layer of glyph codes (metre's): garbled, read by OCR (`pages.garbled_pages`)
+    found = Counter(
+        "t1" if match.group() >= "\x1b" else "ot1" for text in texts for match in IN_WORD.finditer(text)
+    )
+    if not found:
+        return None
+    return TEX_T1 if found["t1"] >= found["ot1"] else TEX_OT1
+
+
 SYMBOL_FONT = re.compile(r"(?:[A-Z]{6}\+)?CMSY\d", re.IGNORECASE)
 """Computer Modern's symbols (TeX's OMS encoding), whose glyph names PDFium does not always know."""
 OMS_LETTERS = str.maketrans(
@@ -248,7 +291,7 @@ class Line:
         return sum(len(p.text.strip()) for p in self.pieces if p.math) / chars
 
 
-def page_words(textpage: object) -> list[Piece]:
+def page_words(textpage: object, tex: dict[int, str] | None = None) -> list[Piece]:
     """A page's words from its characters (PDFium's spaces, or a gap of a quarter em, end a word)."""
     import pypdfium2.raw as raw
 
@@ -256,6 +299,9 @@ def page_words(textpage: object) -> list[Piece]:
     current: Piece | None = None
     for index in range(textpage.count_chars()):  # type: ignore[attr-defined]
         char = chr(raw.FPDFText_GetUnicode(textpage, index)).replace("\x02", "-")  # PDFium's line-end hyphen
+        # a bitmap font's code in TeX's encoding (`tex_encoding`), not a line break PDFium made up
+        if tex is not None and char < " " and not raw.FPDFText_IsGenerated(textpage, index):
+            char = char.translate(tex)
         if char.isspace() or not char.isprintable():
             current = None
             continue

@@ -300,6 +300,7 @@ def _tag_joins(lines: list[Line]) -> tuple[set[int], dict[int, Line]]:
         x for x, n in Counter(round(line.left) for line in text if len(line.text) >= 40).items() if n >= 3
     ]
     body_left = min(shared, default=0)
+    flush = _flush_right_notes(text, body_left)
     for tag in text:
         if len(tag.text) > TAG_CHARS or id(tag) in joined:
             continue
@@ -313,7 +314,11 @@ def _tag_joins(lines: list[Line]) -> tuple[set[int], dict[int, Line]]:
             >= 0.5 * min(x.top - x.bottom, tag.top - tag.bottom)
         ]
         beside = [x for x in near if _descriptions_start(indents, x.left)]
-        if len(near) == 1 and _margin_note(tag, near[0], body_left) and (beside or tag.code):
+        if (
+            len(near) == 1
+            and _margin_note(tag, near[0], body_left, id(tag) in flush)
+            and (beside or tag.code)
+        ):
             # a macro's name in typewriter, beside any line: show2e's "\showcs" beside a paragraph's
             # indented first line (a label beside a table's row, "C3", is no note)
             tag.kind = "furniture"
@@ -326,15 +331,43 @@ def _tag_joins(lines: list[Line]) -> tuple[set[int], dict[int, Line]]:
     return joined, grown
 
 
-def _margin_note(tag: Line, beside: Line, body_left: float) -> bool:
+FLUSH_SLACK = 2.0
+"""Points apart two margin notes set flush right may end (mismath's end between x 140.8 and 142.7)."""
+
+
+def _flush_right_notes(text: list[Line], body_left: float) -> set[int]:
+    """Short lines (by id) wholly left of the text's edge that end at one x and start at others: notes.
+
+    doc's DescribeMacro and mismath set a macro's name in the margin flush right against the text, in the
+    text's size ("enumber", "e", "pinumber[<command>]", each after a backslash, end at x 141-143 before
+    text at 154). Most of them must be a command's name (a backslash first): a CV sets its dates flush
+    right left of its entries.
+    """
+    notes = [
+        line
+        for line in text
+        if len(line.text) <= TAG_CHARS and line.right < body_left - 0.5 * line.size and line.text.strip()
+    ]
+    flush: set[int] = set()
+    for note in notes:  # (within a couple of points: a glyph's side bearing)
+        peers = [other for other in notes if abs(other.right - note.right) <= FLUSH_SLACK]
+        named = sum(x.text.lstrip().startswith("\\") for x in peers)  # commands: a CV's dates are no notes
+        spread = max(x.left for x in peers) - min(x.left for x in peers)
+        if len(peers) >= 2 and spread >= note.size and 2 * named >= len(peers):
+            flush.add(id(note))
+    return flush
+
+
+def _margin_note(tag: Line, beside: Line, body_left: float, flush: bool = False) -> bool:
     """A note in the margin beside a line (a macro's name a documentation sets there), not its tag.
 
-    It stands wholly left of where the page's long lines start, in smaller type than the line, most of an
-    em or more from it; a man page's or a definition list's tag stands at the text's edge in the text's size.
+    It stands wholly left of where the page's long lines start, most of an em or more from it, in smaller
+    type than the line or one of notes set flush right against the text (`_flush_right_notes`); a man
+    page's or a definition list's tag stands at the text's edge in the text's size.
     """
     return (
         tag.right < body_left - 0.5 * tag.size
-        and tag.size < 0.95 * beside.size
+        and (tag.size < 0.95 * beside.size or flush)
         and beside.left - tag.right >= 0.8 * beside.size  # sublabel's "\\sublabon" 0.95 em from its line
         and not re.fullmatch(r"[\d.]+", tag.text.strip())
     )

@@ -33,6 +33,7 @@ from citewise.index.pdf.lines import (
     Piece,
     group_lines,
     page_words,
+    tex_encoding,
 )
 from citewise.index.tables import (
     CAPTION,
@@ -304,6 +305,8 @@ def page_lines(
         tracked = _glyphs(textpage, sys.maxsize)  # all of them: the heading may stand past the sample
     hidden = 0  # objects that hid a word space
     pieces = []
+    unnamed = [text for obj, text in objects if not obj.get_font().get_base_name()]
+    tex = tex_encoding(unnamed) if unnamed else None  # a bitmap font's control codes: TeX's encoding
     for obj, text in objects:
         if not text.strip() or obj.container is not None and _in_figure(obj, figures, (width, height)):
             continue
@@ -323,6 +326,8 @@ def page_lines(
             text = spaced
         if tracked is not None and LETTERSPACED.fullmatch(text.strip()):
             text = _unspaced(text, tracked.get(address, []), size)
+        if tex is not None and not name:
+            text = text.translate(tex)
         text = text.translate(LIGATURES).replace("\x02", "-")  # PDFium marks a line-end hyphen
         if SYMBOL_FONT.match(name):
             text = text.translate(OMS_LETTERS)
@@ -347,7 +352,7 @@ def page_lines(
     paths = path_boxes(page)
     pieces += _drawn_bullets(paths, pieces)
     rules = page_rules(paths)
-    lines = _with_tables(group_lines(pieces, number), rules, textpage, number, carried)
+    lines = _with_tables(group_lines(pieces, number), rules, textpage, number, carried, tex)
     _mark_bands(lines, rules)
     _mark_ruled_notes(lines, rules)
     return lines
@@ -626,14 +631,22 @@ def caption_at_foot(lines: list[Line]) -> CarriedCaption | None:
 
 
 def _with_tables(
-    lines: list[Line], rules: list[Rule], textpage: object, page: int, carried: CarriedCaption | None = None
+    lines: list[Line],
+    rules: list[Rule],
+    textpage: object,
+    page: int,
+    carried: CarriedCaption | None = None,
+    tex: dict[int, str] | None = None,
 ) -> list[Line]:
-    """A page's lines with each table on it (`citewise.index.tables`) made one line of kind "table"."""
+    """A page's lines with each table on it (`citewise.index.tables`) made one line of kind "table".
+
+    `tex`: how the page's bitmap fonts' control codes read (`tex_encoding`), for the table's words.
+    """
     words: list[Piece] | None = None
 
     def words_in(left: float, bottom: float, right: float, top: float) -> list[Piece]:
         nonlocal words
-        words = page_words(textpage) if words is None else words
+        words = page_words(textpage, tex) if words is None else words
         return [
             w for w in words if left <= w.right and w.left <= right and bottom <= w.top and w.bottom <= top
         ]
