@@ -4,19 +4,21 @@
     python bench/conversations.py --model smollm2 --set unarxive --limit 6    # the model path, served here
     python bench/conversations.py --model openai/gpt-4o-mini                  # with a key or a base URL
 
-Four sets of short conversations (two to four turns; pronouns, ellipsis, "the planet", a switch to another
+Five sets of short conversations (two to four turns; pronouns, ellipsis, "the planet", a switch to another
 named thing, a new subject mid-thread; a few turns the papers do not answer), each turn with the answering
 sentence expected (tests/support/conversations.py says how a turn is scored):
 - `tests/data/conversations-sample.jsonl`: 23 conversations over the bundled sample (also a test);
 - `bench/data/conversations-unarxive.jsonl`: 22 conversations over 10 other unarXive papers, written for
   this check; untuned until 2026-11-27, when its wrong turns were read to find levers (needs ../shared);
 - `bench/data/conversations-unarxive2.jsonl`: 24 conversations over 10 more papers, written from their text
-  only and held out: only its totals are looked at;
+  only and held out until stop 65, which read its wrong turns (where each is lost) to find levers;
 - `bench/data/conversations-unarxive3.jsonl`: 24 conversations (80 turns, 9 unanswerable) over 9 more papers,
   written by a helper from their text only (2026-11-29), held out the same way until stop 52, which read its
   refused turns' questions and answering scores (where they are lost: 16 of 24 false refusals had the
   answering passage among the first ten, best answering scores 0.27-0.44 against unanswerable turns'
-  0.22-0.63: the cut cannot part them); nothing was tuned on it.
+  0.22-0.63: the cut cannot part them); nothing was tuned on it;
+- `bench/data/conversations-unarxive4.jsonl`: 24 conversations (81 turns, 9 unanswerable) over 9 more papers,
+  written by a helper from their text only (2026-12-01), held out: only its totals are looked at.
 Each set is ingested into an index of its own and asked with direct answers, one thread per conversation;
 the table gives turn accuracy, first turns and follow-ups apart. Turn accuracy asks for the answering
 sentence's words, which local mode quotes and a model may not: "answering passage cited" (the answer cites
@@ -57,7 +59,7 @@ SAMPLE = ROOT / "citewise" / "samples" / "unarxive_sample.jsonl"
 SETS = {
     "sample": ROOT / "tests" / "data" / "conversations-sample.jsonl",
     "unarxive (looked at)": ROOT / "bench" / "data" / "conversations-unarxive.jsonl",
-    "unarxive-2 (untuned)": ROOT / "bench" / "data" / "conversations-unarxive2.jsonl",
+    "unarxive-2 (looked at)": ROOT / "bench" / "data" / "conversations-unarxive2.jsonl",
     "unarxive-3 (held out)": ROOT / "bench" / "data" / "conversations-unarxive3.jsonl",
     "unarxive-4 (held out)": ROOT / "bench" / "data" / "conversations-unarxive4.jsonl",
 }
