@@ -30,6 +30,7 @@ from citewise.index.citations import is_reference_heading, link_citations, split
 from citewise.index.document import BibEntry, Document, LineBox, LoadError, Paragraph
 from citewise.index.formulas import formula_text, inline_math
 from citewise.index.pdf import Layout, Line, PdfReadError, iter_text, read_layout
+from citewise.index.pdf.furniture import CONTENTS_HEADING, LIST_HEADING
 from citewise.index.pdf.lines import CJK_LETTERS, WIDE_MARKS
 from citewise.index.tables import CAPTION
 from citewise.index.tables import Table as TextTable
@@ -264,6 +265,28 @@ class _SectionPath:
     @property
     def current(self) -> str:
         return " > ".join(heading for _, heading in self._stack)
+
+    def close_contents(self) -> None:
+        """The last heading left, when it heads a table of contents or a list of figures.
+
+        mi-solns' "Table of Contents" is set larger than its numbered sections: every section after it was
+        filed under it ("Table of Contents > 1. Introduction").
+        """
+        if self._stack and _heads_contents(self._stack[-1][1]):
+            self._stack.pop()
+
+
+def _heads_contents(heading: str) -> bool:
+    """Whether a heading is a table of contents' or a list of floats' (not a slide's "Outline")."""
+    words = " ".join(re.findall(r"[^\W\d_]+", heading.lower()))
+    return (
+        bool(CONTENTS_HEADING.fullmatch(words) or LIST_HEADING.fullmatch(words))
+        and words not in SLIDE_OUTLINES
+    )
+
+
+SLIDE_OUTLINES = frozenset({"outline", "overview", "agenda", "gliederung"})
+"""Headings CONTENTS_HEADING takes for a slide deck's contents that head real sections elsewhere."""
 
 
 # --- plain text ----------------------------------------------------------------------------------------
@@ -563,6 +586,7 @@ def _layout_paragraphs(lines: list[Line], body_size: float) -> list[Paragraph]:
             continue
         if line.kind == "heading":
             flush()
+            sections.close_contents()  # a table of contents' heading is no parent of what follows it
             outside, section = section, sections.enter(line.level, line.text)
             references = is_reference_heading(line.text)
             abstract = (line.level, 0.0) if ABSTRACT_HEADING.match(line.text) else None

@@ -2158,3 +2158,19 @@ def test_a_bitmap_font_s_control_codes_read_in_tex_s_encoding() -> None:
     assert tex_encoding([prose, "nor \x13 alone"]) is None
     garbled = "".join(chr(c) for c in range(1, 31) if chr(c) not in "\t\n\r") + "N OQPSR4TVUJPSR^TWKXZY"
     assert tex_encoding([prose, garbled]) is None
+
+
+def test_a_table_of_contents_heading_is_no_parent_of_the_sections_after_it() -> None:
+    # mi-solns: "Table of Contents" set larger than "1. Introduction", which was filed under it
+    from citewise.index.loaders import _SectionPath
+
+    path = _SectionPath()
+    path.enter(1, "Table of Contents")
+    path.close_contents()
+    assert path.enter(2, "1. Introduction") == "1. Introduction"
+    path.close_contents()  # a section's heading stays
+    assert path.enter(3, "1.1 Scope") == "1. Introduction > 1.1 Scope"
+    slides = _SectionPath()
+    slides.enter(1, "Overview")  # a real section's heading elsewhere: it stays a parent
+    slides.close_contents()
+    assert slides.enter(2, "Background") == "Overview > Background"
