@@ -108,6 +108,24 @@ def states_figures_of(claim: str, source: str) -> bool:
     return figures(claim) <= figures(source)
 
 
+QUOTED = re.compile(r"[\"\u201c\u00ab]\s*([^\"\u201c\u201d\u00ab\u00bb]{3,}?)\s*[\"\u201d\u00bb]")
+"""A phrase in quotation marks: words a sentence says the source uses as they stand."""
+
+
+def quotes_of(claim: str, source: str) -> bool:
+    """Whether every phrase of two words or more the claim puts in quotation marks stands in the source.
+
+    SmolLM2 wrote 'They are also robust to fluctuating high energy charged particles, which they refer to as
+    "stream of light"': most of its words are the line's, the quoted ones nowhere in the paper.
+    """
+    said = " ".join(re.findall(r"\w+", source.lower()))
+    for phrase in QUOTED.findall(claim):
+        words = re.findall(r"\w+", phrase.lower())
+        if len(words) >= 2 and f" {' '.join(words)} " not in f" {said} ":
+            return False
+    return True
+
+
 def ordered_unique(items: Iterable[str]) -> list[str]:
     """Items without repeats, first occurrence kept."""
     return list(dict.fromkeys(items))

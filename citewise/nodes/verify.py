@@ -38,7 +38,7 @@ from citewise.core.indexes import in_thread, open_index
 from citewise.core.judge import UNRELIABLE
 from citewise.core.judge import ask as judge_ask
 from citewise.core.report import LABEL, is_own_text
-from citewise.core.text import content_words, overlap, sentences, states_figures_of
+from citewise.core.text import content_words, overlap, quotes_of, sentences, states_figures_of
 from citewise.core.writing import extractive_answer, local_follow_up, no_answer
 from citewise.index.citations import soften_source_markers, without_trailing_source_markers
 from citewise.models import degradation
@@ -224,13 +224,21 @@ def local_support(
     """Each cited chunk's best-overlapping line label whose overlap reaches `minimum`, best first.
 
     A sentence that cites no chunk with lines gets the single best line of all, if it reaches `minimum`. A
-    sentence with no content word ("1 [1].", a fragment a small model leaves) asserts nothing: no support.
+    sentence with no content word ("1 [1].", a fragment a small model leaves) asserts nothing: no support;
+    nor does a line that lacks a phrase the sentence puts in quotation marks (`quotes_of`).
     """
     claim = LABEL.sub("", sentence)
     if not content_words(claim):
         return []
     pool = [key for key in lines if lines[key][0] in cited]
-    scored = sorted(((overlap(claim, lines[key][1]), key) for key in (pool or list(lines))), reverse=True)
+    scored = sorted(
+        (
+            (overlap(claim, lines[key][1]), key)
+            for key in (pool or list(lines))
+            if quotes_of(claim, lines[key][1])
+        ),
+        reverse=True,
+    )
     best: dict[str, str] = {}
     for value, key in scored:
         if value < minimum:
@@ -589,7 +597,9 @@ async def _llm_support(
             # software version 5.8" and judged it supported)
             claim = LABEL.sub("", parts[i])
             listed = [s.strip() for s in item.sources if s.strip() in lines]
-            stated = [s for s in listed if states_figures_of(claim, lines[s][1])]
+            stated = [
+                s for s in listed if states_figures_of(claim, lines[s][1]) and quotes_of(claim, lines[s][1])
+            ]
             if item.supported and (stated or not listed):
                 support[i] = stated
             else:

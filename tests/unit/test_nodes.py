@@ -1354,3 +1354,14 @@ def test_a_question_echoed_as_the_answer_is_never_verified() -> None:
     assert asks("How many transits of GJ 486b were observed [E1]?")
     assert asks("How many transits were observed? [E1].")
     assert not asks("Three transits were observed [E1].")
+
+
+async def test_a_phrase_in_quotation_marks_the_line_lacks_is_no_support(index_dir: str) -> None:
+    # SmolLM2: the line's words, and a name for them the paper never gives, in quotation marks
+    made_up = 'Vaccines train the immune system, which the authors call "body school" [E1].'
+    quoted = 'Vaccines train the immune system "without causing the disease" [E1].'
+    result = await verify(verify_state(f"{made_up} {quoted}"), run(Context(index_dir=index_dir)))
+    assert result["unsupported"] == [
+        'Vaccines train the immune system, which the authors call "body school".'
+    ]
+    assert result["answer"] == 'Vaccines train the immune system "without causing the disease" [1].'
