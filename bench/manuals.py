@@ -21,6 +21,8 @@ Per document, with text compared in lower case, letters and digits only:
 - paragraphs: share of the truth's paragraphs read whole: one paragraph begins with the first words and ends
   with the last (a label or mark of up to 12 characters aside at either end), nothing glued before or after;
   a read paragraph answers one truth paragraph only (of copies word for word, the one in its section first);
+  a run-in head the truth keeps as a paragraph's first words may be the heading the reader files it under
+  (since stop 65: both readings count);
 - in_section: share of those filed under their own heading;
 - kept_out: share of the text that must stay out of passages that is found in none on the truth's pages
   (nor in their headings);
@@ -106,13 +108,27 @@ def score(document: Document, truth: dict[str, Any]) -> dict[str, Any]:
         start, end = norm(paragraph["start"]), norm(paragraph["end"])
         want = heading(paragraph["section"])
         matches = [n for n, (text, _) in enumerate(read) if n not in used and whole(text, start, end)]
-        if not matches:
+        # a run-in head ("Description of workflow. The procedure is ...") the truth keeps as the paragraph's
+        # first words and the reader as the heading it files the paragraph under: either reading counts
+        run_in = [
+            n
+            for n, (text, path) in enumerate(read)
+            if n not in used
+            and not matches
+            and path
+            and start.startswith(path[-1] + " ")
+            and whole(text, start[len(path[-1]) + 1 :], end)
+        ]
+        if not matches and not run_in:
             missed.append(paragraph["start"])
             continue
-        chosen = next((n for n in matches if in_place(read[n][1], want)), matches[0])  # in its section first
+        if matches:  # in its section first
+            chosen = next((n for n in matches if in_place(read[n][1], want)), matches[0])
+        else:
+            chosen = run_in[0]
         used.add(chosen)
         recovered += 1
-        filed += in_place(read[chosen][1], want)
+        filed += in_place(read[chosen][1][:-1] if run_in else read[chosen][1], want)
     # what the truth's pages show: a title block's author may sign the code a later page prints (nomentbl)
     shown = {page - 1 for page in truth["pages"]}
     on_pages = [
