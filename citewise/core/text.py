@@ -126,6 +126,37 @@ def quotes_of(claim: str, source: str) -> bool:
     return True
 
 
+NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nor|neither|nothing|cannot|without|forbids?|forbidden|\w+n[\'\u2019]t)\b", re.I
+)
+"""Words that deny what follows them: "no", "never", "without", "forbid", "isn't"."""
+CLAUSE_END = re.compile(r"[,;:.!?()]|\b(?:but|while|whereas|although|though|which|that)\b", re.I)
+"""Where a denial's reach ends."""
+
+
+def denied(text: str) -> set[str]:
+    """The content words a denial reaches: from each denying word to the end of its clause."""
+    words: set[str] = set()
+    for match in NEGATION.finditer(text):
+        rest = text[match.end() :]
+        stop = CLAUSE_END.search(rest)
+        words.update(content_words(rest[: stop.start()] if stop else rest))
+    return words
+
+
+def keeps_polarity(claim: str, source: str) -> bool:
+    """Whether the claim denies what the source denies of the words they share, and only that.
+
+    SmolLM2 wrote "all physical states except for massless scalars exist" from "the Virasoro constraints
+    forbid any excited physical states except for massless scalars": most of its words are the line's, its
+    meaning the opposite. A claim that drops the source's denial of their shared words, or denies what the
+    source asserts, is not supported by it; a denial elsewhere in the line ("... without causing the disease")
+    does not count.
+    """
+    shared = set(content_words(claim)) & set(content_words(source))
+    return bool(denied(claim) & shared) == bool(denied(source) & shared)
+
+
 def ordered_unique(items: Iterable[str]) -> list[str]:
     """Items without repeats, first occurrence kept."""
     return list(dict.fromkeys(items))

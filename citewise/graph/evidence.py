@@ -29,10 +29,19 @@ io_retry = RetryPolicy(max_attempts=3, retry_on=(OSError, TimeoutError))
 
 
 def after_threshold(state: EvidenceState, runtime: Runtime[Context]) -> Literal["rewrite", "__end__"]:
-    """Back to rewrite when nothing passed and corrective passes remain, else done."""
-    kept_any = any(r.get("kept") for r in state.get("evidence", []))
-    lean = runtime.context.lean  # a corrective pass would score every candidate again
-    if not kept_any and state.get("attempt", 0) <= runtime.context.max_rewrites and not lean:
+    """Back to rewrite when nothing passed and corrective passes remain, else done.
+
+    Under the lean profile only a pass no judge read goes back (local mode's rule found no answering passage,
+    so no request was sent): its corrective pass is local mode's, which finds what a follow-up's own words
+    missed ("What physical states survive the Virasoro constraints?" after a question on N=2 strings), and
+    costs a request only if it finds a passage to judge. After a pass a judge read, another would judge
+    again: the lean request budget ends it.
+    """
+    evidence = state.get("evidence", [])
+    kept_any = any(r.get("kept") for r in evidence)
+    judged = any(r.get("relevance_samples") for r in evidence)
+    spent = runtime.context.lean and judged
+    if not kept_any and state.get("attempt", 0) <= runtime.context.max_rewrites and not spent:
         return "rewrite"
     return "__end__"  # END, which langgraph types as a plain str
 

@@ -38,7 +38,14 @@ from citewise.core.indexes import in_thread, open_index
 from citewise.core.judge import UNRELIABLE
 from citewise.core.judge import ask as judge_ask
 from citewise.core.report import LABEL, is_own_text
-from citewise.core.text import content_words, overlap, quotes_of, sentences, states_figures_of
+from citewise.core.text import (
+    content_words,
+    keeps_polarity,
+    overlap,
+    quotes_of,
+    sentences,
+    states_figures_of,
+)
 from citewise.core.writing import extractive_answer, local_follow_up, no_answer
 from citewise.index.citations import soften_source_markers, without_trailing_source_markers
 from citewise.models import degradation
@@ -225,7 +232,9 @@ def local_support(
 
     A sentence that cites no chunk with lines gets the single best line of all, if it reaches `minimum`. A
     sentence with no content word ("1 [1].", a fragment a small model leaves) asserts nothing: no support;
-    nor does a line that lacks a phrase the sentence puts in quotation marks (`quotes_of`).
+    nor does a line that lacks a phrase the sentence puts in quotation marks (`quotes_of`) or denies what the
+    sentence asserts (`keeps_polarity`: "forbid any excited states except ..." is no support for "all states
+    except ... exist").
     """
     claim = LABEL.sub("", sentence)
     if not content_words(claim):
@@ -235,7 +244,7 @@ def local_support(
         (
             (overlap(claim, lines[key][1]), key)
             for key in (pool or list(lines))
-            if quotes_of(claim, lines[key][1])
+            if quotes_of(claim, lines[key][1]) and keeps_polarity(claim, lines[key][1])
         ),
         reverse=True,
     )
@@ -597,14 +606,21 @@ async def _llm_support(
             # software version 5.8" and judged it supported)
             claim = LABEL.sub("", parts[i])
             listed = [s.strip() for s in item.sources if s.strip() in lines]
-            stated = [
-                s for s in listed if states_figures_of(claim, lines[s][1]) and quotes_of(claim, lines[s][1])
-            ]
+            stated = [s for s in listed if _stands_in(claim, lines[s][1])]
             if item.supported and (stated or not listed):
                 support[i] = stated
             else:
                 support.rejected.add(i)
     return support, failures[0] if failures else ""
+
+
+def _stands_in(claim: str, line: str) -> bool:
+    """Whether a judge's supporting line can support the claim.
+
+    Its numbers and quoted phrases stand there, and it does not deny what the claim asserts or the other way
+    round.
+    """
+    return states_figures_of(claim, line) and quotes_of(claim, line) and keeps_polarity(claim, line)
 
 
 def _with_control(context: Context, sentences: list[str]) -> list[str]:

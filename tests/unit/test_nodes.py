@@ -145,6 +145,16 @@ async def test_the_evidence_loop_rewrites_while_nothing_passes_until_the_cap(att
     assert after_threshold({**state, **update}, run(context)) == goto
 
 
+@pytest.mark.parametrize(("judged", "goto"), [(False, "rewrite"), (True, END)])
+def test_under_lean_only_a_pass_no_judge_read_goes_back_to_rewrite(judged: bool, goto: str) -> None:
+    # local mode's rule found no answering passage, so no request was sent: local mode's corrective pass
+    # runs (it found the N=2 strings passage a follow-up's own words missed); after a judged pass, none
+    samples = [40.0] if judged else []
+    evidence = [record("a", relevance_mean=40.0, relevance_samples=samples, kept=False)]
+    context = Context(max_rewrites=2, model=MODEL, profile="lean")
+    assert after_threshold({"question": "q", "attempt": 1, "evidence": evidence}, run(context)) == goto
+
+
 async def test_the_evidence_loop_ends_when_a_chunk_passes() -> None:
     state = {
         "question": "q",
@@ -1354,6 +1364,20 @@ def test_a_question_echoed_as_the_answer_is_never_verified() -> None:
     assert asks("How many transits of GJ 486b were observed [E1]?")
     assert asks("How many transits were observed? [E1].")
     assert not asks("Three transits were observed [E1].")
+
+
+async def test_a_sentence_that_drops_or_adds_its_lines_denial_is_no_support(index_dir: str) -> None:
+    # SmolLM2 wrote "all physical states except for massless scalars exist" from "the Virasoro constraints
+    # forbid any excited physical states except for massless scalars": the line's words, the opposite claim
+    dropped = "Vaccines train the immune system to recognise a pathogen, causing the disease [E1]."
+    added = "Vaccines do not train the immune system to recognise a pathogen [E1]."
+    kept = "Vaccines train the immune system to recognise a pathogen [E1]."  # the line's "without ..." aside
+    result = await verify(verify_state(f"{dropped} {added} {kept}"), run(Context(index_dir=index_dir)))
+    assert result["unsupported"] == [
+        "Vaccines train the immune system to recognise a pathogen, causing the disease.",
+        "Vaccines do not train the immune system to recognise a pathogen.",
+    ]
+    assert result["answer"] == "Vaccines train the immune system to recognise a pathogen [1]."
 
 
 async def test_a_phrase_in_quotation_marks_the_line_lacks_is_no_support(index_dir: str) -> None:
