@@ -113,7 +113,10 @@ KINDS: list[tuple[str, re.Pattern[str]]] = [
     ("choice", re.compile(r"\b(which|what)\b.*\b(or)\b", re.I)),
     (
         "named",
-        re.compile(r"^\s*(which|what)\s+(?!(is|are|was|were|do|does|did|has|have|had|can|will)\b)\w", re.I),
+        re.compile(
+            r"^\s*(which|what)\s+(?!(is|are|was|were|do|does|did|has|have|had|can|will|happens?|happened)\b)\w",
+            re.I,
+        ),
     ),
     ("yesno", re.compile(r"^\s*(is|are|was|were|did|does|do|can|could|has|have|had)\b", re.I)),
 ]
@@ -259,7 +262,8 @@ def read(question: str) -> Question:
         words = [w for w in measured.split() if w.lower() not in STOPWORDS]
         words = [w for w in words if not w[0].isupper()]  # "How many SYSREM iterations": the iterations
         plural = [w for w in words if w.endswith("s") and not w.endswith("ss")]  # "people live": people
-        head = ((plural or words)[:1] if many else words[-1:]) or [""]  # "the orbital period": period
+        mass = many and not plural and re.search(r"\bhow\s+much\b", question, re.I)  # "compute time": time
+        head = ((plural or words)[:1] if many and not mass else words[-1:]) or [""]  # "the orbital period"
         asked = noun_stem(head[0]) if head[0] else ""
     return Question(
         question,
@@ -589,6 +593,11 @@ _DURATION = (
     r"\b\d[\d.,]*\s*(?:-\s*)?(?:ms|s|sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?|days?|weeks?|months?|"
     r"years?|yr|Gyr|Myr|nights?|orbits?)\b|\b(?:long|duration|lasted|lasts)\b|\b\d{4}\s*[-\u2013]\s*\d{2,4}\b"
 )
+SPAN = re.compile(
+    r"\b(\d[\d.,]*)\s*(?:ms|sec|secs|seconds?|min|mins|minutes?|hrs?|hours?|days?|weeks?|months?|years?)\b",
+    re.I,
+)
+"""A span of time in digits ("600 hours", "18737 sec"): the value of a question on how much time."""
 FOCUS = (
     (re.compile(r"^\W*(?:and\s+)?how\s+old\b", re.I),
      re.compile(r"\b(?:ages?|aged|old|older|young|younger|years?|yr|Gyr|Myr|billion|million|born|birth)\b",
@@ -669,6 +678,8 @@ def measures(sentence: str, measured: str, question: str = "") -> bool:
     by "... the dust emission of Class 0 protostars".
     """
     given = {m.group(0).lower() for m in NUMBER.finditer(POINTER.sub(" ", question))}
+    if measured == "time" and any(m.group(1) not in given for m in SPAN.finditer(sentence)):
+        return True  # "How much compute time ...?": "approximately 600 hours"
     words = re.findall(r"[\w\-.,%]+", POINTER.sub(" ", sentence))
     at = [n for n, w in enumerate(words) if noun_stem(w) == measured]
     numbers = [

@@ -576,12 +576,24 @@ def extractive_answer(
     bridged = {label for label, r in zip(labels, records, strict=True) if BRIDGE_FLAG in r.get("flags", [])}
     titles = {label: r.get("title", "") for label, r in zip(labels, records, strict=True)}
     chosen, missing = answering_sentences(index, question, sources, bridged, titles, earlier)
-    if not chosen:
+    if not chosen or answers_nothing(question, chosen, missing):
         return NO_ANSWER, {}
     text = cite(chosen)
     if missing:
         text += " " + " ".join(f"{PART_UNANSWERED} {part}." for part in missing)
     return text, labels
+
+
+def answers_nothing(question: str, chosen: Sequence[Sentence], missing: Sequence[str]) -> bool:
+    """Whether no part is answered and no chosen sentence even holds the kind of thing a part asks for.
+
+    "How many nodes does that cluster have?" got "... on the UMass Dartmouth Carnie Cluster employing Intel
+    Xeon Silver 4116 CPUs ..." and a note that the part was not answered: background, not an answer.
+    """
+    pieces = questions.parts(question)
+    if len(missing) < len(pieces):
+        return False
+    return not any(questions.has_kind(text, piece) for piece in pieces for _, text in chosen)
 
 
 def local_follow_up(state: Mapping[str, Any]) -> tuple[str, str, str] | None:

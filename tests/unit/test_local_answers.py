@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from citewise.core import questions
 from citewise.core.evidence import NO_ANSWER
 from citewise.core.text import user_turns
-from citewise.core.writing import answering_sentences
+from citewise.core.writing import answering_sentences, answers_nothing
 from citewise.index.embeddings import Embedder
 from citewise.nodes.answer import local_follow_up
 
@@ -491,6 +491,7 @@ def test_a_count_of_the_asked_thing_names_none_of_them() -> None:
         ("Which model predicts ESG ratings best?", "model"),
         ("Which telescopes were used to observe the transits?", "telesc"),  # up to its verb, as before
         ("What happens next?", ""),  # no thing asked for: a description
+        ("What happens to their accuracy after 8-bit quantization?", ""),
         ("What causes the broadening?", ""),
     ],
 )
@@ -531,6 +532,12 @@ def test_a_which_question_whose_subject_is_the_asked_thing_wants_one_named(quest
             "Our aim is to characterize the dust emission in the inner envelopes of Class 0 protostars.",
         ),
         ("How much does it cost?", "", "It costs 5 dollars.", ""),  # no thing named: any number answers
+        (  # an amount of a mass noun: the noun; of time, a span of it
+            "How much compute time did all their simulations take?",
+            "time",
+            "The simulations for all experiments have taken approximately 600 hours across both machines.",
+            "The framework used to define and simulate the circuits is Qiskit 0.39.",
+        ),
     ],
 )
 def test_a_how_many_question_wants_the_number_of_the_thing_it_measures(
@@ -541,6 +548,16 @@ def test_a_how_many_question_wants_the_number_of_the_thing_it_measures(
     assert questions.has_kind(answer, read)
     if elsewhere:  # a number, but not of the thing measured
         assert not questions.has_kind(elsewhere, read)
+
+
+def test_an_answer_that_answers_no_part_and_holds_nothing_asked_for_is_no_answer() -> None:
+    question = "How many nodes does that cluster have?"
+    background = "The codes were run on the UMass Dartmouth Carnie Cluster employing Intel Xeon Silver CPUs."
+    assert answers_nothing(question, [("E1", background)], [question.rstrip("?")])
+    assert not answers_nothing(question, [("E1", "The cluster has 64 nodes.")], [question.rstrip("?")])
+    assert not answers_nothing(question, [("E1", background)], [])  # its part answered: said
+    two = "How many nodes does it have, and who built it?"  # one part unanswered: said, the gap noted
+    assert not answers_nothing(two, [("E1", background)], ["How many nodes does it have"])
 
 
 def test_a_follow_up_is_searched_in_its_own_words_with_the_thread_s_subject() -> None:
