@@ -496,7 +496,7 @@ _UNLABELLED_ENTRY = re.compile(
     rf"(?:(?<=[a-z0-9)\]]\.)|(?<=\d{{4}}[a-z]:\d{{5}}\))|(?<=MR \d{{6}})|(?<=MR \d{{7}}))"
     rf"\s+(?:\S{{1,3}}\s+)??"
     rf"(?=(?:{_SURNAME}[a-z]\w*\s*,\s*(?:[A-Z]\.|[A-Z][a-z]+\s+[A-Z]{{1,2}}\b)|{_INITIALS}\s*(?:,|and\b|&|et\s+al)"
-    rf"|,\s+[A-Z][a-z])[^\n]{{0,200}}?\b{_YEAR}\b|{_INITIALS}\.\s*\(?{_YEAR}\b)"
+    rf"|,\s+[A-Z][a-z])[^\n]{{0,300}}?\b{_YEAR}\b|{_INITIALS}\.\s*\(?{_YEAR}\b)"
 )
 """Where an entry whose label was lost goes on inside the entry before it: a finished sentence (not an
 initial's stop) or an AMS-style entry's review numbers ("MR 2802469 (2012h:53097)"), what is left of its
@@ -563,7 +563,10 @@ def _numbered_starts(blob: str, *, mid_line: bool) -> list[tuple[int, int, str]]
         last = int(starts[-1][2])
         at_line_start = blob[match.start() - 1] == "\n"
         after_entry = match.group(1) is not None or blob[: match.start()].rstrip()[-1:] in ".)]"
-        if (at_line_start and number > last) or (mid_line and number == last + 1 and after_entry):
+        # run together, a bracketed label may follow one OCR misread ("[8]" for "[2]"): entry 3 still starts
+        # after entry 1, and the entry before it is split at its author lists (`_unlabelled_entries`)
+        step = number - last in (1, 2) if match.group(1) is not None else number == last + 1
+        if (at_line_start and number > last) or (mid_line and step and after_entry):
             starts.append((match.start(), match.end(), str(number)))
     return starts
 

@@ -26,9 +26,9 @@ OCR_TIMEOUT = 180.0
 EM_OF_CHAR = 0.5
 """A letter's mean width as a share of its type size (about half an em in text faces): the size of a line
 with no word of two letters, and with the size by height, the line's weight."""
-LABEL = re.compile(r"[\[(](\d{1,3})[\]|]?|(?<!\S)[\[|]?(\d{1,3})[\]|]")
-"""A numbered entry's label as OCR reads it, one bracket or both kept, or a bracket read as a bar or a
-parenthesis ("2|", "(6")."""
+LABEL = re.compile(r"[\[({](\d{1,3})[\]|}]?|(?<!\S)[\[|{]?(\d{1,3})[\]|}]")
+"""A numbered entry's label as OCR reads it, one bracket or both kept, or a bracket read as a bar, a brace
+or a parenthesis ("2|", "(6", "{1]")."""
 BARRED = re.compile(r"\|(?=\d{1,3}(?:(?:,\s?|[\u2013-])\d{1,3})*\])")
 """A citation's opening bracket read as a bar: "|8]", "|3,4]", "(MAB)|6, 7]" over two words."""
 INSTALL_HINT = "install Tesseract to read them by OCR (Debian: apt-get install tesseract-ocr)"

@@ -185,6 +185,29 @@ def test_entries_whose_labels_ocr_lost_are_split_off_by_their_author_lists_where
     assert list(skipped) == ["1", "4"]
 
 
+def test_a_run_together_list_goes_on_past_a_label_ocr_misread_and_splits_the_entry_before_it() -> None:
+    # IEEE's journal list read by Tesseract: "[2]" read as "[8]" amid entry 1's words, "[10]" lost, and the
+    # year of entry 10 more than 200 characters after its author list
+    one = (
+        '[1] I. Armeni, Z.-Y. He, and S. Savarese, "3D Scene Graph: A structure for unified semantics," in '
+        "Proceedings of the IEEE/CVF International Conference on Computer [8] Vision, 2019, pp. 5664-5673."
+    )
+    two = 'M. Abate, J. Shi, and L. Carlone, "3D dynamic scene graphs," arXiv preprint, 2020.'
+    three = 'S.-C. Wu, J. Wald, and F. Tombari, "SceneGraphFusion: Incremental Scene Graph Prediction," 2021.'
+    nine = 'J. Jiao, H. Ye, and M. Liu, "Robust Odometry and Mapping," IEEE Trans. Robotics, pp. 1-10, 2021.'
+    ten = (
+        'K. Koide, J. Miura, and E. Menegatti, "A portable three-dimensional LIDAR-based system for '
+        'long-term and wide-area people behavior measurement," International Journal of Advanced Robotic '
+        "Systems, vol. 16, no. 2, Mar. 2019."
+    )
+    eleven = '[11] R. Dube, A. Cramariuc, and C. Cadena, "SegMap," Int. J. Robotics Research, 2019.'
+    blob = f"{one} {two} [3] {three}\n[9] {nine} {ten}\n{eleven}"
+    _, bibliography = split_references([Paragraph(blob, "References")])
+    assert list(bibliography) == ["1", "2", "3", "9", "10", "11"]
+    assert bibliography["2"].text == two and bibliography["3"].text == three
+    assert bibliography["10"].text == ten
+
+
 def test_lost_labels_of_an_ams_style_list_are_found_after_its_review_numbers_and_a_repeated_author() -> None:
     # amsplain ends an entry with its MR number and review ("MR 2802469 (2012h:53097)") and sets a repeated
     # author as a dash, which OCR drops (", On the analyticity ..."); OCR read "P.T." as "PT."

@@ -381,6 +381,7 @@ def test_ocr_mends_a_reference_label_read_with_a_parenthesis_but_not_an_equation
     from citewise.index.ocr import LABEL
 
     assert LABEL.fullmatch("(6") and LABEL.fullmatch("2|") and LABEL.fullmatch("[15")
+    assert LABEL.fullmatch("{1]") and LABEL.fullmatch("[7}")  # a brace for a bracket (IEEE's journal list)
     assert not LABEL.fullmatch("(1)") and not LABEL.fullmatch("1)")
 
 
