@@ -965,6 +965,39 @@ def test_a_title_s_smaller_line_under_it_opening_with_a_joining_word_is_part_of_
     assert [x.kind for x in lines] == ["title", "title", "furniture"]
 
 
+def test_a_subtitle_in_a_smaller_display_size_under_a_title_is_part_of_it_but_not_the_authors() -> None:
+    # textopo's title page: the title in 20.7 points, its subtitle over two lines in 14.3, then (further
+    # down) the author and the version in that size too
+    def display(text: str, left: float, bottom: float, right: float, size: float = 14.3) -> Line:
+        return line(text, left, bottom, right, "CMR12", size=size, edge=72, far_edge=540)
+
+    lines = [
+        display("The TEXtopo package", 209, 643, 390, size=20.7),
+        display("for shaded membrane protein", 210, 623, 390),
+        display("topology plots", 256, 605, 348),
+        display("Eric Beitz", 269, 569, 334),
+        display("v1.5; 2011/06/02", 248, 540, 351),
+        line("Body text of the manual opens here with a sentence.", 72, 462, 540, size=12.0),
+    ]
+    mark_title(lines, 12.0)
+    assert [x.kind for x in lines[:5]] == ["title", "title", "title", "furniture", "furniture"]
+    # a paper's author list under its title, in a display size, stays out; so does a heading with its text
+    paper = [
+        line("A Study of Things", 200, 700, 400, size=17.3, edge=72, far_edge=540),
+        line("Jane Doe and John Smith", 220, 680, 380, size=12.0, edge=72, far_edge=540),
+        line("University of Somewhere", 220, 666, 380, size=12.0, edge=72, far_edge=540),
+    ]
+    mark_title(paper, BODY)
+    assert [x.kind for x in paper] == ["title", "furniture", "furniture"]
+    heading = [
+        line("A Manual", 250, 700, 350, size=20.7, edge=72, far_edge=540),
+        line("getting started with it", 220, 680, 380, size=14.3, edge=72, far_edge=540),
+        line("This manual explains how to install and use the package on any system at all.", 72, 660, 540),
+    ]
+    mark_title(heading, BODY)
+    assert heading[1].kind != "title"  # nothing of a title block under it: not a subtitle
+
+
 def test_lines_numbered_one_under_another_in_larger_type_are_a_list_not_headings() -> None:
     # biblatex-chicago's legal sample: a numbered list in 12 pt over footnotes in 10 pt that hold more text
     # (so they are the body); each item was a heading, and the items were joined into one

@@ -167,6 +167,8 @@ def mark_title(lines: list[Line], body: float) -> None:
     while n < len(head) and head[n].kind == "furniture" and _display_tail(head[n], top):
         head[n].kind = "title"
         n += 1
+    for line in _subtitle(head[n - 1 :], top, body):
+        line.kind = "title"
     # short lines under the title, centred or in italic, before the first heading or paragraph: authors,
     # affiliations (a short "and" between authors may be taken for a column's line: centred on the page)
     block = (min(x.edge for x in first), max(x.far_edge for x in first))
@@ -191,6 +193,38 @@ def mark_title(lines: list[Line], body: float) -> None:
     ):
         for line in rest:
             line.kind = "furniture"
+
+
+SUBTITLE_GAP = 1.5
+"""A subtitle's first line stands at most this many of the title's sizes under the title's last line."""
+NAMES = re.compile(r"(?:(?:[A-Z][\w'\u2019.\-]*|and|&|,|von|van|de|der)\s*)+\W*")
+"""A line of capitalised words only (an author list: "Eric Beitz", "A. Smith and J. Doe")."""
+MONTH_YEAR = re.compile(rf"{MONTH}\s+\d{{4}}\b")
+
+
+def _subtitle(tail: list[Line], top: Line, body: float) -> list[Line]:
+    """The subtitle under a title: the lines after its last line (`tail[0]`) that go on with it.
+
+    A LaTeX title's second part in a smaller display size ("The includex LaTeX package" / "extra ways to
+    include files", "The TeXtopo package" / "for shaded membrane protein" / "topology plots"): larger than
+    the body, close under the title, one size, no author's names, address or date; and more of the title
+    block (authors, a date) under it, so a heading followed by its text is never one.
+    """
+    last, first_gap = tail[0], 0.0
+    block: list[Line] = []
+    for line in tail[1:]:
+        gap = last.bottom - line.bottom
+        if block:  # the subtitle's next line: its size, as close as its first line
+            apart = line.size != block[0].size or gap > 1.25 * first_gap
+        else:
+            apart, first_gap = gap > SUBTITLE_GAP * top.size, gap
+        names = not any(c.isdigit() for c in line.text) and NAMES.fullmatch(line.text.strip())
+        said = "@" in line.text or DATE.search(line.text) or MONTH_YEAR.search(line.text) or names
+        if apart or said or line.kind != "furniture" or not body * 1.1 < line.size < top.size:
+            break
+        block.append(line)
+        last = line
+    return block if block and tail.index(block[-1]) + 1 < len(tail) else []
 
 
 TITLE_PAGE_LINES = 8
