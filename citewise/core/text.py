@@ -157,6 +157,22 @@ def keeps_polarity(claim: str, source: str) -> bool:
     return bool(denied(claim) & shared) == bool(denied(source) & shared)
 
 
+ENDLESS = frozenset("a an the of to for and or in on with from by at as is are was were".split())
+"""Words no sentence ends in."""
+
+
+def opens_mid(text: str) -> bool:
+    """Whether a sentence opens with a lower-case word that joins it to words before ("and the ...")."""
+    words = text.split()
+    return bool(words) and words[0] in STOPWORDS
+
+
+def stops_mid(text: str) -> bool:
+    """Whether a sentence stops at a comma or a word no sentence ends in ("... width is,", "... by")."""
+    words = text.rstrip().rstrip(".").split()
+    return bool(words) and (words[-1].endswith(",") or words[-1].lower() in ENDLESS)
+
+
 def ordered_unique(items: Iterable[str]) -> list[str]:
     """Items without repeats, first occurrence kept."""
     return list(dict.fromkeys(items))

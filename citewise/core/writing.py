@@ -30,7 +30,7 @@ from citewise.core.evidence import (
     pack,
     paragraph_texts,
 )
-from citewise.core.text import sentences, user_turns
+from citewise.core.text import opens_mid, sentences, stops_mid, user_turns
 from citewise.index.citations import soften_source_markers
 from citewise.index.fusion import drop_redundant
 from citewise.index.reading import SearchIndex
@@ -240,7 +240,8 @@ def paragraph_candidates(sources: Sequence[tuple[str, str, str]]) -> list[Candid
         lines = sentences(paragraph) or sentences(chunk)
         for n, line in enumerate(lines):
             line = PLACEHOLDER_EDGES.sub("", line)
-            if len(line) < MIN_SENTENCE:
+            # (nor a piece a display broke off its sentence: "and the magnetic transition width is,")
+            if len(line) < MIN_SENTENCE or opens_mid(line) and stops_mid(line):
                 continue
             key = " ".join(line.lower().split())
             owned = line in chunk

@@ -41,10 +41,12 @@ from citewise.core.report import LABEL, is_own_text
 from citewise.core.text import (
     content_words,
     keeps_polarity,
+    opens_mid,
     overlap,
     quotes_of,
     sentences,
     states_figures_of,
+    stops_mid,
 )
 from citewise.core.writing import extractive_answer, local_follow_up, no_answer
 from citewise.index.citations import soften_source_markers, without_trailing_source_markers
@@ -90,6 +92,16 @@ def asks(part: str) -> bool:
     """
     text = TRAILING_BRACKET.sub("", LABEL.sub("", part).strip().rstrip(".").rstrip())
     return text.rstrip().endswith("?")
+
+
+def broken_off(part: str) -> bool:
+    """Whether a writer's sentence is a piece of one (`opens_mid` or `stops_mid`).
+
+    SmolLM2 wrote "and the magnetic transition width is, [1]" from a line it broke off: its words are the
+    line's, so word overlap verified it. (A lower-case name such as "jax-cfd" may open a sentence.)
+    """
+    text = LABEL.sub("", part).strip()
+    return opens_mid(text) or stops_mid(text)
 
 
 TRAILING_BRACKET = re.compile(r"\s*\([^()]*\)$")
@@ -354,8 +366,13 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
             "the model said the documents do not answer, though passages that answer were kept: local mode's "
             "extractive answer is shown"
         )
-    elif supporting_lines(local) <= supporting_lines(result):
-        return result  # a lean answer that says at least what local mode's answer says
+    elif supporting_lines(local) <= supporting_lines(result):  # it says at least what local mode's says
+        if not padded(result, local, kept, context):
+            return result
+        reason = (
+            "the model's answer adds sentences from passages in which local mode's rule finds no answer: "
+            "local mode's extractive answer is shown"
+        )
     elif not result["unsupported"] and not _judge_unreliable(state):
         # a judge that read the passages (the control scored low, scores neither flat nor malformed) and
         # every sentence checked against its lines: a capable model may find what local mode's sentence
@@ -379,6 +396,20 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
         "labels": labels,
         "degraded": [*result.get("degraded", []), *local.get("degraded", []), entry],
     }
+
+
+def padded(result: dict, local: dict, kept: list[EvidenceRecord], context: Context) -> bool:
+    """Whether a lean answer adds sentences from passages local mode's rule finds no answer in.
+
+    SmolLM2 answered "How much compute time did all their simulations take?" with local mode's sentence
+    ("approximately 600 hours") and one from another paper's kept passage ("For a diabatic
+    population-population correlation, this gives rise to nine separate terms ..."): its words are a line's,
+    its passage's answering score under local mode's cut.
+    """
+    answering = {r["chunk_id"]: r.get("answering", 1.0) for r in kept}
+    quoted = {chunk for chunk, _ in supporting_lines(local)}
+    added = {chunk for chunk, _ in supporting_lines(result)} - quoted
+    return any(answering.get(chunk, 1.0) < context.local_answerable for chunk in added)
 
 
 def supporting_lines(verified: dict) -> set[tuple[str, str]]:
@@ -422,6 +453,8 @@ async def _verified(
             support[i] = local_support(parts[i], cited_chunks(parts[i], labels), lines, context.local_support)
     for i in claims:  # a question is no answer, however many of its words the sources share ("How many ...?")
         if asks(parts[i]) or not content_words(LABEL.sub("", parts[i])):  # nor is a fragment ("1 [1].")
+            support[i] = []
+        elif judge is not None and broken_off(parts[i]):  # nor a model's piece of a line ("and the ... is,")
             support[i] = []
     kept_parts: list[str] = []
     unsupported: list[str] = []

@@ -550,6 +550,19 @@ def test_a_how_many_question_wants_the_number_of_the_thing_it_measures(
         assert not questions.has_kind(elsewhere, read)
 
 
+def test_a_piece_of_a_sentence_a_display_broke_off_is_no_candidate() -> None:
+    from citewise.core.writing import paragraph_candidates
+
+    pieces = [  # a paper's paragraph cut by display equations, as unarXive gives it
+        "The radiative decay widths are computed in the modified relativistic quark model.",
+        "and the magnetic transition width is,",
+        "where m is the mass of the light quark in the model.",
+    ]
+    texts = [c.text for c in paragraph_candidates([(f"E{n}", p, p) for n, p in enumerate(pieces, 1)])]
+    assert not any(t.startswith("and the magnetic") for t in texts)
+    assert any(t.startswith("where m is the mass") for t in texts)  # it opens mid-sentence, but ends one
+
+
 def test_an_answer_that_answers_no_part_and_holds_nothing_asked_for_is_no_answer() -> None:
     question = "How many nodes does that cluster have?"
     background = "The codes were run on the UMass Dartmouth Carnie Cluster employing Intel Xeon Silver CPUs."

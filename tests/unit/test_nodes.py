@@ -605,6 +605,24 @@ async def test_under_lean_a_small_judge_may_veto_a_sentence_but_never_choose_its
     assert result["unsupported"] == ["B cells produce antibodies and memory cells remain for years."]
 
 
+async def test_a_models_piece_of_a_line_is_no_sentence_though_its_words_are_the_lines(
+    index_dir: str, install: Callable
+) -> None:
+    # SmolLM2 wrote "and the magnetic transition width is, [1]": the line's words, broken off it
+    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
+    supports = {"sentences": [{"sentence": n, "sources": ["E1.1"], "supported": True} for n in (1, 2, 3)]}
+    install(context, judge=ScriptedChatModel(responder=lambda request: supports))
+    draft = (
+        "and vaccines train the immune system to recognise a pathogen [E1]. "
+        "Vaccines train the immune system to recognise a pathogen without causing, [E1]. "
+        "Vaccines train the immune system to recognise a pathogen [E1]."
+    )
+    result = await llms.metered(verify)(verify_state(draft), run(context))
+
+    assert result["answer"] == "Vaccines train the immune system to recognise a pathogen [1]."
+    assert len(result["unsupported"]) == 2
+
+
 PARAPHRASE = "Vaccines teach the body's defences to spot a pathogen [E1]."
 """Too few of its words in the vaccine line for the lexical check; a capable judge finds the line says it."""
 
@@ -768,6 +786,23 @@ async def test_under_lean_a_model_answer_resting_on_another_passage_than_local_m
         assert result["answer"].startswith("Vaccines train the immune system")
         (entry,) = [d for d in result["degraded"] if d["stage"] == "verify"]
         assert "does not rest on every line local mode's answer quotes" in entry["reason"]
+
+
+@pytest.mark.parametrize(("bread_answering", "stands"), [(0.1, False), (0.6, True)])
+async def test_under_lean_a_model_answer_padded_from_a_passage_that_answers_nothing_gives_way(
+    index_dir: str, install: Callable, bread_answering: float, stands: bool
+) -> None:
+    """SmolLM2 said local mode's sentence and added one from another paper's kept passage, whose answering
+    score was under local mode's cut: local mode's answer is shown. From a passage that answers, it stands."""
+    context = Context(index_dir=index_dir, model=MODEL, profile="lean")
+    install(context, judge=ScriptedChatModel(responder=Judge()))
+    draft = f"{VACCINES.rstrip('.')} [E1]. {BREAD.rstrip('.')} [E3]."
+    scored = [{**EVIDENCE[0], "answering": 0.8}, EVIDENCE[1], {**EVIDENCE[2], "answering": bread_answering}]
+    state = {**verify_state(draft), "evidence": scored, "kept": ["c-vaccines", "c-bread"]}
+    result = await llms.metered(verify)(state, run(context))
+
+    assert ("Sourdough" in result["answer"]) == stands
+    assert result["answer"].startswith("Vaccines train the immune system")
 
 
 async def test_under_lean_a_follow_up_local_mode_finds_nothing_for_gets_no_answer(
