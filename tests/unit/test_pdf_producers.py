@@ -2010,6 +2010,25 @@ def test_a_sentence_that_ended_short_over_a_small_skip_ends_its_paragraph() -> N
     assert [x.starts for x in lines] == [True, False, False, False, True, False, False, False, False]
 
 
+def test_a_list_items_second_paragraph_a_little_further_down_starts_a_paragraph() -> None:
+    # rulerbox's list: an item's lines hang right of its bullet, 13.5 points apart; its second paragraph
+    # stands 18 below the first one's short last line (paragraphs in the body are indented, not spaced)
+    rows = [
+        (118, "Four dimensions are involved in the rulerbox package. They can be redefined", 476, 361),
+        (118, "locally by their names in TEX style, or globally by setlength in LaTeX style.", 476, 347),
+        (134, "\u2022 \\rulerunit: The least count of rulers, i.e. distance between adjacent", 476, 306),
+        (145, "ticks in rulers. Default is 1mm, one millimetre, which produces rulers", 476, 293),
+        (145, "other decimal length systems, or draw rulers of relative scales.", 442, 279),
+        (145, "For example, if one wants to switch to Chinese length units, he may", 476, 261),
+        (145, "define the unit anew, which makes the least count a third of a millimetre.", 469, 247),
+        (134, "\u2022 \\rulersep: Distance between box edges and rulers. Default is 3pt.", 467, 204),
+    ]
+    lines = [line(text, left, bottom, right, size=10.9, edge=118, far_edge=476)
+             for left, text, right, bottom in rows]  # fmt: skip
+    mark_starts(lines, 10.9, BODY)
+    assert [x.starts for x in lines] == [True, False, True, False, False, True, False, True]
+
+
 def test_a_document_that_indents_its_paragraphs_is_not_read_as_flush() -> None:
     # the same lines where paragraphs open indented: a line at the edge after a short sentence goes on
     pitch, texts = (

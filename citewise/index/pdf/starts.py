@@ -231,7 +231,12 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
         elif hangs and in_column:
             # a paragraph's indented first line after an item that ended short stands left of its hang
             back = hang is not None and line.left < hang - 0.3 * body and ended
-            line.starts = back or previous.bottom - line.bottom > skip
+            gap = previous.bottom - line.bottom
+            line.starts = back or gap > skip
+            # (a second paragraph of the item: a sentence that ended short over one a little further down,
+            # as in a paragraph set flush with a small skip: rulerbox's "For example, if one wants ...")
+            anew = gap > SENTENCE_SKIP * pitch and ended and _sentence_after(previous, line)
+            line.starts = line.starts or anew
         elif in_column and not after_display:
             gap = previous.bottom - line.bottom
             # a gap a little short of the skip ends a paragraph whose last line ended short by choice (a skip
