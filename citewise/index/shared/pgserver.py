@@ -150,6 +150,10 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(probe.getsockname()[1])
 
 
+PORT_ATTEMPTS = 3
+"""Starts on a free port before giving up, when another process takes the port first."""
+
+
 @dataclass
 class Server:
     """A running server: its folder, port and DSN (user ``postgres``, database ``postgres``, no password)."""
@@ -313,15 +317,21 @@ def start(
             initdb += ["--locale-provider=builtin", "--builtin-locale=C.UTF-8"]
         _run(binaries, [*initdb, "--no-instructions"], user, directory)
         (server.data / "pg_hba.conf").write_text(HBA)
-    options = {"listen_addresses": "127.0.0.1", "port": str(server.port), "unix_socket_directories": ""}
-    options |= dict(settings or {})
-    flags = shlex.join(part for name, value in options.items() for part in ("-c", f"{name}={value}"))
     command = ["pg_ctl", "start", "-D", str(server.data), "-l", str(server.log), "-w", "-t", f"{timeout:.0f}"]
-    try:
-        _run(binaries, [*command, "-o", flags], user, directory)
-    except RuntimeError as error:
-        tail = server.log.read_text(errors="replace")[-2000:] if server.log.exists() else ""
-        raise RuntimeError(f"{error}\n{server.log}:\n{tail}") from None
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        options = {"listen_addresses": "127.0.0.1", "port": str(server.port), "unix_socket_directories": ""}
+        options |= dict(settings or {})
+        flags = shlex.join(part for name, value in options.items() for part in ("-c", f"{name}={value}"))
+        try:
+            _run(binaries, [*command, "-o", flags], user, directory)
+            break
+        except RuntimeError as error:
+            tail = server.log.read_text(errors="replace")[-2000:] if server.log.exists() else ""
+            # a free port taken by another process between its choice and the start: another free one
+            if port is None and "Address already in use" in tail and attempt < PORT_ATTEMPTS:
+                server = Server(directory, free_port(), binaries, user)
+                continue
+            raise RuntimeError(f"{error}\n{server.log}:\n{tail}") from None
     deadline = time.monotonic() + timeout
     while True:  # pg_ctl -w waited for "ready"; make sure a TCP client gets in too
         try:
