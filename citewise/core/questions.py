@@ -471,6 +471,8 @@ def carry(question: str, before: Turn | None, reply: str = "") -> Turn:
             return Turn(question, switched, before.asked, topic, before.search.replace(subject[0], own[0]))
         if not SWITCH.match(question):
             return Turn(question, question, "", question, question)  # names its own subject: stands alone
+    if own and not subject and refers_back_to(question, own[0]):
+        return Turn(question, question, "", question, question)  # a new subject its own pronoun refers to
     earlier = before.asked
     missing = [name for name in subject if name not in earlier and name not in question]
     answered = answered_thing(before.asked, reply) if refers else ""
@@ -484,6 +486,24 @@ def carry(question: str, before: Turn | None, reply: str = "") -> Turn:
     names = [answered] if answered else [name for name in subject if name not in question]
     names = names or [name for name in entities(before.question) if name not in question]
     return Turn(question, resolved(question, names, before.question), earlier, topic, f"{earlier} {question}")
+
+
+def refers_back_to(question: str, name: str) -> bool:
+    """Whether the question's pronouns are all possessives after the name it gives (no demonstrative).
+
+    "What does the transmission spectrum of GJ 486b reveal about its atmosphere?" means GJ 486b's atmosphere.
+    Read so only when the thread names no subject the pronoun could mean instead (after a question on
+    tungsten's boiling point); "What did Hubble transit data suggest about its atmosphere?" after one on
+    GJ 1132b is a follow-up, and so is "For which Killing vectors does it apply?".
+    """
+    first = question.find(name)
+    pronouns = [(match.start(), match.group().lower()) for match in PRONOUN.finditer(question)]
+    return (
+        first >= 0
+        and bool(pronouns)
+        and all(at > first and word in POSSESSIVE_WORDS for at, word in pronouns)
+        and not DEMONSTRATIVE.search(question)
+    )
 
 
 REFERENCE_WORDS = (

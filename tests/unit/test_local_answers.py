@@ -232,6 +232,27 @@ def test_a_follow_up_is_read_with_the_question_before_it() -> None:
     )
 
 
+def test_a_new_subject_with_its_own_pronoun_stands_alone() -> None:
+    asked = [
+        "What is the boiling point of tungsten?",
+        "What does the spectrum of GJ 486b reveal about its atmosphere?",
+    ]
+    turn = questions.read_turn(asked)
+    assert (turn.question, turn.earlier) == (asked[1], "")  # "its" is GJ 486b's: nothing of tungsten carried
+    assert (
+        questions.read_turn(  # the thread names a subject: the pronoun is the thread's
+            ["What is GJ 1132b's radius?", "What did Hubble transit data suggest about its atmosphere?"]
+        ).question
+        == "What did Hubble transit data suggest about GJ 1132b's atmosphere?"
+    )
+    assert questions.read_turn(  # the pronoun before the name: a follow-up
+        [
+            "Which bug localization tool does the review recommend?",
+            "How many settings does its extended BugLocator give?",
+        ]
+    ).earlier
+
+
 def conversation(*asked: str) -> list[str]:
     """The standalone question of each turn."""
     return [questions.read_turn(asked[: n + 1]).question for n in range(len(asked))]
