@@ -159,6 +159,8 @@ def main() -> None:
             os.environ["OPENAI_BASE_URL"] = stack.enter_context(llama_server(folder, model=gguf, alias=model))
             model = f"openai/{model}"
         rows, turns, lost = run_sets(args, model)
+    if not rows:
+        sys.exit(f"no conversation set could be read: the unarXive papers ({args.unarxive}) are needed")
     mode = f"{args.model}, {args.profile} profile" if args.model else "Local mode"
     print(f"{mode}, direct answers, one thread per conversation")
     print_table(rows, list(rows[0]))
