@@ -2179,6 +2179,88 @@ def test_a_bitmap_font_s_control_codes_read_in_tex_s_encoding() -> None:
     assert tex_encoding([prose, garbled]) is None
 
 
+def ghostscript_bitmap_pdf(lines: list[str]) -> bytes:
+    """A page as dvips + ESP Ghostscript 8.15 wrote TUGboat's octavo article: one Type 3 font in device
+    pixels (a glyph unit one pixel at 600 dpi, the size 0.12), its glyphs named by their codes in base 36,
+    and a Unicode map that reads "c" (glyph "CR") as a carriage return."""
+    digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    name = {c: digits[(ord(c) + 360) // 36] + digits[(ord(c) + 360) % 36] for c in "".join(lines) + "()"}
+    em = 83  # pixels in an em of 10 pt type at 600 dpi
+    objects: list[bytes] = []
+
+    def add(body: bytes, stream: bytes | None = None) -> int:
+        if stream is not None:
+            body = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)
+        objects.append(body)
+        return len(objects)
+
+    procs = []
+    for c, glyph in sorted(name.items()):
+        tall, deep = (
+            (0.75, 0.25) if c in "()" else (0.7, 0.0) if c.isupper() or c in "bdfhklt" else (0.45, 0.0)
+        )
+        box = (
+            f"{em // 2} 0 0 {-int(tall * em)} {em // 2} {int(deep * em)} d1 0 {-int(tall * em)} 35 {em} re f"
+        )
+        procs.append(f"/{glyph} {add(b'', box.encode())} 0 R")
+    codes = sorted(ord(c) for c in name)
+    cmap = (
+        b"begincmap 1 begincodespacerange <00><ff> endcodespacerange 1 beginbfrange <63><63><000d> endbfrange"
+    )
+    differences = " ".join(f"{ord(c)} /{glyph}" for c, glyph in sorted(name.items()))
+    font = add(
+        f"<< /Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000] /FontMatrix [1 0 0 -1 0 0] "
+        f"/CharProcs << {' '.join(procs)} >> /ToUnicode {add(b'', cmap + b' endcmap')} 0 R "
+        f"/Encoding << /BaseEncoding /WinAnsiEncoding /Differences [{differences}] >> /FirstChar {codes[0]} "
+        f"/LastChar {codes[-1]} /Widths [{' '.join([str(em // 2)] * (codes[-1] - codes[0] + 1))}] >>".encode()
+    )
+    words = []
+    for row, text in enumerate(lines):
+        x = 72.0
+        for word in text.split():
+            words.append(f"BT /F1 0.12 Tf 1 0 0 -1 {x:.1f} {700 - 12 * row} Tm <{word.encode().hex()}> Tj ET")
+            x += (len(word) + 0.6) * em // 2 * 0.12
+    content = add(b"", "\n".join(words).encode())
+    page = add(
+        f"<< /Type /Page /Parent {len(objects) + 2} 0 R /MediaBox [0 0 612 792] "
+        f"/Resources << /Font << /F1 {font} 0 R >> >> /Contents {content} 0 R >>".encode()
+    )
+    add(f"<< /Type /Pages /Kids [{page} 0 R] /Count 1 >>".encode())
+    root = add(f"<< /Type /Catalog /Pages {len(objects)} 0 R >>".encode())
+    out, offsets = bytearray(b"%PDF-1.4\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    table = b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"xref\n0 %d\n0000000000 65535 f \n%s" % (len(objects) + 1, table)
+    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        root,
+        len(out),
+    )
+    return bytes(out)
+
+
+def test_ghostscript_s_bitmap_fonts_in_pixels_read_at_their_size_and_with_their_c(tmp_path) -> None:
+    # tub-octavo and minipage-marginpar read 0 of their paragraphs: every "c" came out as a carriage return
+    # ("Pa\rkage", read as OT1's "fl"), and the type measured 0.12 pt, each object a word of its own
+    from citewise.index.loaders import load_path
+    from citewise.index.pdf import read_layout
+
+    text = [
+        "The octavo package can produce classical books (in octavo) of a",
+        "classic design, with margins calculated according to late Gothic",
+        "precepts. Its pages keep a uniform printing grid, and a page can",
+        "carry a caption in a quiet face. Such a package can be loaded once.",
+    ]
+    path = tmp_path / "octavo.pdf"
+    path.write_bytes(ghostscript_bitmap_pdf(text))
+    layout = read_layout(path, path.read_bytes())
+    assert 9 <= layout.body_size <= 11  # an em's height: 10 pt type
+    read = " ".join(paragraph.text for paragraph in load_path(path)[0].paragraphs)
+    assert "classic design, with margins calculated according to late Gothic precepts." in read
+
+
 def test_a_table_of_contents_heading_is_no_parent_of_the_sections_after_it() -> None:
     # mi-solns: "Table of Contents" set larger than "1. Introduction", which was filed under it
     from citewise.index.loaders import _SectionPath

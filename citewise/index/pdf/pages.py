@@ -307,6 +307,7 @@ def page_lines(
     pieces = []
     unnamed = [text for obj, text in objects if not obj.get_font().get_base_name()]
     tex = tex_encoding(unnamed) if unnamed else None  # a bitmap font's control codes: TeX's encoding
+    pixel_sizes = _pixel_font_sizes(objects)
     for obj, text in objects:
         if not text.strip() or obj.container is not None and _in_figure(obj, figures, (width, height)):
             continue
@@ -331,6 +332,8 @@ def page_lines(
         text = text.translate(LIGATURES).replace("\x02", "-")  # PDFium marks a line-end hyphen
         if SYMBOL_FONT.match(name):
             text = text.translate(OMS_LETTERS)
+        if size < PIXEL_SIZE:
+            size = pixel_sizes.get(_font_key(font), size)
         baseline = matrix[5]
         if obj.container is not None:  # in a form: its matrices scale and move the type too
             (x0, y0), (x1, y1) = in_page(obj, matrix[4], matrix[5]), in_page(obj, matrix[4], matrix[5] + 1.0)
@@ -356,6 +359,34 @@ def page_lines(
     _mark_bands(lines, rules)
     _mark_ruled_notes(lines, rules)
     return lines
+
+
+PIXEL_SIZE = 1.0
+"""Points a font's size is under where it is set in device pixels: ESP Ghostscript's bitmap fonts from dvips
+(a glyph unit one pixel at 600 dpi, 0.12 pt, the size 0.12: TUGboat's octavo article)."""
+
+
+def _font_key(font: Any) -> int:
+    """A font's handle: the same for each of a page's objects set in it."""
+    import ctypes
+
+    return ctypes.cast(font.raw, ctypes.c_void_p).value or 0
+
+
+def _pixel_font_sizes(objects: list[tuple[Any, str]]) -> dict[int, float]:
+    """The type size of each font set in device pixels (`PIXEL_SIZE`): its tallest object's height.
+
+    A bitmap font's size says nothing there, but a run of its glyphs with a parenthesis, or an ascender and a
+    descender, stands about an em tall: the body's 10 pt type 9.8 pt.
+    """
+    sizes: dict[int, float] = {}
+    for obj, text in objects:
+        matrix = obj.get_matrix().get()
+        if text.strip() and obj.get_font_size() * (math.hypot(matrix[2], matrix[3]) or 1.0) < PIXEL_SIZE:
+            _, bottom, _, top = obj.get_bounds()
+            key = _font_key(obj.get_font())
+            sizes[key] = max(sizes.get(key, 0.0), top - bottom)
+    return sizes
 
 
 def same_sized_ocr(pages: list[list[Line]], numbers: list[int]) -> None:
