@@ -2261,6 +2261,24 @@ def test_ghostscript_s_bitmap_fonts_in_pixels_read_at_their_size_and_with_their_
     assert "classic design, with margins calculated according to late Gothic precepts." in read
 
 
+def test_ghostscript_s_glyph_names_of_control_characters_read_as_their_codes() -> None:
+    # minipage-marginpar (dvips + ESP Ghostscript 8.15, T1): glyph "CR" is code 99, "BS" 64; T1's "ß" at 255
+    from citewise.index.pdf.lines import tex_encoding
+
+    text = "Innerhalb von Boxen wie einer minipage sind \\marginpar-Befehle ni\rht erlaubt, hei\xfft"
+    page = [text, "Dieses Pa\rkage de\x1cniert \\mpgmpar\x08save als \x12Beh\xe4lter\x10 f\xfcr sie."]
+    table = tex_encoding(page)
+    assert table is not None
+    assert (
+        " ".join(page)
+        .translate(table)
+        .endswith("Dieses Package definiert \\mpgmpar@save als „Behälter“ für sie.")
+    )
+    assert "nicht erlaubt, heißt" in text.translate(table)
+    old = tex_encoding(["a \x0bne \x0dag " + text.replace("\r", "c")])  # OT1's fl beside c's of their own
+    assert old is not None and "\x0dag".translate(old) == "flag"
+
+
 def test_a_table_of_contents_heading_is_no_parent_of_the_sections_after_it() -> None:
     # mi-solns: "Table of Contents" set larger than "1. Introduction", which was filed under it
     from citewise.index.loaders import _SectionPath

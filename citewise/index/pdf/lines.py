@@ -114,9 +114,11 @@ TEX_T1 = str.maketrans(
         "\x1b": "ff", "\x1c": "fi", "\x1d": "fl", "\x1e": "ffi", "\x1f": "ffl",
         "\x10": "\u201c", "\x11": "\u201d", "\x12": "\u201e", "\x13": "\u00ab", "\x14": "\u00bb",
         "\x15": "\u2013", "\x16": "\u2014", "\x0e": "\u2039", "\x0f": "\u203a",
+        "\xff": "\u00df", "\xd7": "\u0152", "\xf7": "\u0153",
     }
 )  # fmt: skip
-"""TeX's T1 (Cork) encoding in its control codes: ligatures, quotation marks, guillemets, dashes."""
+"""TeX's T1 (Cork) encoding in its control codes (ligatures, quotation marks, guillemets, dashes) and where
+it leaves Latin-1, which a font without a Unicode map is read in: "heiÿt" is "heißt"."""
 TEX_OT1 = str.maketrans(
     {
         "\x0b": "ff", "\x0c": "fi", "\x0d": "fl", "\x0e": "ffi", "\x0f": "ffl", "\x10": "\u0131",
@@ -138,10 +140,11 @@ IN_WORD_RETURN = re.compile(r"(?<=[^\W\d_])\r(?!\n)|\r(?=[^\W\d_])")
 GLYPH_CR_SHARE = 0.005
 """Share of a text's characters that carriage returns inside words are at least where they stand for "c".
 
-ESP Ghostscript names a bitmap font's glyphs by their codes in base 36 (code 11 "AB", 99 "CR"), and PDFium
-reads the name "CR" as a carriage return: every "c" of a dvips document it made (TUGboat's octavo article,
-minipage-marginpar) comes out so. TeX's "fl" (OT1's code 13) comes out so too, but far more seldom than a
-letter (0.05% of characters against c's 3%), and beside c's of its own."""
+ESP Ghostscript names a bitmap font's glyphs by their codes in base 36 (code 11 "AB", 64 "BS", 99 "CR") and
+maps the names of control characters to them ("CR" a carriage return, "BS" a backspace): every "c" of a dvips
+document it made (TUGboat's octavo article, minipage-marginpar) comes out so. TeX's "fl" (OT1's code 13)
+comes out so too, but far more seldom than a letter (0.05% of characters against c's 3%), and beside c's of
+its own."""
 
 
 def tex_encoding(texts: list[str]) -> dict[int, str] | None:
@@ -155,13 +158,17 @@ def tex_encoding(texts: list[str]) -> dict[int, str] | None:
     letters = sum(len(text) for text in texts)
     if len(codes) > TEX_CODES or codes.total() >= TEX_SHARE * letters:
         return None  # a text layer of glyph codes (metre's): garbled, read by OCR (`pages.garbled_pages`)
+    returns = sum(len(IN_WORD_RETURN.findall(text)) for text in texts)
+    named = returns >= GLYPH_CR_SHARE * letters and sum(text.count("c") for text in texts) * 10 <= returns
     found = Counter(
-        "t1" if match.group() >= "\x1b" else "ot1" for text in texts for match in IN_WORD.finditer(text)
+        "t1" if match.group() >= "\x1b" else "ot1"
+        for text in texts
+        for match in IN_WORD.finditer(text)
+        if not (named and match.group() == "\r")
     )
     table = (TEX_T1 if found["t1"] >= found["ot1"] else TEX_OT1) if found else None
-    returns = sum(len(IN_WORD_RETURN.findall(text)) for text in texts)
-    if returns >= GLYPH_CR_SHARE * letters and sum(text.count("c") for text in texts) * 10 <= returns:
-        table = {**(table or {}), ord("\r"): "c"}  # Ghostscript's glyph "CR" is code 99: "Pa\rkage"
+    if named:  # Ghostscript's glyphs "CR" and "BS" are codes 99 and 64: "Pa\rkage", "\mpgmpar\x08save"
+        table = {**(table or {}), ord("\r"): "c", ord("\b"): "@"}
     return table
 
 
