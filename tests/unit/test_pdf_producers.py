@@ -5,6 +5,8 @@ Each test builds the lines a page of that kind gives (boxes in PDF points, y up)
 
 from __future__ import annotations
 
+import pytest
+
 from citewise.index.loaders import _joined
 from citewise.index.pdf import body_face
 from citewise.index.pdf.furniture import _mark_headlines, mark_contents, mark_furniture
@@ -1324,38 +1326,48 @@ def test_a_contents_entry_whose_leaders_were_read_apart_stays_in_the_contents() 
     assert [x.kind for x in lines] == ["contents"] * 6 + ["heading"]
 
 
-def test_a_chapters_label_in_display_type_is_no_running_head_and_heads_with_its_title() -> None:
-    # xlop's manual: "Chapitre 2" in 22.8 points over "Instruction xlop", 51 points apart, on each
-    # chapter's first page at one height: it was taken for a running head, and the title stood alone
-    def chapter(n: int, title: str) -> list[Line]:
+@pytest.mark.parametrize(
+    ("word", "label", "title", "body"),
+    [
+        ("Chapitre", 22.8, 22.8, 11.0),  # xlop's manual: both in 22.8 points, 51 points apart
+        (
+            "Chapter",
+            17.2,
+            20.7,
+            10.0,
+        ),  # semantex: the label in 17.2 (1.72 times the body) under a larger title
+    ],
+)
+def test_a_chapters_label_in_display_type_is_no_running_head_and_heads_with_its_title(
+    word: str, label: float, title: float, body: float
+) -> None:
+    # each chapter's label stands at one height on its first page: it was taken for a running head, and
+    # the title stood alone
+    def chapter(n: int, name: str) -> list[Line]:
         return [
-            line(f"Chapitre {n}", 114, 660, 224, size=22.8, font="CMBX12", page=n),
-            line(title, 114, 609, 287, size=22.8, font="CMBX12", page=n),
+            line(f"{word} {n}", 114, 660, 224, size=label, font="CMBX12", page=n),
+            line(name, 114, 609, 287, size=title, font="CMBX12", page=n),
             *(
                 line(
                     f"chapter {n} text in words of its own, line {i} of it",
                     114,
                     557 - 14 * i,
                     483,
-                    size=11,
+                    size=body,
                     page=n,
-                )
+                )  # fmt: skip
                 for i in range(3 + n)
             ),
         ]
 
-    pages = [
-        chapter(n, title)
-        for n, title in enumerate(
-            ["Présentation", "Instruction xlop", "Opérations", "Autres commandes"], start=1
-        )
-    ]
+    names = ["Présentation", "Instruction xlop", "Opérations", "Autres commandes"]
+    pages = [chapter(n, name) for n, name in enumerate(names, start=1)]
     mark_furniture(pages)
     assert [page[0].kind for page in pages] == ["text"] * 4
     lines = [x for page in pages for x in page]
-    mark_headings(lines, 11.0)
+    mark_headings(lines, body)
     joined = join_wrapped_headings(lines)
-    assert [x.text for x in joined if x.kind == "heading"][1] == "Chapitre 2 Instruction xlop"
+    assert [x.text for x in joined if x.kind == "heading"][1] == f"{word} 2 Instruction xlop"
 
 
 def test_a_bullet_drawn_as_a_shape_before_an_items_first_words_is_read_as_one() -> None:
