@@ -273,6 +273,15 @@ def reachable(binaries: Binaries, user: str | None) -> Binaries:
     return Binaries(copied_bin, f"{binaries.source} (a copy in {copy})", vector)
 
 
+def _log_since(log: Path, offset: int) -> str:
+    """The server log from `offset` on: this try's lines, not an earlier try's port clash."""
+    if not log.exists():
+        return ""
+    with log.open("rb") as file:
+        file.seek(offset)
+        return file.read().decode(errors="replace")
+
+
 def start(
     directory: Path,
     *,
@@ -322,11 +331,12 @@ def start(
         options = {"listen_addresses": "127.0.0.1", "port": str(server.port), "unix_socket_directories": ""}
         options |= dict(settings or {})
         flags = shlex.join(part for name, value in options.items() for part in ("-c", f"{name}={value}"))
+        logged = server.log.stat().st_size if server.log.exists() else 0  # what earlier tries wrote
         try:
             _run(binaries, [*command, "-o", flags], user, directory)
             break
         except RuntimeError as error:
-            tail = server.log.read_text(errors="replace")[-2000:] if server.log.exists() else ""
+            tail = _log_since(server.log, logged)[-2000:]
             # a free port taken by another process between its choice and the start: another free one
             if port is None and "Address already in use" in tail and attempt < PORT_ATTEMPTS:
                 server = Server(directory, free_port(), binaries, user)
