@@ -305,10 +305,12 @@ def page_lines(
         tracked = _glyphs(textpage, sys.maxsize)  # all of them: the heading may stand past the sample
     hidden = 0  # objects that hid a word space
     pieces = []
-    unnamed = [text for obj, text in objects if not obj.get_font().get_base_name()]
+    fonts = [obj.get_font() for obj, _ in objects]
+    names = [font.get_base_name() or "" for font in fonts]
+    unnamed = [text for (_, text), name in zip(objects, names, strict=True) if not name]
     tex = tex_encoding(unnamed) if unnamed else None  # a bitmap font's control codes: TeX's encoding
-    pixel_sizes = _pixel_font_sizes(objects)
-    for obj, text in objects:
+    pixel_sizes: dict[int, float] | None = None  # measured when a font set in pixels is met
+    for (obj, text), font, name in zip(objects, fonts, names, strict=True):
         if not text.strip() or obj.container is not None and _in_figure(obj, figures, (width, height)):
             continue
         left, _, right, _ = page_box(obj)
@@ -317,8 +319,6 @@ def page_lines(
             continue  # a watermark set across the page ("DRAFT", "TRAVAIL EN COURS"), not the text's
         # the type's height: the matrix's vertical axis (microtype's font expansion widens glyphs, a = 1.02)
         size = obj.get_font_size() * (math.hypot(matrix[2], matrix[3]) or 1.0)
-        font = obj.get_font()
-        name = font.get_base_name() or ""
         # what its glyphs are kept under, where any were read
         address = (ctypes.cast(obj.raw, ctypes.c_void_p).value or 0) if tracked is not None else 0
         if glyphs is not None and name:  # a bitmap font's (Type 3, no name) glyph boxes say nothing
@@ -333,6 +333,7 @@ def page_lines(
         if SYMBOL_FONT.match(name):
             text = text.translate(OMS_LETTERS)
         if size < PIXEL_SIZE:
+            pixel_sizes = _pixel_font_sizes(objects) if pixel_sizes is None else pixel_sizes
             size = pixel_sizes.get(_font_key(font), size)
         baseline = matrix[5]
         if obj.container is not None:  # in a form: its matrices scale and move the type too
