@@ -95,13 +95,15 @@ def asks(part: str) -> bool:
 
 
 def broken_off(part: str) -> bool:
-    """Whether a writer's sentence is a piece of one (`opens_mid` or `stops_mid`).
+    """Whether a writer's sentence is a piece of one (`opens_mid` or `stops_mid`), or leads in to nothing.
 
-    SmolLM2 wrote "and the magnetic transition width is, [1]" from a line it broke off: its words are the
-    line's, so word overlap verified it. (A lower-case name such as "jax-cfd" may open a sentence.)
+    SmolLM2 wrote "and the magnetic transition width is, [1]" from a line it broke off, and "Similarly the
+    Wess-Zumino action is described as follows: [1]" from one that went on in a display it left out: its
+    words are the line's, so word overlap verified it. (A lower-case name such as "jax-cfd" may open a
+    sentence.)
     """
     text = LABEL.sub("", part).strip()
-    return opens_mid(text) or stops_mid(text)
+    return opens_mid(text) or stops_mid(text) or text.endswith(":")
 
 
 TRAILING_BRACKET = re.compile(r"\s*\([^()]*\)$")

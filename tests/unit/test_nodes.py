@@ -610,17 +610,19 @@ async def test_a_models_piece_of_a_line_is_no_sentence_though_its_words_are_the_
 ) -> None:
     # SmolLM2 wrote "and the magnetic transition width is, [1]": the line's words, broken off it
     context = Context(index_dir=index_dir, model=MODEL, profile="lean")
-    supports = {"sentences": [{"sentence": n, "sources": ["E1.1"], "supported": True} for n in (1, 2, 3)]}
+    # and "Similarly the Wess-Zumino action is described as follows: [1]", a lead-in to a display it left out
+    supports = {"sentences": [{"sentence": n, "sources": ["E1.1"], "supported": True} for n in (1, 2, 3, 4)]}
     install(context, judge=ScriptedChatModel(responder=lambda request: supports))
     draft = (
         "and vaccines train the immune system to recognise a pathogen [E1]. "
         "Vaccines train the immune system to recognise a pathogen without causing, [E1]. "
+        "Vaccines train the immune system to recognise a pathogen as follows: [E1] "
         "Vaccines train the immune system to recognise a pathogen [E1]."
     )
     result = await llms.metered(verify)(verify_state(draft), run(context))
 
     assert result["answer"] == "Vaccines train the immune system to recognise a pathogen [1]."
-    assert len(result["unsupported"]) == 2
+    assert len(result["unsupported"]) == 3
 
 
 PARAPHRASE = "Vaccines teach the body's defences to spot a pathogen [E1]."
