@@ -2175,6 +2175,29 @@ def test_a_numbered_heading_in_small_capitals_read_by_ocr_is_a_heading_though_it
     assert (heading.kind, unnumbered.kind) == ("heading", "text")
 
 
+def test_kpfonts_typewriter_is_code_and_its_roman_is_not() -> None:
+    # semantex sets its code in kpfonts' "Tt-Kp-Regular": the lines ran on into the prose as its sentences
+    from citewise.index.pdf.lines import MONO_FONT
+
+    assert MONO_FONT.search("JXPSHV+Tt-Kp-Regular") and MONO_FONT.search("Tt-Kp-Regular-Slant_167")
+    assert not any(
+        MONO_FONT.search(name) for name in ("GJMOWR+Kp-Regular", "ABCDEF+Matt-Regular", "Kp--M-Italic")
+    )
+    lines = [
+        line("To get started, load the package with", 114, 600, 300, size=10, font="Kp-Regular"),
+        line("\\usepackage{semantex}", 114, 580, 220, size=9, font="JXPSHV+Tt-Kp-Regular"),
+        line(
+            "The system is object-oriented; all entities are objects.",
+            114,
+            560,
+            400,
+            size=10,
+            font="Kp-Regular",
+        ),
+    ]
+    assert [x.code for x in lines] == [False, True, False]
+
+
 def test_a_bitmap_font_s_control_codes_read_in_tex_s_encoding() -> None:
     # pas-cv's CV (dvips' Type 3 fonts, no name, no Unicode map): "Certi\x1ccat", guillemets as \x13 \x14;
     # a page of glyph codes (metre's, 26-53 kinds) is garbled, left to OCR

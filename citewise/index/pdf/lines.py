@@ -97,10 +97,11 @@ SMALL_CAPS_FONT = re.compile(r"CMCSC|\b(?:SF|EC)CC|SmallCap|[-_]SC$|Caps\d*(?:-|
 
 
 MONO_FONT = re.compile(
-    r"(?:cm|lm|ec|t1x|x|sf)tt|mono|courier|typewriter|consol|menlo|monaco|sourcecode|firacode|pcr[rbo]",
+    r"(?:cm|lm|ec|t1x|x|sf)tt|(?:^|\+)tt-|mono|courier|typewriter|consol|menlo|monaco|sourcecode|firacode|pcr[rbo]",
     re.IGNORECASE,
 )
-"""A typewriter face: a line set wholly in one is code (a command shown on its own line)."""
+"""A typewriter face: a line set wholly in one is code (a command shown on its own line); kpfonts' is
+"Tt-Kp-Regular"."""
 
 
 DROP_CAPITAL = 2.5
