@@ -2175,6 +2175,37 @@ def test_a_numbered_heading_in_small_capitals_read_by_ocr_is_a_heading_though_it
     assert (heading.kind, unnumbered.kind) == ("heading", "text")
 
 
+def test_a_list_set_in_under_flush_paragraphs_hides_no_paragraph_start() -> None:
+    # HA-prosper sets paragraphs flush (no indent, no skip) and its lists' items 2.5 ems in: the items,
+    # counted as indented paragraphs, made the document read as indented, and 0.36 of its paragraphs whole
+    texts = [
+        ("This manual provides information about working with the package and its", 90, 500),
+        ("styles, for the slides you make.", 90, 300),
+        ("If you want to start working with it immediately, have a look at the", 90, 500),
+        ("examples in the fifth section.", 90, 280),
+        ("Note that it uses the xkeyval package, which is available from the", 90, 500),
+        ("archive. Do install it.", 90, 230),
+        ("These people contributed styles to it, each one named after them.", 90, 490),
+        ("Jack Stalnaker: Aggie style.", 115, 300),
+        ("Laurent Jacques: Fyma style.", 115, 300),
+        ("Mathieu Goutelle: Capsules style.", 115, 320),
+        ("Further, this documentation was up to date in 2004, and might be", 90, 500),
+        ("outdated by now.", 90, 200),
+    ]
+    lines = [line(text, left, 700 - 12 * n, right, size=10) for n, (text, left, right) in enumerate(texts)]
+    mark_starts(lines, 10.0, BODY)
+    assert [x.text[:8] for x in lines if x.starts] == [
+        "This man",
+        "If you w",
+        "Note tha",
+        "These pe",
+        "Jack Sta",
+        "Laurent ",
+        "Mathieu ",
+        "Further,",
+    ]
+
+
 def test_kpfonts_typewriter_is_code_and_its_roman_is_not() -> None:
     # semantex sets its code in kpfonts' "Tt-Kp-Regular": the lines ran on into the prose as its sentences
     from citewise.index.pdf.lines import MONO_FONT
