@@ -31,7 +31,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from citewise.context import Context
-from citewise.core import llms
+from citewise.core import llms, questions
 from citewise.core.evidence import NO_ANSWER, is_abstention, kept_records, paragraph_texts
 from citewise.core.evidence.packing import CONTEXT_NOTE
 from citewise.core.indexes import in_thread, open_index
@@ -380,7 +380,12 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
         # every sentence checked against its lines: a capable model may find what local mode's sentence
         # choice misses (Qwen2.5-1.5B: "GNPy" as the physical layer digital twin, where local mode quoted
         # a sentence on the twin's functioning)
-        return result
+        if not misses_kind(question, result["answer"], local["answer"]):
+            return result
+        reason = (
+            "the model's answer holds none of what the question asks for (a number, a date, a name) and "
+            "local mode's does: local mode's extractive answer is shown"
+        )
     else:
         # a small model's verified sentences on other lines than local answering picked were the wrong
         # sentence more often than the right one (SmolLM2: 1 of 15 held-out turns against local mode's 7;
@@ -398,6 +403,23 @@ async def verify(state: State, runtime: Runtime[Context]) -> dict:
         "labels": labels,
         "degraded": [*result.get("degraded", []), *local.get("degraded", []), entry],
     }
+
+
+def misses_kind(question: str, answer: str, local_answer: str) -> bool:
+    """Whether local mode's answer holds the kind of thing the question asks for and the model's holds none.
+
+    Qwen2.5-1.5B answered "How many Class 0 protostars were studied ...?" with the paper's aim ("... in the
+    inner envelopes of Class 0 protostars"), every sentence verified, where local mode quoted "observations
+    of six Class 0 protostars".
+    """
+    asked = questions.read(question)
+    if asked.kind == "description":
+        return False
+
+    def holds(text: str) -> bool:
+        return any(questions.has_kind(sentence, asked) for sentence in sentences(LABEL.sub("", text)))
+
+    return holds(local_answer) and not holds(answer)
 
 
 def padded(result: dict, local: dict, kept: list[EvidenceRecord], context: Context) -> bool:

@@ -790,6 +790,22 @@ async def test_under_lean_a_model_answer_resting_on_another_passage_than_local_m
         assert "does not rest on every line local mode's answer quotes" in entry["reason"]
 
 
+def test_a_model_answer_without_the_kind_of_thing_asked_gives_way_where_local_mode_s_has_it() -> None:
+    # Qwen2.5-1.5B, every sentence verified, its judge trusted: the paper's aim for "how many", where local
+    # mode quoted the count
+    from citewise.nodes.verify import misses_kind
+
+    question = "How many Class 0 protostars were studied in the ALMA paper?"
+    aim = "Our aim is to characterize the dust in the inner envelopes (~1000 au) of Class 0 protostars [1]."
+    count = (
+        "We collected observations of six Class 0 protostars carried out with the ALMA interferometer [1]."
+    )
+    assert misses_kind(question, aim, count)
+    assert not misses_kind(question, count, aim)  # the model's holds it
+    assert not misses_kind(question, aim, aim)  # neither does: nothing to prefer
+    assert not misses_kind("Why was B1-c left out of the sample?", aim, count)  # no kind asked
+
+
 @pytest.mark.parametrize(("bread_answering", "stands"), [(0.1, False), (0.6, True)])
 async def test_under_lean_a_model_answer_padded_from_a_passage_that_answers_nothing_gives_way(
     index_dir: str, install: Callable, bread_answering: float, stands: bool
