@@ -179,7 +179,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=["tune", "heldout", "fresh"], help="only this part of the set")
     parser.add_argument(
-        "--round", type=int, help="only the documents whose truths came in this round (2 to 21)"
+        "--round", type=int, help="only the documents whose truths came in this round (2 to 22)"
     )
     parser.add_argument("--show", action="store_true", help="print what each document missed")
     parser.add_argument(
