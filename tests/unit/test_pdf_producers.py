@@ -2206,6 +2206,23 @@ def test_a_list_set_in_under_flush_paragraphs_hides_no_paragraph_start() -> None
     ]
 
 
+def test_a_name_in_lower_case_opens_a_sentence_after_a_full_stop() -> None:
+    # tabularcalc's French manual: "... L'affichage des nombres se fait sous forme décimale." over
+    # "tabularcalc fonctionne sous LaTeX ...", a paragraph of its own; an abbreviation's stop ends nothing
+    from citewise.index.pdf.starts import _sentence_after
+
+    short = line("standard tabular. L'affichage des nombres se fait sous forme décimale.", 78, 216, 388)
+    assert _sentence_after(
+        short, line("tabularcalc fonctionne sous LaTeX et charge les extensions fp,", 78, 202)
+    )
+    assert not _sentence_after(short, line("and the numbers are printed in decimal form, as", 78, 202))
+    for stop in ("such as tables, figures, etc.", "several packages, e.g.", "the value is 3."):
+        assert not _sentence_after(line(stop, 78, 216, 200), line("tabularcalc loads them", 78, 202)), stop
+    assert not _sentence_after(
+        line("as the following shows:", 78, 216, 200), line("tabularcalc loads", 78, 202)
+    )
+
+
 def test_kpfonts_typewriter_is_code_and_its_roman_is_not() -> None:
     # semantex sets its code in kpfonts' "Tt-Kp-Regular": the lines ran on into the prose as its sentences
     from citewise.index.pdf.lines import MONO_FONT

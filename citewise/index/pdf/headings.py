@@ -13,6 +13,7 @@ import re
 from collections import Counter
 
 from citewise.index.pdf.lines import (
+    JOINING_WORDS,
     MONO_FONT,
     NUMBERED,
     NUMBERED_EQUATION,
@@ -86,10 +87,6 @@ SUBSECTION = re.compile(r"\d{1,2}(?:\.\d{1,2})+\.?\s")
 
 SENTENCE_END = re.compile(r"(?:[a-z]{2}|[\])])[.!?](?:\s|$)")
 """A sentence's end: a word's (not a numeral's: "II. METHOD") or a citation's ("[3]."), stop."""
-
-
-JOINING_WORDS = frozenset("a an the of to for and or in on with from by at as".split())
-"""Words a title's line does not end in: the title runs on over the next line."""
 
 
 def mark_title(lines: list[Line], body: float) -> None:

@@ -96,6 +96,11 @@ SMALL_CAPS_FONT = re.compile(r"CMCSC|\b(?:SF|EC)CC|SmallCap|[-_]SC$|Caps\d*(?:-|
 """A small-capitals face: its lower-case letters print as capitals (TeX's cmcsc: "Finer Objectives")."""
 
 
+JOINING_WORDS = frozenset("a an the of to for and or in on with from by at as".split())
+"""Words a title's line does not end in (the title runs on over the next line), nor a sentence opens in after
+a full stop (the stop was an abbreviation's)."""
+
+
 MONO_FONT = re.compile(
     r"(?:cm|lm|ec|t1x|x|sf)tt|(?:^|\+)tt-|mono|courier|typewriter|consol|menlo|monaco|sourcecode|firacode|pcr[rbo]",
     re.IGNORECASE,

@@ -15,6 +15,7 @@ from citewise.index.pdf.lines import (
     BODY_GAPS,
     BULLETS,
     CJK_LETTERS,
+    JOINING_WORDS,
     MONO_FONT,
     Line,
     body_gaps,
@@ -359,9 +360,24 @@ FLUSH_INDENTED = 0.1
 
 
 def _sentence_after(previous: Line, line: Line) -> bool:
-    """Whether `previous` ends a sentence and `line` opens one (with a capital or a quotation mark)."""
-    opens = line.text[:1]
-    return previous.text.rstrip().endswith((".", "!", "?", ":")) and (opens in QUOTES or opens.isupper())
+    """Whether `previous` ends a sentence and `line` opens one.
+
+    With a capital or a quotation mark, or after a full stop with a name set in lower case ("tabularcalc
+    fonctionne sous LaTeX ...": no joining word, and the stop no short abbreviation's, "etc." or "e.g.").
+    """
+    ends, opens = previous.text.rstrip(), line.text[:1]
+    if not ends.endswith((".", "!", "?", ":")):
+        return False
+    if opens in QUOTES or opens.isupper():
+        return True
+    first, last = line.text.split()[0], ends.split()[-1]
+    return (
+        opens.islower()
+        and ends.endswith((".", "!", "?"))
+        and first.lower() not in JOINING_WORDS
+        and len(last.rstrip(".!?")) > 3
+        and "." not in last.rstrip(".!?")
+    )
 
 
 QUOTES = "\u201c\"'\u2018"
