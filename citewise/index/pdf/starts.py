@@ -370,11 +370,11 @@ def _sentence_after(previous: Line, line: Line) -> bool:
         return False
     if opens in QUOTES or opens.isupper():
         return True
-    first, last = line.text.split()[0], ends.split()[-1]
+    words, last = line.text.split(), ends.split()[-1]
     return (
         opens.islower()
         and ends.endswith((".", "!", "?"))
-        and first.lower() not in JOINING_WORDS
+        and words[0].lower() not in JOINING_WORDS
         and len(last.rstrip(".!?")) > 3
         and "." not in last.rstrip(".!?")
     )
