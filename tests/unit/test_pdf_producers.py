@@ -2358,6 +2358,8 @@ def test_ghostscript_s_glyph_names_of_control_characters_read_as_their_codes() -
         .endswith("Dieses Package definiert \\mpgmpar@save als „Behälter“ für sie.")
     )
     assert "nicht erlaubt, heißt" in text.translate(table)
+    octavo = tex_encoding([text, "[1\u2104 D. Knuth. The TeXbook. The most e\u00c6\rient way to set type."])
+    assert octavo is not None and "[1\u2104 ... e\u00c6\rient".translate(octavo) == "[1] ... efficient"
     old = tex_encoding(["a \x0bne \x0dag " + text.replace("\r", "c")])  # OT1's fl beside c's of their own
     assert old is not None and "\x0dag".translate(old) == "flag"
 

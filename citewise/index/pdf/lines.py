@@ -174,7 +174,10 @@ def tex_encoding(texts: list[str]) -> dict[int, str] | None:
     )
     table = (TEX_T1 if found["t1"] >= found["ot1"] else TEX_OT1) if found else None
     if named:  # Ghostscript's glyphs "CR" and "BS" are codes 99 and 64: "Pa\rkage", "\mpgmpar\x08save"
-        table = {**(table or {}), ord("\r"): "c", ord("\b"): "@"}
+        # and "CL" (93) and "AE" (14) came out as the signs of those names: "[1\u2104" for "[1]", and "Æ" for
+        # the encoding's code 14 (OT1's "ffi": "e\u00c6cient")
+        code_14 = (table or TEX_OT1).get(0x0E, "\x0e")
+        table = {**(table or {}), ord("\r"): "c", ord("\b"): "@", ord("\u2104"): "]", ord("\u00c6"): code_14}
     return table
 
 
