@@ -317,8 +317,7 @@ def page_lines(
         matrix = obj.get_matrix().get()
         if _slanted(matrix):
             continue  # a watermark set across the page ("DRAFT", "TRAVAIL EN COURS"), not the text's
-        # the type's height: the matrix's vertical axis (microtype's font expansion widens glyphs, a = 1.02)
-        size = obj.get_font_size() * (math.hypot(matrix[2], matrix[3]) or 1.0)
+        size = _type_size(obj, matrix)
         # what its glyphs are kept under, where any were read
         address = (ctypes.cast(obj.raw, ctypes.c_void_p).value or 0) if tracked is not None else 0
         if glyphs is not None and name:  # a bitmap font's (Type 3, no name) glyph boxes say nothing
@@ -333,7 +332,7 @@ def page_lines(
         if SYMBOL_FONT.match(name):
             text = text.translate(OMS_LETTERS)
         if size < PIXEL_SIZE:
-            pixel_sizes = _pixel_font_sizes(objects) if pixel_sizes is None else pixel_sizes
+            pixel_sizes = _pixel_font_sizes(objects, fonts) if pixel_sizes is None else pixel_sizes
             size = pixel_sizes.get(_font_key(font), size)
         baseline = matrix[5]
         if obj.container is not None:  # in a form: its matrices scale and move the type too
@@ -374,18 +373,26 @@ def _font_key(font: Any) -> int:
     return ctypes.cast(font.raw, ctypes.c_void_p).value or 0
 
 
-def _pixel_font_sizes(objects: list[tuple[Any, str]]) -> dict[int, float]:
+def _type_size(obj: Any, matrix: tuple[float, ...]) -> float:
+    """A text object's type size: its font size by the matrix's vertical axis.
+
+    Not the horizontal one: microtype's font expansion widens glyphs (a = 1.02), which says nothing of
+    their height.
+    """
+    return float(obj.get_font_size() * (math.hypot(matrix[2], matrix[3]) or 1.0))
+
+
+def _pixel_font_sizes(objects: list[tuple[Any, str]], fonts: list[Any]) -> dict[int, float]:
     """The type size of each font set in device pixels (`PIXEL_SIZE`): its tallest object's height.
 
     A bitmap font's size says nothing there, but a run of its glyphs with a parenthesis, or an ascender and a
-    descender, stands about an em tall: the body's 10 pt type 9.8 pt.
+    descender, stands about an em tall: the body's 10 pt type 9.8 pt. `fonts`: each object's, as read.
     """
     sizes: dict[int, float] = {}
-    for obj, text in objects:
-        matrix = obj.get_matrix().get()
-        if text.strip() and obj.get_font_size() * (math.hypot(matrix[2], matrix[3]) or 1.0) < PIXEL_SIZE:
+    for (obj, text), font in zip(objects, fonts, strict=True):
+        if text.strip() and _type_size(obj, obj.get_matrix().get()) < PIXEL_SIZE:
             _, bottom, _, top = obj.get_bounds()
-            key = _font_key(obj.get_font())
+            key = _font_key(font)
             sizes[key] = max(sizes.get(key, 0.0), top - bottom)
     return sizes
 

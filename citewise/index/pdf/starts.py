@@ -370,13 +370,13 @@ def _sentence_after(previous: Line, line: Line) -> bool:
         return False
     if opens in QUOTES or opens.isupper():
         return True
-    words, last = line.text.split(), ends.split()[-1]
+    last = ends.split()[-1].rstrip(".!?")  # the word the stop ends: no abbreviation's ("e.g", "etc", "3")
     return (
         opens.islower()
         and ends.endswith((".", "!", "?"))
-        and words[0].lower() not in JOINING_WORDS
-        and len(last.rstrip(".!?")) > 3
-        and "." not in last.rstrip(".!?")
+        and line.text.split()[0].lower() not in JOINING_WORDS
+        and len(last) > 3
+        and "." not in last
     )
 
 
