@@ -14,6 +14,7 @@ import statistics
 from collections import Counter
 
 from citewise.index.citations import is_reference_heading, opens_author_entry
+from citewise.index.pdf.headings import FLOAT_CAPTION
 from citewise.index.pdf.lines import (
     ENTRY_LABEL,
     EQUATION_NUMBER,
@@ -362,8 +363,14 @@ def _mark_notes(lines: list[Line], body: float) -> None:
     Not a run under a reference-list heading, nor one whose lines start entries ("[3] ..."): a reference list
     set small at the end of a column.
     """
+    above: Line | None = None  # the last text line of the segment before
     for _, column in itertools.groupby(lines, key=lambda line: (line.page, line.column)):
         segment = [line for line in column if line.kind == "text"]
+        if segment and _page_foot_note(above, segment, lines, body):
+            for line in segment:
+                line.kind = "note"
+            continue
+        above = segment[-1] if segment else above
         run = len(segment)
         while run > 0 and segment[run - 1].size < 0.9 * body:
             run -= 1
@@ -378,6 +385,25 @@ def _mark_notes(lines: list[Line], body: float) -> None:
                 continue  # a reference list in small type (IEEE, a browser's print), not footnotes
             for line in segment[run:]:
                 line.kind = "note"
+
+
+def _page_foot_note(above: Line | None, segment: list[Line], lines: list[Line], body: float) -> bool:
+    """Whether a segment is a note across the page's foot, under its columns.
+
+    All in small type, set off by a gap, the page's last text, not a caption: "LATEX News, and the LATEX
+    software, are brought to you by ... Copyright 2017" under ltnews' two columns.
+    """
+    first, last = segment[0], segment[-1]
+    return (
+        above is not None
+        and above.page == first.page
+        and above.column in ("left", "right")
+        and first.column == "full"
+        and all(line.size < 0.9 * body for line in segment)
+        and above.bottom - first.top > 0.3 * body
+        and not FLOAT_CAPTION.match(first.text)
+        and not any(x.kind == "text" and x.page == last.page and x.top < last.bottom for x in lines)
+    )
 
 
 YEAR = re.compile(r"\b(?:1[89]|20)\d\d\b")
@@ -436,10 +462,18 @@ def mark_contents(lines: list[Line]) -> None:
     headings = Counter(_entry_text(line.text) for line in lines if line.kind == "heading")
     run: list[Line] = []
     listed: set[str] = set()  # the entries of the contents so far
-    for line in lines:
-        if line.kind in ("furniture", "contents"):  # a page number or a running head between its pages
+    wrapped: Line | None = None  # an entry's second line, taken with its first
+    for at, line in enumerate(lines):
+        if line.kind in ("furniture", "contents") or line is wrapped:  # a page number or a running head
             continue
         entry = _entry_text(line.text) if line.kind in ("text", "heading") else ""
+        below = _wrapped_entry(lines, at) if run and not headings[entry] else None
+        joined = _entry_text(f"{line.text} {below.text}") if below is not None else ""
+        if below is not None and headings[joined] and joined not in listed:
+            run += [line, below]  # "An addendum to the release changes in 2015:" / "page breaks and ... 2"
+            listed.add(joined)
+            wrapped = below
+            continue
         if run and line.kind == "text" and re.fullmatch(r"\d{1,4}|[ivxlc]{1,6}", entry):
             run.append(line)  # an entry's page number, read as a line of its own right of it
             continue
@@ -455,6 +489,15 @@ def mark_contents(lines: list[Line]) -> None:
         run = []
     _drop_contents(lines, run)
     _mark_leadered(lines)
+
+
+def _wrapped_entry(lines: list[Line], at: int) -> Line | None:
+    """The line under lines[at] in its column when lines[at] could be a contents entry's first line."""
+    line = lines[at]
+    below = next((x for x in lines[at + 1 :] if x.kind != "furniture"), None)
+    if below is None or below.kind != "text" or line.kind != "text" or not same_column(line, below):
+        return None
+    return below
 
 
 PAGE_LIST = rf"(?:{PAGE_LABEL})(?:\s*[,\u2013-]\s*(?:{PAGE_LABEL}))*(?:\s*ff?\.)?"

@@ -174,7 +174,9 @@ def mark_title(lines: list[Line], body: float) -> None:
             break
         middle = abs(line.left + line.right - sum(block)) / 2 <= body  # on the page's middle
         centred = _centred(line, body) or middle and _centred_between(line, *block, body)
-        if not (centred or line.italic and not line.text.endswith(".")):
+        # (or an issue's date set flush under it: "Issue 26, January 2017")
+        dated = bool(DATE.search(line.text) or MONTH_YEAR.search(line.text)) and len(line.text.split()) <= 8
+        if not (centred or (line.italic or dated) and not line.text.endswith(".")):
             break
         line.kind = "furniture"
     # a title page of its own (a slide deck's first slide): set flush under the title, nothing but a few
@@ -401,8 +403,11 @@ def mark_headings(lines: list[Line], body: float) -> None:
         goes_on = (
             above is not None and id(above) in chosen and (above.size, above.bold) == (line.size, line.bold)
         )
+        # (a symbol from the maths fonts is no lower-case word: the heading "ε-TEX")
+        opens_math = line.pieces[0].math and not line.pieces[0].text[:1].isspace()
         if (
             not line.text[:1].islower()
+            or opens_math
             or goes_on
             or ITEM_LABEL.match(line.text)
             or _bold_apart(lines, index, chosen)

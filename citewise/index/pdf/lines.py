@@ -601,8 +601,10 @@ def line_text(pieces: list[Piece]) -> str:
                 own = before.text != before.text.rstrip() and gap > -0.05 * size
                 apart = own or gap > 0.35 * size
             else:
-                # a piece's own space (pdfTeX keeps it: "The journal " before an italic "Monthly") or a gap
-                own = before.text[-1:].isspace() or piece.text[:1].isspace()
+                # a piece's own space (pdfTeX keeps it: "The journal " before an italic "Monthly") or a gap;
+                # not before a glyph kerned under its last one (the logo's mirrored E after "The X ")
+                kerned = gap < -0.02 * size
+                own = before.text[-1:].isspace() and not kerned or piece.text[:1].isspace()
                 apart = own or gap > 0.2 * size or text[-1] in ",;:."
             text += " " if apart else ""
         text += piece.text.strip()

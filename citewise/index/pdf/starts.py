@@ -224,6 +224,8 @@ def mark_starts(lines: list[Line], body: float, face: str) -> None:
             # back at the edge after a line set well in that ended short (a box's or a display's line), a
             # sentence starts afresh
             line.starts = True
+        elif ended and in_column and _after_quotation(prior, previous, line, body):
+            line.starts = True  # the text after a quotation, a sentence going on too ("and also said")
         elif ended and in_column and FIELD.match(line.text) and previous.text.rstrip().endswith((".", ":")):
             # a field's label after a sentence that ended short ("Syntax:" under "\\newarray : New array.")
             line.starts = True
@@ -532,6 +534,22 @@ def _goes_on_set_in(previous: Line, line: Line, following: Line, body: float) ->
         and _prose_pair(previous, line)
         and not prose_after
         and not word_fits(previous, line)
+    )
+
+
+def _after_quotation(prior: Line | None, previous: Line, line: Line, body: float) -> bool:
+    """Whether `line`, back at its column's edge, follows a quotation.
+
+    A quotation: a block of lines set in on the left by one measure (two of them at least), its last ending a
+    sentence.
+    """
+    return (
+        prior is not None
+        and same_column(prior, previous)
+        and abs(prior.left - previous.left) < 0.3 * body
+        and previous.left - line.left >= 1.5 * body
+        and line.left - line.edge < 0.3 * body
+        and previous.text.rstrip().endswith((".", "!", "?", ".\u201d", ".'", '."'))
     )
 
 
